@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// ndmem.h: the optional public API of libndmem.so.
+// A program never needs it: LD_PRELOAD=libndmem.so accounts for an unmodified program. It is for
+// programs (and tests) that want to read ndmem's counters in-process. Every function is declared
+// weak unless NDMEM_NO_WEAK is defined, so a program built against this header runs without the
+// shim: test the function's address first (`if (ndmem_stats) ...`).
+#ifndef NDMEM_H
+#define NDMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(NDMEM_NO_WEAK) || !defined(__GNUC__)
+#define NDMEM_API
+#else
+#define NDMEM_API __attribute__((weak))
+#endif
+
+#define NDMEM_MAX_DEVICES 16
+
+// Memory kinds: the accounting dimension every counter carries. Device N is
+// NDMEM_KIND_DEVICE0 + N.
+enum ndmem_kind {
+  NDMEM_KIND_HEAP = 0, // malloc family, usable sizes
+  NDMEM_KIND_MMAP,     // anonymous mmap (page-rounded), not file mappings
+  NDMEM_KIND_PINNED,   // page-locked host memory (cudaMallocHost / cudaHostAlloc)
+  NDMEM_KIND_MANAGED,  // unified memory (cudaMallocManaged)
+  NDMEM_KIND_DEVICE0,  // device 0 .. NDMEM_MAX_DEVICES-1
+  NDMEM_KIND_COUNT = NDMEM_KIND_DEVICE0 + NDMEM_MAX_DEVICES
+};
+
+// Intercepted entry points, for call counts.
+enum ndmem_fn {
+  NDMEM_FN_MALLOC = 0,
+  NDMEM_FN_CALLOC,
+  NDMEM_FN_REALLOC,
+  NDMEM_FN_REALLOCARRAY,
+  NDMEM_FN_POSIX_MEMALIGN,
+  NDMEM_FN_ALIGNED_ALLOC,
+  NDMEM_FN_MEMALIGN,
+  NDMEM_FN_VALLOC,
+  NDMEM_FN_PVALLOC,
+  NDMEM_FN_FREE,
+  NDMEM_FN_FREE_SIZED,
+  NDMEM_FN_FREE_ALIGNED_SIZED,
+  NDMEM_FN_MMAP,
+  NDMEM_FN_MUNMAP,
+  NDMEM_FN_MREMAP,
+  NDMEM_FN_COUNT
+};
+
+// Fallbacks: every place where ndmem did something other than the plain forward.
+enum ndmem_fallback {
+  NDMEM_FB_BOOTSTRAP = 0,  // allocations served from the static bootstrap pool (dlsym)
+  NDMEM_FB_SYNTHESIZED,    // a malloc-family call the next allocator lacks, built from others
+  NDMEM_FB_LATE_THREAD,    // calls on a thread after its ndmem state was torn down
+  NDMEM_FB_UNTRACKED_FREE, // free/realloc of a block allocated while accounting was off
+  NDMEM_FB_COUNT
+};
+
+typedef struct ndmem_kind_stats {
+  uint64_t allocs;      // blocks (heap) or mappings (mmap) created
+  uint64_t frees;       // blocks or mappings released
+  uint64_t alloc_bytes; // bytes allocated, cumulative
+  uint64_t free_bytes;  // bytes released, cumulative
+  int64_t live_bytes;   // alloc_bytes - free_bytes
+  int64_t live_count;   // allocs - frees
+  int64_t peak_bytes;   // high-water mark of live_bytes
+} ndmem_kind_stats_t;
+
+typedef struct ndmem_stats {
+  uint32_t size;    // caller sets sizeof(ndmem_stats_t); ndmem fills at most that much
+  uint32_t version; // NDMEM_STATS_VERSION
+  uint32_t threads; // process scope: threads that have allocated; thread scope: 1
+  int32_t tid;      // thread scope: the thread's id; process scope: the pid
+  ndmem_kind_stats_t kind[NDMEM_KIND_COUNT];
+  uint64_t calls[NDMEM_FN_COUNT];
+  uint64_t fallbacks[NDMEM_FB_COUNT];
+} ndmem_stats_t;
+
+#define NDMEM_STATS_VERSION 1
+
+enum ndmem_scope { NDMEM_SCOPE_PROCESS = 0, NDMEM_SCOPE_THREAD = 1 };
+
+// Fills *out for the process or the calling thread. Per-thread counters are flows: a block freed
+// on another thread counts as a free on that thread, so a thread's live_bytes may be negative;
+// process totals are exact. Returns 0, or -1 when accounting is off (NDMEM_ENABLED=0, or a fork
+// child with NDMEM_FOLLOW_FORK=0).
+NDMEM_API int ndmem_stats(ndmem_stats_t *out, int scope);
+
+// The library's version string, e.g. "0.1.0".
+NDMEM_API const char *ndmem_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+// api.c: the ndmem_* functions of include/ndmem.h.
+#include "shim.h"
+
+#include <string.h>
+
+#ifndef ND_VERSION
+#define ND_VERSION "unknown"
+#endif
+
+ND_EXPORT int ndmem_stats(ndmem_stats_t *out, int scope) {
+  nd_tls_t *t = &nd_tls;
+  int mode = nd_thread_prepare(t);
+  if (!out || !nd_accounting_on() || (mode != ND_T_COUNT && mode != ND_T_BUSY)) return -1;
+  size_t want = out->size && out->size < sizeof(ndmem_stats_t) ? out->size : sizeof(ndmem_stats_t);
+  ndmem_stats_t s;
+  if (scope == NDMEM_SCOPE_THREAD) {
+    if (!t->shard) return -1;
+    nd_counters_snapshot_shard(t->shard, &s);
+  } else {
+    // Publish this thread's pending deltas so that a single-threaded caller sees an exact peak.
+    if (t->shard)
+      for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);
+    nd_counters_snapshot_process(&s);
+  }
+  s.size = (uint32_t)want;
+  memcpy(out, &s, want);
+  return 0;
+}
+
+ND_EXPORT const char *ndmem_version(void) { return ND_VERSION; }

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// config.c: the NDMEM_* table and its parsers (see config.h). Runs inside the first intercepted
+// call, before any allocator is usable: no allocation, no stdio, no locale.
+#include "config.h"
+
+#include "fmt.h"
+
+__extension__ typedef unsigned __int128 nd_u128;
+
+#include <stddef.h>
+
+#define OPT(name, type, field, def, min, max, doc)                                               \
+  { name, type, offsetof(nd_config_t, field), def, min, max, doc }
+
+const nd_option_t nd_options[] = {
+    OPT("NDMEM_ENABLED", ND_OPT_BOOL, enabled, 1, 0, 1,
+        "0 turns accounting off: every hook forwards to the next allocator"),
+    OPT("NDMEM_SUMMARY", ND_OPT_INT, summary, 1, 0, 2,
+        "summary on stderr at exit: 0 none, 1 totals, 2 totals and one row per thread"),
+    OPT("NDMEM_FOLLOW_FORK", ND_OPT_BOOL, follow_fork, 1, 0, 1,
+        "1: a fork child keeps its own accounting and summary; 0: the child is not accounted"),
+};
+const size_t nd_options_count = sizeof nd_options / sizeof nd_options[0];
+
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+static int ieq(const char *a, const char *b) {
+  while (*a && *b && lower((unsigned char)*a) == lower((unsigned char)*b)) a++, b++;
+  return *a == 0 && *b == 0;
+}
+
+int nd_parse_bool(const char *s, int64_t *out) {
+  static const char *yes[] = {"1", "yes", "true", "on"}, *no[] = {"0", "no", "false", "off"};
+  for (int i = 0; i < 4; i++) {
+    if (ieq(s, yes[i])) return *out = 1, 0;
+    if (ieq(s, no[i])) return *out = 0, 0;
+  }
+  return -1;
+}
+
+int nd_parse_int(const char *s, int64_t *out) {
+  int neg = 0;
+  uint64_t v = 0;
+  if (*s == '-' || *s == '+') neg = *s++ == '-';
+  if (!*s) return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return -1;
+    if (v > (UINT64_C(1) << 62)) return -1;
+    v = v * 10 + (uint64_t)(*s - '0');
+  }
+  if (v > (uint64_t)INT64_MAX) return -1;
+  *out = neg ? -(int64_t)v : (int64_t)v;
+  return 0;
+}
+
+int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out) {
+  // value = whole + frac_num / frac_den, both exact integers; 19 fraction digits at most.
+  nd_u128 whole = 0, frac_num = 0, frac_den = 1;
+  int digits = 0;
+  for (; *s >= '0' && *s <= '9'; s++, digits++) {
+    whole = whole * 10 + (unsigned)(*s - '0');
+    if (whole > (nd_u128)INT64_MAX) return -1;
+  }
+  if (*s == '.') {
+    s++;
+    for (; *s >= '0' && *s <= '9'; s++, digits++) {
+      if (frac_den < (nd_u128)1e18) {
+        frac_num = frac_num * 10 + (unsigned)(*s - '0');
+        frac_den *= 10;
+      }
+    }
+  }
+  if (!digits) return -1;
+  nd_u128 mul = 1, div = 1;
+  if (*s == '%') {
+    if (!percent_base || s[1]) return -1;
+    mul = percent_base;
+    div = 100;
+  } else if (*s) {
+    static const char *const names[][3] = {
+        {"k", "kb", "kib"}, {"m", "mb", "mib"}, {"g", "gb", "gib"}, {"t", "tb", "tib"}};
+    int found = ieq(s, "b") ? 0 : -1;
+    for (int u = 0; u < 4 && found < 0; u++)
+      for (int f = 0; f < 3; f++)
+        if (ieq(s, names[u][f])) found = u + 1;
+    if (found < 0) return -1;
+    for (int u = 0; u < found; u++) mul *= 1024;
+  }
+  nd_u128 v = (whole * mul) / div + (frac_num * mul) / (frac_den * div);
+  if (v > (nd_u128)INT64_MAX) return -1;
+  *out = (int64_t)v;
+  return 0;
+}
+
+static int has_prefix(const char *s, const char *p, const char **rest) {
+  while (*p && *s == *p) s++, p++;
+  if (*p) return 0;
+  *rest = s;
+  return 1;
+}
+
+static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn warn, void *ctx) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: ");
+  nd_buf_str(&b, o->name);
+  nd_buf_str(&b, "='");
+  nd_buf_strn(&b, value, 64);
+  nd_buf_str(&b, "' is not ");
+  switch (o->type) {
+  case ND_OPT_BOOL: nd_buf_str(&b, "a boolean (0/1, yes/no, true/false, on/off)"); break;
+  case ND_OPT_INT:
+    nd_buf_str(&b, "an integer in ");
+    nd_buf_i64(&b, o->min);
+    nd_buf_str(&b, "..");
+    nd_buf_i64(&b, o->max);
+    break;
+  case ND_OPT_SIZE: nd_buf_str(&b, "a size (e.g. 1073741824, 512m, 1.5g, 75%)"); break;
+  }
+  nd_buf_str(&b, "; using ");
+  nd_buf_i64(&b, o->def);
+  warn(nd_buf_cstr(&b), ctx);
+}
+
+int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_warn_fn warn,
+                   void *ctx) {
+  int warnings = 0;
+  for (size_t i = 0; i < nd_options_count; i++)
+    *(int64_t *)((char *)cfg + nd_options[i].offset) = nd_options[i].def;
+  if (secure || !envp) return 0;
+  for (; *envp; envp++) {
+    const char *rest;
+    if (!has_prefix(*envp, "NDMEM_", &rest)) continue;
+    const nd_option_t *opt = NULL;
+    const char *value = NULL;
+    for (size_t i = 0; i < nd_options_count && !opt; i++)
+      if (has_prefix(*envp, nd_options[i].name, &rest) && *rest == '=') {
+        opt = &nd_options[i];
+        value = rest + 1;
+      }
+    if (!opt) {
+      nd_buf_t b;
+      nd_buf_reset(&b);
+      nd_buf_str(&b, "ndmem: ");
+      const char *e = *envp;
+      while (*e && *e != '=') nd_buf_char(&b, *e++);
+      nd_buf_str(&b, " is not a known setting; ignored (see `ndmem --help`)");
+      warn(nd_buf_cstr(&b), ctx);
+      warnings++;
+      continue;
+    }
+    int64_t v = 0;
+    int rc = opt->type == ND_OPT_BOOL  ? nd_parse_bool(value, &v)
+             : opt->type == ND_OPT_INT ? nd_parse_int(value, &v)
+                                       : nd_parse_size(value, 0, &v);
+    if (rc != 0 || v < opt->min || v > opt->max) {
+      warn_bad(opt, value, warn, ctx);
+      warnings++;
+      continue;
+    }
+    *(int64_t *)((char *)cfg + opt->offset) = v;
+  }
+  return warnings;
+}

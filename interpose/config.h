@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// config.h: NDMEM_* settings, read once from the environment without allocating.
+// One table (config.c) names every variable, its type, default and range; the README documents
+// each of them and a test checks that it does. A bad value costs one stderr line and the default;
+// the job always runs on.
+#ifndef ND_CONFIG_H
+#define ND_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct nd_config {
+  int64_t enabled;     // NDMEM_ENABLED: 0 makes every hook a plain forward
+  int64_t summary;     // NDMEM_SUMMARY: 0 none, 1 totals at exit, 2 totals and per-thread rows
+  int64_t follow_fork; // NDMEM_FOLLOW_FORK: 0 stops accounting in fork children
+} nd_config_t;
+
+typedef enum nd_opt_type { ND_OPT_BOOL, ND_OPT_INT, ND_OPT_SIZE } nd_opt_type_t;
+
+typedef struct nd_option {
+  const char *name;
+  nd_opt_type_t type;
+  size_t offset; // into nd_config_t, an int64_t
+  int64_t def, min, max;
+  const char *doc;
+} nd_option_t;
+
+extern const nd_option_t nd_options[];
+extern const size_t nd_options_count;
+
+// Receives one finished line (no newline) per problem found while loading.
+typedef void (*nd_config_warn_fn)(const char *line, void *ctx);
+
+// Fills cfg with defaults, then applies NDMEM_* entries of envp unless `secure` (AT_SECURE
+// processes ignore the environment). Returns the number of warnings emitted.
+int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_warn_fn warn,
+                   void *ctx);
+
+// Parsers, exposed for tests and for later settings. Each returns 0 on success, -1 on a bad value.
+int nd_parse_bool(const char *s, int64_t *out);
+int nd_parse_int(const char *s, int64_t *out);
+// Sizes: "1073741824", "512k", "512KB", "512KiB", "8G", "1.5g", "75%" (of percent_base; an error
+// when percent_base is 0). Binary multiples (k = 1024), case-insensitive; fractions round down to a
+// whole byte. Overflow past 2^63-1 is an error.
+int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out);
+
+#endif

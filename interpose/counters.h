@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+// counters.h: exact allocation counters, sharded per thread so the hook fast path takes no lock
+// and touches no shared cache line.
+//
+// Each thread owns a shard (ndmem's own mmap'd memory, never the hooked malloc) and updates it
+// with plain stores; readers sum all shards. Live bytes and counts are exact sums. The process
+// peak needs a global view: each shard keeps a pending byte delta per kind and publishes it to a
+// global atomic once it moves more than ND_PUBLISH_BYTES either way (so a loop of small
+// malloc/free pairs never touches shared memory). On publish the candidate peak is the global
+// value plus the highest point the pending delta reached. With one allocating thread the peak is
+// exact; with T threads it can read low by at most (T-1) * ND_PUBLISH_BYTES.
+#ifndef ND_COUNTERS_H
+#define ND_COUNTERS_H
+
+#include "ndmem.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ND_PUBLISH_BYTES (256 * 1024)
+
+typedef struct nd_kstat {
+  uint64_t allocs, frees, alloc_bytes, free_bytes;
+  int64_t peak;       // this shard's high-water of alloc_bytes - free_bytes
+  int64_t pending;    // bytes not yet published to the global live counter
+  int64_t pending_hi; // highest value of pending since the last publish (>= 0)
+} nd_kstat_t;
+
+enum { ND_SHARD_FREE = 0, ND_SHARD_OWNED = 1 };
+
+typedef struct nd_shard {
+  nd_kstat_t k[NDMEM_KIND_COUNT];
+  uint64_t calls[NDMEM_FN_COUNT];
+  uint64_t fallbacks[NDMEM_FB_COUNT];
+  struct nd_shard *next; // registry list, append-only
+  pid_t tid;
+  int state;
+} nd_shard_t;
+
+// Stores that a concurrent reader may observe: relaxed atomics, plain movs on x86-64.
+#define ND_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define ND_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define ND_BUMP(x, v) ND_STORE(x, (x) + (v))
+
+// counters.c
+nd_shard_t *nd_shard_acquire(pid_t tid);   // a zeroed shard owned by tid, or NULL (no memory)
+void nd_shard_release(nd_shard_t *s);      // thread exit: folds into the retired totals
+void nd_shard_publish(nd_shard_t *s, int kind);
+nd_shard_t *nd_shard_late(void);           // shared shard for threads past their teardown
+void nd_count_adjust(nd_shard_t *s, int kind, uint64_t allocs, uint64_t alloc_bytes,
+                     uint64_t frees, uint64_t free_bytes);
+void nd_late_adjust(int kind, uint64_t allocs, uint64_t alloc_bytes, uint64_t frees,
+                    uint64_t free_bytes, int fn);
+#define nd_late_alloc(kind, bytes, fn) nd_late_adjust(kind, 1, bytes, 0, 0, fn)
+#define nd_late_free(kind, bytes, fn) nd_late_adjust(kind, 0, 0, 1, bytes, fn)
+void nd_late_fallback(int fb);
+void nd_counters_snapshot_process(ndmem_stats_t *out);
+void nd_counters_snapshot_shard(const nd_shard_t *s, ndmem_stats_t *out);
+nd_shard_t *nd_counters_first(void);       // registry walk (summary rows)
+void nd_counters_atfork_prepare(void);
+void nd_counters_atfork_parent(void);
+void nd_counters_atfork_child(nd_shard_t *keep); // keep: the forking thread's shard or NULL
+void nd_counters_reset_for_tests(void);
+
+static inline void nd_count_alloc(nd_shard_t *s, int kind, uint64_t bytes) {
+  nd_kstat_t *k = &s->k[kind];
+  ND_BUMP(k->allocs, 1);
+  ND_BUMP(k->alloc_bytes, bytes);
+  int64_t live = (int64_t)(k->alloc_bytes - k->free_bytes);
+  if (live > k->peak) ND_STORE(k->peak, live);
+  k->pending += (int64_t)bytes;
+  if (k->pending > k->pending_hi) {
+    k->pending_hi = k->pending;
+    if (k->pending > ND_PUBLISH_BYTES) nd_shard_publish(s, kind);
+  }
+}
+
+static inline void nd_count_free(nd_shard_t *s, int kind, uint64_t bytes) {
+  nd_kstat_t *k = &s->k[kind];
+  ND_BUMP(k->frees, 1);
+  ND_BUMP(k->free_bytes, bytes);
+  k->pending -= (int64_t)bytes;
+  if (k->pending < -ND_PUBLISH_BYTES) nd_shard_publish(s, kind);
+}
+
+#endif

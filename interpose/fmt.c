@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+// fmt.c: fixed-buffer formatting (see fmt.h). Human sizes use binary units with two decimals,
+// computed in integers so no floating-point formatting code is involved.
+#include "fmt.h"
+
+__extension__ typedef unsigned __int128 nd_u128;
+
+#include "os.h"
+
+void nd_buf_reset(nd_buf_t *b) { b->len = 0; }
+
+void nd_buf_strn(nd_buf_t *b, const char *s, size_t n) {
+  for (size_t i = 0; i < n && s[i] && b->len < sizeof b->data - 1; i++) b->data[b->len++] = s[i];
+}
+
+void nd_buf_str(nd_buf_t *b, const char *s) { nd_buf_strn(b, s, (size_t)-1); }
+
+void nd_buf_char(nd_buf_t *b, char c) {
+  if (b->len < sizeof b->data - 1) b->data[b->len++] = c;
+}
+
+void nd_buf_u64_pad(nd_buf_t *b, uint64_t v, int width) {
+  char tmp[24];
+  int n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  for (int i = n; i < width; i++) nd_buf_char(b, ' ');
+  while (n) nd_buf_char(b, tmp[--n]);
+}
+
+void nd_buf_u64(nd_buf_t *b, uint64_t v) { nd_buf_u64_pad(b, v, 0); }
+
+void nd_buf_i64(nd_buf_t *b, int64_t v) {
+  if (v < 0) {
+    nd_buf_char(b, '-');
+    nd_buf_u64(b, (uint64_t)0 - (uint64_t)v);
+  } else {
+    nd_buf_u64(b, (uint64_t)v);
+  }
+}
+
+void nd_buf_hex(nd_buf_t *b, uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  char tmp[16];
+  int n = 0;
+  do {
+    tmp[n++] = digits[v & 15];
+    v >>= 4;
+  } while (v);
+  nd_buf_str(b, "0x");
+  while (n) nd_buf_char(b, tmp[--n]);
+}
+
+void nd_buf_bytes(nd_buf_t *b, int64_t sv) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  uint64_t v = sv < 0 ? (uint64_t)0 - (uint64_t)sv : (uint64_t)sv;
+  if (sv < 0) nd_buf_char(b, '-');
+  if (v < 1024) {
+    nd_buf_u64(b, v);
+    nd_buf_str(b, " B");
+    return;
+  }
+  int u = 0;
+  uint64_t div = 1;
+  while (u < 6 && v / div >= 1024) {
+    div *= 1024;
+    u++;
+  }
+  // two decimals, rounded half up, in integer arithmetic; 1023.999 KiB rounds to 1024.00 KiB
+  nd_u128 hundredths = ((nd_u128)v * 100 + div / 2) / div;
+  nd_buf_u64(b, (uint64_t)(hundredths / 100));
+  nd_buf_char(b, '.');
+  nd_buf_u64_pad(b, (uint64_t)(hundredths % 100) / 10, 0);
+  nd_buf_u64_pad(b, (uint64_t)(hundredths % 10), 0);
+  nd_buf_char(b, ' ');
+  nd_buf_str(b, units[u]);
+}
+
+void nd_buf_flush(nd_buf_t *b, int fd) {
+  nd_os_write_all(fd, b->data, b->len);
+  b->len = 0;
+}
+
+const char *nd_buf_cstr(nd_buf_t *b) {
+  b->data[b->len] = 0;
+  return b->data;
+}

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// hooks.c: every libc name libndmem.so exports, each a one-line forward into the module that
+// decides (alloc.c, mmap.c). Nothing else in the library is visible: a test checks `nm -D`.
+//
+// _FILE_OFFSET_BITS=64 (Meson's default) makes <sys/mman.h> rename mmap to mmap64 by an asm
+// label, so defining "mmap" here would define mmap64 twice. Both names are exported explicitly.
+#undef _FILE_OFFSET_BITS
+#include "shim.h"
+
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+ND_EXPORT void *malloc(size_t n) { return nd_malloc(n); }
+ND_EXPORT void free(void *p) { nd_free(p, NDMEM_FN_FREE); }
+ND_EXPORT void *calloc(size_t n, size_t m) { return nd_calloc(n, m); }
+ND_EXPORT void *realloc(void *p, size_t n) { return nd_realloc(p, n); }
+ND_EXPORT void *reallocarray(void *p, size_t n, size_t m) { return nd_reallocarray(p, n, m); }
+ND_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
+  return nd_posix_memalign(out, align, n);
+}
+ND_EXPORT void *aligned_alloc(size_t align, size_t n) { return nd_aligned_alloc(align, n); }
+ND_EXPORT void *memalign(size_t align, size_t n) { return nd_memalign(align, n); }
+ND_EXPORT void *valloc(size_t n) { return nd_valloc(n); }
+ND_EXPORT void *pvalloc(size_t n) { return nd_pvalloc(n); }
+ND_EXPORT size_t malloc_usable_size(void *p) { return nd_malloc_usable_size(p); }
+
+#ifdef ND_HAVE_FREE_SIZED
+// C23: the size and alignment are promises the program makes; free needs neither.
+ND_EXPORT void free_sized(void *p, size_t n) {
+  (void)n;
+  nd_free(p, NDMEM_FN_FREE_SIZED);
+}
+ND_EXPORT void free_aligned_sized(void *p, size_t align, size_t n) {
+  (void)align, (void)n;
+  nd_free(p, NDMEM_FN_FREE_ALIGNED_SIZED);
+}
+#endif
+
+ND_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return nd_mmap(addr, len, prot, flags, fd, off);
+}
+// Programs built with _FILE_OFFSET_BITS=64 call mmap64; on 64-bit systems it is the same call.
+ND_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
+  return nd_mmap(addr, len, prot, flags, fd, off);
+}
+ND_EXPORT int munmap(void *addr, size_t len) { return nd_munmap(addr, len); }
+ND_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
+  void *new_addr = NULL;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    new_addr = va_arg(ap, void *);
+    va_end(ap);
+  }
+  return nd_mremap(old, old_len, new_len, flags, new_addr);
+}

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: MIT
+// init.c: the shim's life cycle: resolving the next allocator, the bootstrap pool, per-thread
+// setup and teardown, fork handlers, and the summary printed at exit.
+//
+// dlsym allocates, so while a thread initialises, its malloc-family calls are served from a
+// static pool that free/realloc/malloc_usable_size recognise by address (heaptrack's trick).
+// Initialisation is light (symbol look-ups, reading environ) so it is safe to run from the first
+// intercepted call, which may come from another library's constructor before ours has run.
+#include "shim.h"
+
+#include "fmt.h"
+#include "os.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+extern char **environ;
+
+__thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
+nd_real_t nd_real;
+nd_config_t nd_cfg;
+int nd_state;
+static int nd_accounting; // the process accounts (config, fork policy)
+static pthread_key_t nd_key;
+static pid_t nd_init_tid;
+// ndmem's own copy of stderr: programs built on gnulib (ls, cat, ...) close fd 2 at exit,
+// before the summary is written. Close-on-exec, so exec'd children do not inherit it.
+static int nd_log_fd = 2;
+
+// ---------------------------------------------------------------- bootstrap pool
+
+_Alignas(64) char nd_boot_pool[ND_BOOT_POOL_SIZE];
+static size_t nd_boot_used;
+static uint64_t nd_boot_count; // published as a fallback once the thread has a shard
+
+// Only the initialising thread allocates here (others wait for READY), so no lock. Blocks are
+// never reused: the pool is zero-filled, which also makes calloc free.
+void *nd_boot_alloc(size_t size, size_t align) {
+  if (align < 16) align = 16;
+  uintptr_t base = (uintptr_t)nd_boot_pool;
+  uintptr_t p = (base + nd_boot_used + sizeof(size_t) + align - 1) & ~(uintptr_t)(align - 1);
+  if (size > ND_BOOT_POOL_SIZE || p + size > base + ND_BOOT_POOL_SIZE) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  ((size_t *)p)[-1] = size;
+  nd_boot_used = p + size - base;
+  nd_boot_count++;
+  return (void *)p;
+}
+
+size_t nd_boot_usable(const void *p) { return ((const size_t *)p)[-1]; }
+
+// ---------------------------------------------------------------- resolving the next allocator
+
+static void *next_sym(const char *name) { return dlsym(RTLD_NEXT, name); }
+
+// POSIX guarantees dlsym's object pointers convert to function pointers; ISO C does not.
+#define FN(type, p) (__extension__(type)(p))
+
+// A function belongs to the next allocator when it lives in the same object as its malloc;
+// otherwise (jemalloc has no pvalloc, so RTLD_NEXT finds glibc's) calling it would hand the
+// program a block from another heap that the allocator's free cannot take back.
+static int same_object(void *fn, const void *base) {
+  Dl_info info;
+  return fn && dladdr(fn, &info) && info.dli_fbase == base;
+}
+
+static void warn_line(const char *line, void *ctx) {
+  (void)ctx;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, line);
+  nd_buf_char(&b, '\n');
+  nd_buf_flush(&b, 2);
+}
+
+static int resolve(void) {
+  nd_real.malloc = FN(void *(*)(size_t), next_sym("malloc"));
+  nd_real.free = FN(void (*)(void *), next_sym("free"));
+  nd_real.calloc = FN(void *(*)(size_t, size_t), next_sym("calloc"));
+  nd_real.realloc = FN(void *(*)(void *, size_t), next_sym("realloc"));
+  nd_real.usable = FN(size_t(*)(void *), next_sym("malloc_usable_size"));
+  nd_real.mmap = FN(void *(*)(void *, size_t, int, int, int, off_t), next_sym("mmap"));
+  nd_real.munmap = FN(int (*)(void *, size_t), next_sym("munmap"));
+  nd_real.mremap = FN(void *(*)(void *, size_t, size_t, int, ...), next_sym("mremap"));
+  if (!nd_real.malloc || !nd_real.free || !nd_real.calloc || !nd_real.realloc || !nd_real.mmap ||
+      !nd_real.munmap || !nd_real.mremap)
+    return -1;
+
+  Dl_info info;
+  const void *base = dladdr(FN(void *, nd_real.malloc), &info) ? info.dli_fbase : NULL;
+  void *f;
+  f = next_sym("posix_memalign");
+  nd_real.posix_memalign =
+      same_object(f, base) ? FN(int (*)(void **, size_t, size_t), f) : nd_synth_posix_memalign;
+  f = next_sym("aligned_alloc");
+  nd_real.aligned_alloc = same_object(f, base) ? FN(void *(*)(size_t, size_t), f) : nd_synth_aligned_alloc;
+  f = next_sym("memalign");
+  nd_real.memalign = same_object(f, base) ? FN(void *(*)(size_t, size_t), f) : nd_synth_memalign;
+  f = next_sym("valloc");
+  nd_real.valloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_valloc;
+  f = next_sym("pvalloc");
+  nd_real.pvalloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_pvalloc;
+
+  // Without malloc_usable_size (in the allocator itself) nothing can be accounted exactly, and
+  // without an aligned allocator of its own the synthesised ones would recurse.
+  if (!same_object(FN(void *, nd_real.usable), base) ||
+      (nd_real.posix_memalign == nd_synth_posix_memalign &&
+       nd_real.memalign == nd_synth_memalign)) {
+    warn_line("ndmem: the next allocator lacks malloc_usable_size or an aligned allocation "
+              "function; accounting is off, calls are forwarded",
+              NULL);
+    return 1;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- per-thread state
+
+static void thread_exit(void *arg) {
+  nd_tls_t *t = &nd_tls;
+  t->mode = ND_T_DEAD;
+  t->shard = NULL;
+  nd_shard_release((nd_shard_t *)arg);
+}
+
+static void atfork_prepare(void) {
+  nd_mmap_atfork_prepare();
+  nd_counters_atfork_prepare();
+}
+static void atfork_parent(void) {
+  nd_counters_atfork_parent();
+  nd_mmap_atfork_parent();
+}
+static void atfork_child(void) {
+  nd_tls_t *t = &nd_tls;
+  nd_counters_atfork_child(t->shard);
+  nd_mmap_atfork_child();
+  if (!nd_cfg.follow_fork) {
+    nd_accounting = 0;
+    if (t->mode == ND_T_COUNT) t->mode = ND_T_FORWARD;
+  }
+}
+
+static void initialize(nd_tls_t *t) {
+  unsigned char saved = t->mode;
+  t->mode = ND_T_INIT;
+  nd_init_tid = nd_os_gettid();
+  int secure = getauxval(AT_SECURE) != 0;
+  nd_config_load(&nd_cfg, environ, secure, warn_line, NULL);
+  int rc = resolve();
+  if (rc < 0) {
+    // Nothing to forward to: this cannot run a program. Say so and stop.
+    warn_line("ndmem: cannot resolve the next allocator (dlsym RTLD_NEXT failed); aborting", NULL);
+    _exit(127);
+  }
+  nd_accounting = rc == 0 && nd_cfg.enabled;
+  if (nd_accounting && nd_cfg.summary) {
+    int saved = errno;
+    int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    errno = saved;
+    if (fd >= 0) nd_log_fd = fd;
+  }
+  if (nd_accounting) {
+    if (pthread_key_create(&nd_key, thread_exit) != 0) nd_accounting = 0;
+    else pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  }
+  t->mode = saved;
+  __atomic_store_n(&nd_state, ND_READY, __ATOMIC_RELEASE);
+}
+
+static void ensure_init(nd_tls_t *t) {
+  int st = __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE);
+  if (ND_LIKELY(st >= ND_READY)) return;
+  if (st == ND_UNINIT) {
+    int expect = ND_UNINIT;
+    if (__atomic_compare_exchange_n(&nd_state, &expect, ND_INITIALIZING, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      initialize(t);
+      return;
+    }
+  }
+  if (t->mode == ND_T_INIT) return; // our own initialisation calling back in: caller uses the pool
+  while (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING) sched_yield();
+}
+
+int nd_thread_prepare(nd_tls_t *t) {
+  if (t->mode != ND_T_NEW) return t->mode;
+  ensure_init(t);
+  if (t->mode != ND_T_NEW) return t->mode; // INIT (recursion) or set meanwhile
+  if (!nd_accounting || __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_SHUTDOWN) {
+    t->mode = ND_T_FORWARD;
+    return t->mode;
+  }
+  t->mode = ND_T_BUSY; // anything pthread_setspecific allocates is ndmem's, not the program's
+  nd_shard_t *s = nd_shard_acquire(nd_os_gettid());
+  if (!s) {
+    t->mode = ND_T_FORWARD;
+    return t->mode;
+  }
+  pthread_setspecific(nd_key, s);
+  if (nd_boot_count && nd_os_gettid() == nd_init_tid) {
+    s->fallbacks[NDMEM_FB_BOOTSTRAP] += nd_boot_count;
+    nd_boot_count = 0;
+  }
+  t->shard = s;
+  t->mode = ND_T_COUNT;
+  return t->mode;
+}
+
+void nd_fallback(nd_tls_t *t, int fb) {
+  if (t->shard) ND_BUMP(t->shard->fallbacks[fb], 1);
+  else nd_late_fallback(fb);
+}
+
+// ---------------------------------------------------------------- summary
+
+static void line_start(nd_buf_t *b) {
+  nd_buf_reset(b);
+  nd_buf_str(b, "ndmem[");
+  nd_buf_u64(b, (uint64_t)nd_os_getpid());
+  nd_buf_str(b, "]: ");
+}
+
+static void kind_line(nd_buf_t *b, int fd, const char *name, const ndmem_kind_stats_t *k,
+                      const char *unit) {
+  line_start(b);
+  nd_buf_str(b, name);
+  nd_buf_str(b, " peak ");
+  nd_buf_bytes(b, k->peak_bytes);
+  nd_buf_str(b, " (");
+  nd_buf_i64(b, k->peak_bytes);
+  nd_buf_str(b, " B); live at exit ");
+  nd_buf_bytes(b, k->live_bytes);
+  nd_buf_str(b, " (");
+  nd_buf_i64(b, k->live_bytes);
+  nd_buf_str(b, " B) in ");
+  nd_buf_i64(b, k->live_count);
+  nd_buf_char(b, ' ');
+  nd_buf_str(b, unit);
+  nd_buf_str(b, "; ");
+  nd_buf_u64(b, k->allocs);
+  nd_buf_str(b, " allocated, ");
+  nd_buf_u64(b, k->frees);
+  nd_buf_str(b, " released\n");
+  nd_buf_flush(b, fd);
+}
+
+static const char *const fn_names[NDMEM_FN_COUNT] = {
+    "malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
+    "valloc", "pvalloc", "free", "free_sized", "free_aligned_sized", "mmap", "munmap", "mremap"};
+static const char *const fb_names[NDMEM_FB_COUNT] = {"bootstrap", "synthesized", "late-thread",
+                                                     "untracked-free"};
+
+void nd_print_summary(int fd) {
+  ndmem_stats_t s;
+  nd_counters_snapshot_process(&s);
+  nd_buf_t b;
+  kind_line(&b, fd, "heap:", &s.kind[NDMEM_KIND_HEAP], "blocks");
+  kind_line(&b, fd, "mmap:", &s.kind[NDMEM_KIND_MMAP], "mappings");
+  static const char *const other[] = {"pinned:", "managed:"};
+  for (int i = NDMEM_KIND_PINNED; i < NDMEM_KIND_COUNT; i++) {
+    if (!s.kind[i].allocs) continue;
+    char name[16] = "device";
+    if (i < NDMEM_KIND_DEVICE0) {
+      kind_line(&b, fd, other[i - NDMEM_KIND_PINNED], &s.kind[i], "blocks");
+      continue;
+    }
+    int d = i - NDMEM_KIND_DEVICE0, n = 6;
+    if (d >= 10) name[n++] = (char)('0' + d / 10);
+    name[n++] = (char)('0' + d % 10);
+    name[n++] = ':';
+    kind_line(&b, fd, name, &s.kind[i], "blocks");
+  }
+  line_start(&b);
+  nd_buf_str(&b, "calls:");
+  int calls = 0;
+  for (int i = 0; i < NDMEM_FN_COUNT; i++) {
+    if (!s.calls[i]) continue;
+    calls = 1;
+    nd_buf_char(&b, ' ');
+    nd_buf_str(&b, fn_names[i]);
+    nd_buf_char(&b, ' ');
+    nd_buf_u64(&b, s.calls[i]);
+  }
+  if (!calls) nd_buf_str(&b, " none");
+  nd_buf_str(&b, "; threads ");
+  nd_buf_u64(&b, s.threads);
+  nd_buf_str(&b, "; fallbacks:");
+  int any = 0;
+  for (int i = 0; i < NDMEM_FB_COUNT; i++) {
+    if (!s.fallbacks[i]) continue;
+    nd_buf_char(&b, ' ');
+    nd_buf_str(&b, fb_names[i]);
+    nd_buf_char(&b, ' ');
+    nd_buf_u64(&b, s.fallbacks[i]);
+    any = 1;
+  }
+  if (!any) nd_buf_str(&b, " none");
+  nd_buf_char(&b, '\n');
+  nd_buf_flush(&b, fd);
+  if (nd_cfg.summary < 2) return;
+  for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {
+    if (sh->state != ND_SHARD_OWNED) continue;
+    ndmem_stats_t ts;
+    nd_counters_snapshot_shard(sh, &ts);
+    const ndmem_kind_stats_t *h = &ts.kind[NDMEM_KIND_HEAP];
+    line_start(&b);
+    nd_buf_str(&b, "  thread ");
+    nd_buf_i64(&b, ts.tid);
+    nd_buf_str(&b, ": heap ");
+    nd_buf_u64(&b, h->allocs);
+    nd_buf_str(&b, " allocated, ");
+    nd_buf_u64(&b, h->frees);
+    nd_buf_str(&b, " released, net ");
+    nd_buf_bytes(&b, h->live_bytes);
+    nd_buf_str(&b, ", thread peak ");
+    nd_buf_bytes(&b, h->peak_bytes);
+    nd_buf_char(&b, '\n');
+    nd_buf_flush(&b, fd);
+  }
+}
+
+// ---------------------------------------------------------------- constructor / destructor
+
+__attribute__((constructor)) static void nd_ctor(void) { nd_thread_prepare(&nd_tls); }
+
+// As a preloaded library ndmem is initialised before the program's libraries and so finalised
+// after them: the summary sees their exit-time frees. Afterwards this thread only forwards; other
+// threads still running keep counting into ndmem's own pages, which are never unmapped.
+__attribute__((destructor)) static void nd_dtor(void) {
+  nd_tls_t *t = &nd_tls;
+  if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
+  unsigned char saved = t->mode;
+  t->mode = ND_T_BUSY;
+  if (nd_accounting && nd_cfg.summary) {
+    if (t->shard)
+      for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);
+    nd_print_summary(nd_log_fd);
+  }
+  __atomic_store_n(&nd_state, ND_SHUTDOWN, __ATOMIC_RELEASE);
+  t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
+}
+
+int nd_accounting_on(void) { return nd_accounting; }

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+// mmap.c: the mmap family. Anonymous, accessible mappings (not file mappings, not PROT_NONE
+// address-space reservations) are tracked page-exactly in a range table, so partial munmaps,
+// MAP_FIXED replacements and mremap moves are accounted to the byte.
+//
+// One mutex covers the system call and the table update together: otherwise a munmap and an
+// mmap on two threads could reuse an address between the call and the update and corrupt the
+// table. mmap is a system call already, so the lock is not on any fast path. Mappings made by the
+// allocator itself (mode BUSY: glibc's internal ones are not interposable anyway, jemalloc's are)
+// belong to the heap counters and are not tracked here.
+#include "shim.h"
+
+#include "regions.h"
+
+#include <linux/mman.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static nd_regions_t maps;
+
+void nd_mmap_atfork_prepare(void) { pthread_mutex_lock(&map_lock); }
+void nd_mmap_atfork_parent(void) { pthread_mutex_unlock(&map_lock); }
+void nd_mmap_atfork_child(void) { pthread_mutex_init(&map_lock, NULL); }
+
+static size_t map_unit(int flags) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (flags & MAP_HUGETLB) {
+    int shift = (flags >> MAP_HUGE_SHIFT) & MAP_HUGE_MASK;
+    return shift ? (size_t)1 << shift : (size_t)2 << 20;
+  }
+  return page;
+}
+
+static uintptr_t round_up(uintptr_t v, size_t unit) { return (v + unit - 1) & ~(uintptr_t)(unit - 1); }
+
+// Accounting goes to the thread's shard, or atomically to the shared one for a DEAD thread.
+static void map_acct(nd_tls_t *t, uint64_t allocs, uint64_t alloc_bytes, uint64_t frees,
+                 uint64_t free_bytes, int fn) {
+  if (t->shard) nd_count_adjust(t->shard, NDMEM_KIND_MMAP, allocs, alloc_bytes, frees, free_bytes);
+  else nd_late_adjust(NDMEM_KIND_MMAP, allocs, alloc_bytes, frees, free_bytes, fn);
+}
+
+// Remove [s, e) from the table and account it.
+static void untrack(nd_tls_t *t, uintptr_t s, uintptr_t e) {
+  uint64_t bytes, gone, split;
+  nd_regions_remove(&maps, s, e, &bytes, &gone, &split);
+  // A mapping cut in two by a hole counts as one more mapping (live count = tracked regions).
+  map_acct(t, split, 0, gone, bytes, NDMEM_FN_MUNMAP);
+}
+
+static void track(nd_tls_t *t, uintptr_t s, uintptr_t e) {
+  if (nd_regions_add(&maps, s, e) == 0) map_acct(t, 1, e - s, 0, 0, NDMEM_FN_MMAP);
+}
+
+static int accounts(nd_tls_t *t) {
+  int mode = t->mode == ND_T_NEW ? nd_thread_prepare(t) : t->mode;
+  return mode == ND_T_COUNT || mode == ND_T_DEAD;
+}
+
+static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (nd_real.mmap) return nd_real.mmap(addr, len, prot, flags, fd, off);
+  return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off); // sets errno like libc
+}
+
+void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  nd_tls_t *t = &nd_tls;
+  if (!accounts(t)) return raw_mmap(addr, len, prot, flags, fd, off);
+  unsigned char mode = t->mode;
+  t->mode = ND_T_BUSY;
+  pthread_mutex_lock(&map_lock);
+  void *r = raw_mmap(addr, len, prot, flags, fd, off);
+  if (r != MAP_FAILED) {
+    uintptr_t s = (uintptr_t)r, e = round_up(s + len, map_unit(flags));
+    if (flags & MAP_FIXED) untrack(t, s, e); // the new mapping replaced whatever was there
+    if ((flags & MAP_ANONYMOUS) && prot != PROT_NONE) track(t, s, e);
+  }
+  pthread_mutex_unlock(&map_lock);
+  if (t->shard) ND_BUMP(t->shard->calls[NDMEM_FN_MMAP], 1);
+  t->mode = mode;
+  return r;
+}
+
+int nd_munmap(void *addr, size_t len) {
+  nd_tls_t *t = &nd_tls;
+  if (!accounts(t))
+    return nd_real.munmap ? nd_real.munmap(addr, len) : (int)syscall(SYS_munmap, addr, len);
+  unsigned char mode = t->mode;
+  t->mode = ND_T_BUSY;
+  pthread_mutex_lock(&map_lock);
+  int rc = nd_real.munmap(addr, len);
+  if (rc == 0) untrack(t, (uintptr_t)addr, round_up((uintptr_t)addr + len, (size_t)sysconf(_SC_PAGESIZE)));
+  pthread_mutex_unlock(&map_lock);
+  if (t->shard) ND_BUMP(t->shard->calls[NDMEM_FN_MUNMAP], 1);
+  t->mode = mode;
+  return rc;
+}
+
+void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr) {
+  nd_tls_t *t = &nd_tls;
+  if (!accounts(t)) {
+    if (nd_real.mremap) return nd_real.mremap(old, old_len, new_len, flags, new_addr);
+    return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+  }
+  unsigned char mode = t->mode;
+  t->mode = ND_T_BUSY;
+  pthread_mutex_lock(&map_lock);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  uintptr_t os = (uintptr_t)old, oe = round_up(os + old_len, page);
+  int tracked = nd_regions_bytes_in(&maps, os, oe) > 0;
+  void *r = nd_real.mremap(old, old_len, new_len, flags, new_addr);
+  if (r != MAP_FAILED) {
+    uintptr_t ns = (uintptr_t)r, ne = round_up(ns + new_len, page);
+    if (flags & MREMAP_FIXED) untrack(t, ns, ne); // the target range was unmapped first
+    if (tracked) {
+      // MREMAP_DONTUNMAP leaves the old range mapped (and empty); otherwise it is gone.
+      if (!(flags & MREMAP_DONTUNMAP)) untrack(t, os, oe);
+      track(t, ns, ne);
+    }
+  }
+  pthread_mutex_unlock(&map_lock);
+  if (t->shard) ND_BUMP(t->shard->calls[NDMEM_FN_MREMAP], 1);
+  t->mode = mode;
+  return r;
+}

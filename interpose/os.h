@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+// os.h: the few kernel services ndmem's own code uses, as raw system calls.
+// Nothing here goes through the hooked libc functions or allocates, so it is safe on every hook
+// path, inside fork handlers and before the shim is initialised (jemalloc's malloc_io habit).
+#ifndef ND_OS_H
+#define ND_OS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+void *nd_os_map(size_t size);                   // anonymous RW pages, or NULL; never the hooked mmap
+void nd_os_unmap(void *p, size_t size);
+void nd_os_write_all(int fd, const char *s, size_t n); // best effort, retries on EINTR/short writes
+pid_t nd_os_gettid(void);
+pid_t nd_os_getpid(void);
+size_t nd_os_page_size(void);
+uint64_t nd_os_phys_bytes(void);               // physical RAM in bytes (sysinfo), 0 if unknown
+
+#endif

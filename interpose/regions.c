@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+// regions.c: sorted range table for anonymous mappings (see regions.h). Programs hold few
+// anonymous mappings (allocators map large blocks internally, out of sight of the hooks), so a
+// sorted array with binary search and memmove is both compact and fast here.
+#include "regions.h"
+
+#include "os.h"
+
+#include <string.h>
+
+// first index whose end > addr
+static size_t lower_bound(const nd_regions_t *t, uintptr_t addr) {
+  size_t lo = 0, hi = t->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->v[mid].end <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static int reserve(nd_regions_t *t, size_t need) {
+  if (need <= t->cap) return 0;
+  size_t cap = t->cap ? t->cap * 2 : 256;
+  while (cap < need) cap *= 2;
+  nd_range_t *v = nd_os_map(cap * sizeof *v);
+  if (!v) return -1;
+  if (t->n) memcpy(v, t->v, t->n * sizeof *v);
+  if (t->v) nd_os_unmap(t->v, t->cap * sizeof *v);
+  t->v = v;
+  t->cap = cap;
+  return 0;
+}
+
+static void insert_at(nd_regions_t *t, size_t i, uintptr_t start, uintptr_t end) {
+  memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof t->v[0]);
+  t->v[i].start = start;
+  t->v[i].end = end;
+  t->n++;
+}
+
+int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end) {
+  if (start >= end) return 0;
+  if (reserve(t, t->n + 1)) return -1;
+  insert_at(t, lower_bound(t, start), start, end);
+  return 0;
+}
+
+void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t *bytes,
+                       uint64_t *gone, uint64_t *split) {
+  *bytes = *gone = *split = 0;
+  if (start >= end) return;
+  size_t i = lower_bound(t, start);
+  while (i < t->n && t->v[i].start < end) {
+    nd_range_t *r = &t->v[i];
+    uintptr_t lo = r->start > start ? r->start : start;
+    uintptr_t hi = r->end < end ? r->end : end;
+    *bytes += hi - lo;
+    if (lo == r->start && hi == r->end) { // whole region
+      memmove(r, r + 1, (t->n - i - 1) * sizeof *r);
+      t->n--;
+      (*gone)++;
+      continue;
+    }
+    if (lo > r->start && hi < r->end) { // middle: split in two
+      uintptr_t tail_end = r->end;
+      r->end = lo;
+      if (reserve(t, t->n + 1) == 0) {
+        insert_at(t, i + 1, hi, tail_end);
+        (*split)++;
+      } else {
+        // No memory for the table: forget the tail rather than mis-account it as unmapped.
+        *bytes += tail_end - hi;
+      }
+      return;
+    }
+    if (lo == r->start) r->start = hi; // head trimmed
+    else r->end = lo;                  // tail trimmed
+    i++;
+  }
+}
+
+uint64_t nd_regions_bytes_in(const nd_regions_t *t, uintptr_t start, uintptr_t end) {
+  uint64_t sum = 0;
+  for (size_t i = lower_bound(t, start); i < t->n && t->v[i].start < end; i++) {
+    uintptr_t lo = t->v[i].start > start ? t->v[i].start : start;
+    uintptr_t hi = t->v[i].end < end ? t->v[i].end : end;
+    sum += hi - lo;
+  }
+  return sum;
+}
+
+uint64_t nd_regions_total(const nd_regions_t *t) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < t->n; i++) sum += t->v[i].end - t->v[i].start;
+  return sum;
+}

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// regions.h: the set of tracked anonymous mappings, as sorted disjoint [start, end) ranges.
+// munmap and mremap may cover any part of any number of mappings, so the table subtracts ranges
+// exactly: a partial unmap trims, an unmap in the middle splits one region into two. Storage is
+// ndmem's own pages (grown by doubling); the caller serialises access.
+#ifndef ND_REGIONS_H
+#define ND_REGIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct nd_range {
+  uintptr_t start, end;
+} nd_range_t;
+
+typedef struct nd_regions {
+  nd_range_t *v;
+  size_t n, cap;
+} nd_regions_t;
+
+// Adds [start, end). The range must not overlap a tracked one (remove it first). Returns 0, or -1
+// when no memory could be had for the table (the region then goes untracked).
+int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end);
+
+// Removes whatever part of [start, end) is tracked. *bytes gets the bytes removed, *gone the
+// regions that disappeared entirely and *split the regions created by cutting one in two.
+void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t *bytes,
+                       uint64_t *gone, uint64_t *split);
+
+uint64_t nd_regions_bytes_in(const nd_regions_t *t, uintptr_t start, uintptr_t end);
+uint64_t nd_regions_total(const nd_regions_t *t);
+
+#endif

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+// shim.h: private interface of libndmem.so's interposer, grouped by the file that defines it.
+//
+// Life cycle (jemalloc-style explicit states): UNINIT -> INITIALIZING -> READY -> SHUTDOWN. The
+// first intercepted call on any thread, or the library constructor, initialises. Per thread, one
+// TLS byte says what a hook does:
+//   NEW      first call on this thread: set up (maybe initialise), then decide
+//   COUNT    account the call (the fast path)
+//   BUSY     inside ndmem or inside the real allocator: forward, do not account (re-entry guard;
+//            also keeps an allocator's own mmaps, e.g. jemalloc's, out of the mmap counters)
+//   FORWARD  accounting is off for this thread or process: forward
+//   INIT     this thread is initialising: serve memory from the static bootstrap pool
+//   DEAD     the thread's state was torn down (late TLS destructors): account atomically
+#ifndef ND_SHIM_H
+#define ND_SHIM_H
+
+#include "config.h"
+#include "counters.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define ND_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ND_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ND_EXPORT __attribute__((visibility("default")))
+#define ND_NOINLINE __attribute__((noinline))
+#define ND_INLINE static inline __attribute__((always_inline))
+
+enum nd_state { ND_UNINIT = 0, ND_INITIALIZING, ND_READY, ND_SHUTDOWN };
+enum nd_tmode { ND_T_NEW = 0, ND_T_COUNT, ND_T_BUSY, ND_T_FORWARD, ND_T_INIT, ND_T_DEAD };
+
+typedef struct nd_tls {
+  unsigned char mode;
+  nd_shard_t *shard;
+} nd_tls_t;
+
+extern __thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
+
+// The next allocator's functions. Members the next allocator does not provide itself (found in
+// another object than its malloc) point at ndmem's equivalents built from the ones it has.
+typedef struct nd_real {
+  void *(*malloc)(size_t);
+  void (*free)(void *);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*memalign)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+  size_t (*usable)(void *);
+  void *(*mmap)(void *, size_t, int, int, int, off_t);
+  int (*munmap)(void *, size_t);
+  void *(*mremap)(void *, size_t, size_t, int, ...);
+} nd_real_t;
+
+// init.c
+extern nd_real_t nd_real;
+extern nd_config_t nd_cfg;
+extern int nd_state;
+int nd_thread_prepare(nd_tls_t *t); // settles a NEW thread; returns the mode to act on
+void nd_fallback(nd_tls_t *t, int fb);
+void *nd_boot_alloc(size_t size, size_t align);
+size_t nd_boot_usable(const void *p);
+extern char nd_boot_pool[];
+#define ND_BOOT_POOL_SIZE (256 * 1024)
+ND_INLINE int nd_boot_owns(const void *p) {
+  return (size_t)((const char *)p - nd_boot_pool) < ND_BOOT_POOL_SIZE;
+}
+void nd_print_summary(int fd);
+int nd_accounting_on(void);
+
+// alloc.c
+void *nd_malloc(size_t n);
+void *nd_calloc(size_t n, size_t m);
+void *nd_realloc(void *p, size_t n);
+void *nd_reallocarray(void *p, size_t n, size_t m);
+int nd_posix_memalign(void **out, size_t align, size_t n);
+void *nd_aligned_alloc(size_t align, size_t n);
+void *nd_memalign(size_t align, size_t n);
+void *nd_valloc(size_t n);
+void *nd_pvalloc(size_t n);
+void nd_free(void *p, int fn);
+size_t nd_malloc_usable_size(void *p);
+int nd_synth_posix_memalign(void **out, size_t align, size_t n);
+void *nd_synth_aligned_alloc(size_t align, size_t n);
+void *nd_synth_memalign(size_t align, size_t n);
+void *nd_synth_valloc(size_t n);
+void *nd_synth_pvalloc(size_t n);
+
+// mmap.c
+void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int nd_munmap(void *addr, size_t len);
+void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr);
+void nd_mmap_atfork_prepare(void);
+void nd_mmap_atfork_parent(void);
+void nd_mmap_atfork_child(void);
+
+#endif
