@@ -1,0 +1,16 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# t_symbols: libndmem.so exports exactly the hooks and ndmem_* (nothing internal leaks into the
+# program's namespace, where it could collide with the program's own symbols).
+# usage: t_symbols.sh LIBNDMEM HAVE_FREE_SIZED(0|1)
+lib=$1
+want="aligned_alloc calloc free malloc malloc_usable_size memalign mmap mmap64 mremap munmap ndmem_stats ndmem_version posix_memalign pvalloc realloc reallocarray valloc"
+[ "$2" = 1 ] && want="$want free_aligned_sized free_sized"
+want=$(printf '%s\n' $want | sort | tr '\n' ' ')
+got=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWiVB]$/ {print $3}' | sed 's/@.*//' | sort | tr '\n' ' ')
+if [ "$got" != "$want" ]; then
+  echo "exported symbols differ" >&2
+  echo "got:  $got" >&2
+  echo "want: $want" >&2
+  exit 1
+fi

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// test_fmt: the allocation-free formatter prints integers and human sizes exactly and truncates
+// an overlong line instead of overflowing its buffer.
+#include "../check.h"
+#include "fmt.h"
+
+static const char *bytes(int64_t v) {
+  static nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_bytes(&b, v);
+  return nd_buf_cstr(&b);
+}
+
+int main(void) {
+  CHECK_STR(bytes(0), "0 B");
+  CHECK_STR(bytes(1023), "1023 B");
+  CHECK_STR(bytes(1024), "1.00 KiB");
+  CHECK_STR(bytes(1536), "1.50 KiB");
+  CHECK_STR(bytes(1048575), "1024.00 KiB");
+  CHECK_STR(bytes(1048576), "1.00 MiB");
+  CHECK_STR(bytes(29491808), "28.13 MiB");
+  CHECK_STR(bytes(8589934592LL), "8.00 GiB");
+  CHECK_STR(bytes(-2048), "-2.00 KiB");
+  CHECK_STR(bytes(INT64_MAX), "8.00 EiB");
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_i64(&b, INT64_MIN);
+  nd_buf_char(&b, ' ');
+  nd_buf_u64(&b, UINT64_MAX);
+  nd_buf_char(&b, ' ');
+  nd_buf_hex(&b, 0xdeadbeef);
+  nd_buf_char(&b, ' ');
+  nd_buf_u64_pad(&b, 42, 5);
+  CHECK_STR(nd_buf_cstr(&b), "-9223372036854775808 18446744073709551615 0xdeadbeef    42");
+  nd_buf_reset(&b);
+  for (int i = 0; i < 5000; i++) nd_buf_char(&b, 'x');
+  CHECK_EQ(strlen(nd_buf_cstr(&b)), sizeof b.data - 1);
+  return CHECK_DONE();
+}
