@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: MIT
+# A Python workload that forks and threads: process pools started by fork, spawn and forkserver,
+# and a thread pool, all doing numpy work. Prints deterministic results.
+import concurrent.futures as cf
+import multiprocessing as mp
+
+import numpy as np
+
+
+def work(i):
+    a = np.random.default_rng(i).standard_normal((200, 200))
+    return float((a @ a.T).trace())
+
+
+if __name__ == "__main__":
+    for method in ("fork", "spawn", "forkserver"):
+        with mp.get_context(method).Pool(2) as pool:
+            print(method, repr(sum(pool.map(work, range(6)))))
+    with cf.ThreadPoolExecutor(8) as ex:
+        print("threads", repr(sum(ex.map(work, range(24)))))
