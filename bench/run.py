@@ -1,0 +1,484 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Benchmark driver for ndmem: allocator churn and a numpy training loop, with and without the shim.
+
+    python3 bench/run.py --build build [--reps 5] [--quick]
+
+Standard library only; any python3 runs it. Configurations are interleaved within every
+repetition (the machine may be noisy) and results are medians over the repetitions; ratios are
+medians of the per-repetition ratios of runs made back to back. It exits non-zero only when the
+setup is broken (shim or churn missing, the shim not loaded, a run crashing or computing a
+different result), never because of a ratio. See bench/README.md.
+"""
+import argparse
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TRAIN = REPO / "examples" / "train_numpy.py"
+
+CHURN_OPS = 10_000_000   # per thread; about 0.9 s with glibc on a 2-core Debian 12 VM
+TRAIN_STEPS = 300        # train_numpy.py's default; about 3 s a run
+QUICK_OPS = 500_000
+QUICK_STEPS = 30
+QUICK_REPS = 2
+THREADS = (1, 2)
+NOISY = 10.0             # +-% spread above which the report warns that the machine was busy
+CHURN_TARGET = 1.5       # ndmem / glibc, default settings
+TRAIN_TARGET = 1.05      # ndmem / plain, whole-process wall time
+
+LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+            "/usr/local/lib", "/lib/x86_64-linux-gnu", "/lib64", "/lib"]
+
+
+class SetupError(Exception):
+    """The benchmark cannot give meaningful numbers: a missing file, a crash, a wrong result."""
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def quote_join(argv):
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def command_line():
+    """The command as typed (interpreter by its base name; wrappers like pyenv expand it)."""
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable] + sys.argv)
+    argv[0] = os.path.basename(argv[0]) or "python3"
+    return quote_join(argv)
+
+
+def base_env():
+    """The caller's environment without anything that would change what is measured."""
+    env = {k: v for k, v in os.environ.items()
+           if k != "LD_PRELOAD" and not k.startswith("NDMEM_")
+           and k != "MALLOC_CONF" and not k.startswith("MIMALLOC_")}
+    return env
+
+
+def find_lib(explicit, soname):
+    """Path of an allocator to preload: --jemalloc/--mimalloc if given ('' skips), else search."""
+    if explicit is not None:
+        if explicit in ("", "none"):
+            return None
+        if not os.path.isfile(explicit):
+            raise SetupError("%s not found at %s" % (soname, explicit))
+        return os.path.abspath(explicit)
+    for d in LIB_DIRS:
+        p = os.path.join(d, soname)
+        if os.path.isfile(p):
+            return p
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    for line in out.splitlines():
+        m = re.match(r"\s*%s\s.*=>\s*(\S+)" % re.escape(soname), line)
+        if m and os.path.isfile(m.group(1)):
+            return m.group(1)
+    return None
+
+
+def run(cmd, env, what, timeout):
+    """Run one process to completion; a crash, a non-zero exit or a failed preload is an error."""
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SetupError("%s: timed out after %d s: %s" % (what, timeout, quote_join(cmd)))
+    except OSError as e:
+        raise SetupError("%s: cannot run %s: %s" % (what, cmd[0], e))
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        how = ("killed by signal %d" % -p.returncode if p.returncode < 0
+               else "exit status %d" % p.returncode)
+        tail = "\n".join((p.stderr or "").splitlines()[-15:])
+        raise SetupError("%s: %s (LD_PRELOAD=%r)\n  command: %s\n  stderr tail:\n%s"
+                         % (what, how, env.get("LD_PRELOAD", ""), quote_join(cmd), tail))
+    if "cannot be preloaded" in p.stderr:
+        raise SetupError("%s: the dynamic loader ignored LD_PRELOAD=%r:\n%s"
+                         % (what, env.get("LD_PRELOAD", ""), p.stderr.strip()))
+    return p, wall
+
+
+def ndmem_lines(stderr):
+    return [ln for ln in stderr.splitlines() if ln.startswith("ndmem[")]
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def spread(xs):
+    """Half the min-max range as a percentage of the median: a rough noise figure."""
+    if len(xs) < 2:
+        return 0.0
+    return 50.0 * (max(xs) - min(xs)) / median(xs)
+
+
+def paired(a, b, op):
+    return median([op(x, y) for x, y in zip(a, b)])
+
+
+def ratio(a, b):
+    return paired(a, b, lambda x, y: x / y)
+
+
+def verdict(value, target):
+    return "met" if value <= target else "NOT met"
+
+
+# ------------------------------------------------------------------------------------ churn
+
+class Config:
+    def __init__(self, name, preload, ideal=False, check=None):
+        self.name, self.preload, self.ideal, self.check = name, preload, ideal, check
+
+    def env(self, summary=False):
+        env = base_env()
+        if self.preload:
+            env["LD_PRELOAD"] = " ".join(self.preload)
+        env["NDMEM_SUMMARY"] = "1" if summary else "0"
+        return env
+
+    @property
+    def has_ndmem(self):
+        return self.name.startswith("ndmem")
+
+
+def churn_cmd(churn, cfg, threads, ops):
+    cmd = [str(churn), "--threads", str(threads), "--ops", str(ops)]
+    return cmd + ["--ideal"] if cfg.ideal else cmd
+
+
+def parse_churn(out, what):
+    m = re.search(r"ns_per_op=([0-9.]+).*checksum=(\d+)", out)
+    if not m:
+        raise SetupError("%s: unexpected output: %r" % (what, out.strip()))
+    return float(m.group(1)), int(m.group(2))
+
+
+def verify_churn_config(churn, cfg):
+    """One short run that proves the preloads are live: ndmem's summary line must appear and
+    count churn's allocations; jemalloc and mimalloc must show their own diagnostics."""
+    ops = 20000
+    env = cfg.env(summary=cfg.has_ndmem)
+    if cfg.check == "jemalloc":
+        env["MALLOC_CONF"] = "stats_print:true"
+    elif cfg.check == "mimalloc":
+        env["MIMALLOC_VERBOSE"] = "1"
+    what = "churn/%s (preload check)" % cfg.name
+    p, _ = run(churn_cmd(churn, cfg, 1, ops), env, what, 120)
+    if cfg.has_ndmem:
+        lines = ndmem_lines(p.stderr)
+        if not lines:
+            raise SetupError("%s: no line starting with 'ndmem[' on stderr with NDMEM_SUMMARY=1 "
+                             "and LD_PRELOAD=%r: the shim is not loaded or not intercepting.\n"
+                             "stderr was:\n%s" % (what, env["LD_PRELOAD"], p.stderr.strip()))
+        m = re.search(r"heap:.*?(\d+) allocated", lines[0])
+        if not m or int(m.group(1)) < ops:
+            raise SetupError("%s: the shim loaded but did not see churn's %d mallocs:\n%s"
+                             % (what, ops, "\n".join(lines)))
+    if cfg.check == "jemalloc" and "jemalloc statistics" not in p.stderr:
+        raise SetupError("%s: jemalloc did not print its statistics with MALLOC_CONF="
+                         "stats_print:true; is %s really jemalloc?" % (what, cfg.preload[-1]))
+    if cfg.check == "mimalloc" and "mimalloc:" not in p.stderr:
+        raise SetupError("%s: mimalloc printed nothing with MIMALLOC_VERBOSE=1; is %s really "
+                         "mimalloc?" % (what, cfg.preload[-1]))
+
+
+def bench_churn(churn, configs, ops, reps):
+    for cfg in configs:
+        verify_churn_config(churn, cfg)
+    log("churn: preloads verified (%s)" % ", ".join(c.name for c in configs))
+    for cfg in configs:  # warm-up: page cache, CPU frequency
+        for t in THREADS:
+            run(churn_cmd(churn, cfg, t, max(ops // 10, 1000)), cfg.env(), "churn warm-up", 300)
+
+    ns = {(c.name, t): [] for c in configs for t in THREADS}
+    sums = {t: {} for t in THREADS}
+    jobs = [(c, t) for t in THREADS for c in configs]
+    for rep in range(reps):
+        k = rep % len(jobs)  # rotate the order: no configuration always runs first or last
+        t0 = time.perf_counter()
+        for cfg, t in jobs[k:] + jobs[:k]:
+            what = "churn/%s --threads %d" % (cfg.name, t)
+            p, _ = run(churn_cmd(churn, cfg, t, ops), cfg.env(), what, 600)
+            v, s = parse_churn(p.stdout, what)
+            ns[(cfg.name, t)].append(v)
+            sums[t][cfg.name] = s
+        log("churn: repetition %d/%d done (%.1f s)" % (rep + 1, reps, time.perf_counter() - t0))
+    for t in THREADS:  # every configuration did the same ops on the same sizes
+        if len(set(sums[t].values())) != 1:
+            raise SetupError("churn --threads %d: checksums differ between configurations: %r"
+                             % (t, sums[t]))
+    return ns
+
+
+def report_churn(configs, ns, ops, reps):
+    names = [c.name for c in configs]
+    out = []
+    out.append("churn: %d ops/thread, random sizes 1-4096 B, %d repetitions; "
+               "median ns/op per thread (+-half range)" % (ops, reps))
+    hdr = "  %-16s" % "config" + "".join("%18s" % ("%d thread%s" % (t, "s" if t > 1 else ""))
+                                          for t in THREADS)
+    hdr += "".join("%12s" % ("%dT / ideal" % t) for t in THREADS)
+    out.append(hdr)
+    for n in names:
+        row = "  %-16s" % n
+        for t in THREADS:
+            xs = ns[(n, t)]
+            row += "%18s" % ("%.2f (+-%.0f%%)" % (median(xs), spread(xs)))
+        for t in THREADS:
+            row += "%12s" % ("%.2fx" % ratio(ns[(n, t)], ns[("ideal", t)]) if n != "ideal" else "-")
+        out.append(row)
+    noisy = [n for n in names if n != "ideal"
+             and any(spread(ns[(n, t)]) > NOISY for t in THREADS)]
+    if noisy:
+        out.append("  note: spread above +-%.0f%% for %s: the machine was busy; the paired ratios "
+                   "below are more robust than the medians, but a rerun or more --reps helps"
+                   % (NOISY, ", ".join(noisy)))
+    out.append("")
+    out.append("  ratios (median of per-repetition ratios; extra = median added ns/op)")
+    pairs = [("ndmem", "glibc")]
+    if "jemalloc" in names:
+        pairs.append(("ndmem+jemalloc", "jemalloc"))
+    if "mimalloc" in names:
+        pairs.append(("ndmem+mimalloc", "mimalloc"))
+    rat = {}
+    for a, b in pairs:
+        row = "  %-28s" % ("%s / %s" % (a, b))
+        for t in THREADS:
+            r = ratio(ns[(a, t)], ns[(b, t)])
+            d = paired(ns[(a, t)], ns[(b, t)], lambda x, y: x - y)
+            rat[(a, b, t)] = r
+            row += "  %dT %5.2fx %-13s" % (t, r, "(%+.1f ns)" % d)
+        if (a, b) == ("ndmem", "glibc"):
+            worst = max(rat[(a, b, t)] for t in THREADS)
+            row += " target <= %.1fx: %s" % (CHURN_TARGET, verdict(worst, CHURN_TARGET))
+        out.append(row.rstrip())
+    return out, rat, pairs
+
+
+# ------------------------------------------------------------------------------------ numpy
+
+def find_numpy_python():
+    """(interpreter, numpy version, None) or (None, None, why not)."""
+    env = base_env()
+    probe = ["-c", "import numpy; print(numpy.__version__)"]
+    explicit = os.environ.get("NDMEM_PYTHON")
+    if explicit:
+        cands = [explicit]
+    else:
+        cands = []
+        for c in ["/usr/bin/python3", sys.executable, shutil.which("python3")]:
+            if c and c not in cands:
+                cands.append(c)
+    tried = []
+    for c in cands:
+        try:
+            p = subprocess.run([c] + probe, env=env, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            tried.append("%s: %s" % (c, e))
+            continue
+        if p.returncode == 0:
+            return c, p.stdout.strip(), None
+        last = (p.stderr.strip().splitlines() or ["exit status %d" % p.returncode])[-1]
+        tried.append("%s: %s" % (c, last))
+    src = "NDMEM_PYTHON" if explicit else "candidates"
+    return None, None, "no interpreter can import numpy (%s tried: %s)" % (src, "; ".join(tried))
+
+
+def train_once(py, shim, steps, with_ndmem, summary=False):
+    env = base_env()
+    if with_ndmem:
+        env["LD_PRELOAD"] = str(shim)
+        env["NDMEM_SUMMARY"] = "1" if summary else "0"
+    what = "train_numpy.py (%s)" % ("ndmem" if with_ndmem else "plain")
+    p, wall = run([py, str(TRAIN), "--steps", str(steps)], env, what, 900)
+    m = re.search(r"^time ([0-9.]+) s", p.stderr, re.M)
+    loss = [ln for ln in p.stdout.splitlines() if ln.startswith("final loss")]
+    if not m or not loss:
+        raise SetupError("%s: missing 'time ... s' on stderr or 'final loss' on stdout" % what)
+    return wall, float(m.group(1)), loss[-1], p.stderr
+
+
+def bench_numpy(py, shim, steps, reps):
+    _, _, _, err = train_once(py, shim, 3, True, summary=True)
+    if not ndmem_lines(err):
+        raise SetupError("train_numpy.py under LD_PRELOAD=%s with NDMEM_SUMMARY=1 printed no "
+                         "'ndmem[' line: the shim is not loaded.\nstderr was:\n%s"
+                         % (shim, err.strip()))
+    train_once(py, shim, 3, False)  # warm-up (imports, page cache)
+    log("numpy: shim verified, %d steps x %d repetitions with %s" % (steps, reps, py))
+    res = {False: {"wall": [], "loop": [], "loss": []}, True: {"wall": [], "loop": [], "loss": []}}
+    for rep in range(reps):
+        for nd in ((False, True) if rep % 2 == 0 else (True, False)):
+            wall, loop, loss, _ = train_once(py, shim, steps, nd)
+            res[nd]["wall"].append(wall)
+            res[nd]["loop"].append(loop)
+            res[nd]["loss"].append(loss)
+        log("numpy: repetition %d/%d done" % (rep + 1, reps))
+    return res
+
+
+def report_numpy(res, py, npver, steps, reps):
+    plain, nd = res[False], res[True]
+    out = ["numpy: examples/train_numpy.py --steps %d, %s (numpy %s), %d repetitions"
+           % (steps, py, npver, reps)]
+    out.append("  %-22s%16s%16s%10s" % ("median seconds", "plain", "ndmem", "ratio"))
+    r = {}
+    for key, label in (("wall", "whole process (wall)"), ("loop", "training loop")):
+        r[key] = ratio(nd[key], plain[key])
+        out.append("  %-22s%16s%16s%10s" % (
+            label, "%.3f (+-%.0f%%)" % (median(plain[key]), spread(plain[key])),
+            "%.3f (+-%.0f%%)" % (median(nd[key]), spread(nd[key])), "%.3fx" % r[key]))
+    if any(spread(res[k][key]) > NOISY for k in (False, True) for key in ("wall", "loop")):
+        out.append("  note: spread above +-%.0f%%: the machine was busy (OpenBLAS threads are "
+                   "sensitive to other load); rerun or raise --reps" % NOISY)
+    out.append("  per run (wall s, plain|ndmem): " + "  ".join(
+        "%.2f|%.2f" % (a, b) for a, b in zip(plain["wall"], nd["wall"])))
+    out.append("  ndmem / plain (wall): %.3fx   target <= %.2fx: %s"
+               % (r["wall"], TRAIN_TARGET, verdict(r["wall"], TRAIN_TARGET)))
+    lp, ln = set(plain["loss"]), set(nd["loss"])
+    if len(lp) == 1 and lp == ln:
+        loss_msg = "final loss identical in all %d runs, plain and ndmem: %s" % (
+            2 * reps, next(iter(lp))[len("final loss "):])
+        loss_ok = True
+    elif len(lp) > 1:
+        loss_msg = ("final loss varies even without ndmem (%d distinct values): not comparable"
+                    % len(lp))
+        loss_ok = True
+    else:
+        loss_msg = "final loss DIFFERS under ndmem: plain %s, ndmem %s" % (sorted(lp), sorted(ln))
+        loss_ok = False
+    out.append("  " + loss_msg)
+    return out, r, loss_msg, loss_ok
+
+
+# ------------------------------------------------------------------------------------ main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build", help="Meson build directory (default: build)")
+    ap.add_argument("--reps", type=int, help="repetitions (default 5, or %d with --quick)"
+                    % QUICK_REPS)
+    ap.add_argument("--quick", action="store_true", help="short smoke run: fewer ops, steps, reps")
+    ap.add_argument("--ops", type=int, help="churn ops per thread (default %d, or %d with --quick)"
+                    % (CHURN_OPS, QUICK_OPS))
+    ap.add_argument("--steps", type=int, help="train_numpy.py steps (default %d, or %d with "
+                    "--quick)" % (TRAIN_STEPS, QUICK_STEPS))
+    ap.add_argument("--jemalloc", metavar="PATH", help="libjemalloc.so.2 to use ('' to skip)")
+    ap.add_argument("--mimalloc", metavar="PATH", help="libmimalloc.so.2 to use ('' to skip)")
+    ap.add_argument("--no-churn", action="store_true", help="skip the churn benchmark")
+    ap.add_argument("--no-numpy", action="store_true", help="skip the numpy benchmark")
+    args = ap.parse_args()
+    reps = args.reps or (QUICK_REPS if args.quick else 5)
+    ops = args.ops or (QUICK_OPS if args.quick else CHURN_OPS)
+    steps = args.steps or (QUICK_STEPS if args.quick else TRAIN_STEPS)
+    if reps < 1 or ops < 1 or steps < 1:
+        ap.error("--reps, --ops and --steps must be positive")
+
+    build = Path(args.build).resolve()
+    shim = build / "interpose" / "libndmem.so"
+    churn = build / "bench" / "churn"
+    if not shim.is_file():
+        raise SetupError("shim not found: %s (build it: ninja -C %s)" % (shim, args.build))
+    if not args.no_churn and not os.access(churn, os.X_OK):
+        raise SetupError("churn not found: %s (configure with -Dbenchmarks=true, then ninja -C %s)"
+                         % (churn, args.build))
+
+    started = time.time()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    libc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else "?"
+    host = "%s %s, %s CPUs, %s, load %.2f at start" % (
+        platform.system(), platform.release(), os.cpu_count(), libc, load)
+    log("ndmem bench: %s" % host)
+
+    report, summary = [], []
+    churn_rat = None
+    if not args.no_churn:
+        je = find_lib(args.jemalloc, "libjemalloc.so.2")
+        mi = find_lib(args.mimalloc, "libmimalloc.so.2")
+        configs = [Config("glibc", []), Config("ndmem", [str(shim)])]
+        if je:
+            configs += [Config("jemalloc", [je], check="jemalloc"),
+                        Config("ndmem+jemalloc", [str(shim), je], check="jemalloc")]
+        if mi:
+            configs += [Config("mimalloc", [mi], check="mimalloc"),
+                        Config("ndmem+mimalloc", [str(shim), mi], check="mimalloc")]
+        configs.append(Config("ideal", [], ideal=True))
+        ns = bench_churn(churn, configs, ops, reps)
+        lines, churn_rat, pairs = report_churn(configs, ns, ops, reps)
+        if not je:
+            lines.append("  jemalloc: libjemalloc.so.2 not found, its rows are skipped")
+        if not mi:
+            lines.append("  mimalloc: libmimalloc.so.2 not found, its rows are skipped")
+        report += lines + [""]
+        med = lambda n: "/".join("%.1f" % median(ns[(n, t)]) for t in THREADS)
+        summary.append("churn (%d ops/thread, median ns/op 1T/2T): %s" % (
+            ops, ", ".join("%s %s" % (c.name, med(c.name)) for c in configs)))
+        for a, b in pairs:
+            rs = "/".join("%.2fx" % churn_rat[(a, b, t)] for t in THREADS)
+            tail = ""
+            if (a, b) == ("ndmem", "glibc"):
+                worst = max(churn_rat[(a, b, t)] for t in THREADS)
+                tail = " (target <= %.1fx: %s)" % (CHURN_TARGET, verdict(worst, CHURN_TARGET))
+            summary.append("  %s / %s 1T/2T: %s%s" % (a, b, rs, tail))
+        summary.append("  vs ideal 1T/2T: " + ", ".join(
+            "%s %s" % (c.name, "/".join("%.1fx" % ratio(ns[(c.name, t)], ns[("ideal", t)])
+                                        for t in THREADS))
+            for c in configs if c.name != "ideal"))
+
+    loss_ok = True
+    if not args.no_numpy:
+        py, npver, why = find_numpy_python()
+        if not TRAIN.is_file():
+            py, why = None, "%s not found" % TRAIN
+        if py is None:
+            msg = "numpy: skipped: %s" % why
+            report += [msg, ""]
+            summary.append(msg)
+        else:
+            res = bench_numpy(py, shim, steps, reps)
+            lines, r, loss_msg, loss_ok = report_numpy(res, py, npver, steps, reps)
+            report += lines + [""]
+            summary.append("numpy train_numpy.py (%d steps, %s, numpy %s): ndmem/plain wall "
+                           "%.3fx, loop %.3fx (target <= %.2fx: %s); %s" % (
+                               steps, py, npver, r["wall"], r["loop"], TRAIN_TARGET,
+                               verdict(r["wall"], TRAIN_TARGET), loss_msg))
+
+    print()
+    print("\n".join(report).rstrip())
+    print()
+    print("---- ndmem bench summary ----")
+    print("command: %s   (in %s; interpreter %s, Python %s)" % (
+        command_line(), os.getcwd(), sys.executable, platform.python_version()))
+    load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print("host: %s, %.2f at end; %s UTC, %.0f s; %d repetitions%s" % (
+        host, load_end, time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
+        time.time() - started, reps, ", --quick" if args.quick else ""))
+    print("\n".join(summary))
+    print("-----------------------------")
+    if not loss_ok:
+        raise SetupError("train_numpy.py computes a different final loss under ndmem")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except SetupError as e:
+        print("run.py: error: %s" % e, file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
