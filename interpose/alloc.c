@@ -5,6 +5,9 @@
 // stores into the thread's own shard: no lock, no atomic read-modify-write.
 #include "shim.h"
 
+#include "sites.h"
+#include "trace.h"
+
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -43,8 +46,23 @@ static void *boot_call(int fn, size_t a, size_t b) {
   }
 }
 
-ND_INLINE void account_alloc(nd_tls_t *t, int fn, void *p) {
-  if (ND_LIKELY(p != NULL)) nd_count_alloc(t->shard, NDMEM_KIND_HEAP, nd_real.usable(p));
+// The bytes the program asked for (what the trace records; the counters use usable sizes).
+ND_INLINE size_t heap_req(int fn, size_t a, size_t b) {
+  switch (fn) {
+  case NDMEM_FN_CALLOC: return a * b; // only used on success, so no overflow
+  case NDMEM_FN_ALIGNED_ALLOC:
+  case NDMEM_FN_MEMALIGN: return b;
+  default: return a;
+  }
+}
+
+// Counts the block; tracks it when it is large, or when the byte sampler's countdown runs out.
+ND_INLINE void account_alloc(nd_tls_t *t, int fn, void *p, size_t req) {
+  if (ND_LIKELY(p != NULL)) {
+    nd_count_alloc(t->shard, NDMEM_KIND_HEAP, nd_real.usable(p));
+    if (ND_UNLIKELY(req >= nd_track_min || (t->sample_left -= (int64_t)req) < 0))
+      nd_track_alloc(t, p, req, NDMEM_KIND_HEAP);
+  }
   ND_BUMP(t->shard->calls[fn], 1);
 }
 
@@ -55,7 +73,7 @@ ND_INLINE void *alloc_op(int fn, size_t a, size_t b) {
   if (ND_LIKELY(t->mode == ND_T_COUNT)) {
     t->mode = ND_T_BUSY;
     void *p = heap_call(fn, a, b);
-    account_alloc(t, fn, p);
+    account_alloc(t, fn, p, heap_req(fn, a, b));
     t->mode = ND_T_COUNT;
     return p;
   }
@@ -104,7 +122,7 @@ int nd_posix_memalign(void **out, size_t align, size_t n) {
   }
   t->mode = ND_T_BUSY;
   int rc = nd_real.posix_memalign(out, align, n);
-  account_alloc(t, NDMEM_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL);
+  account_alloc(t, NDMEM_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, n);
   t->mode = ND_T_COUNT;
   return rc;
 }
@@ -132,6 +150,8 @@ static ND_NOINLINE void free_slow(void *p, int fn) {
 void nd_free(void *p, int fn) {
   if (!p) return; // free(NULL) is a no-op by definition; nothing to forward or count
   if (ND_UNLIKELY(nd_boot_owns(p))) return; // bootstrap blocks are never reused
+  // Untrack before the memory goes back: afterwards its address may be handed out again.
+  if (ND_UNLIKELY(nd_blocks_maybe((uintptr_t)p))) nd_track_free(p);
   nd_tls_t *t = &nd_tls;
   if (ND_LIKELY(t->mode == ND_T_COUNT)) {
     t->mode = ND_T_BUSY;
@@ -162,10 +182,23 @@ static void *realloc_op(void *p, size_t n, int fn) {
     if (p) return nd_real.realloc(p, n); // cannot happen before the allocator is resolved
     return nd_boot_alloc(n, 16);
   }
-  if (mode != ND_T_COUNT && mode != ND_T_DEAD) return nd_real.realloc(p, n);
+  nd_block_t tracked;
+  int was_tracked = p && nd_blocks_maybe((uintptr_t)p) && nd_track_take(p, &tracked);
+  if (mode != ND_T_COUNT && mode != ND_T_DEAD) {
+    void *q = nd_real.realloc(p, n);
+    if (was_tracked) {
+      if (!q && n) nd_track_restore(&tracked);
+      else nd_site_sub(tracked.site, tracked.count, tracked.weight);
+    }
+    return q;
+  }
   if (mode == ND_T_COUNT) t->mode = ND_T_BUSY;
   size_t old = p ? nd_real.usable(p) : 0;
   void *q = nd_real.realloc(p, n);
+  if (was_tracked) { // the old block is gone unless realloc failed
+    if (!q && n) nd_track_restore(&tracked);
+    else nd_site_sub(tracked.site, tracked.count, tracked.weight);
+  }
   // Success moves the block (old usable size out, new in). A NULL result with n == 0 and p set
   // means the allocator freed p (glibc, and jemalloc's default zero_realloc:free); any other NULL
   // is a failure that leaves p untouched.
@@ -176,8 +209,7 @@ static void *realloc_op(void *p, size_t n, int fn) {
     return q;
   }
   if (freed_old) nd_count_free(t->shard, NDMEM_KIND_HEAP, old);
-  if (q) nd_count_alloc(t->shard, NDMEM_KIND_HEAP, nd_real.usable(q));
-  ND_BUMP(t->shard->calls[fn], 1);
+  account_alloc(t, fn, q, n); // counts the call too
   t->mode = ND_T_COUNT;
   return q;
 }

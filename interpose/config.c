@@ -4,13 +4,16 @@
 #include "config.h"
 
 #include "fmt.h"
+#include "os.h"
 
 __extension__ typedef unsigned __int128 nd_u128;
 
 #include <stddef.h>
+#include <unistd.h>
 
 #define OPT(name, type, field, def, min, max, doc)                                               \
-  { name, type, offsetof(nd_config_t, field), def, min, max, doc }
+  { name, type, offsetof(nd_config_t, field), def, min, max, NULL, doc }
+#define SOPT(name, field, sdef, doc) { name, ND_OPT_STRING, offsetof(nd_config_t, field), 0, 0, 0, sdef, doc }
 
 const nd_option_t nd_options[] = {
     OPT("NDMEM_ENABLED", ND_OPT_BOOL, enabled, 1, 0, 1,
@@ -19,6 +22,17 @@ const nd_option_t nd_options[] = {
         "summary on stderr at exit: 0 none, 1 totals, 2 totals and one row per thread"),
     OPT("NDMEM_FOLLOW_FORK", ND_OPT_BOOL, follow_fork, 1, 0, 1,
         "1: a fork child keeps its own accounting and summary; 0: the child is not accounted"),
+    OPT("NDMEM_TRACE", ND_OPT_BOOL, trace, 1, 0, 1,
+        "write a trace (stacks, sites, leaks) for ndmemreport; 0: counters and summary only"),
+    SOPT("NDMEM_OUTPUT", output, "ndmem.%p.trace",
+         "trace path; %p pid, %h host name, %r rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK), %% a %"),
+    OPT("NDMEM_DEPTH", ND_OPT_INT, depth, 32, 1, 128, "frames captured per allocation stack"),
+    OPT("NDMEM_TRACK_MIN", ND_OPT_SIZE, track_min, 8192, 0, INT64_MAX,
+        "blocks of at least this size are tracked exactly (stack, size, time); 0 tracks all"),
+    OPT("NDMEM_SAMPLE", ND_OPT_SIZE, sample, 512 * 1024, 0, INT64_MAX,
+        "smaller blocks are sampled, one per this many bytes on average; 0 samples none"),
+    OPT("NDMEM_FLUSH_MS", ND_OPT_INT, flush_ms, 1000, 10, 60000,
+        "the trace is flushed at least this often (milliseconds) and at exit"),
 };
 const size_t nd_options_count = sizeof nd_options / sizeof nd_options[0];
 
@@ -99,6 +113,15 @@ static int has_prefix(const char *s, const char *p, const char **rest) {
   return 1;
 }
 
+// Copies s into a config string field; -1 (nothing copied) when it does not fit.
+static int set_string(char *dst, const char *s) {
+  size_t n = 0;
+  while (s[n]) n++;
+  if (n >= ND_CONFIG_PATH_MAX) return -1;
+  for (size_t i = 0; i <= n; i++) dst[i] = s[i];
+  return 0;
+}
+
 static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn warn, void *ctx) {
   nd_buf_t b;
   nd_buf_reset(&b);
@@ -116,18 +139,28 @@ static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn 
     nd_buf_i64(&b, o->max);
     break;
   case ND_OPT_SIZE: nd_buf_str(&b, "a size (e.g. 1073741824, 512m, 1.5g, 75%)"); break;
+  case ND_OPT_STRING:
+    nd_buf_str(&b, "a path pattern (at most ");
+    nd_buf_u64(&b, ND_CONFIG_PATH_MAX - 1);
+    nd_buf_str(&b, " bytes; %p %h %r %%)");
+    break;
   }
   nd_buf_str(&b, "; using ");
-  nd_buf_i64(&b, o->def);
+  if (o->type == ND_OPT_STRING) nd_buf_str(&b, o->sdef);
+  else nd_buf_i64(&b, o->def);
   warn(nd_buf_cstr(&b), ctx);
 }
 
 int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_warn_fn warn,
                    void *ctx) {
   int warnings = 0;
-  for (size_t i = 0; i < nd_options_count; i++)
-    *(int64_t *)((char *)cfg + nd_options[i].offset) = nd_options[i].def;
+  for (size_t i = 0; i < nd_options_count; i++) {
+    const nd_option_t *o = &nd_options[i];
+    if (o->type == ND_OPT_STRING) set_string((char *)cfg + o->offset, o->sdef);
+    else *(int64_t *)((char *)cfg + o->offset) = o->def;
+  }
   if (secure || !envp) return 0;
+  char *const *envp0 = envp;
   for (; *envp; envp++) {
     const char *rest;
     if (!has_prefix(*envp, "NDMEM_", &rest)) continue;
@@ -149,6 +182,16 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
       warnings++;
       continue;
     }
+    if (opt->type == ND_OPT_STRING) {
+      char probe[ND_CONFIG_PATH_MAX + 256];
+      if (!*value || set_string((char *)cfg + opt->offset, value) != 0 ||
+          nd_config_expand_path(probe, sizeof probe, value, envp0) != 0) {
+        set_string((char *)cfg + opt->offset, opt->sdef);
+        warn_bad(opt, value, warn, ctx);
+        warnings++;
+      }
+      continue;
+    }
     int64_t v = 0;
     int rc = opt->type == ND_OPT_BOOL  ? nd_parse_bool(value, &v)
              : opt->type == ND_OPT_INT ? nd_parse_int(value, &v)
@@ -162,3 +205,42 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
   }
   return warnings;
 }
+
+// NDMEM_OUTPUT: %p pid, %h host name, %r rank (RANK, then OMPI_COMM_WORLD_RANK, then PMI_RANK,
+// else 0), %% a percent sign. Returns -1 for an unknown conversion or a result too long for cap.
+int nd_config_expand_path(char *out, size_t cap, const char *pat, char *const *envp) {
+  static const char *const rank_vars[] = {"RANK=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK="};
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  for (const char *p = pat; *p; p++) {
+    if (*p != '%') {
+      nd_buf_char(&b, *p);
+      continue;
+    }
+    switch (*++p) {
+    case 'p': nd_buf_u64(&b, (uint64_t)nd_os_getpid()); break;
+    case 'h': {
+      char host[256];
+      if (gethostname(host, sizeof host) != 0) host[0] = 0;
+      host[sizeof host - 1] = 0;
+      nd_buf_str(&b, host[0] ? host : "unknown");
+      break;
+    }
+    case 'r': {
+      const char *rank = NULL;
+      for (int v = 0; v < 3 && !rank; v++)
+        for (char *const *e = envp; e && *e && !rank; e++)
+          if (has_prefix(*e, rank_vars[v], &rank)) break;
+      nd_buf_str(&b, rank && *rank ? rank : "0");
+      break;
+    }
+    case '%': nd_buf_char(&b, '%'); break;
+    default: return -1; // a lone or unknown % conversion
+    }
+  }
+  if (b.len >= cap || b.len >= sizeof b.data - 1) return -1;
+  for (size_t i = 0; i < b.len; i++) out[i] = b.data[i];
+  out[b.len] = 0;
+  return 0;
+}
+

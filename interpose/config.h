@@ -9,19 +9,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define ND_CONFIG_PATH_MAX 512
+
 typedef struct nd_config {
   int64_t enabled;     // NDMEM_ENABLED: 0 makes every hook a plain forward
   int64_t summary;     // NDMEM_SUMMARY: 0 none, 1 totals at exit, 2 totals and per-thread rows
   int64_t follow_fork; // NDMEM_FOLLOW_FORK: 0 stops accounting in fork children
+  int64_t trace;       // NDMEM_TRACE: write a trace for ndmemreport
+  int64_t depth;       // NDMEM_DEPTH: frames per stack
+  int64_t track_min;   // NDMEM_TRACK_MIN: blocks this large or larger are tracked exactly
+  int64_t sample;      // NDMEM_SAMPLE: mean bytes between samples of smaller blocks (0: none)
+  int64_t flush_ms;    // NDMEM_FLUSH_MS: trace flush interval
+  char output[ND_CONFIG_PATH_MAX]; // NDMEM_OUTPUT: trace path pattern (%p %h %r %%)
 } nd_config_t;
 
-typedef enum nd_opt_type { ND_OPT_BOOL, ND_OPT_INT, ND_OPT_SIZE } nd_opt_type_t;
+typedef enum nd_opt_type { ND_OPT_BOOL, ND_OPT_INT, ND_OPT_SIZE, ND_OPT_STRING } nd_opt_type_t;
 
 typedef struct nd_option {
   const char *name;
   nd_opt_type_t type;
-  size_t offset; // into nd_config_t, an int64_t
+  size_t offset; // into nd_config_t: an int64_t, or a char[ND_CONFIG_PATH_MAX] for strings
   int64_t def, min, max;
+  const char *sdef; // default of a string option
   const char *doc;
 } nd_option_t;
 
@@ -43,5 +52,8 @@ int nd_parse_int(const char *s, int64_t *out);
 // when percent_base is 0). Binary multiples (k = 1024), case-insensitive; fractions round down to a
 // whole byte. Overflow past 2^63-1 is an error.
 int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out);
+
+// Expands an NDMEM_OUTPUT pattern (see config.c). 0, or -1 when it is malformed or too long.
+int nd_config_expand_path(char *out, size_t cap, const char *pattern, char *const *envp);
 
 #endif

@@ -10,6 +10,8 @@
 
 #include "fmt.h"
 #include "os.h"
+#include "sites.h"
+#include "trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -131,18 +133,29 @@ static void thread_exit(void *arg) {
   nd_shard_release((nd_shard_t *)arg);
 }
 
+// Lock order, everywhere: trace writer < mmap table < site stripes < block stripes < counters.
+// (An mmap interns its site while holding the table lock; the writer reads the table at exit.)
 static void atfork_prepare(void) {
+  nd_trace_atfork_prepare();
   nd_mmap_atfork_prepare();
+  nd_sites_atfork_prepare();
+  nd_blocks_atfork_prepare();
   nd_counters_atfork_prepare();
 }
 static void atfork_parent(void) {
   nd_counters_atfork_parent();
+  nd_blocks_atfork_parent();
+  nd_sites_atfork_parent();
   nd_mmap_atfork_parent();
+  nd_trace_atfork_parent();
 }
 static void atfork_child(void) {
   nd_tls_t *t = &nd_tls;
   nd_counters_atfork_child(t->shard);
+  nd_blocks_atfork_child();
+  nd_sites_atfork_child();
   nd_mmap_atfork_child();
+  nd_trace_atfork_child();
   if (!nd_cfg.follow_fork) {
     nd_accounting = 0;
     if (t->mode == ND_T_COUNT) t->mode = ND_T_FORWARD;
@@ -172,6 +185,7 @@ static void initialize(nd_tls_t *t) {
     if (pthread_key_create(&nd_key, thread_exit) != 0) nd_accounting = 0;
     else pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   }
+  if (nd_accounting && nd_cfg.trace) nd_trace_setup();
   t->mode = saved;
   __atomic_store_n(&nd_state, ND_READY, __ATOMIC_RELEASE);
 }
@@ -206,6 +220,7 @@ int nd_thread_prepare(nd_tls_t *t) {
     return t->mode;
   }
   pthread_setspecific(nd_key, s);
+  nd_trace_thread_init(t);
   if (nd_boot_count && nd_os_gettid() == nd_init_tid) {
     s->fallbacks[NDMEM_FB_BOOTSTRAP] += nd_boot_count;
     nd_boot_count = 0;
@@ -340,10 +355,11 @@ __attribute__((destructor)) static void nd_dtor(void) {
   if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
   unsigned char saved = t->mode;
   t->mode = ND_T_BUSY;
-  if (nd_accounting && nd_cfg.summary) {
+  if (nd_accounting) {
     if (t->shard)
       for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);
-    nd_print_summary(nd_log_fd);
+    nd_trace_flush(1);
+    if (nd_cfg.summary) nd_print_summary(nd_log_fd);
   }
   __atomic_store_n(&nd_state, ND_SHUTDOWN, __ATOMIC_RELEASE);
   t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;

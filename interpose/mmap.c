@@ -11,6 +11,8 @@
 #include "shim.h"
 
 #include "regions.h"
+#include "sites.h"
+#include "trace.h"
 
 #include <linux/mman.h>
 #include <pthread.h>
@@ -44,16 +46,35 @@ static void map_acct(nd_tls_t *t, uint64_t allocs, uint64_t alloc_bytes, uint64_
   else nd_late_adjust(NDMEM_KIND_MMAP, allocs, alloc_bytes, frees, free_bytes, fn);
 }
 
+// Each piece taken from a region is taken from its allocation site too.
+static void site_piece(void *ctx, void *tag, uint64_t bytes, int what) {
+  (void)ctx;
+  nd_site_t *site = tag;
+  if (!site) return;
+  nd_site_sub(site, what == ND_PIECE_GONE, bytes);
+  if (what == ND_PIECE_SPLIT) nd_site_add(site, 1, 0);
+}
+
 // Remove [s, e) from the table and account it.
 static void untrack(nd_tls_t *t, uintptr_t s, uintptr_t e) {
   uint64_t bytes, gone, split;
-  nd_regions_remove(&maps, s, e, &bytes, &gone, &split);
+  nd_regions_remove(&maps, s, e, &bytes, &gone, &split, site_piece, NULL);
   // A mapping cut in two by a hole counts as one more mapping (live count = tracked regions).
   map_acct(t, split, 0, gone, bytes, NDMEM_FN_MUNMAP);
 }
 
 static void track(nd_tls_t *t, uintptr_t s, uintptr_t e) {
-  if (nd_regions_add(&maps, s, e) == 0) map_acct(t, 1, e - s, 0, 0, NDMEM_FN_MMAP);
+  nd_site_t *site = t->shard ? nd_track_site_here(NDMEM_KIND_MMAP) : NULL;
+  if (nd_regions_add(&maps, s, e, site) != 0) return;
+  map_acct(t, 1, e - s, 0, 0, NDMEM_FN_MMAP);
+  if (site) nd_site_add(site, 1, e - s);
+}
+
+// Every live tracked mapping (for the trace's leaks at exit).
+void nd_mmap_each_live(void (*fn)(void *ctx, uintptr_t start, uintptr_t end, void *tag), void *ctx) {
+  pthread_mutex_lock(&map_lock);
+  for (size_t i = 0; i < maps.n; i++) fn(ctx, maps.v[i].start, maps.v[i].end, maps.v[i].tag);
+  pthread_mutex_unlock(&map_lock);
 }
 
 static int accounts(nd_tls_t *t) {

@@ -32,22 +32,23 @@ static int reserve(nd_regions_t *t, size_t need) {
   return 0;
 }
 
-static void insert_at(nd_regions_t *t, size_t i, uintptr_t start, uintptr_t end) {
+static void insert_at(nd_regions_t *t, size_t i, uintptr_t start, uintptr_t end, void *tag) {
   memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof t->v[0]);
   t->v[i].start = start;
   t->v[i].end = end;
+  t->v[i].tag = tag;
   t->n++;
 }
 
-int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end) {
+int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag) {
   if (start >= end) return 0;
   if (reserve(t, t->n + 1)) return -1;
-  insert_at(t, lower_bound(t, start), start, end);
+  insert_at(t, lower_bound(t, start), start, end, tag);
   return 0;
 }
 
 void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t *bytes,
-                       uint64_t *gone, uint64_t *split) {
+                       uint64_t *gone, uint64_t *split, nd_regions_piece_fn on_piece, void *ctx) {
   *bytes = *gone = *split = 0;
   if (start >= end) return;
   size_t i = lower_bound(t, start);
@@ -57,6 +58,7 @@ void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t
     uintptr_t hi = r->end < end ? r->end : end;
     *bytes += hi - lo;
     if (lo == r->start && hi == r->end) { // whole region
+      if (on_piece) on_piece(ctx, r->tag, hi - lo, ND_PIECE_GONE);
       memmove(r, r + 1, (t->n - i - 1) * sizeof *r);
       t->n--;
       (*gone)++;
@@ -64,16 +66,20 @@ void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t
     }
     if (lo > r->start && hi < r->end) { // middle: split in two
       uintptr_t tail_end = r->end;
+      void *tag = r->tag;
       r->end = lo;
       if (reserve(t, t->n + 1) == 0) {
-        insert_at(t, i + 1, hi, tail_end);
+        insert_at(t, i + 1, hi, tail_end, tag);
         (*split)++;
+        if (on_piece) on_piece(ctx, tag, hi - lo, ND_PIECE_SPLIT);
       } else {
         // No memory for the table: forget the tail rather than mis-account it as unmapped.
         *bytes += tail_end - hi;
+        if (on_piece) on_piece(ctx, tag, tail_end - lo, ND_PIECE_TRIM);
       }
       return;
     }
+    if (on_piece) on_piece(ctx, r->tag, hi - lo, ND_PIECE_TRIM);
     if (lo == r->start) r->start = hi; // head trimmed
     else r->end = lo;                  // tail trimmed
     i++;

@@ -11,7 +11,12 @@
 
 typedef struct nd_range {
   uintptr_t start, end;
+  void *tag; // the caller's (the allocation site); both halves of a split keep it
 } nd_range_t;
+
+// Called for each piece a removal takes: its tag, the bytes taken and what became of the region.
+enum nd_piece { ND_PIECE_TRIM = 0, ND_PIECE_GONE = 1, ND_PIECE_SPLIT = 2 };
+typedef void (*nd_regions_piece_fn)(void *ctx, void *tag, uint64_t bytes, int what);
 
 typedef struct nd_regions {
   nd_range_t *v;
@@ -20,12 +25,13 @@ typedef struct nd_regions {
 
 // Adds [start, end). The range must not overlap a tracked one (remove it first). Returns 0, or -1
 // when no memory could be had for the table (the region then goes untracked).
-int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end);
+int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag);
 
 // Removes whatever part of [start, end) is tracked. *bytes gets the bytes removed, *gone the
 // regions that disappeared entirely and *split the regions created by cutting one in two.
+// on_piece (may be NULL) sees each piece taken.
 void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t *bytes,
-                       uint64_t *gone, uint64_t *split);
+                       uint64_t *gone, uint64_t *split, nd_regions_piece_fn on_piece, void *ctx);
 
 uint64_t nd_regions_bytes_in(const nd_regions_t *t, uintptr_t start, uintptr_t end);
 uint64_t nd_regions_total(const nd_regions_t *t);

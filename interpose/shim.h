@@ -32,6 +32,8 @@ enum nd_tmode { ND_T_NEW = 0, ND_T_COUNT, ND_T_BUSY, ND_T_FORWARD, ND_T_INIT, ND
 typedef struct nd_tls {
   unsigned char mode;
   nd_shard_t *shard;
+  int64_t sample_left; // bytes until the next sampled small block (INT64_MAX: never)
+  uint64_t rng;        // the sampler's xorshift state
 } nd_tls_t;
 
 extern __thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
@@ -95,5 +97,6 @@ void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_
 void nd_mmap_atfork_prepare(void);
 void nd_mmap_atfork_parent(void);
 void nd_mmap_atfork_child(void);
+void nd_mmap_each_live(void (*fn)(void *ctx, uintptr_t start, uintptr_t end, void *tag), void *ctx);
 
 #endif

@@ -5,6 +5,8 @@
 #include "../check.h"
 #include "config.h"
 
+#include <unistd.h>
+
 static char warnings[8][256];
 static int nwarn;
 static void collect(const char *line, void *ctx) {
@@ -76,5 +78,32 @@ int main(int argc, char **argv) {
   CHECK_EQ(nd_config_load(&cfg, env, 1, collect, NULL), 0); // AT_SECURE
   CHECK_EQ(nwarn, 0);
   CHECK(cfg.summary == 1 && cfg.enabled == 1 && cfg.follow_fork == 1);
+  // the trace settings and the NDMEM_OUTPUT pattern
+  CHECK(cfg.trace == 1 && cfg.depth == 32 && cfg.track_min == 8192 && cfg.sample == 524288 &&
+        cfg.flush_ms == 1000);
+  CHECK_STR(cfg.output, "ndmem.%p.trace");
+  char *env3[] = {"NDMEM_OUTPUT=/tmp/x.%q", "NDMEM_TRACK_MIN=64k", "NDMEM_DEPTH=500", NULL};
+  nwarn = 0;
+  nd_config_load(&cfg, env3, 0, collect, NULL);
+  CHECK_STR(cfg.output, "ndmem.%p.trace");
+  CHECK_EQ(cfg.track_min, 65536);
+  CHECK_EQ(cfg.depth, 32);
+  CHECK_EQ(nwarn, 2);
+  CHECK_STR(warnings[0], "ndmem: NDMEM_OUTPUT='/tmp/x.%q' is not a path pattern (at most 511 "
+                         "bytes; %p %h %r %%); using ndmem.%p.trace");
+  CHECK_STR(warnings[1], "ndmem: NDMEM_DEPTH='500' is not an integer in 1..128; using 32");
+  char path[600], want[600], host[256];
+  char *env4[] = {"HOME=/root", "OMPI_COMM_WORLD_RANK=5", "RANK=3", NULL};
+  CHECK_EQ(nd_config_expand_path(path, sizeof path, "/t/%h-%r-%p-100%%.trace", env4), 0);
+  gethostname(host, sizeof host);
+  snprintf(want, sizeof want, "/t/%s-3-%d-100%%.trace", host, (int)getpid());
+  CHECK_STR(path, want);
+  char *env5[] = {"PMI_RANK=9", "OMPI_COMM_WORLD_RANK=7", NULL};
+  CHECK_EQ(nd_config_expand_path(path, sizeof path, "r%r", env5), 0);
+  CHECK_STR(path, "r7");
+  CHECK_EQ(nd_config_expand_path(path, sizeof path, "r%r", NULL), 0);
+  CHECK_STR(path, "r0");
+  CHECK_EQ(nd_config_expand_path(path, sizeof path, "bad%", env5), -1);
+  CHECK_EQ(nd_config_expand_path(path, 4, "toolong", env5), -1);
   return CHECK_DONE();
 }

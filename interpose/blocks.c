@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+// blocks.c: the table of live tracked blocks, keyed by address (see sites.h).
+//
+// Every free must ask "is this block tracked?" before the memory goes back to the allocator
+// (after, another thread could be handed the same address and insert it). Most frees are of
+// untracked blocks, so the question has to be cheap: the table is striped 256 ways by address
+// hash; an empty stripe answers at once, and a non-empty one is probed without its lock under a
+// sequence counter (a seqlock: writers make it odd while they change the stripe), so only a hit
+// takes the lock. A miss is exact: only the freeing thread can remove its own block, and its
+// insertion happened before the free. Old arrays are kept after a resize (a lock-free reader may
+// still be looking at one); they add at most the size of the current array.
+#include "counters.h"
+#include "os.h"
+#include "sites.h"
+
+#include <sched.h>
+#include <string.h>
+
+#define STRIPES 256
+
+typedef struct stripe {
+  int lock;
+  unsigned seq;   // odd while a writer changes the stripe
+  size_t n, cap;  // n is read without the lock
+  nd_block_t *v;  // open addressing, linear probing, addr 0 = empty
+  char pad[24];
+} stripe_t;
+
+static stripe_t stripes[STRIPES];
+
+static size_t stripe_of(uintptr_t a) { return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 56); }
+static size_t slot_of(uintptr_t a, size_t cap) {
+  return (size_t)(((a >> 4) * 0xff51afd7ed558ccdull) >> 20) & (cap - 1);
+}
+
+static void lock(stripe_t *s) {
+  while (__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+  __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+static void unlock(stripe_t *s) {
+  __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
+}
+
+static void put(nd_block_t *v, size_t cap, const nd_block_t *b) {
+  size_t j = slot_of(b->addr, cap);
+  while (__atomic_load_n(&v[j].addr, __ATOMIC_RELAXED)) j = (j + 1) & (cap - 1);
+  nd_block_t copy = *b;
+  copy.addr = 0;
+  v[j] = copy;
+  __atomic_store_n(&v[j].addr, b->addr, __ATOMIC_RELEASE);
+}
+
+void nd_blocks_insert(const nd_block_t *b) {
+  stripe_t *s = &stripes[stripe_of(b->addr)];
+  lock(s);
+  if ((s->n + 1) * 4 > s->cap * 3) {
+    size_t cap = s->cap ? s->cap * 2 : 64;
+    nd_block_t *v = nd_os_map(cap * sizeof *v);
+    if (!v) { // out of memory for the table: the block goes untracked
+      unlock(s);
+      return;
+    }
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->v[i].addr) put(v, cap, &s->v[i]);
+    __atomic_store_n(&s->v, v, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->cap, cap, __ATOMIC_RELEASE);
+  }
+  put(s->v, s->cap, b);
+  __atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELAXED);
+  unlock(s);
+}
+
+int nd_blocks_maybe(uintptr_t addr) {
+  return __atomic_load_n(&stripes[stripe_of(addr)].n, __ATOMIC_RELAXED) != 0;
+}
+
+// Probe without the lock; returns 1 found, 0 not found, -1 the stripe changed meanwhile.
+static int probe_unlocked(stripe_t *s, uintptr_t addr) {
+  unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+  if (seq & 1) return -1;
+  nd_block_t *v = __atomic_load_n(&s->v, __ATOMIC_ACQUIRE);
+  size_t cap = __atomic_load_n(&s->cap, __ATOMIC_ACQUIRE);
+  int found = 0;
+  if (v && cap) {
+    for (size_t j = slot_of(addr, cap), k = 0; k < cap; j = (j + 1) & (cap - 1), k++) {
+      uintptr_t a = __atomic_load_n(&v[j].addr, __ATOMIC_RELAXED);
+      if (!a) break;
+      if (a == addr) {
+        found = 1;
+        break;
+      }
+    }
+  }
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq ? found : -1;
+}
+
+int nd_blocks_take(uintptr_t addr, nd_block_t *out) {
+  stripe_t *s = &stripes[stripe_of(addr)];
+  if (!__atomic_load_n(&s->n, __ATOMIC_RELAXED)) return 0;
+  if (probe_unlocked(s, addr) == 0) return 0;
+  lock(s);
+  size_t cap = s->cap, j = slot_of(addr, cap);
+  int found = 0;
+  for (size_t k = 0; k < cap && s->v[j].addr; j = (j + 1) & (cap - 1), k++)
+    if (s->v[j].addr == addr) {
+      found = 1;
+      break;
+    }
+  if (found) {
+    *out = s->v[j];
+    // Backward-shift deletion keeps every probe chain intact without tombstones.
+    size_t hole = j;
+    for (size_t i = (j + 1) & (cap - 1); s->v[i].addr; i = (i + 1) & (cap - 1)) {
+      size_t home = slot_of(s->v[i].addr, cap);
+      if (((i - home) & (cap - 1)) >= ((i - hole) & (cap - 1))) {
+        s->v[hole] = s->v[i];
+        hole = i;
+      }
+    }
+    __atomic_store_n(&s->v[hole].addr, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->n, s->n - 1, __ATOMIC_RELAXED);
+  }
+  unlock(s);
+  return found;
+}
+
+void nd_blocks_each(nd_blocks_fn fn, void *ctx) {
+  for (int i = 0; i < STRIPES; i++) {
+    stripe_t *s = &stripes[i];
+    lock(s);
+    for (size_t j = 0; j < s->cap; j++)
+      if (s->v[j].addr) fn(ctx, &s->v[j]);
+    unlock(s);
+  }
+}
+
+void nd_blocks_atfork_prepare(void) {
+  for (int i = 0; i < STRIPES; i++) lock(&stripes[i]);
+}
+void nd_blocks_atfork_parent(void) {
+  for (int i = 0; i < STRIPES; i++) unlock(&stripes[i]);
+}
+void nd_blocks_atfork_child(void) { nd_blocks_atfork_parent(); }

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+// sites.c: stack capture (libunwind) and the site intern table (see sites.h).
+// The table is striped 64 ways by stack hash, each stripe an open-addressing array under its own
+// spinlock: interning runs only for tracked blocks, never on the untracked fast path. Sites live
+// in ndmem's own pages and are never freed, so a site pointer stays valid for the process.
+#define UNW_LOCAL_ONLY
+#include "sites.h"
+
+#include "counters.h"
+#include "os.h"
+
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <link.h>
+#include <sched.h>
+#include <string.h>
+
+#define STRIPES 64
+#define DIR_CHUNK 4096
+#define DIR_MAX 1024 // up to 4M sites
+
+typedef struct stripe {
+  int lock;
+  size_t n, cap;
+  nd_site_t **v;
+} stripe_t;
+
+static stripe_t stripes[STRIPES];
+static nd_site_t **dir[DIR_MAX];
+static uint32_t nsites; // atomic
+static int arena_lock;
+static char *arena;
+static size_t arena_left;
+static uintptr_t self_lo, self_hi;
+
+static void spin_lock(int *l) {
+  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+static void *arena_alloc(size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  spin_lock(&arena_lock);
+  if (arena_left < n) {
+    size_t chunk = n > (1u << 20) ? n : (1u << 20);
+    char *c = nd_os_map(chunk);
+    if (!c) {
+      spin_unlock(&arena_lock);
+      return NULL;
+    }
+    arena = c;
+    arena_left = chunk;
+  }
+  void *p = arena;
+  arena += n;
+  arena_left -= n;
+  spin_unlock(&arena_lock);
+  return p;
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  uintptr_t me = (uintptr_t)ctx, lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+    if (s < lo) lo = s;
+    if (e > hi) hi = e;
+  }
+  if (me >= lo && me < hi) {
+    self_lo = lo;
+    self_hi = hi;
+    return 1;
+  }
+  return 0;
+}
+
+int nd_sites_init(int depth) {
+  (void)depth;
+  dl_iterate_phdr(find_self, (void *)(uintptr_t)&nd_sites_init);
+  // libunwind keeps its per-thread caches in TLS: no lock shared by allocating threads.
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  return self_hi ? 0 : -1;
+}
+
+int nd_stack_capture(uintptr_t *ips, int max) {
+  void *buf[ND_CAPTURE_MAX];
+  int want = max + 8 < ND_CAPTURE_MAX ? max + 8 : ND_CAPTURE_MAX;
+  int n = unw_backtrace(buf, want), i = 0, d = 0;
+  while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
+  for (; i < n && d < max; i++) ips[d++] = (uintptr_t)buf[i];
+  return d;
+}
+
+static uint64_t hash_stack(int kind, int sampled, const uintptr_t *ips, int depth) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)(kind * 2 + sampled);
+  for (int i = 0; i < depth; i++) {
+    h ^= ips[i];
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+  }
+  return h ? h : 1;
+}
+
+static int same(const nd_site_t *s, uint64_t h, int kind, int sampled, const uintptr_t *ips,
+                int depth) {
+  return s->hash == h && s->kind == kind && s->sampled == sampled && s->depth == depth &&
+         memcmp(s->ips, ips, (size_t)depth * sizeof *ips) == 0;
+}
+
+static int grow(stripe_t *st) {
+  size_t cap = st->cap ? st->cap * 2 : 64;
+  nd_site_t **v = nd_os_map(cap * sizeof *v);
+  if (!v) return -1;
+  for (size_t i = 0; i < st->cap; i++) {
+    nd_site_t *s = st->v[i];
+    if (!s) continue;
+    size_t j = s->hash & (cap - 1);
+    while (v[j]) j = (j + 1) & (cap - 1);
+    v[j] = s;
+  }
+  if (st->v) nd_os_unmap(st->v, st->cap * sizeof *v);
+  st->v = v;
+  st->cap = cap;
+  return 0;
+}
+
+nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth) {
+  uint64_t h = hash_stack(kind, sampled, ips, depth);
+  stripe_t *st = &stripes[(h >> 58) % STRIPES];
+  spin_lock(&st->lock);
+  if (st->cap) {
+    for (size_t j = h & (st->cap - 1); st->v[j]; j = (j + 1) & (st->cap - 1))
+      if (same(st->v[j], h, kind, sampled, ips, depth)) {
+        nd_site_t *s = st->v[j];
+        spin_unlock(&st->lock);
+        return s;
+      }
+  }
+  nd_site_t *s = NULL;
+  uint32_t id = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
+  if ((st->n + 1) * 2 > st->cap && grow(st)) goto out;
+  s = arena_alloc(sizeof *s + (size_t)depth * sizeof *ips);
+  if (!s) goto out;
+  id = __atomic_fetch_add(&nsites, 1, __ATOMIC_RELAXED);
+  if (id / DIR_CHUNK >= DIR_MAX) {
+    s = NULL;
+    goto out;
+  }
+  memset(s, 0, sizeof *s);
+  s->hash = h;
+  s->id = id;
+  s->kind = (uint16_t)kind;
+  s->sampled = (uint8_t)sampled;
+  s->depth = (uint8_t)depth;
+  memcpy(s->ips, ips, (size_t)depth * sizeof *ips);
+  nd_site_t **chunk = __atomic_load_n(&dir[id / DIR_CHUNK], __ATOMIC_ACQUIRE);
+  if (!chunk) {
+    // Several stripes may race to create a chunk: one wins, the others use it.
+    nd_site_t **fresh = nd_os_map(DIR_CHUNK * sizeof *fresh), **expect = NULL;
+    if (!fresh) {
+      s = NULL;
+      goto out;
+    }
+    if (__atomic_compare_exchange_n(&dir[id / DIR_CHUNK], &expect, fresh, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+      chunk = fresh;
+    else {
+      nd_os_unmap(fresh, DIR_CHUNK * sizeof *fresh);
+      chunk = expect;
+    }
+  }
+  __atomic_store_n(&chunk[id % DIR_CHUNK], s, __ATOMIC_RELEASE);
+  size_t j = h & (st->cap - 1);
+  while (st->v[j]) j = (j + 1) & (st->cap - 1);
+  st->v[j] = s;
+  st->n++;
+out:
+  spin_unlock(&st->lock);
+  return s;
+}
+
+nd_site_t *nd_site_here(int kind, int sampled) {
+  uintptr_t ips[ND_CAPTURE_MAX];
+  int depth = nd_stack_capture(ips, nd_sites_depth);
+  return nd_site_intern(kind, sampled, ips, depth);
+}
+
+int nd_sites_depth = 32;
+
+void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes) {
+  __atomic_fetch_add(&s->allocs, count, __ATOMIC_RELAXED);
+  uint64_t a = __atomic_add_fetch(&s->alloc_bytes, bytes, __ATOMIC_RELAXED);
+  int64_t live = (int64_t)(a - __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED));
+  int64_t peak = __atomic_load_n(&s->peak, __ATOMIC_RELAXED);
+  while (live > peak && !__atomic_compare_exchange_n(&s->peak, &peak, live, 1, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED)) {
+  }
+  __atomic_store_n(&s->dirty, 1, __ATOMIC_RELAXED);
+}
+
+void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes) {
+  __atomic_fetch_add(&s->frees, count, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&s->free_bytes, bytes, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->dirty, 1, __ATOMIC_RELAXED);
+}
+
+uint32_t nd_sites_count(void) { return __atomic_load_n(&nsites, __ATOMIC_ACQUIRE); }
+
+nd_site_t *nd_site_by_id(uint32_t id) {
+  nd_site_t **chunk = __atomic_load_n(&dir[id / DIR_CHUNK], __ATOMIC_ACQUIRE);
+  return chunk ? __atomic_load_n(&chunk[id % DIR_CHUNK], __ATOMIC_ACQUIRE) : NULL;
+}
+
+void nd_sites_mark_unwritten(void) {
+  uint32_t n = nd_sites_count();
+  for (uint32_t i = 0; i < n; i++) {
+    nd_site_t *s = nd_site_by_id(i);
+    if (s) s->written = 0, s->dirty = 1;
+  }
+}
+
+void nd_sites_atfork_prepare(void) {
+  for (int i = 0; i < STRIPES; i++) spin_lock(&stripes[i].lock);
+  spin_lock(&arena_lock);
+}
+void nd_sites_atfork_parent(void) {
+  spin_unlock(&arena_lock);
+  for (int i = 0; i < STRIPES; i++) spin_unlock(&stripes[i].lock);
+}
+void nd_sites_atfork_child(void) { nd_sites_atfork_parent(); }

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// sites.h: allocation sites (a call stack, a memory kind, exact or sampled) and the table of
+// live tracked blocks, the in-process half of ndmem's trace.
+//
+// Stacks are captured with libunwind and interned: a site is created once and written to the
+// trace once, then only its totals are re-written when they change. A block is *tracked* (its
+// site, requested size and time kept until it is freed) when it is at least NDMEM_TRACK_MIN bytes,
+// or when the per-thread geometric byte sampler picks it (jemalloc/tcmalloc-style sampling: one
+// sample per NDMEM_SAMPLE bytes on average; a sampled block of size s stands for
+// s / (1 - exp(-s/R)) bytes, an unbiased estimate).
+#ifndef ND_SITES_H
+#define ND_SITES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct nd_site {
+  uint64_t hash;
+  uint32_t id;
+  uint16_t kind;
+  uint8_t sampled;
+  uint8_t depth;
+  uint64_t allocs, frees, alloc_bytes, free_bytes; // atomic
+  int64_t peak;                                    // atomic: high-water of live bytes
+  uint32_t dirty;                                  // changed since the last flush
+  uint32_t written;                                // its STACK record is in the trace
+  uintptr_t ips[];                                 // depth frames, innermost first
+} nd_site_t;
+
+#define ND_CAPTURE_MAX 136 // NDMEM_DEPTH (at most 128) plus ndmem's own frames
+
+// sites.c: stacks and interning
+extern int nd_sites_depth;                        // NDMEM_DEPTH
+int nd_sites_init(int depth);                     // libunwind setup, our own text range
+int nd_stack_capture(uintptr_t *ips, int max);    // frames outside libndmem, innermost first
+nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth);
+nd_site_t *nd_site_here(int kind, int sampled);   // capture + intern; NULL when out of memory
+void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes);
+void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes);
+uint32_t nd_sites_count(void);
+nd_site_t *nd_site_by_id(uint32_t id);
+void nd_sites_mark_unwritten(void);               // fork child: a new trace needs every site again
+void nd_sites_atfork_prepare(void);
+void nd_sites_atfork_parent(void);
+void nd_sites_atfork_child(void);
+
+// blocks.c: live tracked blocks, by address
+typedef struct nd_block {
+  uintptr_t addr;
+  nd_site_t *site;
+  uint64_t size;   // requested bytes
+  uint64_t weight; // bytes it stands for (== size unless sampled)
+  uint64_t count;  // blocks it stands for (1 unless sampled)
+  uint64_t mono_ns;
+} nd_block_t;
+
+void nd_blocks_insert(const nd_block_t *b);
+int nd_blocks_maybe(uintptr_t addr); // cheap filter: 0 means certainly not tracked
+int nd_blocks_take(uintptr_t addr, nd_block_t *out);
+typedef void (*nd_blocks_fn)(void *ctx, const nd_block_t *b);
+void nd_blocks_each(nd_blocks_fn fn, void *ctx); // locks each stripe in turn
+void nd_blocks_atfork_prepare(void);
+void nd_blocks_atfork_parent(void);
+void nd_blocks_atfork_child(void);
+
+#endif

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+// trace.c: tracking blocks into sites and writing the trace file (report/trace_format.h).
+//
+// The file is created at the first flush (a short-lived fork child that never flushes leaves no
+// file), O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600. A writer thread, started at the first tracked
+// block, flushes every NDMEM_FLUSH_MS: new modules, new stacks, sites whose totals changed, the
+// process counters, then a FLUSH record. At exit the live tracked blocks and an END record follow.
+// The writer thread blocks all signals and never allocates through the hooks.
+#include "trace.h"
+
+#include "fmt.h"
+#include "os.h"
+#include "shim.h"
+#include "sites.h"
+#include "trace_format.h"
+#include "trace_write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+size_t nd_track_min = SIZE_MAX;
+
+#define OUT_BUF (1u << 20)
+
+static struct {
+  int on;          // tracing configured and set up
+  int fd;          // -1 until the first flush; -2 after a failure (tracing stops)
+  pthread_mutex_t lock;
+  nd_tw_t w;
+  char *buf;
+  uint64_t seq;
+  unsigned long long adds, subs; // loader map generation last written
+  uint32_t module_ids;
+  int thread_started; // atomic
+  nd_trace_header_t hdr;
+  double sample_mean;
+} tr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+// ---------------------------------------------------------------- sampling
+
+static uint64_t next_rand(nd_tls_t *t) {
+  uint64_t x = t->rng;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return t->rng = x;
+}
+
+// Exponential with mean R: the distance to the next sample of a Poisson process over bytes.
+static int64_t next_interval(nd_tls_t *t) {
+  if (tr.sample_mean <= 0) return INT64_MAX;
+  double u = ((double)(next_rand(t) >> 11) + 0.5) / 9007199254740992.0; // (0,1)
+  double v = -log(u) * tr.sample_mean;
+  return v > 9e18 ? INT64_MAX : (int64_t)v + 1;
+}
+
+void nd_trace_thread_init(nd_tls_t *t) {
+  t->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)nd_os_gettid() << 17) ^ mono_ns();
+  if (!t->rng) t->rng = 1;
+  t->sample_left = tr.on ? next_interval(t) : INT64_MAX;
+}
+
+// ---------------------------------------------------------------- tracking
+
+static void start_thread(void);
+
+void nd_track_alloc(nd_tls_t *t, void *p, size_t req, int kind) {
+  if (!tr.on) return;
+  int exact = req >= nd_track_min;
+  uint64_t weight = req, count = 1;
+  if (!exact) {
+    // A block of size s is sampled with probability 1 - exp(-s/R); weighting it by the inverse
+    // makes the estimate of bytes unbiased. Counts are estimated the same way.
+    t->sample_left = next_interval(t);
+    double s = (double)(req ? req : 1), pr = 1.0 - exp(-s / tr.sample_mean);
+    double w = s / (pr > 0 ? pr : 1);
+    weight = (uint64_t)(w + 0.5);
+    count = (uint64_t)(w / s + 0.5);
+    if (!count) count = 1;
+  }
+  nd_site_t *site = nd_site_here(kind, !exact);
+  if (!site) return;
+  nd_site_add(site, count, weight);
+  nd_block_t b = {(uintptr_t)p, site, req, weight, count, mono_ns()};
+  nd_blocks_insert(&b);
+  if (!__atomic_load_n(&tr.thread_started, __ATOMIC_RELAXED)) start_thread();
+}
+
+void nd_track_free(void *p) {
+  nd_block_t b;
+  if (nd_blocks_take((uintptr_t)p, &b)) nd_site_sub(b.site, b.count, b.weight);
+}
+
+int nd_track_take(void *p, void *out) { return nd_blocks_take((uintptr_t)p, out); }
+
+void nd_track_restore(const void *block) { nd_blocks_insert(block); }
+
+struct nd_site *nd_track_site_here(int kind) { return tr.on ? nd_site_here(kind, 0) : NULL; }
+
+// ---------------------------------------------------------------- path and header
+
+static void copy_bounded(char *dst, size_t cap, const char *src) {
+  size_t n = 0;
+  while (src[n] && n + 1 < cap) dst[n] = src[n], n++;
+  dst[n] = 0;
+}
+
+void nd_trace_setup(void) {
+  if (nd_sites_init((int)nd_cfg.depth) != 0) return;
+  nd_sites_depth = (int)nd_cfg.depth;
+  tr.sample_mean = (double)nd_cfg.sample;
+  nd_track_min = (size_t)nd_cfg.track_min;
+  tr.buf = nd_os_map(OUT_BUF);
+  if (!tr.buf) return;
+  nd_trace_header_t *h = &tr.hdr;
+  memcpy(h->magic, ND_TRACE_MAGIC, 8);
+  h->version = ND_TRACE_VERSION;
+  h->header_size = sizeof *h;
+  h->pid = (uint64_t)nd_os_getpid();
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  h->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  h->start_mono_ns = mono_ns();
+  h->sample_interval = (uint64_t)nd_cfg.sample;
+  h->track_min = (uint64_t)nd_cfg.track_min;
+  h->depth = (uint32_t)nd_cfg.depth;
+  h->page_size = (uint32_t)nd_os_page_size();
+  if (gethostname(h->host, sizeof h->host) != 0) copy_bounded(h->host, sizeof h->host, "unknown");
+  h->host[sizeof h->host - 1] = 0;
+  ssize_t n = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
+  h->exe[n > 0 ? n : 0] = 0;
+  tr.on = 1;
+}
+
+// ---------------------------------------------------------------- writing
+
+static void warn_once(const char *what, const char *path, int err) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: ");
+  nd_buf_str(&b, what);
+  nd_buf_str(&b, " '");
+  nd_buf_str(&b, path);
+  nd_buf_str(&b, "': ");
+  nd_buf_str(&b, strerror(err));
+  nd_buf_str(&b, "; tracing off (counters and summary go on)\n");
+  nd_buf_flush(&b, 2);
+}
+
+extern char **environ;
+
+static int open_trace(void) {
+  char path[ND_CONFIG_PATH_MAX + 256];
+  if (nd_config_expand_path(path, sizeof path, nd_cfg.output, environ) != 0) {
+    warn_once("cannot expand NDMEM_OUTPUT", nd_cfg.output, EINVAL);
+    return -2;
+  }
+  int saved = errno;
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int err = errno;
+  errno = saved;
+  if (fd < 0) {
+    warn_once("cannot create trace", path, err);
+    return -2;
+  }
+  return fd;
+}
+
+static int write_modules(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  (void)ctx;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+    if (s < lo) lo = s;
+    if (e > hi) hi = e;
+  }
+  if (!hi) return 0;
+  const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : tr.hdr.exe;
+  size_t len = strlen(path);
+  if (len > 4096) len = 4096;
+  nd_rec_module_t m = {tr.module_ids++, (uint32_t)len, info->dlpi_addr, lo, hi};
+  nd_tw_record(&tr.w, ND_REC_MODULE, &m, sizeof m, path, (uint32_t)len);
+  return 0;
+}
+
+static int loader_generation(struct dl_phdr_info *info, size_t size, void *ctx) {
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    unsigned long long *g = ctx;
+    g[0] = info->dlpi_adds;
+    g[1] = info->dlpi_subs;
+  }
+  return 1; // the first entry carries the counters
+}
+
+static void write_counters(void) {
+  ndmem_stats_t s;
+  nd_counters_snapshot_process(&s);
+  nd_rec_counters_t c;
+  memset(&c, 0, sizeof c);
+  c.mono_ns = mono_ns();
+  c.threads = s.threads;
+  for (int i = 0; i < ND_TRACE_KINDS; i++) {
+    c.kind[i].live_bytes = s.kind[i].live_bytes;
+    c.kind[i].peak_bytes = s.kind[i].peak_bytes;
+    c.kind[i].live_count = s.kind[i].live_count;
+    c.kind[i].allocs = s.kind[i].allocs;
+    c.kind[i].frees = s.kind[i].frees;
+  }
+  memcpy(c.calls, s.calls, sizeof c.calls);
+  memcpy(c.fallbacks, s.fallbacks, sizeof c.fallbacks);
+  nd_tw_record(&tr.w, ND_REC_COUNTERS, &c, sizeof c, NULL, 0);
+}
+
+static void write_sites(void) {
+  uint32_t n = nd_sites_count();
+  for (uint32_t i = 0; i < n; i++) {
+    nd_site_t *s = nd_site_by_id(i);
+    if (!s) continue; // being created: next flush
+    if (!s->written) {
+      nd_rec_stack_t st = {s->id, s->depth};
+      nd_tw_record(&tr.w, ND_REC_STACK, &st, sizeof st, s->ips, s->depth * (uint32_t)sizeof(uint64_t));
+      s->written = 1;
+    }
+    if (!__atomic_exchange_n(&s->dirty, 0, __ATOMIC_RELAXED)) continue;
+    nd_rec_site_t r = {s->id, s->kind, s->sampled ? ND_SITE_SAMPLED : 0,
+                       __atomic_load_n(&s->allocs, __ATOMIC_RELAXED),
+                       __atomic_load_n(&s->frees, __ATOMIC_RELAXED),
+                       __atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED),
+                       __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED),
+                       (uint64_t)__atomic_load_n(&s->peak, __ATOMIC_RELAXED)};
+    nd_tw_record(&tr.w, ND_REC_SITE, &r, sizeof r, NULL, 0);
+  }
+}
+
+static void block_record(void *ctx, const nd_block_t *b) {
+  uint64_t *count = ctx;
+  nd_rec_block_t r = {b->site->id, b->site->kind, b->site->sampled ? ND_SITE_SAMPLED : 0,
+                      b->addr, b->size, b->weight, b->mono_ns};
+  nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
+  (*count)++;
+}
+
+static void region_record(void *ctx, uintptr_t start, uintptr_t end, void *tag) {
+  nd_site_t *site = tag;
+  if (!site) return;
+  uint64_t *count = ctx;
+  nd_rec_block_t r = {site->id, site->kind, 0, start, end - start, end - start, 0};
+  nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
+  (*count)++;
+}
+
+void nd_trace_flush(int final) {
+  if (!tr.on) return;
+  pthread_mutex_lock(&tr.lock);
+  if (tr.fd == -1) {
+    tr.fd = open_trace();
+    if (tr.fd >= 0) {
+      nd_tw_init(&tr.w, tr.fd, tr.buf, OUT_BUF);
+      nd_trace_header_t h = tr.hdr;
+      h.pid = (uint64_t)nd_os_getpid();
+      nd_tw_header(&tr.w, &h);
+      tr.adds = tr.subs = ~0ull;
+    }
+  }
+  if (tr.fd < 0) {
+    pthread_mutex_unlock(&tr.lock);
+    return;
+  }
+  unsigned long long gen[2] = {0, 0};
+  dl_iterate_phdr(loader_generation, gen);
+  if (gen[0] != tr.adds || gen[1] != tr.subs) { // the loader's map changed: write it again
+    tr.adds = gen[0];
+    tr.subs = gen[1];
+    dl_iterate_phdr(write_modules, NULL);
+  }
+  write_sites();
+  write_counters();
+  nd_rec_flush_t f = {mono_ns(), ++tr.seq};
+  nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+  if (final) {
+    uint64_t blocks = 0;
+    nd_blocks_each(block_record, &blocks);
+    nd_mmap_each_live(region_record, &blocks);
+    nd_rec_end_t e = {mono_ns(), blocks};
+    nd_tw_record(&tr.w, ND_REC_END, &e, sizeof e, NULL, 0);
+  }
+  if (nd_tw_flush(&tr.w) != 0) {
+    warn_once("cannot write trace", nd_cfg.output, tr.w.error);
+    close(tr.fd);
+    tr.fd = -2;
+  }
+  pthread_mutex_unlock(&tr.lock);
+}
+
+// ---------------------------------------------------------------- writer thread
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  nd_tls.mode = ND_T_BUSY; // nothing this thread does is the program's
+  struct timespec ts = {nd_cfg.flush_ms / 1000, (nd_cfg.flush_ms % 1000) * 1000000};
+  for (;;) {
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    ts.tv_sec = nd_cfg.flush_ms / 1000;
+    ts.tv_nsec = (nd_cfg.flush_ms % 1000) * 1000000;
+    if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
+    nd_trace_flush(0);
+  }
+  return NULL;
+}
+
+static void start_thread(void) {
+  int expect = 0;
+  if (!__atomic_compare_exchange_n(&tr.thread_started, &expect, 1, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); // the writer inherits a full mask
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t th;
+  // Without a thread (resource limits) the trace is still written at exit.
+  if (pthread_create(&th, &attr, writer_main, NULL) != 0) tr.thread_started = 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+// ---------------------------------------------------------------- fork
+
+void nd_trace_atfork_prepare(void) { pthread_mutex_lock(&tr.lock); }
+void nd_trace_atfork_parent(void) { pthread_mutex_unlock(&tr.lock); }
+// The child writes its own trace (a new file, under its own pid): every site and module must be
+// written there again, and it needs its own writer thread.
+void nd_trace_atfork_child(void) {
+  if (tr.fd >= 0) close(tr.fd);
+  tr.fd = -1;
+  tr.seq = 0;
+  tr.module_ids = 0;
+  tr.thread_started = 0;
+  nd_sites_mark_unwritten();
+  pthread_mutex_init(&tr.lock, NULL);
+}

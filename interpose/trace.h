@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// trace.h: the shim's trace: which blocks are tracked, and writing the trace file.
+#ifndef ND_TRACE_H
+#define ND_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct nd_tls;
+struct nd_site;
+
+// Blocks of at least nd_track_min requested bytes are tracked exactly; SIZE_MAX when tracing
+// is off, so the hook's test `req >= nd_track_min` never fires.
+extern size_t nd_track_min;
+
+void nd_trace_setup(void);                // at initialisation, when NDMEM_TRACE=1
+void nd_trace_thread_init(struct nd_tls *t); // per-thread sampler state
+void nd_track_alloc(struct nd_tls *t, void *p, size_t req, int kind);
+void nd_track_free(void *p);
+int nd_track_take(void *p, void *out_block); // for realloc: untrack, keeping the record
+void nd_track_restore(const void *block);   // realloc failed: the old block is live again
+struct nd_site *nd_track_site_here(int kind); // exact site for an mmap, NULL when tracing is off
+void nd_trace_flush(int final);            // final: live blocks and END (at exit)
+void nd_trace_atfork_prepare(void);
+void nd_trace_atfork_parent(void);
+void nd_trace_atfork_child(void);
+
+#endif

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// trace_format.h: the one definition of ndmem's binary trace, shared by the writer (in the shim)
+// and the reader (ndmemreport). Little-endian, fixed-size structs with asserted sizes.
+//
+// A trace is a header followed by records, each a nd_rec_t (tag, payload size) and its payload.
+// The writer appends whole batches with write(2), each ending in a FLUSH record, so a trace cut
+// short by SIGKILL or the OOM killer is readable up to its last complete record. Records carry
+// *state*, not events: SITE records are the current totals of one allocation site and a later
+// record of the same site replaces an earlier one, which keeps long runs bounded in size.
+#ifndef ND_TRACE_FORMAT_H
+#define ND_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define ND_TRACE_MAGIC "NDMEMTR\n"
+#define ND_TRACE_VERSION 1
+#define ND_TRACE_MAX_DEPTH 128
+#define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
+
+typedef struct nd_trace_header {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;     // sizeof(nd_trace_header_t) of the writer
+  uint64_t pid;
+  uint64_t start_realtime_ns; // CLOCK_REALTIME at start
+  uint64_t start_mono_ns;     // CLOCK_MONOTONIC at start; record times are monotonic
+  uint64_t sample_interval;   // mean bytes between samples of small blocks (0: no sampling)
+  uint64_t track_min;         // blocks of at least this many bytes are tracked exactly
+  uint32_t depth;             // stack depth captured
+  uint32_t page_size;
+  char host[64];
+  char exe[256];
+} nd_trace_header_t;
+_Static_assert(sizeof(nd_trace_header_t) == 384, "trace header layout");
+
+enum nd_rec_tag {
+  ND_REC_MODULE = 1,   // nd_rec_module_t + path bytes
+  ND_REC_STACK = 2,    // nd_rec_stack_t + uint64_t ips[depth]
+  ND_REC_SITE = 3,     // nd_rec_site_t
+  ND_REC_COUNTERS = 4, // nd_rec_counters_t
+  ND_REC_BLOCK = 5,    // nd_rec_block_t: a block live at exit
+  ND_REC_FLUSH = 6,    // nd_rec_flush_t: end of a consistent batch
+  ND_REC_END = 7,      // nd_rec_end_t: the process finished normally
+  ND_REC_TAG_MAX
+};
+
+typedef struct nd_rec {
+  uint16_t tag;
+  uint16_t reserved;
+  uint32_t size; // payload bytes that follow
+} nd_rec_t;
+_Static_assert(sizeof(nd_rec_t) == 8, "record header layout");
+
+// An executable or shared object as the loader mapped it. `base` is its load bias
+// (dl_phdr_info.dlpi_addr); [lo, hi) spans its PT_LOAD segments in the process.
+typedef struct nd_rec_module {
+  uint32_t id;
+  uint32_t path_len;
+  uint64_t base, lo, hi;
+} nd_rec_module_t;
+_Static_assert(sizeof(nd_rec_module_t) == 32, "module record layout");
+
+// An interned call stack, innermost frame first; written once, before any SITE naming it.
+typedef struct nd_rec_stack {
+  uint32_t id;
+  uint32_t depth;
+} nd_rec_stack_t;
+_Static_assert(sizeof(nd_rec_stack_t) == 8, "stack record layout");
+
+enum nd_site_flags { ND_SITE_SAMPLED = 1 }; // totals are estimates scaled from samples
+
+// One allocation site (a stack and a memory kind) and its totals so far. Bytes are requested
+// sizes; for a sampled site they are unbiased estimates of the sampled population.
+typedef struct nd_rec_site {
+  uint32_t stack_id;
+  uint16_t kind; // enum ndmem_kind
+  uint16_t flags;
+  uint64_t allocs, frees;
+  uint64_t alloc_bytes, free_bytes;
+  uint64_t peak_live_bytes; // high-water of alloc_bytes - free_bytes for this site
+} nd_rec_site_t;
+_Static_assert(sizeof(nd_rec_site_t) == 48, "site record layout");
+
+#define ND_TRACE_KINDS 20 // NDMEM_KIND_COUNT
+#define ND_TRACE_FNS 15   // NDMEM_FN_COUNT
+typedef struct nd_rec_kind_totals {
+  int64_t live_bytes, peak_bytes, live_count;
+  uint64_t allocs, frees;
+} nd_rec_kind_totals_t;
+
+// The process-wide counters (the shim's exact, usable-size totals) at a point in time.
+typedef struct nd_rec_counters {
+  uint64_t mono_ns;
+  uint32_t threads;
+  uint32_t reserved;
+  nd_rec_kind_totals_t kind[ND_TRACE_KINDS];
+  uint64_t calls[ND_TRACE_FNS];
+  uint64_t fallbacks[4];
+} nd_rec_counters_t;
+_Static_assert(sizeof(nd_rec_counters_t) == 16 + 40 * ND_TRACE_KINDS + 8 * ND_TRACE_FNS + 32,
+               "counters record layout");
+
+// A tracked block still live when the process exited: a leak candidate.
+typedef struct nd_rec_block {
+  uint32_t stack_id;
+  uint16_t kind;
+  uint16_t flags; // ND_SITE_SAMPLED: `weight` bytes stand for it
+  uint64_t addr;
+  uint64_t size;
+  uint64_t weight;
+  uint64_t mono_ns; // allocation time
+} nd_rec_block_t;
+_Static_assert(sizeof(nd_rec_block_t) == 40, "block record layout");
+
+typedef struct nd_rec_flush {
+  uint64_t mono_ns;
+  uint64_t seq;
+} nd_rec_flush_t;
+_Static_assert(sizeof(nd_rec_flush_t) == 16, "flush record layout");
+
+typedef struct nd_rec_end {
+  uint64_t mono_ns;
+  uint64_t blocks; // BLOCK records written at exit
+} nd_rec_end_t;
+_Static_assert(sizeof(nd_rec_end_t) == 16, "end record layout");
+
+#endif
