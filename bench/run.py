@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 """Benchmark driver for ndmem: allocator churn and a numpy training loop, with and without the shim.
 
-    python3 bench/run.py --build build [--reps 5] [--quick]
+    python3 bench/run.py --build build [--reps 5] [--quick] [--report]
+
+--report adds the ndmemreport benchmark: a synthetic trace of 1 GiB (and one a quarter of that
+size) is written to a temporary directory, read by ndmemreport in text and JSON, and deleted.
 
 Standard library only; any python3 runs it. Configurations are interleaved within every
 repetition (the machine may be noisy) and results are medians over the repetitions; ratios are
@@ -11,6 +14,7 @@ setup is broken (shim or churn missing, the shim not loaded, a run crashing or c
 different result), never because of a ratio. See bench/README.md.
 """
 import argparse
+import json
 import os
 import platform
 import re
@@ -19,6 +23,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +39,9 @@ THREADS = (1, 2)
 NOISY = 10.0             # +-% spread above which the report warns that the machine was busy
 CHURN_TARGET = 1.5       # ndmem / glibc, default settings
 TRAIN_TARGET = 1.05      # ndmem / plain, whole-process wall time
+REPORT_SIZE = 1 << 30    # bytes of synthetic trace for --report (and a quarter of it)
+QUICK_REPORT_SIZE = 1 << 28
+REPORT_TARGET = 10.0     # ndmemreport seconds per GB (10^9 bytes) of trace
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
             "/usr/local/lib", "/lib/x86_64-linux-gnu", "/lib64", "/lib"]
@@ -58,11 +66,28 @@ def command_line():
     return quote_join(argv)
 
 
+_TRACE_DIR = None
+
+
+def trace_dir():
+    """A private folder for the traces of the runs under ndmem (tracing stays on, as by
+    default), removed at exit so benchmarks leave nothing in the working directory."""
+    global _TRACE_DIR
+    if _TRACE_DIR is None:
+        import atexit
+        import shutil
+        import tempfile
+        _TRACE_DIR = tempfile.mkdtemp(prefix="ndmem-bench-")
+        atexit.register(shutil.rmtree, _TRACE_DIR, True)
+    return _TRACE_DIR
+
+
 def base_env():
     """The caller's environment without anything that would change what is measured."""
     env = {k: v for k, v in os.environ.items()
            if k != "LD_PRELOAD" and not k.startswith("NDMEM_")
            and k != "MALLOC_CONF" and not k.startswith("MIMALLOC_")}
+    env["NDMEM_OUTPUT"] = os.path.join(trace_dir(), "ndmem.%p.trace")
     return env
 
 
@@ -366,6 +391,114 @@ def report_numpy(res, py, npver, steps, reps):
     return out, r, loss_msg, loss_ok
 
 
+# ------------------------------------------------------------------------------------ report
+
+def measured(cmd, what, timeout):
+    """Run cmd with its stdout discarded; return (wall seconds, peak RSS bytes) of that process."""
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except OSError as e:
+        raise SetupError("%s: cannot run %s: %s" % (what, cmd[0], e))
+    try:
+        _, status, usage = os.wait4(p.pid, 0)
+    except KeyboardInterrupt:
+        p.kill()
+        raise
+    wall = time.perf_counter() - t0
+    p.returncode = (os.WEXITSTATUS(status) if os.WIFEXITED(status)
+                    else -os.WTERMSIG(status))
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    if p.returncode != 0 or err:
+        raise SetupError("%s: exit status %d, stderr: %s" % (what, p.returncode, err.strip()))
+    if wall > timeout:
+        raise SetupError("%s: took %.0f s (limit %d s)" % (what, wall, timeout))
+    return wall, usage.ru_maxrss * 1024  # kilobytes on Linux
+
+
+def check_report_json(report, path, facts):
+    """ndmemreport must read the whole generated trace and agree with what gen_trace wrote."""
+    p, _ = run([str(report), "--format", "json", "--top", "3", path], base_env(),
+               "ndmemreport --format json (check)", 600)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError as e:
+        raise SetupError("ndmemreport --format json: output is not JSON: %s" % e)
+    got = {"bytes": doc["trace"]["bytes"], "records": doc["trace"]["records"],
+           "sites": doc["sites"]["count"], "leak_bytes": doc["leaks"]["bytes"]}
+    want = {k: int(facts[k]) for k in got}
+    if not doc["trace"]["complete"] or not doc["process"]["exited_normally"] or got != want:
+        raise SetupError("ndmemreport disagrees with gen_trace on %s: report %r, written %r"
+                         % (path, got, want))
+
+
+def bench_report(build, size, reps, tmpdir):
+    gen = build / "bench" / "gen_trace"
+    report = build / "report" / "ndmemreport"
+    for exe in (gen, report):
+        if not os.access(exe, os.X_OK):
+            raise SetupError("%s not found (ninja -C %s)" % (exe, build))
+    res = []
+    for sz in (size // 4, size):
+        fd, path = tempfile.mkstemp(prefix="ndmem-bench-", suffix=".trace", dir=tmpdir)
+        os.close(fd)
+        try:
+            p, gen_wall = run([str(gen), path, "--size", str(sz)], base_env(), "gen_trace", 1800)
+            facts = dict(kv.split("=", 1) for kv in p.stdout.split())
+            nbytes = int(facts["bytes"])
+            log("report: wrote %s (%d bytes, %s records) in %.1f s"
+                % (path, nbytes, facts["records"], gen_wall))
+            check_report_json(report, path, facts)
+            times = {"text": [], "json": []}
+            rss = {"text": 0, "json": 0}
+            for rep in range(reps):
+                for fmt in (("text", "json") if rep % 2 == 0 else ("json", "text")):
+                    wall, peak = measured([str(report), "--format", fmt, path],
+                                          "ndmemreport --format %s" % fmt, 1800)
+                    times[fmt].append(wall)
+                    rss[fmt] = max(rss[fmt], peak)
+                log("report: %d bytes, repetition %d/%d done" % (nbytes, rep + 1, reps))
+            res.append((nbytes, facts, times, rss))
+        finally:
+            os.unlink(path)
+    return res
+
+
+def report_report(res, reps):
+    nbytes, facts, _, _ = res[-1]
+    out = ["report: ndmemreport on synthetic traces (gen_trace: %s stacks of depth 20-40, %s "
+           "SITE updates, %s live blocks at exit in the large one), %d repetitions, page cache "
+           "warm; median seconds" % (facts["stacks"], facts["site_records"], facts["blocks"],
+                                     reps)]
+    out.append("  %-14s%9s%8s%14s%12s%14s" % ("trace bytes", "stacks", "format", "seconds",
+                                              "s/GB", "peak RSS"))
+    worst = 0.0
+    for nb, f, times, rss in res:
+        for fmt in ("text", "json"):
+            sec = median(times[fmt])
+            per_gb = sec / (nb / 1e9)
+            if nb == nbytes:
+                worst = max(worst, per_gb)
+            out.append("  %-14d%9s%8s%14s%12.2f%11.1f MiB" % (
+                nb, f["stacks"], fmt, "%.2f (+-%.0f%%)" % (sec, spread(times[fmt])), per_gb,
+                rss[fmt] / 1048576))
+    small = max(res[0][3].values())
+    large = max(res[-1][3].values())
+    out.append("  seconds per GB (10^9 B) on %d bytes: %.2f   target <= %.0f s/GB: %s"
+               % (nbytes, worst, REPORT_TARGET, verdict(worst, REPORT_TARGET)))
+    out.append("  peak RSS %.1f MiB at %d bytes (%s stacks), %.1f MiB at %d bytes (%s stacks): "
+               "memory follows distinct stacks and sites, not file size" % (
+                   small / 1048576, res[0][0], res[0][1]["stacks"], large / 1048576, nbytes,
+                   facts["stacks"]))
+    summary = ("ndmemreport (%d-byte trace): %.2f s/GB text, %.2f s/GB json (target <= %.0f: %s); "
+               "peak RSS %.1f MiB (%.1f MiB at a quarter of the size)" % (
+                   nbytes, median(res[-1][2]["text"]) / (nbytes / 1e9),
+                   median(res[-1][2]["json"]) / (nbytes / 1e9), REPORT_TARGET,
+                   verdict(worst, REPORT_TARGET), large / 1048576, small / 1048576))
+    return out, summary
+
+
 # ------------------------------------------------------------------------------------ main
 
 def main():
@@ -382,12 +515,21 @@ def main():
     ap.add_argument("--mimalloc", metavar="PATH", help="libmimalloc.so.2 to use ('' to skip)")
     ap.add_argument("--no-churn", action="store_true", help="skip the churn benchmark")
     ap.add_argument("--no-numpy", action="store_true", help="skip the numpy benchmark")
+    ap.add_argument("--report", action="store_true", help="also benchmark ndmemreport on a "
+                    "synthetic trace of --report-size bytes (written to --tmpdir, then deleted)")
+    ap.add_argument("--report-size", type=int, help="trace bytes for --report (default %d, or %d "
+                    "with --quick)" % (REPORT_SIZE, QUICK_REPORT_SIZE))
+    ap.add_argument("--tmpdir", default=tempfile.gettempdir(),
+                    help="where --report writes its trace (default %(default)s)")
     args = ap.parse_args()
     reps = args.reps or (QUICK_REPS if args.quick else 5)
     ops = args.ops or (QUICK_OPS if args.quick else CHURN_OPS)
     steps = args.steps or (QUICK_STEPS if args.quick else TRAIN_STEPS)
     if reps < 1 or ops < 1 or steps < 1:
         ap.error("--reps, --ops and --steps must be positive")
+    report_size = args.report_size or (QUICK_REPORT_SIZE if args.quick else REPORT_SIZE)
+    if report_size < 1 << 20:
+        ap.error("--report-size must be at least 1 MiB")
 
     build = Path(args.build).resolve()
     shim = build / "interpose" / "libndmem.so"
@@ -457,6 +599,12 @@ def main():
                            "%.3fx, loop %.3fx (target <= %.2fx: %s); %s" % (
                                steps, py, npver, r["wall"], r["loop"], TRAIN_TARGET,
                                verdict(r["wall"], TRAIN_TARGET), loss_msg))
+
+    if args.report:
+        res = bench_report(build, report_size, reps, args.tmpdir)
+        lines, line = report_report(res, reps)
+        report += lines + [""]
+        summary.append(line)
 
     print()
     print("\n".join(report).rstrip())

@@ -1,0 +1,845 @@
+// SPDX-License-Identifier: MIT
+// ndmemreport: reads an ndmem trace (trace_read.h), symbolizes the stacks it reports
+// (symbolize.h) and prints a summary, the top allocation sites, and the blocks still live at exit
+// (leaks) or, for a process that did not exit normally, the sites' live bytes at the last flush.
+// Text for people, JSON (fixed key order, one document) for tools. Exit status: 0, 1 with
+// --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace.
+#include "ndmemreport.h"
+#include "symbolize.h"
+#include "trace_read.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define USAGE                                                                                      \
+  "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] [--brief] "     \
+  "[--no-symbols] FILE"
+
+static const char *const kind_names[ND_TRACE_KINDS] = {
+    "heap",     "mmap",     "pinned",   "managed",  "device0",  "device1",  "device2",
+    "device3",  "device4",  "device5",  "device6",  "device7",  "device8",  "device9",
+    "device10", "device11", "device12", "device13", "device14", "device15"};
+static const char *const fn_names[ND_TRACE_FNS] = {
+    "malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
+    "valloc", "pvalloc", "free",   "free_sized",   "free_aligned_sized", "mmap", "munmap",
+    "mremap"};
+static const char *const fb_names[4] = {"bootstrap", "synthesized", "late-thread",
+                                        "untracked-free"};
+
+typedef struct opts {
+  bool json, brief, fail_on_leak, symbols;
+  size_t top, frames; // frames: per stack in text output, 0 = all
+  const char *file;
+} opts_t;
+
+// ---------------------------------------------------------------- formatting helpers
+
+__extension__ typedef unsigned __int128 u128;
+
+// Human size as the shim prints it: "512 B", "1.50 KiB", "28.23 MiB" (two decimals, rounded half
+// up, integer arithmetic).
+static void human(char *out, size_t n, uint64_t v) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (v < 1024) {
+    snprintf(out, n, "%llu B", (unsigned long long)v);
+    return;
+  }
+  int u = 0;
+  uint64_t div = 1;
+  while (u < 6 && v / div >= 1024) {
+    div *= 1024;
+    u++;
+  }
+  u128 hundredths = ((u128)v * 100 + div / 2) / div;
+  snprintf(out, n, "%llu.%02u %s", (unsigned long long)(hundredths / 100),
+           (unsigned)(hundredths % 100), units[u]);
+}
+
+// "28.23 MiB (29606488 B)", or "512 B" below 1 KiB; `est` prefixes both numbers with '~'.
+static void print_bytes(FILE *o, uint64_t v, bool est) {
+  char h[48];
+  human(h, sizeof h, v);
+  const char *t = est ? "~" : "";
+  if (v < 1024) fprintf(o, "%s%s", t, h);
+  else fprintf(o, "%s%s (%s%llu B)", t, h, t, (unsigned long long)v);
+}
+
+static void print_sbytes(FILE *o, int64_t v) {
+  if (v < 0) {
+    fputc('-', o);
+    print_bytes(o, (uint64_t)0 - (uint64_t)v, false);
+  } else {
+    print_bytes(o, (uint64_t)v, false);
+  }
+}
+
+// Text from the trace (paths, host names) with control bytes shown as \xNN.
+static void print_text(FILE *o, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p < 0x20 || *p == 0x7f) fprintf(o, "\\x%02x", *p);
+    else fputc(*p, o);
+  }
+}
+
+static const char *plural(uint64_t n, const char *one, const char *many) {
+  return n == 1 ? one : many;
+}
+
+static void print_secs(FILE *o, uint64_t ns) {
+  fprintf(o, "%llu.%03llu s", (unsigned long long)(ns / 1000000000u),
+          (unsigned long long)(ns % 1000000000u / 1000000u));
+}
+
+static void format_start(char *out, size_t n, uint64_t realtime_ns) {
+  time_t sec = (time_t)(realtime_ns / 1000000000u);
+  struct tm tm;
+  if (!gmtime_r(&sec, &tm) || !strftime(out, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
+    snprintf(out, n, "?");
+}
+
+static uint64_t round_count(double x) {
+  if (!(x > 0)) return 0;
+  if (x >= 18446744073709549568.0) return UINT64_MAX;
+  return (uint64_t)(x + 0.5);
+}
+
+// JSON string: escapes, and valid UTF-8 only (an invalid byte becomes U+FFFD).
+static void json_str(FILE *o, const char *s) {
+  if (!s) {
+    fputs("null", o);
+    return;
+  }
+  fputc('"', o);
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned c = *p;
+    if (c == '"' || c == '\\') {
+      fputc('\\', o);
+      fputc((int)c, o);
+      p++;
+    } else if (c < 0x20 || c == 0x7f) {
+      fprintf(o, "\\u%04x", c);
+      p++;
+    } else if (c < 0x80) {
+      fputc((int)c, o);
+      p++;
+    } else {
+      // continuation bytes after the lead byte: 1 to 3, 0 for a byte that cannot lead
+      int n = c >= 0xf0 && c <= 0xf4 ? 3 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xc2 && c <= 0xdf;
+      bool ok = n > 0;
+      uint32_t cp = c & (0x3fu >> n);
+      for (int i = 1; ok && i <= n; i++) {
+        if ((p[i] & 0xc0) != 0x80) ok = false;
+        else cp = cp << 6 | (p[i] & 0x3fu);
+      }
+      if (ok && ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+                 (n == 3 && (cp < 0x10000 || cp > 0x10ffff))))
+        ok = false;
+      if (ok) {
+        fwrite(p, 1, (size_t)n + 1, o);
+        p += n + 1;
+      } else {
+        fputs("\\ufffd", o);
+        p++;
+      }
+    }
+  }
+  fputc('"', o);
+}
+
+static void json_hex(FILE *o, uint64_t v) { fprintf(o, "\"0x%llx\"", (unsigned long long)v); }
+
+// ---------------------------------------------------------------- analysis
+
+typedef struct report {
+  const nd_trace_t *t;
+  nd_sym_t *sym;
+  const opts_t *o;
+  uint32_t *by_peak, *by_total; // site indices, sorted
+  uint32_t *leaks;              // leak indices, sorted by bytes
+  uint32_t *live;               // (not ended) sites with live bytes, sorted by live bytes
+  size_t nlive;
+  uint64_t leak_bytes, leak_blocks, live_bytes;
+  bool leak_est, live_est;
+} report_t;
+
+static uint64_t site_live(const nd_rec_site_t *s) {
+  return s->alloc_bytes > s->free_bytes ? s->alloc_bytes - s->free_bytes : 0;
+}
+
+static uint64_t leak_bytes(const nd_leak_t *l) { return l->exact_bytes + l->est_bytes; }
+static uint64_t leak_blocks(const nd_leak_t *l) {
+  return l->exact_blocks + round_count(l->est_blocks);
+}
+
+static int cmp_u64_desc(uint64_t a, uint64_t b) { return a > b ? -1 : a < b; }
+
+// Ties: by stack id, then kind, so the order never depends on the trace's record order.
+static int cmp_site_tie(const nd_trace_t *t, uint32_t a, uint32_t b) {
+  const nd_rec_site_t *x = &t->sites[a].rec, *y = &t->sites[b].rec;
+  if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
+  return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+static int by_peak(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  int c = cmp_u64_desc(t->sites[i].rec.peak_live_bytes, t->sites[j].rec.peak_live_bytes);
+  return c ? c : cmp_site_tie(t, i, j);
+}
+
+static int by_total(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  int c = cmp_u64_desc(t->sites[i].rec.alloc_bytes, t->sites[j].rec.alloc_bytes);
+  return c ? c : cmp_site_tie(t, i, j);
+}
+
+static int by_live(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  int c = cmp_u64_desc(site_live(&t->sites[i].rec), site_live(&t->sites[j].rec));
+  return c ? c : cmp_site_tie(t, i, j);
+}
+
+static int by_leak(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  const nd_leak_t *x = &t->leaks[*(const uint32_t *)a], *y = &t->leaks[*(const uint32_t *)b];
+  int c = cmp_u64_desc(leak_bytes(x), leak_bytes(y));
+  if (c) return c;
+  uint32_t sx = t->stacks[x->stack].id, sy = t->stacks[y->stack].id;
+  if (sx != sy) return sx < sy ? -1 : 1;
+  return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+static int analyse(report_t *r) {
+  const nd_trace_t *t = r->t;
+  size_t n = t->nsites ? t->nsites : 1;
+  r->by_peak = malloc(n * sizeof *r->by_peak);
+  r->by_total = malloc(n * sizeof *r->by_total);
+  r->live = malloc(n * sizeof *r->live);
+  r->leaks = malloc((t->nleaks ? t->nleaks : 1) * sizeof *r->leaks);
+  if (!r->by_peak || !r->by_total || !r->live || !r->leaks) return -1;
+  for (size_t i = 0; i < t->nsites; i++) {
+    r->by_peak[i] = r->by_total[i] = (uint32_t)i;
+    const nd_rec_site_t *s = &t->sites[i].rec;
+    if (site_live(s)) {
+      r->live[r->nlive++] = (uint32_t)i;
+      r->live_bytes += site_live(s);
+      if (s->flags & ND_SITE_SAMPLED) r->live_est = true;
+    }
+  }
+  if (!r->o->brief) {
+    qsort_r(r->by_peak, t->nsites, sizeof *r->by_peak, by_peak, (void *)t);
+    qsort_r(r->by_total, t->nsites, sizeof *r->by_total, by_total, (void *)t);
+  }
+  qsort_r(r->live, r->nlive, sizeof *r->live, by_live, (void *)t);
+  for (size_t i = 0; i < t->nleaks; i++) {
+    r->leaks[i] = (uint32_t)i;
+    r->leak_bytes += leak_bytes(&t->leaks[i]);
+    r->leak_blocks += leak_blocks(&t->leaks[i]);
+    if (t->leaks[i].sampled_blocks) r->leak_est = true;
+  }
+  qsort_r(r->leaks, t->nleaks, sizeof *r->leaks, by_leak, (void *)t);
+  return 0;
+}
+
+static size_t list_len(const report_t *r, size_t n) {
+  size_t top = r->o->brief ? 5 : r->o->top;
+  return n < top ? n : top;
+}
+
+// ---------------------------------------------------------------- text
+
+static void text_loc(FILE *o, const nd_loc_t *l, const nd_frame_t *f) {
+  if (l->function) {
+    print_text(o, l->function);
+    fputs(" (", o);
+  }
+  if (l->file) {
+    print_text(o, l->file);
+    fprintf(o, ":%d", l->line);
+  } else {
+    print_text(o, f->module);
+    fprintf(o, "+0x%llx", (unsigned long long)f->offset);
+  }
+  if (l->function) fputc(')', o);
+}
+
+// "function (file:line)", "function (module+0xOFF)", "module+0xOFF" or "0xIP", then one line per
+// function the call was inlined into.
+static void text_frame(FILE *o, const nd_frame_t *f) {
+  if (!f->module) {
+    fprintf(o, "0x%llx", (unsigned long long)f->ip);
+    return;
+  }
+  text_loc(o, &f->at, f);
+  for (size_t i = 0; i < f->ninlined; i++) {
+    fputs("\n          inlined into ", o);
+    text_loc(o, &f->inlined_into[i], f);
+  }
+}
+
+static int text_stack(FILE *o, report_t *r, uint32_t stack) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  size_t n = s->depth, show = r->o->frames && r->o->frames < n ? r->o->frames : n;
+  if (!n) fputs("      (no frames)\n", o);
+  for (size_t i = 0; i < show; i++) {
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    fprintf(o, "      #%-2zu ", i);
+    text_frame(o, f);
+    fputc('\n', o);
+  }
+  if (show < n) fprintf(o, "      (%zu more frames)\n", n - show);
+  return 0;
+}
+
+static void text_kind(FILE *o, const nd_rec_kind_totals_t *k, const char *name, const char *when,
+                      const char *unit) {
+  fprintf(o, "  %-10s  peak ", name);
+  print_sbytes(o, k->peak_bytes);
+  fprintf(o, "; live %s ", when);
+  print_sbytes(o, k->live_bytes);
+  fprintf(o, " in %lld %s%s; %llu allocated, %llu released\n", (long long)k->live_count, unit,
+          k->live_count == 1 ? "" : "s", (unsigned long long)k->allocs,
+          (unsigned long long)k->frees);
+}
+
+static void text_summary(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  const nd_trace_header_t *h = &t->hdr;
+  char buf[64];
+  fputs("== summary\n", o);
+  fprintf(o, "  %-10s  pid %llu on ", "process", (unsigned long long)h->pid);
+  print_text(o, t->host[0] ? t->host : "?");
+  fputs(": ", o);
+  print_text(o, t->exe[0] ? t->exe : "?");
+  fputc('\n', o);
+  format_start(buf, sizeof buf, h->start_realtime_ns);
+  fprintf(o, "  %-10s  %s; duration ", "started", buf);
+  print_secs(o, t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0);
+  fputs(" (to the last record)\n", o);
+  if (t->ended) {
+    fprintf(o, "  %-10s  normal (END record)\n", "exit");
+  } else {
+    fprintf(o, "  %-10s  NOT normal: no END record (killed, crashed or _exit); leaks cannot be "
+               "known, live figures are at the last flush",
+            "exit");
+    if (t->have_flush) {
+      fprintf(o, " (#%llu at ", (unsigned long long)t->flush.seq);
+      print_secs(o, t->flush.mono_ns > h->start_mono_ns ? t->flush.mono_ns - h->start_mono_ns : 0);
+      fputc(')', o);
+    }
+    fputc('\n', o);
+  }
+  fprintf(o, "  %-10s  ", "trace");
+  if (t->truncated)
+    fprintf(o, "TRUNCATED: %llu bytes, the last record cut short at offset %llu; read the %llu "
+               "whole records before it",
+            (unsigned long long)t->file_size, (unsigned long long)t->good_end,
+            (unsigned long long)t->records);
+  else
+    fprintf(o, "complete: %llu bytes, %llu records", (unsigned long long)t->file_size,
+            (unsigned long long)t->records);
+  if (!t->ended && t->have_flush && t->after_flush)
+    fprintf(o, " (%llu after the last flush, included)", (unsigned long long)t->after_flush);
+  fputc('\n', o);
+  fprintf(o, "  %-10s  ", "tracking");
+  char a[48], b[48];
+  human(a, sizeof a, h->track_min);
+  human(b, sizeof b, h->sample_interval);
+  if (h->sample_interval)
+    fprintf(o, "blocks of %s or more exact, smaller ones sampled every ~%s (~: estimate)", a, b);
+  else if (h->track_min > 1)
+    fprintf(o, "blocks of %s or more exact, smaller ones not tracked", a);
+  else
+    fputs("every block exact", o);
+  fprintf(o, "; stack depth %u\n", h->depth);
+  if (!t->have_counters) {
+    fprintf(o, "  %-10s  none recorded\n", "counters");
+  } else {
+    const nd_rec_counters_t *c = &t->counters;
+    fprintf(o, "  %-10s ", "calls");
+    bool any = false;
+    for (int i = 0; i < ND_TRACE_FNS; i++) {
+      if (!c->calls[i]) continue;
+      fprintf(o, "%s %s %llu", any ? "," : "", fn_names[i], (unsigned long long)c->calls[i]);
+      any = true;
+    }
+    fprintf(o, "%s; threads %u\n", any ? "" : " none", c->threads);
+    fprintf(o, "  %-10s ", "fallbacks");
+    any = false;
+    for (int i = 0; i < 4; i++) {
+      if (!c->fallbacks[i]) continue;
+      fprintf(o, "%s %s %llu", any ? "," : "", fb_names[i], (unsigned long long)c->fallbacks[i]);
+      any = true;
+    }
+    fputs(any ? "\n" : " none\n", o);
+    const char *when = t->ended ? "at exit" : "at last flush";
+    for (int i = 0; i < ND_TRACE_KINDS; i++) {
+      const nd_rec_kind_totals_t *k = &c->kind[i];
+      if (i > 1 && !k->allocs && !k->frees && !k->live_bytes && !k->peak_bytes) continue;
+      text_kind(o, k, kind_names[i], when, i == 1 ? "mapping" : "block");
+    }
+  }
+  fprintf(o, "  %-10s  ", "leaks");
+  if (!t->ended) {
+    fputs("unknown (no normal exit); tracked sites hold ", o);
+    print_bytes(o, r->live_bytes, r->live_est);
+    fprintf(o, " at the last flush in %zu %s\n", r->nlive, plural(r->nlive, "site", "sites"));
+  } else if (!t->nleaks) {
+    fputs("none\n", o);
+  } else {
+    print_bytes(o, r->leak_bytes, r->leak_est);
+    fprintf(o, " in %s%llu %s from %zu %s\n", r->leak_est ? "~" : "",
+            (unsigned long long)r->leak_blocks, plural(r->leak_blocks, "block", "blocks"),
+            t->nleaks, plural(t->nleaks, "stack", "stacks"));
+  }
+}
+
+// What a site list ranks by: its first line shows that figure, the second the others.
+enum rank_by { BY_PEAK, BY_TOTAL, BY_LIVE };
+
+static void text_allocs(FILE *o, const nd_rec_site_t *x, const char *e) {
+  fprintf(o, "%s%llu %s, %s%llu freed", e, (unsigned long long)x->allocs,
+          plural(x->allocs, "allocation", "allocations"), e, (unsigned long long)x->frees);
+}
+
+// `same`: the rank of this site in the by-peak list shown above (its stack is not repeated), or 0.
+static int text_site(FILE *o, report_t *r, size_t rank, uint32_t si, enum rank_by by,
+                     size_t same) {
+  const nd_site_t *s = &r->t->sites[si];
+  const nd_rec_site_t *x = &s->rec;
+  bool est = x->flags & ND_SITE_SAMPLED;
+  const char *e = est ? "~" : "";
+  fprintf(o, "#%-3zu %-8s ", rank, kind_names[x->kind]);
+  if (by == BY_PEAK) {
+    fputs("peak ", o);
+    print_bytes(o, x->peak_live_bytes, est);
+    fprintf(o, "  [stack %u]\n      total ", x->stack_id);
+    print_bytes(o, x->alloc_bytes, est);
+    fputs(" in ", o);
+    text_allocs(o, x, e);
+    fputs("; live ", o);
+    print_bytes(o, site_live(x), est);
+  } else if (by == BY_TOTAL) {
+    fputs("total ", o);
+    print_bytes(o, x->alloc_bytes, est);
+    fprintf(o, "  [stack %u]\n      ", x->stack_id);
+    text_allocs(o, x, e);
+    fputs("; peak ", o);
+    print_bytes(o, x->peak_live_bytes, est);
+    fputs(", live ", o);
+    print_bytes(o, site_live(x), est);
+  } else {
+    fputs("live ", o);
+    print_bytes(o, site_live(x), est);
+    fprintf(o, "  [stack %u]\n      peak ", x->stack_id);
+    print_bytes(o, x->peak_live_bytes, est);
+    fputs(", total ", o);
+    print_bytes(o, x->alloc_bytes, est);
+    fputs(" in ", o);
+    text_allocs(o, x, e);
+  }
+  fputc('\n', o);
+  if (same) {
+    fprintf(o, "      (stack as in #%zu by peak live bytes)\n", same);
+    return 0;
+  }
+  return text_stack(o, r, s->stack);
+}
+
+static int text_leak(FILE *o, report_t *r, size_t rank, const nd_leak_t *l) {
+  bool est = l->sampled_blocks > 0;
+  fprintf(o, "#%-3zu %-8s ", rank, kind_names[l->kind]);
+  print_bytes(o, leak_bytes(l), est);
+  uint64_t n = leak_blocks(l);
+  fprintf(o, " in %s%llu %s", est ? "~" : "", (unsigned long long)n, plural(n, "block", "blocks"));
+  if (est) fprintf(o, " (%llu sampled)", (unsigned long long)l->sampled_blocks);
+  fprintf(o, "  [stack %u]\n", r->t->stacks[l->stack].id);
+  return text_stack(o, r, l->stack);
+}
+
+static int text_report(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  text_summary(o, r);
+  if (!r->o->brief) {
+    size_t n = list_len(r, t->nsites);
+    fprintf(o, "\n== top %zu allocation sites by peak live bytes (of %zu sites)\n", n, t->nsites);
+    for (size_t i = 0; i < n; i++)
+      if (text_site(o, r, i + 1, r->by_peak[i], BY_PEAK, 0)) return -1;
+    fprintf(o, "\n== top %zu allocation sites by total bytes (of %zu sites)\n", n, t->nsites);
+    uint32_t *peak_rank = calloc(t->nsites ? t->nsites : 1, sizeof *peak_rank);
+    if (!peak_rank) return -1;
+    for (size_t i = 0; i < n; i++) peak_rank[r->by_peak[i]] = (uint32_t)i + 1;
+    for (size_t i = 0; i < n; i++) {
+      if (text_site(o, r, i + 1, r->by_total[i], BY_TOTAL, peak_rank[r->by_total[i]])) {
+        free(peak_rank);
+        return -1;
+      }
+    }
+    free(peak_rank);
+  }
+  if (t->ended) {
+    size_t n = list_len(r, t->nleaks);
+    if (!t->nleaks) {
+      fputs("\n== leaks at exit: none\n", o);
+      return 0;
+    }
+    fputs("\n== leaks at exit: ", o);
+    print_bytes(o, r->leak_bytes, r->leak_est);
+    fprintf(o, " in %s%llu %s from %zu %s", r->leak_est ? "~" : "",
+            (unsigned long long)r->leak_blocks, plural(r->leak_blocks, "block", "blocks"),
+            t->nleaks, plural(t->nleaks, "stack", "stacks"));
+    if (n < t->nleaks) fprintf(o, "; top %zu", n);
+    fputc('\n', o);
+    for (size_t i = 0; i < n; i++)
+      if (text_leak(o, r, i + 1, &t->leaks[r->leaks[i]])) return -1;
+  } else {
+    size_t n = list_len(r, r->nlive);
+    fputs("\n== live at the last flush (no normal exit, so leaks are unknown): ", o);
+    print_bytes(o, r->live_bytes, r->live_est);
+    fprintf(o, " in %zu %s", r->nlive, plural(r->nlive, "site", "sites"));
+    if (n < r->nlive) fprintf(o, "; top %zu", n);
+    fputc('\n', o);
+    for (size_t i = 0; i < n; i++)
+      if (text_site(o, r, i + 1, r->live[i], BY_LIVE, 0)) return -1;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- JSON
+
+static void json_loc(FILE *o, const nd_loc_t *l) {
+  fputs("\"function\": ", o);
+  json_str(o, l->function);
+  fputs(", \"file\": ", o);
+  json_str(o, l->file);
+  if (l->file) fprintf(o, ", \"line\": %d", l->line);
+  else fputs(", \"line\": null", o);
+}
+
+static int json_stack(FILE *o, report_t *r, uint32_t stack, const char *ind) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  fputs("\"frames\": [", o);
+  for (size_t i = 0; i < s->depth; i++) {
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    fprintf(o, "%s\n%s  {\"ip\": ", i ? "," : "", ind);
+    json_hex(o, f->ip);
+    fputs(", \"module\": ", o);
+    json_str(o, f->module);
+    fputs(", \"offset\": ", o);
+    if (f->module) json_hex(o, f->offset);
+    else fputs("null", o);
+    fputs(", ", o);
+    json_loc(o, &f->at);
+    fputs(", \"inlined_into\": [", o);
+    for (size_t k = 0; k < f->ninlined; k++) {
+      fputs(k ? ", {" : "{", o);
+      json_loc(o, &f->inlined_into[k]);
+      fputc('}', o);
+    }
+    fputs("]}", o);
+  }
+  fprintf(o, s->depth ? "\n%s]" : "]", ind);
+  return 0;
+}
+
+static int json_site(FILE *o, report_t *r, uint32_t si, bool more) {
+  const nd_site_t *s = &r->t->sites[si];
+  const nd_rec_site_t *x = &s->rec;
+  fprintf(o,
+          "      {\"stack_id\": %u, \"kind\": \"%s\", \"sampled\": %s, \"allocs\": %llu, "
+          "\"frees\": %llu, \"alloc_bytes\": %llu, \"free_bytes\": %llu, \"live_bytes\": %llu, "
+          "\"peak_live_bytes\": %llu,\n       ",
+          x->stack_id, kind_names[x->kind], x->flags & ND_SITE_SAMPLED ? "true" : "false",
+          (unsigned long long)x->allocs, (unsigned long long)x->frees,
+          (unsigned long long)x->alloc_bytes, (unsigned long long)x->free_bytes,
+          (unsigned long long)site_live(x), (unsigned long long)x->peak_live_bytes);
+  if (json_stack(o, r, s->stack, "       ")) return -1;
+  fputs(more ? "},\n" : "}\n", o);
+  return 0;
+}
+
+static int json_sites(FILE *o, report_t *r, const char *key, const uint32_t *idx, size_t n,
+                      bool last) {
+  fprintf(o, "    \"%s\": [%s", key, n ? "\n" : "");
+  for (size_t i = 0; i < n; i++)
+    if (json_site(o, r, idx[i], i + 1 < n)) return -1;
+  fprintf(o, "%s]%s\n", n ? "    " : "", last ? "" : ",");
+  return 0;
+}
+
+static void json_kind(FILE *o, const nd_rec_kind_totals_t *k, int i, bool more) {
+  fprintf(o,
+          "      {\"kind\": \"%s\", \"peak_bytes\": %lld, \"live_bytes\": %lld, "
+          "\"live_count\": %lld, \"allocs\": %llu, \"frees\": %llu}%s\n",
+          kind_names[i], (long long)k->peak_bytes, (long long)k->live_bytes,
+          (long long)k->live_count, (unsigned long long)k->allocs, (unsigned long long)k->frees,
+          more ? "," : "");
+}
+
+static int json_report(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  const nd_trace_header_t *h = &t->hdr;
+  char start[64];
+  format_start(start, sizeof start, h->start_realtime_ns);
+  fputs("{\n  \"ndmemreport\": 1,\n  \"file\": ", o);
+  json_str(o, t->path);
+  fprintf(o,
+          ",\n  \"trace\": {\"version\": %u, \"bytes\": %llu, \"records\": %llu, "
+          "\"complete\": %s, \"read_to\": %llu, ",
+          h->version, (unsigned long long)t->file_size, (unsigned long long)t->records,
+          t->truncated ? "false" : "true", (unsigned long long)t->good_end);
+  if (t->have_flush)
+    fprintf(o, "\"last_flush\": {\"seq\": %llu, \"mono_ns\": %llu, \"records_after\": %llu}},\n",
+            (unsigned long long)t->flush.seq, (unsigned long long)t->flush.mono_ns,
+            (unsigned long long)t->after_flush);
+  else
+    fputs("\"last_flush\": null},\n", o);
+  fprintf(o, "  \"process\": {\"pid\": %llu, \"exe\": ", (unsigned long long)h->pid);
+  json_str(o, t->exe);
+  fputs(", \"host\": ", o);
+  json_str(o, t->host);
+  fprintf(o,
+          ", \"start_realtime_ns\": %llu, \"start\": \"%s\", \"duration_ns\": %llu, "
+          "\"exited_normally\": %s},\n",
+          (unsigned long long)h->start_realtime_ns, start,
+          (unsigned long long)(t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0),
+          t->ended ? "true" : "false");
+  fprintf(o,
+          "  \"tracking\": {\"sample_interval\": %llu, \"track_min\": %llu, \"stack_depth\": %u, "
+          "\"page_size\": %u},\n",
+          (unsigned long long)h->sample_interval, (unsigned long long)h->track_min, h->depth,
+          h->page_size);
+  if (!t->have_counters) {
+    fputs("  \"counters\": null,\n", o);
+  } else {
+    const nd_rec_counters_t *c = &t->counters;
+    fprintf(o, "  \"counters\": {\n    \"mono_ns\": %llu,\n    \"threads\": %u,\n    \"calls\": {",
+            (unsigned long long)c->mono_ns, c->threads);
+    for (int i = 0; i < ND_TRACE_FNS; i++)
+      fprintf(o, "%s\"%s\": %llu", i ? ", " : "", fn_names[i], (unsigned long long)c->calls[i]);
+    fputs("},\n    \"fallbacks\": {", o);
+    for (int i = 0; i < 4; i++)
+      fprintf(o, "%s\"%s\": %llu", i ? ", " : "", fb_names[i],
+              (unsigned long long)c->fallbacks[i]);
+    fputs("},\n    \"kinds\": [\n", o);
+    int last = 1;
+    for (int i = 2; i < ND_TRACE_KINDS; i++) {
+      const nd_rec_kind_totals_t *k = &c->kind[i];
+      if (k->allocs || k->frees || k->live_bytes || k->peak_bytes) last = i;
+    }
+    for (int i = 0; i <= last; i++) {
+      const nd_rec_kind_totals_t *k = &c->kind[i];
+      if (i > 1 && !k->allocs && !k->frees && !k->live_bytes && !k->peak_bytes) continue;
+      json_kind(o, k, i, i < last);
+    }
+    fputs("    ]\n  },\n", o);
+  }
+  if (!r->o->brief) {
+    size_t n = list_len(r, t->nsites);
+    fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);
+    if (json_sites(o, r, "by_peak", r->by_peak, n, false) ||
+        json_sites(o, r, "by_total", r->by_total, n, true))
+      return -1;
+    fputs("  },\n", o);
+  }
+  if (t->ended) {
+    size_t n = list_len(r, t->nleaks);
+    fprintf(o,
+            "  \"leaks\": {\"known\": true, \"bytes\": %llu, \"blocks\": %llu, \"estimated\": %s, "
+            "\"stacks\": %zu, \"groups\": [%s",
+            (unsigned long long)r->leak_bytes, (unsigned long long)r->leak_blocks,
+            r->leak_est ? "true" : "false", t->nleaks, n ? "\n" : "");
+    for (size_t i = 0; i < n; i++) {
+      const nd_leak_t *l = &t->leaks[r->leaks[i]];
+      fprintf(o,
+              "    {\"stack_id\": %u, \"kind\": \"%s\", \"bytes\": %llu, \"blocks\": %llu, "
+              "\"estimated\": %s, \"exact_bytes\": %llu, \"exact_blocks\": %llu, "
+              "\"sampled_blocks\": %llu, \"estimated_bytes\": %llu,\n     ",
+              t->stacks[l->stack].id, kind_names[l->kind], (unsigned long long)leak_bytes(l),
+              (unsigned long long)leak_blocks(l), l->sampled_blocks ? "true" : "false",
+              (unsigned long long)l->exact_bytes, (unsigned long long)l->exact_blocks,
+              (unsigned long long)l->sampled_blocks, (unsigned long long)l->est_bytes);
+      if (json_stack(o, r, l->stack, "     ")) return -1;
+      fputs(i + 1 < n ? "},\n" : "}\n", o);
+    }
+    fprintf(o, "%s]},\n  \"live_at_last_flush\": null\n}\n", n ? "  " : "");
+  } else {
+    size_t n = list_len(r, r->nlive);
+    fprintf(o, "  \"leaks\": {\"known\": false},\n");
+    fprintf(o,
+            "  \"live_at_last_flush\": {\"bytes\": %llu, \"estimated\": %s, \"sites\": %zu, "
+            "\"top\": [%s",
+            (unsigned long long)r->live_bytes, r->live_est ? "true" : "false", r->nlive,
+            n ? "\n" : "");
+    for (size_t i = 0; i < n; i++)
+      if (json_site(o, r, r->live[i], i + 1 < n)) return -1;
+    fprintf(o, "%s]}\n}\n", n ? "  " : "");
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- main
+
+// Bad usage: one line on `err`; the caller returns 2.
+static int usage_error(FILE *err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("ndmemreport: ", err);
+  vfprintf(err, fmt, ap);
+  va_end(ap);
+  fputs(" (" USAGE ")\n", err);
+  return 2;
+}
+
+static int parse_count(FILE *err, const char *opt, const char *v, size_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+  if (!end || *end || errno || n > 1000000)
+    return usage_error(err, "%s needs a number from 0 to 1000000, not '%s'", opt, v ? v : "");
+  *out = (size_t)n;
+  return 0;
+}
+
+// 0: run; 2: bad usage (reported); -1: --help was printed.
+static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
+  *o = (opts_t){.symbols = true, .top = 10, .frames = 8};
+  bool dashdash = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (dashdash || a[0] != '-' || !a[1]) {
+      if (o->file) return usage_error(err, "more than one FILE ('%s', '%s')", o->file, a);
+      o->file = a;
+      continue;
+    }
+    const char *eq = strchr(a, '=');
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+#define IS(name) (len == sizeof(name) - 1 && !strncmp(a, name, len))
+#define VALUE() (eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL)
+    if (!strcmp(a, "--")) {
+      dashdash = true;
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fprintf(out,
+              "%s\n\n"
+              "Reads a trace written by libndmem.so and reports what it allocated.\n"
+              "  --format text|json  output format (default text)\n"
+              "  --top N             sites and leaks listed (default 10)\n"
+              "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
+              "  --brief             summary and the 5 largest leaks only\n"
+              "  --fail-on-leak      exit 1 when a block was still live at a normal exit\n"
+              "  --no-symbols        do not open modules: frames print as path+offset\n"
+              "Exit status: 0, 1 (--fail-on-leak and a leak), 2 (bad usage or trace).\n",
+              USAGE);
+      return -1;
+    } else if (IS("--format")) {
+      const char *v = VALUE();
+      if (v && !strcmp(v, "text")) o->json = false;
+      else if (v && !strcmp(v, "json")) o->json = true;
+      else return usage_error(err, "--format takes text or json, not '%s'", v ? v : "");
+    } else if (IS("--top")) {
+      if (parse_count(err, "--top", VALUE(), &o->top)) return 2;
+    } else if (IS("--frames")) {
+      if (parse_count(err, "--frames", VALUE(), &o->frames)) return 2;
+    } else if (!strcmp(a, "--fail-on-leak")) {
+      o->fail_on_leak = true;
+    } else if (!strcmp(a, "--brief")) {
+      o->brief = true;
+    } else if (!strcmp(a, "--no-symbols")) {
+      o->symbols = false;
+    } else {
+      return usage_error(err, "unknown option '%s'", a);
+    }
+#undef IS
+#undef VALUE
+  }
+  if (!o->file) return usage_error(err, "no trace FILE given");
+  return 0;
+}
+
+#define PROGRESS_MIN (256 << 20) // a progress bar (stderr a tty) for traces of this size or more
+
+typedef struct progress {
+  FILE *err;
+  int last; // percent shown, -1 none
+} progress_t;
+
+static void on_progress(void *arg, uint64_t done, uint64_t total) {
+  progress_t *p = arg;
+  if (!total) return;
+  int pct = done >= total ? 100 : (int)(done * 100 / total);
+  if (pct == p->last) return;
+  p->last = pct;
+  char bar[41];
+  int fill = pct * 40 / 100;
+  memset(bar, '#', (size_t)fill);
+  memset(bar + fill, '.', (size_t)(40 - fill));
+  bar[40] = 0;
+  fprintf(p->err, "\rndmemreport: reading [%s] %3d%%", bar, pct);
+  fflush(p->err);
+}
+
+int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
+  opts_t o;
+  int rc = parse_args(argc, argv, &o, out, err);
+  if (rc) return rc < 0 ? 0 : rc;
+  nd_trace_t *t = malloc(sizeof *t);
+  if (!t) {
+    fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
+    return 2;
+  }
+  progress_t prog = {.err = err, .last = -1};
+  struct stat st;
+  bool show_progress = isatty(fileno(err)) && !stat(o.file, &st) && S_ISREG(st.st_mode) &&
+                       st.st_size >= PROGRESS_MIN;
+  rc = nd_trace_read(t, o.file, show_progress ? on_progress : NULL, &prog);
+  if (prog.last >= 0) fputs("\r\033[K", err);
+  if (rc) {
+    if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", o.file, t->err);
+    else
+      fprintf(err, "ndmemreport: %s: %s at offset %llu\n", o.file, t->err,
+              (unsigned long long)t->err_off);
+    nd_trace_free(t);
+    free(t);
+    return 2;
+  }
+  report_t r = {.t = t, .o = &o};
+  r.sym = nd_sym_new(t, o.symbols);
+  rc = 0;
+  if (!r.sym || analyse(&r)) {
+    fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
+    rc = 2;
+  } else if (o.json ? json_report(out, &r) : text_report(out, &r)) {
+    fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
+    rc = 2;
+  } else if (fflush(out) || ferror(out)) {
+    fprintf(err, "ndmemreport: cannot write the report: %s\n", strerror(errno));
+    rc = 2;
+  } else if (o.fail_on_leak && t->ended && t->nleaks) {
+    rc = 1;
+  }
+  free(r.by_peak);
+  free(r.by_total);
+  free(r.live);
+  free(r.leaks);
+  nd_sym_free(r.sym);
+  nd_trace_free(t);
+  free(t);
+  return rc;
+}
+
+#ifndef ND_REPORT_NO_MAIN
+int main(int argc, char **argv) { return nd_report_main(argc, argv, stdout, stderr); }
+#endif

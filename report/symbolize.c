@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+// symbolize.c: IP -> function, file:line with libdwfl (see symbolize.h). Every trace module gets
+// its own Dwfl session holding that one ELF file, so modules that overlapped in the process over
+// time (dlclose, then dlopen of another library at the same address) never conflict. Only
+// absolute paths to regular files are opened; anything else prints as path+offset.
+#include "symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { MOD_UNTRIED = 0, MOD_OPEN, MOD_FAILED };
+
+typedef struct nd_mod_dw {
+  int state;
+  Dwfl *dwfl;
+} nd_mod_dw_t;
+
+struct nd_sym {
+  const nd_trace_t *t;
+  bool debuginfo;
+  nd_mod_dw_t *mods; // parallel to t->mods
+  nd_frame_t **frames;
+  size_t nframes, cap;
+  uint64_t *keys; // ip cache: open addressing, value = index + 1
+  uint32_t *vals;
+  size_t slots;
+};
+
+static char *debuginfo_path; // NULL: libdwfl's default search path
+static const Dwfl_Callbacks callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
+};
+
+nd_sym_t *nd_sym_new(const nd_trace_t *t, bool debuginfo) {
+  nd_sym_t *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->t = t;
+  s->debuginfo = debuginfo;
+  s->mods = calloc(t->nmods ? t->nmods : 1, sizeof *s->mods);
+  if (!s->mods) {
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void nd_sym_free(nd_sym_t *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->t->nmods; i++)
+    if (s->mods[i].dwfl) dwfl_end(s->mods[i].dwfl);
+  for (size_t i = 0; i < s->nframes; i++) {
+    nd_frame_t *f = s->frames[i];
+    free((char *)f->at.function);
+    free((char *)f->at.file);
+    for (size_t k = 0; k < f->ninlined; k++) {
+      free((char *)f->inlined_into[k].function);
+      free((char *)f->inlined_into[k].file);
+    }
+    free(f->inlined_into);
+    free(f);
+  }
+  free(s->frames);
+  free(s->keys);
+  free(s->vals);
+  free(s->mods);
+  free(s);
+}
+
+static Dwfl *module_dwfl(nd_sym_t *s, const nd_module_t *m) {
+  nd_mod_dw_t *d = &s->mods[m - s->t->mods];
+  if (d->state == MOD_UNTRIED) {
+    d->state = MOD_FAILED;
+    if (m->path[0] != '/') return NULL; // "[vdso]", "linux-vdso.so.1", "": nothing to open
+    // O_NONBLOCK and the S_ISREG check: a path naming a FIFO or a device must not hang us.
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+      close(fd);
+      return NULL;
+    }
+    Dwfl *dwfl = dwfl_begin(&callbacks);
+    if (!dwfl) {
+      close(fd);
+      return NULL;
+    }
+    const char *name = strrchr(m->path, '/') + 1;
+    if (!dwfl_report_elf(dwfl, *name ? name : m->path, m->path, fd, m->base, true)) {
+      close(fd); // consumed only on success
+      dwfl_end(dwfl);
+      return NULL;
+    }
+    dwfl_report_end(dwfl, NULL, NULL);
+    d->dwfl = dwfl;
+    d->state = MOD_OPEN;
+  }
+  return d->dwfl;
+}
+
+static char *dup_or_null(const char *p) { return p ? strdup(p) : NULL; }
+
+// A DWARF function's name, following abstract origins; the linkage name first, which matches
+// the ELF symbol names used for frames that are not inlined.
+static const char *die_name(Dwarf_Die *die) {
+  Dwarf_Attribute a;
+  const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+  if (!n) n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+  if (!n) n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+  return n;
+}
+
+#define MAX_INLINE 64 // inlining levels shown per frame
+
+// Fills f->at.function from an inlined function and f->inlined_into from the scopes around pc,
+// when pc is in inlined code. Leaves f untouched otherwise (or without DWARF).
+static void inline_chain(Dwfl_Module *mod, Dwarf_Addr pc, nd_frame_t *f, const char *symbol) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &bias);
+  if (!cu) return;
+  Dwarf_Die *scopes = NULL, inl;
+  int n = dwarf_getscopes(cu, pc - bias, &scopes);
+  // The innermost function-like scope. Past an inlined instance dwarf_getscopes goes on in the
+  // inlined function's own (abstract) context; the concrete callers come from
+  // dwarf_getscopes_die on the instance, as eu-addr2line -i does.
+  int first = -1;
+  for (int i = 0; i < n && first < 0; i++) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram ||
+        tag == DW_TAG_entry_point)
+      first = i;
+  }
+  if (first < 0 || dwarf_tag(&scopes[first]) != DW_TAG_inlined_subroutine) {
+    free(scopes);
+    return;
+  }
+  inl = scopes[first];
+  free(scopes);
+  scopes = NULL;
+  n = dwarf_getscopes_die(&inl, &scopes);
+  Dwarf_Die *fn[MAX_INLINE + 1];
+  int nfn = 0;
+  for (int i = 0; i < n && nfn <= MAX_INLINE; i++) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram ||
+        tag == DW_TAG_entry_point)
+      fn[nfn++] = &scopes[i];
+    if (tag != DW_TAG_inlined_subroutine && nfn) break; // reached the real function
+  }
+  // fn[0 .. nfn-1]: the inlined instances, innermost first, then (normally) the real function;
+  // without it (no DWARF for it, or too deep) the ELF symbol stands for the real function.
+  bool real = nfn && dwarf_tag(fn[nfn - 1]) != DW_TAG_inlined_subroutine;
+  size_t callers = (size_t)nfn - (real ? 1 : 0);
+  if (nfn && callers && (f->inlined_into = calloc(callers, sizeof *f->inlined_into))) {
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(cu, &files, &nfiles)) nfiles = 0;
+    free((char *)f->at.function);
+    f->at.function = dup_or_null(die_name(fn[0]));
+    for (size_t i = 0; i < callers; i++) {
+      nd_loc_t *l = &f->inlined_into[i];
+      bool outermost = i + 1 == callers;
+      l->function = dup_or_null(outermost && symbol ? symbol : die_name(fn[i + 1]));
+      // fn[i] was inlined at its DW_AT_call_file:DW_AT_call_line, in its caller
+      Dwarf_Attribute a;
+      Dwarf_Word file = 0, line = 0;
+      if (!dwarf_formudata(dwarf_attr(fn[i], DW_AT_call_file, &a), &file) && file < nfiles)
+        l->file = dup_or_null(dwarf_filesrc(files, file, NULL, NULL));
+      if (l->file && !dwarf_formudata(dwarf_attr(fn[i], DW_AT_call_line, &a), &line))
+        l->line = line > 0x7fffffff ? 0 : (int)line;
+      f->ninlined++;
+    }
+  }
+  free(scopes);
+}
+
+static void resolve(nd_sym_t *s, nd_frame_t *f) {
+  const nd_module_t *m = s->t->nmods ? nd_trace_module_of(s->t, f->ip) : NULL;
+  if (!m) return;
+  f->module = m->path;
+  f->offset = f->ip - m->base;
+  if (!s->debuginfo) return;
+  Dwfl *dwfl = module_dwfl(s, m);
+  if (!dwfl) return;
+  // A return address: the call is the instruction before it.
+  Dwarf_Addr pc = f->ip ? f->ip - 1 : 0;
+  Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+  if (!mod) return; // the file on disk does not cover this address: not what was loaded
+  GElf_Off off;
+  GElf_Sym sym;
+  const char *symbol = dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
+  f->at.function = dup_or_null(symbol);
+  Dwfl_Line *line = dwfl_module_getsrc(mod, pc);
+  if (line) {
+    int lineno = 0;
+    const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+    if (file) {
+      f->at.file = strdup(file);
+      f->at.line = lineno;
+    }
+  }
+  inline_chain(mod, pc, f, symbol);
+}
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+const nd_frame_t *nd_sym_frame(nd_sym_t *s, uint64_t ip) {
+  if (s->slots) {
+    for (size_t i = mix64(ip) & (s->slots - 1); s->vals[i]; i = (i + 1) & (s->slots - 1))
+      if (s->keys[i] == ip) return s->frames[s->vals[i] - 1];
+  }
+  if ((s->nframes + 1) * 2 > s->slots) {
+    size_t n = s->slots ? s->slots * 2 : 256;
+    uint64_t *k = malloc(n * sizeof *k);
+    uint32_t *v = calloc(n, sizeof *v);
+    if (!k || !v) {
+      free(k);
+      free(v);
+      return NULL;
+    }
+    for (size_t j = 0; j < s->slots; j++) {
+      if (!s->vals[j]) continue;
+      size_t i = mix64(s->keys[j]) & (n - 1);
+      while (v[i]) i = (i + 1) & (n - 1);
+      k[i] = s->keys[j];
+      v[i] = s->vals[j];
+    }
+    free(s->keys);
+    free(s->vals);
+    s->keys = k;
+    s->vals = v;
+    s->slots = n;
+  }
+  if (s->nframes == s->cap) {
+    size_t n = s->cap ? s->cap * 2 : 64;
+    nd_frame_t **p = realloc(s->frames, n * sizeof *p);
+    if (!p) return NULL;
+    s->frames = p;
+    s->cap = n;
+  }
+  nd_frame_t *f = calloc(1, sizeof *f);
+  if (!f) return NULL;
+  f->ip = ip;
+  resolve(s, f);
+  size_t i = mix64(ip) & (s->slots - 1);
+  while (s->vals[i]) i = (i + 1) & (s->slots - 1);
+  s->keys[i] = ip;
+  s->frames[s->nframes++] = f;
+  s->vals[i] = (uint32_t)s->nframes;
+  return f;
+}

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// symbolize.h: offline symbolization of trace instruction pointers with elfutils' libdwfl.
+// Each module of the trace is opened (at most once) from its recorded path at its recorded load
+// bias; results are cached per IP. A module that cannot be opened, or an IP outside every module,
+// still yields a frame (path+offset, or the bare address): symbolization never fails.
+#ifndef ND_SYMBOLIZE_H
+#define ND_SYMBOLIZE_H
+
+#include "trace_read.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+// A function and a source position in it.
+typedef struct nd_loc {
+  const char *function; // NULL if unknown
+  const char *file;     // NULL if unknown
+  int line;             // 0 if unknown
+} nd_loc_t;
+
+// One recorded frame. When the call (ip - 1) sits in code inlined from other functions, `at` is
+// the innermost inlined function and its line, and `inlined_into` lists the functions it was
+// inlined into, each at the line of the inlined call, ending with the function that really was
+// on the stack (as eu-addr2line -i shows them).
+typedef struct nd_frame {
+  uint64_t ip;        // the return address as recorded
+  const char *module; // path of the module holding ip, or NULL
+  uint64_t offset;    // ip - the module's load bias
+  nd_loc_t at;        // the call: function (ELF symbol, or the inlined function) and file:line
+  size_t ninlined;
+  nd_loc_t *inlined_into;
+} nd_frame_t;
+
+typedef struct nd_sym nd_sym_t;
+
+// `debuginfo` false: never open a module (every frame prints as path+offset).
+nd_sym_t *nd_sym_new(const nd_trace_t *t, bool debuginfo);
+// The frame for `ip`; the pointer and its strings live until nd_sym_free. NULL only when out of
+// memory.
+const nd_frame_t *nd_sym_frame(nd_sym_t *s, uint64_t ip);
+void nd_sym_free(nd_sym_t *s);
+
+#endif

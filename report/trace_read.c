@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: MIT
+// trace_read.c: the streaming trace reader (see trace_read.h). One fixed buffer of
+// ND_BUF_SIZE bytes holds at least one whole record; records are validated before they are
+// used (tag, size for the tag, internal lengths, references to earlier records), payloads are
+// copied out with memcpy (they may be unaligned), and all arithmetic on values read from the file
+// is unsigned or range-checked, so a garbled trace can only produce an error or odd numbers.
+#include "trace_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the trace is little-endian; this reader reads it in host order"
+#endif
+
+#define ND_BUF_SIZE (4u << 20) // > ND_TRACE_MAX_RECORD + sizeof(nd_rec_t)
+_Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer holds a record");
+
+static const char *const tag_names[ND_REC_TAG_MAX] = {
+    "?", "MODULE", "STACK", "SITE", "COUNTERS", "BLOCK", "FLUSH", "END"};
+
+static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(t->err, sizeof t->err, fmt, ap);
+  va_end(ap);
+  t->err_off = off;
+  return -1;
+}
+
+// ---------------------------------------------------------------- growable arrays and maps
+
+// Grows *p (elements of `size` bytes, capacity *cap) to hold `need` elements. 0 or -1 (ENOMEM).
+static int grow(void *p, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap) return 0;
+  size_t n = *cap ? *cap : 16;
+  while (n < need) {
+    if (n > SIZE_MAX / 2 / size) return -1;
+    n *= 2;
+  }
+  void *q = realloc(*(void **)p, n * size);
+  if (!q) return -1;
+  *(void **)p = q;
+  *cap = n;
+  return 0;
+}
+
+static uint64_t mix64(uint64_t x) { // splitmix64 finalizer
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Index of `key`, or -1.
+static long map_get(const nd_map_t *m, uint64_t key) {
+  if (!m->cap) return -1;
+  size_t mask = m->cap - 1;
+  for (size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
+    if (!m->vals[i]) return -1;
+    if (m->keys[i] == key) return (long)m->vals[i] - 1;
+  }
+}
+
+static int map_put(nd_map_t *m, uint64_t key, uint32_t idx) {
+  if ((m->len + 1) * 4 > m->cap * 3) { // keep the load factor under 3/4
+    size_t ncap = m->cap ? m->cap * 2 : 1024;
+    uint64_t *nk = malloc(ncap * sizeof *nk);
+    uint32_t *nv = calloc(ncap, sizeof *nv);
+    if (!nk || !nv) {
+      free(nk);
+      free(nv);
+      return -1;
+    }
+    for (size_t j = 0; j < m->cap; j++) {
+      if (!m->vals[j]) continue;
+      size_t i = mix64(m->keys[j]) & (ncap - 1);
+      while (nv[i]) i = (i + 1) & (ncap - 1);
+      nk[i] = m->keys[j];
+      nv[i] = m->vals[j];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = ncap;
+  }
+  size_t mask = m->cap - 1, i = mix64(key) & mask;
+  while (m->vals[i]) i = (i + 1) & mask;
+  m->keys[i] = key;
+  m->vals[i] = idx + 1;
+  m->len++;
+  return 0;
+}
+
+static void map_free(nd_map_t *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+// ---------------------------------------------------------------- records
+
+static uint64_t module_hash(uint64_t base, uint64_t lo, uint64_t hi, const char *p, size_t n) {
+  uint64_t h = mix64(base ^ mix64(lo ^ mix64(hi)));
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+  return mix64(h);
+}
+
+// A MODULE record: a module already known (same range, bias and path; ids are not compared, as
+// nothing refers to them) only becomes the most recent again, so re-written maps cost no memory.
+static int on_module(nd_trace_t *t, uint64_t off, const char *p, uint32_t size) {
+  nd_rec_module_t m;
+  memcpy(&m, p, sizeof m);
+  if (m.path_len != size - sizeof m)
+    return fail(t, off, "MODULE path length %u does not match its record size %u", m.path_len,
+                size);
+  if (m.lo > m.hi)
+    return fail(t, off, "MODULE range [0x%llx, 0x%llx) is inverted", (unsigned long long)m.lo,
+                (unsigned long long)m.hi);
+  const char *path = p + sizeof m;
+  size_t n = strnlen(path, m.path_len);
+  uint64_t h = module_hash(m.base, m.lo, m.hi, path, n);
+  if ((t->nmods + 1) * 2 > t->mod_slots_cap) { // rehash at load 1/2
+    size_t ncap = t->mod_slots_cap ? t->mod_slots_cap * 2 : 64;
+    uint32_t *ns = calloc(ncap, sizeof *ns);
+    if (!ns) return fail(t, off, "out of memory");
+    for (size_t k = 0; k < t->nmods; k++) {
+      nd_module_t *x = &t->mods[k];
+      size_t i = module_hash(x->base, x->lo, x->hi, x->path, x->path_len) & (ncap - 1);
+      while (ns[i]) i = (i + 1) & (ncap - 1);
+      ns[i] = (uint32_t)k + 1;
+    }
+    free(t->mod_slots);
+    t->mod_slots = ns;
+    t->mod_slots_cap = ncap;
+  }
+  size_t mask = t->mod_slots_cap - 1, i = h & mask;
+  for (; t->mod_slots[i]; i = (i + 1) & mask) {
+    nd_module_t *x = &t->mods[t->mod_slots[i] - 1];
+    if (x->base == m.base && x->lo == m.lo && x->hi == m.hi && x->path_len == n &&
+        !memcmp(x->path, path, n)) {
+      x->seq = t->records;
+      x->id = m.id;
+      return 0;
+    }
+  }
+  if (grow(&t->mods, &t->mods_cap, t->nmods + 1, sizeof *t->mods))
+    return fail(t, off, "out of memory");
+  char *copy = malloc(n + 1);
+  if (!copy) return fail(t, off, "out of memory");
+  memcpy(copy, path, n);
+  copy[n] = 0;
+  t->mods[t->nmods] = (nd_module_t){.base = m.base, .lo = m.lo, .hi = m.hi, .seq = t->records,
+                                    .id = m.id, .path_len = (uint32_t)n, .path = copy};
+  t->mod_slots[i] = (uint32_t)++t->nmods;
+  return 0;
+}
+
+static int on_stack(nd_trace_t *t, uint64_t off, const char *p, uint32_t size) {
+  nd_rec_stack_t s;
+  memcpy(&s, p, sizeof s);
+  uint32_t n = (size - (uint32_t)sizeof s) / 8;
+  if (s.depth != n)
+    return fail(t, off, "STACK depth %u does not match its record size %u", s.depth, size);
+  long known = map_get(&t->stack_ids, s.id);
+  if (known >= 0) { // written once by the shim; an identical repeat is harmless
+    const nd_stack_t *k = &t->stacks[known];
+    if (k->depth != n || (n && memcmp(t->frames + k->first, p + sizeof s, (size_t)n * 8)))
+      return fail(t, off, "STACK %u redefined with different frames", s.id);
+    return 0;
+  }
+  if (t->nstacks >= UINT32_MAX - 1 ||
+      grow(&t->stacks, &t->stacks_cap, t->nstacks + 1, sizeof *t->stacks) ||
+      grow(&t->frames, &t->frames_cap, t->nframes + n, sizeof *t->frames) ||
+      map_put(&t->stack_ids, s.id, (uint32_t)t->nstacks))
+    return fail(t, off, "out of memory");
+  if (n) memcpy(t->frames + t->nframes, p + sizeof s, (size_t)n * 8);
+  t->stacks[t->nstacks++] = (nd_stack_t){.id = s.id, .depth = n, .first = t->nframes};
+  t->nframes += n;
+  return 0;
+}
+
+static uint64_t site_key(uint32_t stack_id, uint16_t kind) {
+  return (uint64_t)stack_id << 16 | kind;
+}
+
+static int on_site(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_site_t s;
+  memcpy(&s, p, sizeof s);
+  if (s.kind >= ND_TRACE_KINDS) return fail(t, off, "SITE memory kind %u out of range", s.kind);
+  uint64_t key = site_key(s.stack_id, s.kind);
+  long i = map_get(&t->site_keys, key);
+  if (i >= 0) { // a site's stack is known: it was checked when the site first appeared
+    t->sites[i].rec = s;
+    return 0;
+  }
+  long st = map_get(&t->stack_ids, s.stack_id);
+  if (st < 0) return fail(t, off, "SITE names unknown stack %u", s.stack_id);
+  if (t->nsites >= UINT32_MAX - 1 ||
+      grow(&t->sites, &t->sites_cap, t->nsites + 1, sizeof *t->sites) ||
+      map_put(&t->site_keys, key, (uint32_t)t->nsites))
+    return fail(t, off, "out of memory");
+  t->sites[t->nsites++] = (nd_site_t){.stack = (uint32_t)st, .rec = s};
+  return 0;
+}
+
+static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_block_t b;
+  memcpy(&b, p, sizeof b);
+  if (b.kind >= ND_TRACE_KINDS) return fail(t, off, "BLOCK memory kind %u out of range", b.kind);
+  uint64_t key = site_key(b.stack_id, b.kind);
+  long i = map_get(&t->leak_keys, key);
+  if (i < 0) {
+    long st = map_get(&t->stack_ids, b.stack_id);
+    if (st < 0) return fail(t, off, "BLOCK names unknown stack %u", b.stack_id);
+    if (t->nleaks >= UINT32_MAX - 1 ||
+        grow(&t->leaks, &t->leaks_cap, t->nleaks + 1, sizeof *t->leaks) ||
+        map_put(&t->leak_keys, key, (uint32_t)t->nleaks))
+      return fail(t, off, "out of memory");
+    i = (long)t->nleaks++;
+    t->leaks[i] = (nd_leak_t){.stack = (uint32_t)st, .kind = b.kind};
+  }
+  nd_leak_t *l = &t->leaks[i];
+  if (b.flags & ND_SITE_SAMPLED) {
+    l->est_bytes += b.weight;
+    l->sampled_blocks++;
+    l->est_blocks += b.size ? (double)b.weight / (double)b.size : 1.0;
+  } else {
+    l->exact_bytes += b.size;
+    l->exact_blocks++;
+  }
+  t->block_records++;
+  return 0;
+}
+
+static void saw_time(nd_trace_t *t, uint64_t ns) {
+  if (ns > t->last_ns) t->last_ns = ns;
+}
+
+// The payload size a tag allows: exact for fixed records, a minimum (and *var set) otherwise.
+static uint32_t fixed_size(unsigned tag, int *var) {
+  *var = 0;
+  switch (tag) {
+  case ND_REC_MODULE: *var = 1; return sizeof(nd_rec_module_t);
+  case ND_REC_STACK: *var = 1; return sizeof(nd_rec_stack_t);
+  case ND_REC_SITE: return sizeof(nd_rec_site_t);
+  case ND_REC_COUNTERS: return sizeof(nd_rec_counters_t);
+  case ND_REC_BLOCK: return sizeof(nd_rec_block_t);
+  case ND_REC_FLUSH: return sizeof(nd_rec_flush_t);
+  default: return sizeof(nd_rec_end_t);
+  }
+}
+
+// Checks a record header before its payload is needed, so an impossible size is an error even
+// when the file ends before the payload would.
+static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
+  if (t->ended) return fail(t, off, "%s record after END", r->tag > 0 && r->tag < ND_REC_TAG_MAX
+                                                              ? tag_names[r->tag] : "a");
+  if (r->tag == 0 || r->tag >= ND_REC_TAG_MAX)
+    return fail(t, off, "unknown record tag %u", r->tag);
+  if (r->size > ND_TRACE_MAX_RECORD)
+    return fail(t, off, "%s record size %u above the maximum %u", tag_names[r->tag], r->size,
+                ND_TRACE_MAX_RECORD);
+  int var;
+  uint32_t want = fixed_size(r->tag, &var);
+  if (var ? r->size < want : r->size != want)
+    return fail(t, off, "%s record size %u impossible (%s%u)", tag_names[r->tag], r->size,
+                var ? "at least " : "", want);
+  if (r->tag == ND_REC_STACK) {
+    if ((r->size - want) % 8)
+      return fail(t, off, "STACK record size %u is not a whole number of frames", r->size);
+    if ((r->size - want) / 8 > ND_TRACE_MAX_DEPTH)
+      return fail(t, off, "STACK depth %u above the maximum %u", (r->size - want) / 8,
+                  ND_TRACE_MAX_DEPTH);
+  }
+  return 0;
+}
+
+static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p) {
+  switch (r->tag) {
+  case ND_REC_MODULE: return on_module(t, off, p, r->size);
+  case ND_REC_STACK: return on_stack(t, off, p, r->size);
+  case ND_REC_SITE: return on_site(t, off, p);
+  case ND_REC_COUNTERS:
+    memcpy(&t->counters, p, sizeof t->counters);
+    t->have_counters = true;
+    saw_time(t, t->counters.mono_ns);
+    return 0;
+  case ND_REC_BLOCK: return on_block(t, off, p);
+  case ND_REC_FLUSH:
+    memcpy(&t->flush, p, sizeof t->flush);
+    t->have_flush = true;
+    saw_time(t, t->flush.mono_ns);
+    return 0;
+  default: // ND_REC_END
+    memcpy(&t->end, p, sizeof t->end);
+    if (t->end.blocks != t->block_records)
+      return fail(t, off, "END counts %llu blocks but %llu BLOCK records precede it",
+                  (unsigned long long)t->end.blocks, (unsigned long long)t->block_records);
+    t->ended = true;
+    saw_time(t, t->end.mono_ns);
+    return 0;
+  }
+}
+
+// ---------------------------------------------------------------- the stream
+
+typedef struct nd_in {
+  int fd;
+  char *buf;
+  size_t cap;      // ND_BUF_SIZE, or less for a small regular file (grown if it grows)
+  size_t pos, len; // unread bytes are buf[pos, len)
+  uint64_t base;   // file offset of buf[0]
+  bool eof;
+  uint64_t reads; // read(2) calls that returned data, for progress reports
+} nd_in_t;
+
+// Makes at least `want` (<= ND_BUF_SIZE) unread bytes available unless the file ends first. 0,
+// or -1 on a read error or out of memory (errno set).
+static int fill(nd_in_t *in, size_t want) {
+  if (in->len - in->pos >= want || in->eof) return 0;
+  if (want > in->cap) { // a small file that grew while we read it
+    char *p = realloc(in->buf, ND_BUF_SIZE);
+    if (!p) return -1;
+    in->buf = p;
+    in->cap = ND_BUF_SIZE;
+  }
+  if (in->pos) {
+    memmove(in->buf, in->buf + in->pos, in->len - in->pos);
+    in->base += in->pos;
+    in->len -= in->pos;
+    in->pos = 0;
+  }
+  while (in->len < want && !in->eof) {
+    ssize_t n = read(in->fd, in->buf + in->len, in->cap - in->len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) in->eof = true;
+    else in->reads++;
+    in->len += (size_t)n;
+  }
+  return 0;
+}
+
+static int read_header(nd_trace_t *t, nd_in_t *in) {
+  if (fill(in, sizeof t->hdr)) return fail(t, 0, "read error: %s", strerror(errno));
+  size_t have = in->len;
+  if (have == 0) return fail(t, 0, "empty file, not an ndmem trace");
+  if (have < sizeof t->hdr.magic ||
+      memcmp(in->buf, ND_TRACE_MAGIC, sizeof t->hdr.magic))
+    return fail(t, 0, "not an ndmem trace (bad magic)");
+  if (have < sizeof t->hdr) return fail(t, have, "trace header cut short (%zu of %zu bytes)", have,
+                                        sizeof t->hdr);
+  memcpy(&t->hdr, in->buf, sizeof t->hdr);
+  if (t->hdr.version != ND_TRACE_VERSION)
+    return fail(t, 8, "unsupported trace version %u (this reader knows %u)", t->hdr.version,
+                ND_TRACE_VERSION);
+  // A later writer may append header fields: skip them, within reason.
+  if (t->hdr.header_size < sizeof t->hdr || t->hdr.header_size > ND_TRACE_MAX_RECORD)
+    return fail(t, 12, "impossible header size %u", t->hdr.header_size);
+  if (t->hdr.depth > ND_TRACE_MAX_DEPTH)
+    return fail(t, 56, "header stack depth %u above the maximum %u", t->hdr.depth,
+                ND_TRACE_MAX_DEPTH);
+  if (fill(in, t->hdr.header_size)) return fail(t, 0, "read error: %s", strerror(errno));
+  if (in->len < t->hdr.header_size)
+    return fail(t, in->len, "trace header cut short (%zu of %u bytes)", in->len,
+                t->hdr.header_size);
+  in->pos = t->hdr.header_size;
+  memcpy(t->host, t->hdr.host, sizeof t->hdr.host);
+  t->host[sizeof t->hdr.host] = 0;
+  memcpy(t->exe, t->hdr.exe, sizeof t->hdr.exe);
+  t->exe[sizeof t->hdr.exe] = 0;
+  return 0;
+}
+
+static int cmp_lo(const void *a, const void *b, void *arg) {
+  const nd_module_t *m = arg;
+  const nd_module_t *x = &m[*(const uint32_t *)a], *y = &m[*(const uint32_t *)b];
+  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+  return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int build_module_index(nd_trace_t *t) {
+  if (!t->nmods) return 0;
+  t->mod_order = malloc(t->nmods * sizeof *t->mod_order);
+  t->mod_maxhi = malloc(t->nmods * sizeof *t->mod_maxhi);
+  if (!t->mod_order || !t->mod_maxhi) return fail(t, UINT64_MAX, "out of memory");
+  for (size_t i = 0; i < t->nmods; i++) t->mod_order[i] = (uint32_t)i;
+  qsort_r(t->mod_order, t->nmods, sizeof *t->mod_order, cmp_lo, t->mods);
+  uint64_t hi = 0;
+  for (size_t i = 0; i < t->nmods; i++) {
+    if (t->mods[t->mod_order[i]].hi > hi) hi = t->mods[t->mod_order[i]].hi;
+    t->mod_maxhi[i] = hi;
+  }
+  return 0;
+}
+
+const nd_module_t *nd_trace_module_of(const nd_trace_t *t, uint64_t ip) {
+  // The last module (by lo) starting at or below ip; then walk down while an earlier module
+  // could still reach ip (prefix maximum of hi), keeping the most recent one that holds it.
+  size_t lo = 0, hi = t->nmods;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->mods[t->mod_order[mid]].lo <= ip) lo = mid + 1;
+    else hi = mid;
+  }
+  const nd_module_t *best = NULL;
+  for (size_t i = lo; i-- > 0 && t->mod_maxhi[i] > ip;) {
+    const nd_module_t *m = &t->mods[t->mod_order[i]];
+    if (ip < m->hi && (!best || m->seq > best->seq)) best = m;
+  }
+  return best;
+}
+
+int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void *arg) {
+  memset(t, 0, sizeof *t);
+  t->path = path;
+  t->err_off = UINT64_MAX;
+  nd_in_t in = {.fd = -1};
+  int rc = -1;
+  in.fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (in.fd < 0) return fail(t, UINT64_MAX, "cannot open: %s", strerror(errno));
+  struct stat st;
+  if (fstat(in.fd, &st)) {
+    fail(t, UINT64_MAX, "cannot stat: %s", strerror(errno));
+    goto out;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    fail(t, UINT64_MAX, "is a directory, not a trace");
+    goto out;
+  }
+  uint64_t size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+  in.cap = ND_BUF_SIZE;
+  if (size && size < ND_BUF_SIZE - 4096) in.cap = size + 4096 > 65536 ? size + 4096 : 65536;
+  in.buf = malloc(in.cap);
+  if (!in.buf) {
+    fail(t, UINT64_MAX, "out of memory");
+    goto out;
+  }
+  if (read_header(t, &in)) goto out;
+
+  for (;;) {
+    uint64_t reads = in.reads;
+    if (fill(&in, sizeof(nd_rec_t))) {
+      fail(t, in.base + in.pos, "read error: %s", strerror(errno));
+      goto out;
+    }
+    uint64_t off = in.base + in.pos;
+    size_t avail = in.len - in.pos;
+    if (avail == 0) break; // clean end
+    if (avail < sizeof(nd_rec_t)) {
+      t->truncated = true;
+      break;
+    }
+    nd_rec_t r;
+    memcpy(&r, in.buf + in.pos, sizeof r);
+    if (check_header(t, off, &r)) goto out;
+    if (avail < sizeof r + r.size) {
+      if (fill(&in, sizeof r + r.size)) {
+        fail(t, off, "read error: %s", strerror(errno));
+        goto out;
+      }
+      if (in.len - in.pos < sizeof r + r.size) {
+        t->truncated = true;
+        break;
+      }
+    }
+    if (on_record(t, off, &r, in.buf + in.pos + sizeof r)) goto out;
+    in.pos += sizeof r + r.size;
+    t->records++;
+    t->rec_count[r.tag]++;
+    t->after_flush = r.tag == ND_REC_FLUSH ? 0 : t->after_flush + 1;
+    t->good_end = in.base + in.pos;
+    if (progress && in.reads != reads) progress(arg, t->good_end, size);
+  }
+  if (!t->records) t->good_end = t->hdr.header_size;
+  t->file_size = in.base + in.len;
+  if (build_module_index(t)) goto out;
+  rc = 0;
+out:
+  free(in.buf);
+  if (in.fd >= 0) close(in.fd);
+  return rc;
+}
+
+void nd_trace_free(nd_trace_t *t) {
+  for (size_t i = 0; i < t->nmods; i++) free(t->mods[i].path);
+  free(t->mods);
+  free(t->mod_slots);
+  free(t->mod_order);
+  free(t->mod_maxhi);
+  free(t->stacks);
+  free(t->frames);
+  map_free(&t->stack_ids);
+  free(t->sites);
+  map_free(&t->site_keys);
+  free(t->leaks);
+  map_free(&t->leak_keys);
+  memset(t, 0, sizeof *t);
+}

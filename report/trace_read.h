@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+// trace_read.h: streaming reader for ndmem traces (trace_format.h). It reads the file through one
+// fixed buffer, validates every record, and folds the records into the latest state: module map,
+// interned stacks, per-site totals, process counters and blocks live at exit (aggregated per
+// stack and kind). Memory grows with distinct modules, stacks and sites, never with file size, so
+// a trace larger than RAM can be read. Malformed input gives an error with its offset, never UB.
+#ifndef ND_TRACE_READ_H
+#define ND_TRACE_READ_H
+
+#include "trace_format.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct nd_module {
+  uint64_t base, lo, hi;
+  uint64_t seq; // record number of the latest MODULE record naming it: later wins on overlap
+  uint32_t id;
+  uint32_t path_len;
+  char *path; // the record's path up to its first NUL, NUL-terminated
+} nd_module_t;
+
+typedef struct nd_stack {
+  uint32_t id;
+  uint32_t depth;
+  size_t first; // index of its innermost frame in nd_trace_t.frames
+} nd_stack_t;
+
+typedef struct nd_site {
+  uint32_t stack; // index into nd_trace_t.stacks
+  nd_rec_site_t rec; // the latest SITE record of (stack id, kind)
+} nd_site_t;
+
+// Blocks live at exit (BLOCK records) of one stack and kind. Sampled blocks stand for `weight`
+// bytes each; their count is estimated as weight / size (a sampled block of size s is drawn with
+// probability about s / weight).
+typedef struct nd_leak {
+  uint32_t stack; // index into nd_trace_t.stacks
+  uint16_t kind;
+  uint64_t exact_bytes, exact_blocks;
+  uint64_t est_bytes, sampled_blocks;
+  double est_blocks;
+} nd_leak_t;
+
+// An open-addressing table from a 64-bit key to an index; internal to the reader.
+typedef struct nd_map {
+  uint64_t *keys;
+  uint32_t *vals; // index + 1; 0 is an empty slot
+  size_t cap, len;
+} nd_map_t;
+
+typedef struct nd_trace {
+  const char *path;
+  nd_trace_header_t hdr;
+  char host[sizeof(((nd_trace_header_t *)0)->host) + 1]; // header strings, NUL-terminated
+  char exe[sizeof(((nd_trace_header_t *)0)->exe) + 1];
+
+  uint64_t file_size; // bytes in the file (what was read, for a pipe)
+  uint64_t good_end;  // offset just past the last complete record
+  bool truncated;     // the file ends inside a record (good_end < file_size)
+  uint64_t records, rec_count[ND_REC_TAG_MAX];
+
+  bool ended; // an END record: the process exited normally
+  nd_rec_end_t end;
+  bool have_counters;
+  nd_rec_counters_t counters; // the latest COUNTERS record
+  bool have_flush;
+  nd_rec_flush_t flush;     // the latest FLUSH record
+  uint64_t after_flush;     // complete records after it
+  uint64_t last_ns;         // latest time in a COUNTERS, FLUSH or END record (0: none)
+
+  nd_module_t *mods;
+  size_t nmods, mods_cap;
+  uint32_t *mod_slots; // content hash table over mods (index + 1)
+  size_t mod_slots_cap;
+  uint32_t *mod_order; // mods sorted by lo, built after reading, for nd_trace_module_of
+  uint64_t *mod_maxhi; // prefix maxima of hi over mod_order
+
+  nd_stack_t *stacks;
+  size_t nstacks, stacks_cap;
+  uint64_t *frames;
+  size_t nframes, frames_cap;
+  nd_map_t stack_ids; // stack id -> index
+
+  nd_site_t *sites;
+  size_t nsites, sites_cap;
+  nd_map_t site_keys; // (stack id, kind) -> index
+
+  nd_leak_t *leaks;
+  size_t nleaks, leaks_cap;
+  nd_map_t leak_keys; // (stack id, kind) -> index
+  uint64_t block_records;
+
+  char err[256];    // the error of a failed nd_trace_read, without the file name
+  uint64_t err_off; // offset of the record (or header field) at fault
+} nd_trace_t;
+
+// Called after every buffer refill with the bytes consumed so far and the file size (0 if
+// unknown).
+typedef void (*nd_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+// Reads the trace at `path` into `t` (zeroed here). Returns 0, or -1 with t->err and t->err_off
+// set (when the failure is not tied to an offset, e.g. open(2), err_off is UINT64_MAX). A file
+// cut short inside a record is not an error: t->truncated is set and everything before is used.
+// nd_trace_free releases `t` in either case.
+int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void *arg);
+void nd_trace_free(nd_trace_t *t);
+
+// The module of an instruction pointer: the most recently written one whose [lo, hi) holds it,
+// or NULL. Valid after a successful nd_trace_read.
+const nd_module_t *nd_trace_module_of(const nd_trace_t *t, uint64_t ip);
+
+static inline const uint64_t *nd_stack_frames(const nd_trace_t *t, const nd_stack_t *s) {
+  return t->frames + s->first;
+}
+
+#endif
