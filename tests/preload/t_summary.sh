@@ -36,9 +36,15 @@ LD_PRELOAD=$lib ls / >/dev/null 2>"$tmp/err"
 grep -q '^ndmem\[[0-9]*\]: heap: peak' "$tmp/err" || no "summary lost when the program closes stderr"
 
 "$tool" run --no-summary -- "$prog" >/dev/null 2>"$tmp/err"
-[ ! -s "$tmp/err" ] || no "ndmem run --no-summary"
+! grep -q '^ndmem\[' "$tmp/err" || no "ndmem run --no-summary"
 "$tool" run -- "$prog" >/dev/null 2>"$tmp/err"
 grep -qF "$want" "$tmp/err" || no "ndmem run summary"
+# after the program, ndmem run prints ndmemreport's brief report of its trace
+grep -q '^ndmem: trace ' "$tmp/err" && grep -q '^== summary' "$tmp/err" &&
+  grep -q 'exit        normal (END record)' "$tmp/err" || { no "ndmem run report"; cat "$tmp/err" >&2; }
+"$tool" run --no-report -- "$prog" >/dev/null 2>"$tmp/err"
+! grep -q '^== summary' "$tmp/err" || no "ndmem run --no-report still reported"
+NDMEM_OUTPUT="$tmp/run.%p.trace" "$tool" run -- sh -c 'exit 5' 2>/dev/null; [ $? -eq 5 ] || no "exit status with a report"
 "$tool" run -- sh -c 'exit 3'; [ $? -eq 3 ] || no "exit status not passed through"
 "$tool" run 2>"$tmp/err"; [ $? -eq 2 ] && grep -q 'no command given' "$tmp/err" || no "missing command"
 "$tool" run --bogus -- true 2>"$tmp/err"; [ $? -eq 2 ] || no "unknown option accepted"
