@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // ndmemreport: reads an ndmem trace (trace_read.h), symbolizes the stacks it reports
 // (symbolize.h) and prints a summary, the top allocation sites, and the blocks still live at exit
-// (leaks) or, for a process that did not exit normally, the sites' live bytes at the last flush.
+// (leaks) or, for a process that did not exit normally, the sites' live bytes at the last flush;
+// for a version 2 trace with workspace records, the workspaces view (per thread and workspace:
+// cycles, plan, hits, spills, escapes) and the leaked workspace pointers with their stacks.
 // Text for people, JSON (fixed key order, one document) for tools. Exit status: 0, 1 with
 // --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace.
 #include "ndmemreport.h"
@@ -19,7 +21,7 @@
 
 #define USAGE                                                                                      \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] [--brief] "     \
-  "[--no-symbols] FILE"
+  "[--workspaces] [--no-symbols] FILE"
 
 static const char *const kind_names[ND_TRACE_KINDS] = {
     "heap",     "mmap",     "pinned",   "managed",  "device0",  "device1",  "device2",
@@ -34,6 +36,7 @@ static const char *const fb_names[4] = {"bootstrap", "synthesized", "late-thread
 
 typedef struct opts {
   bool json, brief, fail_on_leak, symbols;
+  bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
   size_t top, frames; // frames: per stack in text output, 0 = all
   const char *file;
 } opts_t;
@@ -157,6 +160,13 @@ static void json_hex(FILE *o, uint64_t v) { fprintf(o, "\"0x%llx\"", (unsigned l
 
 // ---------------------------------------------------------------- analysis
 
+// The leaked workspace pointers of one (workspace, stack id).
+typedef struct esc_group {
+  uint32_t first;         // its first escape (index into nd_trace_t.escapes): tid, name, stack
+  uint64_t count, bytes;
+  uint64_t born, seen;    // the earliest cycle_born and cycle_seen
+} esc_group_t;
+
 typedef struct report {
   const nd_trace_t *t;
   nd_sym_t *sym;
@@ -167,6 +177,12 @@ typedef struct report {
   size_t nlive;
   uint64_t leak_bytes, leak_blocks, live_bytes;
   bool leak_est, live_est;
+  uint32_t *ws;           // workspace indices by (tid, name)
+  uint64_t ws_hits, ws_spills, ws_spill_bytes, ws_escapes; // over all workspaces
+  esc_group_t *groups;    // escapes by (workspace, stack id)
+  uint32_t *group_order;  // group indices by bytes
+  size_t ngroups;
+  uint64_t esc_bytes;     // over the escapes kept
 } report_t;
 
 static uint64_t site_live(const nd_rec_site_t *s) {
@@ -218,6 +234,82 @@ static int by_leak(const void *a, const void *b, void *arg) {
   return (x->kind > y->kind) - (x->kind < y->kind);
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
+// Workspaces: by thread id, then name (NUL-padded, so memcmp orders as strcmp does).
+static int by_ws(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  const nd_rec_workspace_t *x = &t->ws[*(const uint32_t *)a], *y = &t->ws[*(const uint32_t *)b];
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  return memcmp(x->name, y->name, sizeof x->name);
+}
+
+// Escapes by their group key (workspace, stack id), then trace order.
+static int by_esc_key(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  const nd_rec_ws_escape_t *x = &t->escapes[i].rec, *y = &t->escapes[j].rec;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  int c = memcmp(x->name, y->name, sizeof x->name);
+  if (c) return c;
+  if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+static int by_esc_group(const void *a, const void *b, void *arg) {
+  const report_t *r = arg;
+  const esc_group_t *x = &r->groups[*(const uint32_t *)a], *y = &r->groups[*(const uint32_t *)b];
+  int c = cmp_u64_desc(x->bytes, y->bytes);
+  if (!c) c = cmp_u64_desc(x->count, y->count);
+  if (c) return c;
+  uint32_t i = x->first, j = y->first; // the keys differ: by_esc_key orders them
+  return by_esc_key(&i, &j, (void *)r->t);
+}
+
+// The workspace totals, the workspaces in order, and the escapes grouped by (workspace, stack).
+static int analyse_ws(report_t *r) {
+  const nd_trace_t *t = r->t;
+  r->ws = malloc((t->nws ? t->nws : 1) * sizeof *r->ws);
+  size_t ne = t->nescapes ? t->nescapes : 1;
+  uint32_t *esc = malloc(ne * sizeof *esc);
+  r->groups = malloc(ne * sizeof *r->groups);
+  r->group_order = malloc(ne * sizeof *r->group_order);
+  if (!r->ws || !esc || !r->groups || !r->group_order) {
+    free(esc);
+    return -1;
+  }
+  for (size_t i = 0; i < t->nws; i++) {
+    const nd_rec_workspace_t *w = &t->ws[i];
+    r->ws[i] = (uint32_t)i;
+    r->ws_hits = sat_add(r->ws_hits, w->hits);
+    r->ws_spills = sat_add(r->ws_spills, w->spills);
+    r->ws_spill_bytes = sat_add(r->ws_spill_bytes, w->spill_bytes);
+    r->ws_escapes = sat_add(r->ws_escapes, w->escapes);
+  }
+  qsort_r(r->ws, t->nws, sizeof *r->ws, by_ws, (void *)t);
+  for (size_t i = 0; i < t->nescapes; i++) esc[i] = (uint32_t)i;
+  qsort_r(esc, t->nescapes, sizeof *esc, by_esc_key, (void *)t);
+  for (size_t i = 0; i < t->nescapes; i++) {
+    const nd_ws_escape_t *e = &t->escapes[esc[i]];
+    r->esc_bytes = sat_add(r->esc_bytes, e->rec.size);
+    esc_group_t *g = r->ngroups ? &r->groups[r->ngroups - 1] : NULL;
+    const nd_rec_ws_escape_t *k = g ? &t->escapes[g->first].rec : NULL;
+    if (!g || k->tid != e->rec.tid || k->stack_id != e->rec.stack_id ||
+        memcmp(k->name, e->rec.name, sizeof k->name)) {
+      r->group_order[r->ngroups] = (uint32_t)r->ngroups;
+      g = &r->groups[r->ngroups++];
+      *g = (esc_group_t){.first = esc[i], .born = e->rec.cycle_born, .seen = e->rec.cycle_seen};
+    }
+    g->count++;
+    g->bytes = sat_add(g->bytes, e->rec.size);
+    if (e->rec.cycle_born < g->born) g->born = e->rec.cycle_born;
+    if (e->rec.cycle_seen < g->seen) g->seen = e->rec.cycle_seen;
+  }
+  free(esc);
+  qsort_r(r->group_order, r->ngroups, sizeof *r->group_order, by_esc_group, r);
+  return 0;
+}
+
 static int analyse(report_t *r) {
   const nd_trace_t *t = r->t;
   size_t n = t->nsites ? t->nsites : 1;
@@ -247,7 +339,7 @@ static int analyse(report_t *r) {
     if (t->leaks[i].sampled_blocks) r->leak_est = true;
   }
   qsort_r(r->leaks, t->nleaks, sizeof *r->leaks, by_leak, (void *)t);
-  return 0;
+  return analyse_ws(r);
 }
 
 static size_t list_len(const report_t *r, size_t n) {
@@ -313,6 +405,40 @@ static void text_kind(FILE *o, const nd_rec_kind_totals_t *k, const char *name, 
           (unsigned long long)k->frees);
 }
 
+// Escape records seen, kept or not.
+static uint64_t esc_records(const nd_trace_t *t) {
+  return sat_add(t->nescapes, t->escapes_dropped);
+}
+
+// The summary's line about workspaces.
+static void text_ws_line(FILE *o, const report_t *r) {
+  const nd_trace_t *t = r->t;
+  fprintf(o, "  %-10s  ", "workspaces");
+  if (t->nws)
+    fprintf(o, "%zu (hits %llu, spills %llu, escapes %llu)\n", t->nws,
+            (unsigned long long)r->ws_hits, (unsigned long long)r->ws_spills,
+            (unsigned long long)r->ws_escapes);
+  else
+    fprintf(o, "none recorded (%llu leaked workspace %s)\n",
+            (unsigned long long)esc_records(t), plural(esc_records(t), "pointer", "pointers"));
+}
+
+// The summary's line about the file: complete or truncated.
+static void text_trace_line(FILE *o, const nd_trace_t *t) {
+  fprintf(o, "  %-10s  ", "trace");
+  if (t->truncated)
+    fprintf(o, "TRUNCATED: %llu bytes, the last record cut short at offset %llu; read the %llu "
+               "whole records before it",
+            (unsigned long long)t->file_size, (unsigned long long)t->good_end,
+            (unsigned long long)t->records);
+  else
+    fprintf(o, "complete: %llu bytes, %llu records", (unsigned long long)t->file_size,
+            (unsigned long long)t->records);
+  if (!t->ended && t->have_flush && t->after_flush)
+    fprintf(o, " (%llu after the last flush, included)", (unsigned long long)t->after_flush);
+  fputc('\n', o);
+}
+
 static void text_summary(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -340,18 +466,7 @@ static void text_summary(FILE *o, report_t *r) {
     }
     fputc('\n', o);
   }
-  fprintf(o, "  %-10s  ", "trace");
-  if (t->truncated)
-    fprintf(o, "TRUNCATED: %llu bytes, the last record cut short at offset %llu; read the %llu "
-               "whole records before it",
-            (unsigned long long)t->file_size, (unsigned long long)t->good_end,
-            (unsigned long long)t->records);
-  else
-    fprintf(o, "complete: %llu bytes, %llu records", (unsigned long long)t->file_size,
-            (unsigned long long)t->records);
-  if (!t->ended && t->have_flush && t->after_flush)
-    fprintf(o, " (%llu after the last flush, included)", (unsigned long long)t->after_flush);
-  fputc('\n', o);
+  text_trace_line(o, t);
   fprintf(o, "  %-10s  ", "tracking");
   char a[48], b[48];
   human(a, sizeof a, h->track_min);
@@ -403,6 +518,7 @@ static void text_summary(FILE *o, report_t *r) {
             (unsigned long long)r->leak_blocks, plural(r->leak_blocks, "block", "blocks"),
             t->nleaks, plural(t->nleaks, "stack", "stacks"));
   }
+  if (t->nws || t->nescapes || t->escapes_dropped) text_ws_line(o, r);
 }
 
 // What a site list ranks by: its first line shows that figure, the second the others.
@@ -468,7 +584,116 @@ static int text_leak(FILE *o, report_t *r, size_t rank, const nd_leak_t *l) {
   return text_stack(o, r, l->stack);
 }
 
+// sum / peak to two decimals, rounded half up ("4.00"), or "n/a" for a zero peak.
+static void format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak) {
+  if (!peak) {
+    snprintf(out, n, "n/a");
+    return;
+  }
+  u128 h = ((u128)sum * 100 + peak / 2) / peak;
+  snprintf(out, n, "%llu.%02u", (unsigned long long)(h / 100), (unsigned)(h % 100));
+}
+
+static void text_ws_name(FILE *o, const char *name, uint32_t tid) {
+  fputc('[', o);
+  print_text(o, name);
+  fprintf(o, "] on thread %u", tid);
+}
+
+static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w) {
+  char ratio[64];
+  format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
+  fprintf(o, "#%-3zu ", rank);
+  text_ws_name(o, w->name, w->tid);
+  fprintf(o,
+          "\n      cycles %llu, learned cycles %llu, re-learns %llu, deviations %llu\n"
+          "      arena ",
+          (unsigned long long)w->cycles, (unsigned long long)w->learned_cycles,
+          (unsigned long long)w->relearns, (unsigned long long)w->deviations);
+  print_bytes(o, w->arena_bytes, false);
+  fputs("; learned plan peak live ", o);
+  print_bytes(o, w->plan_peak_bytes, false);
+  fputs(", sum ", o);
+  print_bytes(o, w->plan_sum_bytes, false);
+  fprintf(o, "; sum/peak %s%s\n", ratio, w->plan_peak_bytes ? "x" : "");
+  fprintf(o, "      hits %llu; spills %llu, ", (unsigned long long)w->hits,
+          (unsigned long long)w->spills);
+  print_bytes(o, w->spill_bytes, false);
+  fprintf(o, "; escapes %llu\n      ND4J: allocated ", (unsigned long long)w->escapes);
+  print_bytes(o, w->arena_bytes, false);
+  fputs(" / external (spilled) ", o);
+  print_bytes(o, w->spill_bytes, false);
+  fputs(" / external (pinned) ", o);
+  print_bytes(o, w->pinned_bytes, false);
+  fputc('\n', o);
+}
+
+static int text_esc_group(FILE *o, report_t *r, size_t rank, const esc_group_t *g) {
+  const nd_ws_escape_t *e = &r->t->escapes[g->first];
+  fprintf(o, "#%-3zu ", rank);
+  text_ws_name(o, e->rec.name, e->rec.tid);
+  fprintf(o, ": %llu %s, ", (unsigned long long)g->count, plural(g->count, "escape", "escapes"));
+  print_bytes(o, g->bytes, false);
+  fprintf(o, "; %sborn in cycle %llu, %sseen in cycle %llu", g->count > 1 ? "first " : "",
+          (unsigned long long)g->born, g->count > 1 ? "first " : "", (unsigned long long)g->seen);
+  if (e->rec.stack_id == UINT32_MAX) {
+    fputs("  [stack unknown]\n      (frames unknown: the block's allocation was not tracked)\n", o);
+    return 0;
+  }
+  fprintf(o, "  [stack %u]\n", e->rec.stack_id);
+  if (e->stack == UINT32_MAX) {
+    fprintf(o, "      (frames unknown: stack %u is not in the trace)\n", e->rec.stack_id);
+    return 0;
+  }
+  return text_stack(o, r, e->stack);
+}
+
+// The workspaces view: every workspace (unless brief), then the leaked workspace pointers.
+static int text_workspaces(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!r->o->brief && t->nws) {
+    fprintf(o, "\n== workspaces: %zu (per thread and name%s)\n", t->nws,
+            t->ended ? "" : "; as last written, no normal exit");
+    for (size_t i = 0; i < t->nws; i++) text_workspace(o, i + 1, &t->ws[r->ws[i]]);
+  }
+  uint64_t nrec = esc_records(t);
+  if (!nrec) {
+    if (!r->o->brief && t->nws) fputs("\n== leaked workspace pointers: none\n", o);
+    return 0;
+  }
+  size_t n = list_len(r, r->ngroups);
+  fprintf(o, "\n== leaked workspace pointers: %zu %s, ", t->nescapes,
+          plural(t->nescapes, "block", "blocks"));
+  print_bytes(o, r->esc_bytes, false);
+  fprintf(o, ", from %zu (workspace, stack) %s", r->ngroups,
+          plural(r->ngroups, "pair", "pairs"));
+  if (t->escapes_dropped)
+    fprintf(o, "; %llu more not kept (over %u)", (unsigned long long)t->escapes_dropped,
+            (unsigned)ND_TRACE_MAX_ESCAPES);
+  if (n < r->ngroups) fprintf(o, "; top %zu", n);
+  fputc('\n', o);
+  for (size_t i = 0; i < n; i++)
+    if (text_esc_group(o, r, i + 1, &r->groups[r->group_order[i]])) return -1;
+  return 0;
+}
+
+static int text_main(FILE *o, report_t *r);
+
 static int text_report(FILE *o, report_t *r) {
+  if (r->o->workspaces) {
+    fputs("== summary\n", o);
+    text_trace_line(o, r->t);
+    if (r->t->nws || esc_records(r->t)) text_ws_line(o, r);
+    else fprintf(o, "  %-10s  none recorded\n", "workspaces");
+    return text_workspaces(o, r);
+  }
+  if (text_main(o, r)) return -1;
+  return text_workspaces(o, r);
+}
+
+// The summary, the site lists (unless brief), and the leaks or, without a normal exit, the sites
+// live at the last flush.
+static int text_main(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   text_summary(o, r);
   if (!r->o->brief) {
@@ -589,6 +814,75 @@ static void json_kind(FILE *o, const nd_rec_kind_totals_t *k, int i, bool more) 
           more ? "," : "");
 }
 
+static void json_u64(FILE *o, const char *key, uint64_t v, bool more) {
+  fprintf(o, "\"%s\": %llu%s", key, (unsigned long long)v, more ? ", " : "");
+}
+
+static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool more) {
+  char ratio[64];
+  format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
+  fprintf(o, "      {\"tid\": %u, \"name\": ", w->tid);
+  json_str(o, w->name);
+  fputs(", ", o);
+  json_u64(o, "cycles", w->cycles, true);
+  json_u64(o, "learned_cycles", w->learned_cycles, true);
+  json_u64(o, "arena_bytes", w->arena_bytes, true);
+  json_u64(o, "plan_peak_bytes", w->plan_peak_bytes, true);
+  json_u64(o, "plan_sum_bytes", w->plan_sum_bytes, true);
+  fprintf(o, "\"sum_over_peak\": %s,\n       ", w->plan_peak_bytes ? ratio : "null");
+  json_u64(o, "hits", w->hits, true);
+  json_u64(o, "spills", w->spills, true);
+  json_u64(o, "spill_bytes", w->spill_bytes, true);
+  json_u64(o, "escapes", w->escapes, true);
+  json_u64(o, "relearns", w->relearns, true);
+  json_u64(o, "deviations", w->deviations, true);
+  json_u64(o, "pinned_bytes", w->pinned_bytes, false);
+  fputs(",\n       \"nd4j\": {", o);
+  json_u64(o, "allocated", w->arena_bytes, true);
+  json_u64(o, "external_spilled", w->spill_bytes, true);
+  json_u64(o, "external_pinned", w->pinned_bytes, false);
+  fprintf(o, "}}%s\n", more ? "," : "");
+}
+
+// "workspaces" and "leaked_workspace_pointers"; `last`: no key follows.
+static int json_ws(FILE *o, report_t *r, bool last) {
+  const nd_trace_t *t = r->t;
+  fprintf(o, "  \"workspaces\": {\"count\": %zu, ", t->nws);
+  json_u64(o, "hits", r->ws_hits, true);
+  json_u64(o, "spills", r->ws_spills, true);
+  json_u64(o, "spill_bytes", r->ws_spill_bytes, true);
+  json_u64(o, "escapes", r->ws_escapes, !r->o->brief);
+  if (!r->o->brief) {
+    fprintf(o, "\"list\": [%s", t->nws ? "\n" : "");
+    for (size_t i = 0; i < t->nws; i++) json_workspace(o, &t->ws[r->ws[i]], i + 1 < t->nws);
+    fputs(t->nws ? "    ]" : "]", o);
+  }
+  fputs("},\n  \"leaked_workspace_pointers\": {", o);
+  size_t n = list_len(r, r->ngroups);
+  json_u64(o, "records", esc_records(t), true);
+  json_u64(o, "not_kept", t->escapes_dropped, true);
+  json_u64(o, "bytes", r->esc_bytes, true);
+  fprintf(o, "\"pairs\": %zu, \"groups\": [%s", r->ngroups, n ? "\n" : "");
+  for (size_t i = 0; i < n; i++) {
+    const esc_group_t *g = &r->groups[r->group_order[i]];
+    const nd_ws_escape_t *e = &t->escapes[g->first];
+    fprintf(o, "    {\"tid\": %u, \"workspace\": ", e->rec.tid);
+    json_str(o, e->rec.name);
+    if (e->rec.stack_id == UINT32_MAX) fputs(", \"stack_id\": null, ", o);
+    else fprintf(o, ", \"stack_id\": %u, ", e->rec.stack_id);
+    json_u64(o, "count", g->count, true);
+    json_u64(o, "bytes", g->bytes, true);
+    json_u64(o, "first_cycle_born", g->born, true);
+    json_u64(o, "first_cycle_seen", g->seen, false);
+    fputs(",\n     ", o);
+    if (e->stack == UINT32_MAX) fputs("\"frames\": null", o);
+    else if (json_stack(o, r, e->stack, "     ")) return -1;
+    fputs(i + 1 < n ? "},\n" : "}\n", o);
+  }
+  fprintf(o, "%s]}%s\n", n ? "  " : "", last ? "" : ",");
+  return 0;
+}
+
 static int json_report(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -607,6 +901,11 @@ static int json_report(FILE *o, report_t *r) {
             (unsigned long long)t->after_flush);
   else
     fputs("\"last_flush\": null},\n", o);
+  if (r->o->workspaces) {
+    if (json_ws(o, r, true)) return -1;
+    fputs("}\n", o);
+    return 0;
+  }
   fprintf(o, "  \"process\": {\"pid\": %llu, \"exe\": ", (unsigned long long)h->pid);
   json_str(o, t->exe);
   fputs(", \"host\": ", o);
@@ -647,6 +946,7 @@ static int json_report(FILE *o, report_t *r) {
     }
     fputs("    ]\n  },\n", o);
   }
+  if (h->version >= 2 && json_ws(o, r, false)) return -1; // absent from version 1 reports
   if (!r->o->brief) {
     size_t n = list_len(r, t->nsites);
     fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);
@@ -736,10 +1036,15 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "%s\n\n"
               "Reads a trace written by libndmem.so and reports what it allocated.\n"
               "  --format text|json  output format (default text)\n"
-              "  --top N             sites and leaks listed (default 10)\n"
+              "  --top N             sites, leaks and leaked workspace pointers listed\n"
+              "                      (default 10)\n"
               "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
-              "  --brief             summary and the 5 largest leaks only\n"
+              "  --brief             summary, the 5 largest leaks and leaked workspace\n"
+              "                      pointers only\n"
               "  --fail-on-leak      exit 1 when a block was still live at a normal exit\n"
+              "  --workspaces        only the summary's trace and workspaces lines, then per\n"
+              "                      workspace its cycles, plan, hits, spills and escapes,\n"
+              "                      and the leaked workspace pointers with their stacks\n"
               "  --no-symbols        do not open modules: frames print as path+offset\n"
               "Exit status: 0, 1 (--fail-on-leak and a leak), 2 (bad usage or trace).\n",
               USAGE);
@@ -757,6 +1062,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       o->fail_on_leak = true;
     } else if (!strcmp(a, "--brief")) {
       o->brief = true;
+    } else if (!strcmp(a, "--workspaces")) {
+      o->workspaces = true;
     } else if (!strcmp(a, "--no-symbols")) {
       o->symbols = false;
     } else {
@@ -834,6 +1141,9 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   free(r.by_total);
   free(r.live);
   free(r.leaks);
+  free(r.ws);
+  free(r.groups);
+  free(r.group_order);
   nd_sym_free(r.sym);
   nd_trace_free(t);
   free(t);

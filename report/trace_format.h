@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define ND_TRACE_MAGIC "NDMEMTR\n"
-#define ND_TRACE_VERSION 1
+#define ND_TRACE_VERSION 2 // 2 added WORKSPACE and WS_ESCAPE records; readers accept 1 and 2
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -41,6 +41,8 @@ enum nd_rec_tag {
   ND_REC_BLOCK = 5,    // nd_rec_block_t: a block live at exit
   ND_REC_FLUSH = 6,    // nd_rec_flush_t: end of a consistent batch
   ND_REC_END = 7,      // nd_rec_end_t: the process finished normally
+  ND_REC_WORKSPACE = 8, // nd_rec_workspace_t: one workspace's statistics (latest wins)
+  ND_REC_WS_ESCAPE = 9, // nd_rec_ws_escape_t: a leaked workspace pointer, once per plan entry
   ND_REC_TAG_MAX
 };
 
@@ -123,5 +125,34 @@ typedef struct nd_rec_end {
   uint64_t blocks; // BLOCK records written at exit
 } nd_rec_end_t;
 _Static_assert(sizeof(nd_rec_end_t) == 16, "end record layout");
+
+// The statistics of one workspace of one thread; a later record for the same (tid, name)
+// replaces an earlier one. ND4J's triple: allocated = arena_bytes, external (spilled) =
+// spill_bytes, external (pinned) = pinned_bytes.
+typedef struct nd_rec_workspace {
+  uint32_t tid;
+  uint32_t reserved;
+  char name[32];          // NUL-terminated
+  uint64_t cycles;        // cycles closed
+  uint64_t learned_cycles;
+  uint64_t arena_bytes;   // the planned arena(s) mapped
+  uint64_t plan_peak_bytes, plan_sum_bytes; // the learned cycle's peak live bytes, and its sum
+  uint64_t hits;          // allocations served from the arena
+  uint64_t spills, spill_bytes; // routed allocations served externally
+  uint64_t escapes, relearns, deviations;
+  uint64_t pinned_bytes;  // escaped blocks still live
+} nd_rec_workspace_t;
+_Static_assert(sizeof(nd_rec_workspace_t) == 136, "workspace record layout");
+
+// A workspace block still live after its cycle ended (ND4J's "leaked workspace pointer").
+typedef struct nd_rec_ws_escape {
+  uint32_t tid;
+  uint32_t stack_id;      // its allocation site; UINT32_MAX when it was not tracked
+  char name[32];          // the workspace
+  uint64_t addr, size;
+  uint64_t cycle_born;    // the cycle it was allocated in (1 = the first cycle)
+  uint64_t cycle_seen;    // the cycle in which it was found still live
+} nd_rec_ws_escape_t;
+_Static_assert(sizeof(nd_rec_ws_escape_t) == 72, "workspace escape record layout");
 
 #endif

@@ -23,7 +23,7 @@
 _Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer holds a record");
 
 static const char *const tag_names[ND_REC_TAG_MAX] = {
-    "?", "MODULE", "STACK", "SITE", "COUNTERS", "BLOCK", "FLUSH", "END"};
+    "?", "MODULE", "STACK", "SITE", "COUNTERS", "BLOCK", "FLUSH", "END", "WORKSPACE", "WS_ESCAPE"};
 
 static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;
@@ -241,6 +241,72 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
   return 0;
 }
 
+// A workspace name must end within its 32 bytes; what follows the NUL is zeroed, so that names
+// compare (and hash) by their bytes.
+static int check_name(nd_trace_t *t, uint64_t off, const char *what, char *name, size_t n) {
+  size_t len = strnlen(name, n);
+  if (len == n) return fail(t, off, "%s workspace name is not NUL-terminated", what);
+  memset(name + len, 0, n - len);
+  return 0;
+}
+
+static uint64_t ws_hash(uint32_t tid, const char *name, size_t n) {
+  uint64_t h = mix64(tid);
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+  return mix64(h);
+}
+
+// A WORKSPACE record: the latest of each (tid, name) wins. The map is keyed by a hash of the
+// pair; a key taken by another pair is re-hashed until a free or matching one is found, which
+// gives every pair one fixed chain of keys, so lookups are exact.
+static int on_workspace(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_workspace_t w;
+  memcpy(&w, p, sizeof w);
+  if (check_name(t, off, "WORKSPACE", w.name, sizeof w.name)) return -1;
+  uint64_t key = ws_hash(w.tid, w.name, sizeof w.name);
+  for (size_t tries = 0;; tries++) { // a chain longer than the table can only be a cycle
+    long i = map_get(&t->ws_keys, key);
+    if (i < 0) break;
+    if (tries > t->nws) return fail(t, off, "WORKSPACE table cannot place this workspace");
+    if (t->ws[i].tid == w.tid && !memcmp(t->ws[i].name, w.name, sizeof w.name)) {
+      t->ws[i] = w;
+      return 0;
+    }
+    key = mix64(key + 1);
+  }
+  if (t->nws >= UINT32_MAX - 1 || grow(&t->ws, &t->ws_cap, t->nws + 1, sizeof *t->ws) ||
+      map_put(&t->ws_keys, key, (uint32_t)t->nws))
+    return fail(t, off, "out of memory");
+  t->ws[t->nws++] = w;
+  return 0;
+}
+
+// A WS_ESCAPE record: kept (up to ND_TRACE_MAX_ESCAPES) with its stack unresolved; see
+// resolve_escapes.
+static int on_ws_escape(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_ws_escape_t e;
+  memcpy(&e, p, sizeof e);
+  if (check_name(t, off, "WS_ESCAPE", e.name, sizeof e.name)) return -1;
+  if (t->nescapes >= ND_TRACE_MAX_ESCAPES) {
+    t->escapes_dropped++;
+    return 0;
+  }
+  if (grow(&t->escapes, &t->escapes_cap, t->nescapes + 1, sizeof *t->escapes))
+    return fail(t, off, "out of memory");
+  t->escapes[t->nescapes++] = (nd_ws_escape_t){.rec = e, .stack = UINT32_MAX};
+  return 0;
+}
+
+// After reading: an escape's STACK record may come after it, or never (the writer lost it, or the
+// trace was cut short); such an escape keeps stack UINT32_MAX and prints its frames as unknown.
+static void resolve_escapes(nd_trace_t *t) {
+  for (size_t i = 0; i < t->nescapes; i++) {
+    nd_ws_escape_t *e = &t->escapes[i];
+    long st = e->rec.stack_id == UINT32_MAX ? -1 : map_get(&t->stack_ids, e->rec.stack_id);
+    e->stack = st < 0 ? UINT32_MAX : (uint32_t)st;
+  }
+}
+
 static void saw_time(nd_trace_t *t, uint64_t ns) {
   if (ns > t->last_ns) t->last_ns = ns;
 }
@@ -255,6 +321,8 @@ static uint32_t fixed_size(unsigned tag, int *var) {
   case ND_REC_COUNTERS: return sizeof(nd_rec_counters_t);
   case ND_REC_BLOCK: return sizeof(nd_rec_block_t);
   case ND_REC_FLUSH: return sizeof(nd_rec_flush_t);
+  case ND_REC_WORKSPACE: return sizeof(nd_rec_workspace_t);
+  case ND_REC_WS_ESCAPE: return sizeof(nd_rec_ws_escape_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -266,6 +334,9 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
                                                               ? tag_names[r->tag] : "a");
   if (r->tag == 0 || r->tag >= ND_REC_TAG_MAX)
     return fail(t, off, "unknown record tag %u", r->tag);
+  if (t->hdr.version < 2 && (r->tag == ND_REC_WORKSPACE || r->tag == ND_REC_WS_ESCAPE))
+    return fail(t, off, "%s record in a version %u trace (version 2 introduced it)",
+                tag_names[r->tag], t->hdr.version);
   if (r->size > ND_TRACE_MAX_RECORD)
     return fail(t, off, "%s record size %u above the maximum %u", tag_names[r->tag], r->size,
                 ND_TRACE_MAX_RECORD);
@@ -295,6 +366,8 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
     saw_time(t, t->counters.mono_ns);
     return 0;
   case ND_REC_BLOCK: return on_block(t, off, p);
+  case ND_REC_WORKSPACE: return on_workspace(t, off, p);
+  case ND_REC_WS_ESCAPE: return on_ws_escape(t, off, p);
   case ND_REC_FLUSH:
     memcpy(&t->flush, p, sizeof t->flush);
     t->have_flush = true;
@@ -362,8 +435,8 @@ static int read_header(nd_trace_t *t, nd_in_t *in) {
   if (have < sizeof t->hdr) return fail(t, have, "trace header cut short (%zu of %zu bytes)", have,
                                         sizeof t->hdr);
   memcpy(&t->hdr, in->buf, sizeof t->hdr);
-  if (t->hdr.version != ND_TRACE_VERSION)
-    return fail(t, 8, "unsupported trace version %u (this reader knows %u)", t->hdr.version,
+  if (t->hdr.version < 1 || t->hdr.version > ND_TRACE_VERSION)
+    return fail(t, 8, "unsupported trace version %u (this reader knows 1 to %u)", t->hdr.version,
                 ND_TRACE_VERSION);
   // A later writer may append header fields: skip them, within reason.
   if (t->hdr.header_size < sizeof t->hdr || t->hdr.header_size > ND_TRACE_MAX_RECORD)
@@ -485,6 +558,7 @@ int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void
   }
   if (!t->records) t->good_end = t->hdr.header_size;
   t->file_size = in.base + in.len;
+  resolve_escapes(t);
   if (build_module_index(t)) goto out;
   rc = 0;
 out:
@@ -506,5 +580,8 @@ void nd_trace_free(nd_trace_t *t) {
   map_free(&t->site_keys);
   free(t->leaks);
   map_free(&t->leak_keys);
+  free(t->ws);
+  map_free(&t->ws_keys);
+  free(t->escapes);
   memset(t, 0, sizeof *t);
 }

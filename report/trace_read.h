@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // trace_read.h: streaming reader for ndmem traces (trace_format.h). It reads the file through one
 // fixed buffer, validates every record, and folds the records into the latest state: module map,
-// interned stacks, per-site totals, process counters and blocks live at exit (aggregated per
-// stack and kind). Memory grows with distinct modules, stacks and sites, never with file size, so
-// a trace larger than RAM can be read. Malformed input gives an error with its offset, never UB.
+// interned stacks, per-site totals, process counters, blocks live at exit (aggregated per stack
+// and kind), workspace statistics (version 2: the latest per thread and name) and leaked
+// workspace pointers (at most ND_TRACE_MAX_ESCAPES kept, the rest counted). Memory grows with
+// distinct modules, stacks, sites and workspaces, never with file size, so a trace larger than
+// RAM can be read. Versions 1 and 2 are read; a version 1 trace has no workspace records.
+// Malformed input gives an error with its offset, never UB.
 #ifndef ND_TRACE_READ_H
 #define ND_TRACE_READ_H
 
@@ -42,6 +45,15 @@ typedef struct nd_leak {
   uint64_t est_bytes, sampled_blocks;
   double est_blocks;
 } nd_leak_t;
+
+// A leaked workspace pointer (WS_ESCAPE record). Its stack is resolved after the whole trace is
+// read, as the STACK record it names may come later.
+typedef struct nd_ws_escape {
+  nd_rec_ws_escape_t rec; // name NUL-terminated and NUL-padded
+  uint32_t stack; // index into nd_trace_t.stacks, or UINT32_MAX: not tracked or never defined
+} nd_ws_escape_t;
+
+#define ND_TRACE_MAX_ESCAPES 100000 // WS_ESCAPE records kept; later ones are only counted
 
 // An open-addressing table from a 64-bit key to an index; internal to the reader.
 typedef struct nd_map {
@@ -91,6 +103,13 @@ typedef struct nd_trace {
   size_t nleaks, leaks_cap;
   nd_map_t leak_keys; // (stack id, kind) -> index
   uint64_t block_records;
+
+  nd_rec_workspace_t *ws; // the latest WORKSPACE record of each (tid, name), in first-seen order;
+  size_t nws, ws_cap;     // names NUL-terminated and NUL-padded
+  nd_map_t ws_keys;       // hash of (tid, name), re-hashed on collision -> index
+  nd_ws_escape_t *escapes;  // the first ND_TRACE_MAX_ESCAPES WS_ESCAPE records, in trace order
+  size_t nescapes, escapes_cap;
+  uint64_t escapes_dropped; // WS_ESCAPE records beyond ND_TRACE_MAX_ESCAPES
 
   char err[256];    // the error of a failed nd_trace_read, without the file name
   uint64_t err_off; // offset of the record (or header field) at fault

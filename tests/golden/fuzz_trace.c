@@ -266,7 +266,10 @@ static const char *const variants[][6] = {
     {"--fail-on-leak", "@", NULL},
     {"--brief", "--no-symbols", "@", NULL},
     {"--format=json", "--top", "1", "@", NULL},
+    {"--workspaces", "--top", "2", "@", NULL},
+    {"--workspaces", "--format", "json", "--brief", "@", NULL},
 };
+#define NVARIANTS (sizeof variants / sizeof *variants)
 
 static void fuzz_trace(const char *path, size_t step, size_t garbles) {
   size_t len;
@@ -347,7 +350,7 @@ static void fuzz_trace(const char *path, size_t step, size_t garbles) {
     char desc[200];
     snprintf(desc, sizeof desc, "%s garble #%zu (kind %d at %zu, %zu bytes)", path, g, kind, pos,
              n);
-    launch(desc, -1, -1, d, n, variants[g % 5]);
+    launch(desc, -1, -1, d, n, variants[g % NVARIANTS]);
   }
   finish();
   free(base);

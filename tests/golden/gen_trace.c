@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 // gen_trace: writes the traces of the golden tests with the shim's own record writer. `basic`
-// and `killed` are deterministic (fixed pid and times, module paths that do not exist so frames
-// print as path+offset anywhere); the stored .trace files are their output. `self` records real
-// return addresses of this program and its module map, to check symbolization against this file.
-// usage: gen_trace basic|killed|self OUT
+// and `killed` (version 1 traces) and `ws` (version 2: workspaces and leaked workspace pointers)
+// are deterministic (fixed pid and times, module paths that do not exist so frames print as
+// path+offset anywhere); the stored .trace files are their output. `self` records real return
+// addresses of this program and its module map, to check symbolization against this file.
+// The edge modes write traces that t_ws_edge.sh checks at test time (not stored): `many-escapes`
+// has more escape records than the reader keeps; the `bad-*` ones are malformed.
+// usage: gen_trace basic|killed|ws|self|many-escapes|bad-v1-workspace|bad-v1-escape|
+//                  bad-ws-name|bad-escape-name|bad-ws-size OUT
 #include "trace_write.h"
 
 #include <fcntl.h>
@@ -20,11 +24,11 @@ static nd_tw_t w;
 #define MS 1000000ull
 #define T0 1000000000ull // start, CLOCK_MONOTONIC ns
 
-static void header(const char *exe, uint64_t pid) {
+static void header(const char *exe, uint64_t pid, uint32_t version) {
   nd_trace_header_t h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, ND_TRACE_MAGIC, sizeof h.magic);
-  h.version = ND_TRACE_VERSION;
+  h.version = version;
   h.header_size = sizeof h;
   h.pid = pid;
   h.start_realtime_ns = 1700000000ull * 1000000000ull; // 2023-11-14 22:13:20 UTC
@@ -105,7 +109,7 @@ static void counters(uint64_t ns, uint32_t threads, kt_t heap, kt_t mmap, kt_t d
 enum { MALLOC = 0, CALLOC = 1, REALLOC = 2, FREE = 9, MMAP = 12, MUNMAP = 13 };
 
 static void synthetic(int killed) {
-  header("/nonexistent/bin/train", 4242);
+  header("/nonexistent/bin/train", 4242, 1);
 
   // Batch 1: the start-up module map, stacks, first site totals.
   module(0, "/nonexistent/bin/train", EXE, EXE, EXE + 0x6000);
@@ -190,6 +194,127 @@ static void synthetic(int killed) {
   end(T0 + 5250 * MS, 10);
 }
 
+// ---------------------------------------------------------------- ws
+
+// A WORKSPACE record; `name` is copied with its `n` bytes (bytes after a NUL are allowed).
+static void workspace(nd_rec_workspace_t r, const char *name, size_t n) {
+  memcpy(r.name, name, n);
+  nd_tw_record(&w, ND_REC_WORKSPACE, &r, sizeof r, NULL, 0);
+}
+
+static void escape(uint32_t tid, const char *name, uint32_t stack_id, uint64_t addr,
+                   uint64_t size, uint64_t born, uint64_t seen) {
+  nd_rec_ws_escape_t e;
+  memset(&e, 0, sizeof e);
+  e.tid = tid;
+  e.stack_id = stack_id;
+  snprintf(e.name, sizeof e.name, "%s", name);
+  e.addr = addr;
+  e.size = size;
+  e.cycle_born = born;
+  e.cycle_seen = seen;
+  nd_tw_record(&w, ND_REC_WS_ESCAPE, &e, sizeof e, NULL, 0);
+}
+
+// Four workspaces: "auto" of thread 4343, "train" of threads 4350 and 4351 (the same name on two
+// threads: two workspaces), "eval" of 4351 (still learning: no plan). 4350's "train" is written
+// twice; the second record (whose name has other bytes after its NUL) must win. Escapes: two of
+// 4350's "train" from stack 5, the first written before STACK 5 (resolved at the end); one of
+// 4351's "train" not tracked (UINT32_MAX); one from stack 99, which the trace never defines.
+static void ws_trace(void) {
+  header("/nonexistent/bin/ws_train", 4343, 2);
+  module(0, "/nonexistent/bin/ws_train", EXE, EXE, EXE + 0x6000);
+  module(1, "/nonexistent/lib/libfoo.so", FOO, FOO, FOO + 0x200000);
+  module(2, "/nonexistent/lib/libc.so.6", LIBC, LIBC, LIBC + 0x200000);
+  const uint64_t s1[] = {EXE + 0x1100, LIBC + 0x29d90, EXE + 0x1050};
+  const uint64_t s5[] = {FOO + 0x4400, FOO + 0x4100, EXE + 0x1700, LIBC + 0x29d90};
+  stack(1, 3, s1);
+  site(1, 0, 0, 100, 99, 6553600, 6488064, 655360);
+  workspace((nd_rec_workspace_t){.tid = 4343, .cycles = 500, .learned_cycles = 3,
+                                 .arena_bytes = 4194304, .plan_peak_bytes = 4000000,
+                                 .plan_sum_bytes = 12000000, .hits = 49000, .spills = 10,
+                                 .spill_bytes = 655360, .relearns = 1, .deviations = 12},
+            "auto", 4);
+  workspace((nd_rec_workspace_t){.tid = 4350, .cycles = 10, .learned_cycles = 1,
+                                 .arena_bytes = 1048576, .plan_peak_bytes = 1000000,
+                                 .plan_sum_bytes = 2500000, .hits = 90},
+            "train", 5);
+  workspace((nd_rec_workspace_t){.tid = 4351, .cycles = 120, .learned_cycles = 1,
+                                 .arena_bytes = 524288, .plan_peak_bytes = 500000,
+                                 .plan_sum_bytes = 1700000, .hits = 600, .escapes = 1,
+                                 .pinned_bytes = 32768},
+            "train", 5);
+  workspace((nd_rec_workspace_t){.tid = 4351, .cycles = 2, .learned_cycles = 2, .spills = 4,
+                                 .spill_bytes = 40000},
+            "eval", 4);
+  escape(4350, "train", 5, 0x7f4000010000, 65536, 11, 12);
+  escape(4351, "train", UINT32_MAX, 0x7f4100008000, 32768, 7, 8);
+  counters(T0 + 900 * MS, 3, (kt_t){900000, 4000000, 40, 30000, 29960},
+           (kt_t){5767168, 5767168, 3, 3, 0}, (kt_t){0, 0, 0, 0, 0},
+           (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 30000, [FREE] = 29960, [MMAP] = 3}, 0);
+  flush(1, T0 + 1000 * MS);
+
+  stack(5, 4, s5);
+  site(5, 0, 0, 4, 2, 262144, 131072, 131072);
+  workspace((nd_rec_workspace_t){.tid = 4350, .cycles = 120, .learned_cycles = 1,
+                                 .arena_bytes = 1048576, .plan_peak_bytes = 1000000,
+                                 .plan_sum_bytes = 2500000, .hits = 1190, .spills = 3,
+                                 .spill_bytes = 196608, .escapes = 3, .deviations = 3,
+                                 .pinned_bytes = 147456},
+            "train\0old", 9);
+  escape(4350, "train", 5, 0x7f4000020000, 65536, 40, 41);
+  escape(4350, "train", 99, 0x7f4000030000, 16384, 60, 61);
+  counters(T0 + 1900 * MS, 3, (kt_t){1000000, 5000000, 50, 60000, 59950},
+           (kt_t){5767168, 5767168, 3, 3, 0}, (kt_t){0, 0, 0, 0, 0},
+           (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 60000, [FREE] = 59950, [MMAP] = 3}, 0);
+  flush(2, T0 + 2000 * MS);
+  block(5, 0, 0, 0x7f4000010000, 65536, 65536, T0 + 300 * MS);
+  block(5, 0, 0, 0x7f4000020000, 65536, 65536, T0 + 1200 * MS);
+  end(T0 + 2100 * MS, 2);
+}
+
+// ---------------------------------------------------------------- edge cases
+
+// More escape records than the reader keeps: 2 of workspace "w" from stack 3, which is written
+// only at the end, then 100001 not tracked; the reader keeps the first 100000 and counts 3.
+static void many_escapes(void) {
+  header("/nonexistent/bin/many", 77, 2);
+  workspace((nd_rec_workspace_t){.tid = 77, .cycles = 100004, .learned_cycles = 1,
+                                 .arena_bytes = 8192, .plan_peak_bytes = 8192,
+                                 .plan_sum_bytes = 8192, .hits = 100004, .escapes = 100003,
+                                 .pinned_bytes = 2 * 8192 + 100001 * 4096ull},
+            "w", 1);
+  escape(77, "w", 3, 0x900000000, 8192, 5, 6);
+  escape(77, "w", 3, 0x900002000, 8192, 4, 7);
+  for (uint64_t i = 0; i < 100001; i++)
+    escape(77, "w", UINT32_MAX, 0x100000000 + i * 4096, 4096, i + 1, i + 2);
+  flush(1, T0 + 10 * MS);
+  const uint64_t s3[] = {EXE + 0x1800};
+  module(0, "/nonexistent/bin/many", EXE, EXE, EXE + 0x6000);
+  stack(3, 1, s3);
+  end(T0 + 20 * MS, 0);
+}
+
+static void bad_trace(const char *which) {
+  int v1 = !strncmp(which, "bad-v1-", 7);
+  header("/nonexistent/bin/bad", 66, v1 ? 1 : 2);
+  flush(1, T0 + 10 * MS);
+  if (!strcmp(which, "bad-v1-workspace") || !strcmp(which, "bad-ws-name")) {
+    workspace((nd_rec_workspace_t){.tid = 1}, "abcdefghijklmnopqrstuvwxyz012345", 32);
+  } else if (!strcmp(which, "bad-v1-escape")) {
+    escape(1, "w", UINT32_MAX, 0x1000, 64, 1, 2);
+  } else if (!strcmp(which, "bad-escape-name")) {
+    nd_rec_ws_escape_t e;
+    memset(&e, 'x', sizeof e);
+    nd_tw_record(&w, ND_REC_WS_ESCAPE, &e, sizeof e, NULL, 0);
+  } else { // bad-ws-size: one byte short
+    nd_rec_workspace_t r;
+    memset(&r, 0, sizeof r);
+    nd_tw_record(&w, ND_REC_WORKSPACE, &r, sizeof r - 1, NULL, 0);
+  }
+  end(T0 + 20 * MS, 0);
+}
+
 // ---------------------------------------------------------------- self
 
 static char exe_path[PATH_MAX];
@@ -233,7 +358,7 @@ static inline __attribute__((always_inline)) void self(void) {
   exe_path[n] = 0;
   uint64_t ips[2];
   self_caller(ips); // SELF_MAIN
-  header(exe_path, (uint64_t)getpid());
+  header(exe_path, (uint64_t)getpid(), ND_TRACE_VERSION);
   uint32_t id = 0;
   dl_iterate_phdr(each_module, &id);
   stack(1, 2, ips);
@@ -244,9 +369,15 @@ static inline __attribute__((always_inline)) void self(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3 || (strcmp(argv[1], "basic") && strcmp(argv[1], "killed") &&
-                    strcmp(argv[1], "self"))) {
-    fprintf(stderr, "usage: gen_trace basic|killed|self OUT\n");
+  static const char *const modes[] = {"basic", "killed", "ws", "self", "many-escapes",
+                                      "bad-v1-workspace", "bad-v1-escape", "bad-ws-name",
+                                      "bad-escape-name", "bad-ws-size"};
+  int known = 0;
+  for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
+    known |= !strcmp(argv[1], modes[i]);
+  if (!known) {
+    fprintf(stderr, "usage: gen_trace basic|killed|ws|self|many-escapes|bad-v1-workspace|"
+                    "bad-v1-escape|bad-ws-name|bad-escape-name|bad-ws-size OUT\n");
     return 2;
   }
   int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -256,6 +387,9 @@ int main(int argc, char **argv) {
   }
   nd_tw_init(&w, fd, wbuf, sizeof wbuf);
   if (!strcmp(argv[1], "self")) self(); // SELF_INLINED
+  else if (!strcmp(argv[1], "ws")) ws_trace();
+  else if (!strcmp(argv[1], "many-escapes")) many_escapes();
+  else if (!strncmp(argv[1], "bad-", 4)) bad_trace(argv[1]);
   else synthetic(!strcmp(argv[1], "killed"));
   nd_tw_flush(&w);
   if (w.error || close(fd)) {
