@@ -95,6 +95,45 @@ NDMEM_API int ndmem_stats(ndmem_stats_t *out, int scope);
 // The library's version string, e.g. "0.1.0".
 NDMEM_API const char *ndmem_version(void);
 
+// ---- workspaces (NDMEM_WORKSPACES=1, the default)
+// Marks one iteration of the program's repeated work on the calling thread. Allocations of at
+// least NDMEM_WS_MIN bytes made between begin and end are learned (the first cycle, or the first
+// N with NDMEM_WS_LEARNING=over_time:N) and later cycles are served from a planned per-thread
+// arena. Without marks, ndmem finds the cycles in the allocation stream itself.
+NDMEM_API void ndmem_cycle_begin(void);
+NDMEM_API void ndmem_cycle_end(void);
+// Named workspaces (as ND4J's): each name has its own learned plan and arena; enter begins a
+// cycle of it, leave ends it. They nest; leave closes the innermost.
+NDMEM_API void ndmem_workspace_enter(const char *name);
+NDMEM_API void ndmem_workspace_leave(void);
+
+// Sets the policies of the calling thread's workspace NAME (NULL: the one ndmem_cycle_begin
+// uses), overriding the NDMEM_WS_* defaults: a comma-separated list of key=value with the keys
+// of those variables, e.g. "learning=over_time,cycles=4,allocation=strict,spill=fail,
+// max_size=1g". Keys: learning, cycles, allocation, overallocate, spill, reset, location,
+// initial_size, min_size, max_size. A workspace that already has a plan learns again. Returns 0,
+// or -1 when an option is unknown or its value bad (one stderr line each; the rest apply).
+NDMEM_API int ndmem_workspace_configure(const char *name, const char *options);
+
+typedef struct ndmem_ws_stats {
+  char name[32];
+  uint64_t cycles;          // cycles closed
+  uint64_t learned_cycles;  // cycles spent learning (before the plan, and re-learning)
+  uint64_t arena_bytes;     // the planned arena (allocated)
+  uint64_t plan_peak_bytes; // the learned cycle's peak live bytes
+  uint64_t plan_sum_bytes;  // the learned cycle's sum of sizes (ND4J's arena)
+  uint64_t hits;            // allocations served from the arena
+  uint64_t spills, spill_bytes; // routed allocations served externally (external, spilled)
+  uint64_t escapes;         // blocks that outlived their cycle (leaked workspace pointers)
+  uint64_t relearns;        // plans dropped because the stream changed
+  uint64_t deviations;      // allocations that did not match the plan
+  uint64_t pinned_bytes;    // external (pinned): escaped blocks kept valid
+} ndmem_ws_stats_t;
+
+// Statistics of the calling thread's workspaces: fills up to `max` entries, returns how many
+// exist (0 when workspaces are off).
+NDMEM_API int ndmem_ws_stats(ndmem_ws_stats_t *out, int max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 
 #include "sites.h"
 #include "trace.h"
+#include "ws.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -26,6 +27,12 @@ ND_INLINE void *heap_call(int fn, size_t a, size_t b) {
   case NDMEM_FN_MEMALIGN: return nd_real.memalign(a, b);
   case NDMEM_FN_VALLOC: return nd_real.valloc(a);
   case NDMEM_FN_PVALLOC: return nd_real.pvalloc(a);
+  case NDMEM_FN_POSIX_MEMALIGN: { // only reached from the workspace path; errno carries the error
+    void *p = NULL;
+    int rc = nd_real.posix_memalign(&p, a, b);
+    if (rc) errno = rc;
+    return rc ? NULL : p;
+  }
   default: __builtin_unreachable();
   }
 }
@@ -51,7 +58,8 @@ ND_INLINE size_t heap_req(int fn, size_t a, size_t b) {
   switch (fn) {
   case NDMEM_FN_CALLOC: return a * b; // only used on success, so no overflow
   case NDMEM_FN_ALIGNED_ALLOC:
-  case NDMEM_FN_MEMALIGN: return b;
+  case NDMEM_FN_MEMALIGN:
+  case NDMEM_FN_POSIX_MEMALIGN: return b;
   default: return a;
   }
 }
@@ -66,26 +74,73 @@ ND_INLINE void account_alloc(nd_tls_t *t, int fn, void *p, size_t req) {
   ND_BUMP(t->shard->calls[fn], 1);
 }
 
-static ND_NOINLINE void *alloc_slow(int fn, size_t a, size_t b);
+static ND_NOINLINE void *alloc_slow(int fn, size_t a, size_t b, void *ra);
+static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t req, void *ra);
 
-ND_INLINE void *alloc_op(int fn, size_t a, size_t b) {
+ND_INLINE void *alloc_op(int fn, size_t a, size_t b, void *ra) {
   nd_tls_t *t = &nd_tls;
   if (ND_LIKELY(t->mode == ND_T_COUNT)) {
+    // Tensor-sized requests may be served from a workspace (ws.c); an overflowing calloc goes
+    // to the allocator, which fails it.
+    size_t req = heap_req(fn, a, b);
+    if (ND_UNLIKELY(req >= nd_ws_min) && (fn != NDMEM_FN_CALLOC || !b || a <= SIZE_MAX / b))
+      return ws_path(t, fn, a, b, req, ra);
     t->mode = ND_T_BUSY;
     void *p = heap_call(fn, a, b);
-    account_alloc(t, fn, p, heap_req(fn, a, b));
+    account_alloc(t, fn, p, req);
     t->mode = ND_T_COUNT;
     return p;
   }
-  return alloc_slow(fn, a, b);
+  return alloc_slow(fn, a, b, ra);
 }
 
-static ND_NOINLINE void *alloc_slow(int fn, size_t a, size_t b) {
+static size_t fn_align(int fn, size_t a) {
+  switch (fn) {
+  case NDMEM_FN_ALIGNED_ALLOC:
+  case NDMEM_FN_MEMALIGN:
+  case NDMEM_FN_POSIX_MEMALIGN: return a;
+  case NDMEM_FN_VALLOC:
+  case NDMEM_FN_PVALLOC: return (size_t)sysconf(_SC_PAGESIZE);
+  default: return 16;
+  }
+}
+
+// A block served from a workspace is counted like a heap block of its planned size.
+static void account_ws(nd_tls_t *t, int fn, void *p, size_t req, uint64_t usable) {
+  nd_count_alloc(t->shard, NDMEM_KIND_HEAP, usable);
+  if (req >= nd_track_min || (t->sample_left -= (int64_t)req) < 0)
+    nd_track_alloc(t, p, req, NDMEM_KIND_HEAP);
+  ND_BUMP(t->shard->calls[fn], 1);
+}
+
+static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t req, void *ra) {
+  t->mode = ND_T_BUSY;
+  uint64_t usable = 0;
+  void *p = nd_ws_alloc(t, req, fn_align(fn, a), (uintptr_t)ra, &usable);
+  if (p == ND_WS_FAIL) {
+    ND_BUMP(t->shard->calls[fn], 1);
+    t->mode = ND_T_COUNT;
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (p) {
+    if (fn == NDMEM_FN_CALLOC) memset(p, 0, req); // arena memory is reused: calloc must zero it
+    account_ws(t, fn, p, req, usable);
+  } else {
+    p = heap_call(fn, a, b);
+    account_alloc(t, fn, p, req);
+    nd_ws_external(t, p);
+  }
+  t->mode = ND_T_COUNT;
+  return p;
+}
+
+static ND_NOINLINE void *alloc_slow(int fn, size_t a, size_t b, void *ra) {
   nd_tls_t *t = &nd_tls;
   void *p;
   switch (nd_thread_prepare(t)) {
   case ND_T_INIT: return boot_call(fn, a, b);
-  case ND_T_COUNT: return alloc_op(fn, a, b); // now set up: the fast path
+  case ND_T_COUNT: return alloc_op(fn, a, b, ra); // now set up: the fast path
   case ND_T_DEAD:
     p = heap_call(fn, a, b);
     if (p) nd_late_alloc(NDMEM_KIND_HEAP, nd_real.usable(p), fn);
@@ -94,17 +149,32 @@ static ND_NOINLINE void *alloc_slow(int fn, size_t a, size_t b) {
   }
 }
 
-void *nd_malloc(size_t n) { return alloc_op(NDMEM_FN_MALLOC, n, 0); }
-void *nd_calloc(size_t n, size_t m) { return alloc_op(NDMEM_FN_CALLOC, n, m); }
-void *nd_aligned_alloc(size_t align, size_t n) { return alloc_op(NDMEM_FN_ALIGNED_ALLOC, align, n); }
-void *nd_memalign(size_t align, size_t n) { return alloc_op(NDMEM_FN_MEMALIGN, align, n); }
-void *nd_valloc(size_t n) { return alloc_op(NDMEM_FN_VALLOC, n, 0); }
-void *nd_pvalloc(size_t n) { return alloc_op(NDMEM_FN_PVALLOC, n, 0); }
+void *nd_malloc(size_t n, void *ra) { return alloc_op(NDMEM_FN_MALLOC, n, 0, ra); }
+void *nd_calloc(size_t n, size_t m, void *ra) { return alloc_op(NDMEM_FN_CALLOC, n, m, ra); }
+void *nd_aligned_alloc(size_t align, size_t n, void *ra) {
+  return alloc_op(NDMEM_FN_ALIGNED_ALLOC, align, n, ra);
+}
+void *nd_memalign(size_t align, size_t n, void *ra) {
+  return alloc_op(NDMEM_FN_MEMALIGN, align, n, ra);
+}
+void *nd_valloc(size_t n, void *ra) { return alloc_op(NDMEM_FN_VALLOC, n, 0, ra); }
+void *nd_pvalloc(size_t n, void *ra) { return alloc_op(NDMEM_FN_PVALLOC, n, 0, ra); }
 
 // posix_memalign reports through its return value and must leave errno alone.
-int nd_posix_memalign(void **out, size_t align, size_t n) {
+int nd_posix_memalign(void **out, size_t align, size_t n, void *ra) {
   nd_tls_t *t = &nd_tls;
   int mode = t->mode == ND_T_COUNT ? ND_T_COUNT : nd_thread_prepare(t);
+  if (mode == ND_T_COUNT && ND_UNLIKELY(n >= nd_ws_min) && align && !(align & (align - 1)) &&
+      align % sizeof(void *) == 0) {
+    int saved = errno; // posix_memalign reports through its result, never errno
+    errno = 0;
+    void *p = ws_path(t, NDMEM_FN_POSIX_MEMALIGN, align, n, n, ra);
+    int err = errno;
+    errno = saved;
+    if (!p) return err ? err : ENOMEM;
+    *out = p;
+    return 0;
+  }
   if (mode == ND_T_INIT) {
     if (!align || (align & (align - 1)) || align % sizeof(void *)) return EINVAL;
     int saved = errno;
@@ -147,15 +217,39 @@ static ND_NOINLINE void free_slow(void *p, int fn) {
   }
 }
 
+// A workspace block goes back to its arena (no allocator call). 0 when p is not one.
+static ND_NOINLINE int ws_free_path(void *p, int fn) {
+  uint64_t u;
+  int handled = nd_ws_free(p, &u);
+  if (handled <= 0) return handled == 0; // 0: inside an arena but not a live block: dropped
+  nd_tls_t *t = &nd_tls;
+  if (t->shard) {
+    nd_count_free(t->shard, NDMEM_KIND_HEAP, u);
+    ND_BUMP(t->shard->calls[fn], 1);
+  } else {
+    nd_late_free(NDMEM_KIND_HEAP, u, fn);
+  }
+  nd_ws_note_free(u);
+  return 1;
+}
+
+// A heap block of routed size is freed: the workspace learning may have recorded it.
+static ND_NOINLINE void ws_note_external(void *p, size_t u) {
+  nd_ws_note_free(u);
+  if (__atomic_load_n(&nd_ws_recording, __ATOMIC_RELAXED)) nd_ws_free_external(p);
+}
+
 void nd_free(void *p, int fn) {
   if (!p) return; // free(NULL) is a no-op by definition; nothing to forward or count
   if (ND_UNLIKELY(nd_boot_owns(p))) return; // bootstrap blocks are never reused
   // Untrack before the memory goes back: afterwards its address may be handed out again.
   if (ND_UNLIKELY(nd_blocks_maybe((uintptr_t)p))) nd_track_free(p);
+  if (ND_UNLIKELY(nd_ws_owns(p)) && ws_free_path(p, fn)) return;
   nd_tls_t *t = &nd_tls;
   if (ND_LIKELY(t->mode == ND_T_COUNT)) {
     t->mode = ND_T_BUSY;
     size_t u = nd_real.usable(p);
+    if (ND_UNLIKELY(u >= nd_ws_min)) ws_note_external(p, u);
     nd_real.free(p);
     nd_count_free(t->shard, NDMEM_KIND_HEAP, u);
     ND_BUMP(t->shard->calls[fn], 1);
@@ -167,13 +261,22 @@ void nd_free(void *p, int fn) {
 
 // ---------------------------------------------------------------- realloc
 
-static void *realloc_op(void *p, size_t n, int fn) {
+static void *realloc_op(void *p, size_t n, int fn, void *ra) {
   nd_tls_t *t = &nd_tls;
+  if (ND_UNLIKELY(p && nd_ws_owns(p))) {
+    uint64_t old = nd_ws_usable(p);
+    if (old) { // a workspace block moves to a new block (which may be a workspace one too)
+      void *q = n ? nd_malloc(n, ra) : NULL;
+      if (q) memcpy(q, p, old < n ? old : n);
+      if (q || !n) nd_free(p, fn);
+      return q;
+    }
+  }
   if (ND_UNLIKELY(p && nd_boot_owns(p))) {
     // Move a bootstrap block into the real heap; the pool block is simply abandoned.
     size_t old = nd_boot_usable(p);
     if (n == 0) return NULL; // glibc semantics: realloc(p, 0) frees p
-    void *q = t->mode == ND_T_INIT ? nd_boot_alloc(n, 16) : nd_malloc(n);
+    void *q = t->mode == ND_T_INIT ? nd_boot_alloc(n, 16) : nd_malloc(n, ra);
     if (q) memcpy(q, p, old < n ? old : n);
     return q;
   }
@@ -194,6 +297,7 @@ static void *realloc_op(void *p, size_t n, int fn) {
   }
   if (mode == ND_T_COUNT) t->mode = ND_T_BUSY;
   size_t old = p ? nd_real.usable(p) : 0;
+  if (ND_UNLIKELY(old >= nd_ws_min)) ws_note_external(p, old);
   void *q = nd_real.realloc(p, n);
   if (was_tracked) { // the old block is gone unless realloc failed
     if (!q && n) nd_track_restore(&tracked);
@@ -214,22 +318,26 @@ static void *realloc_op(void *p, size_t n, int fn) {
   return q;
 }
 
-void *nd_realloc(void *p, size_t n) { return realloc_op(p, n, NDMEM_FN_REALLOC); }
+void *nd_realloc(void *p, size_t n, void *ra) { return realloc_op(p, n, NDMEM_FN_REALLOC, ra); }
 
 // glibc's reallocarray is realloc with an overflow check; doing the check here means the next
 // allocator need not have reallocarray at all (jemalloc has none).
-void *nd_reallocarray(void *p, size_t n, size_t m) {
+void *nd_reallocarray(void *p, size_t n, size_t m, void *ra) {
   size_t bytes;
   if (__builtin_mul_overflow(n, m, &bytes)) {
     errno = ENOMEM;
     return NULL;
   }
-  return realloc_op(p, bytes, NDMEM_FN_REALLOCARRAY);
+  return realloc_op(p, bytes, NDMEM_FN_REALLOCARRAY, ra);
 }
 
 size_t nd_malloc_usable_size(void *p) {
   if (!p) return 0;
   if (nd_boot_owns(p)) return nd_boot_usable(p);
+  if (ND_UNLIKELY(nd_ws_owns(p))) {
+    uint64_t u = nd_ws_usable(p);
+    if (u) return u;
+  }
   if (ND_UNLIKELY(!nd_real.usable)) nd_thread_prepare(&nd_tls);
   return nd_real.usable ? nd_real.usable(p) : 0;
 }

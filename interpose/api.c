@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // api.c: the ndmem_* functions of include/ndmem.h.
 #include "shim.h"
+#include "ws.h"
 
 #include <string.h>
 
@@ -29,3 +30,12 @@ ND_EXPORT int ndmem_stats(ndmem_stats_t *out, int scope) {
 }
 
 ND_EXPORT const char *ndmem_version(void) { return ND_VERSION; }
+
+ND_EXPORT void ndmem_cycle_begin(void) { nd_ws_cycle_begin(NULL); }
+ND_EXPORT void ndmem_cycle_end(void) { nd_ws_cycle_end(); }
+ND_EXPORT void ndmem_workspace_enter(const char *name) { nd_ws_cycle_begin(name ? name : "cycle"); }
+ND_EXPORT void ndmem_workspace_leave(void) { nd_ws_cycle_end(); }
+ND_EXPORT int ndmem_workspace_configure(const char *name, const char *options) {
+  return nd_ws_configure(name, options);
+}
+ND_EXPORT int ndmem_ws_stats(ndmem_ws_stats_t *out, int max) { return nd_ws_stats(out, max); }

@@ -127,6 +127,21 @@ int nd_blocks_take(uintptr_t addr, nd_block_t *out) {
   return found;
 }
 
+int nd_blocks_find(uintptr_t addr, nd_block_t *out) {
+  stripe_t *s = &stripes[stripe_of(addr)];
+  if (!__atomic_load_n(&s->n, __ATOMIC_RELAXED)) return 0;
+  lock(s);
+  int found = 0;
+  for (size_t j = slot_of(addr, s->cap), k = 0; k < s->cap && s->v[j].addr; j = (j + 1) & (s->cap - 1), k++)
+    if (s->v[j].addr == addr) {
+      *out = s->v[j];
+      found = 1;
+      break;
+    }
+  unlock(s);
+  return found;
+}
+
 void nd_blocks_each(nd_blocks_fn fn, void *ctx) {
   for (int i = 0; i < STRIPES; i++) {
     stripe_t *s = &stripes[i];

@@ -14,6 +14,7 @@ __extension__ typedef unsigned __int128 nd_u128;
 #define OPT(name, type, field, def, min, max, doc)                                               \
   { name, type, offsetof(nd_config_t, field), def, min, max, NULL, doc }
 #define SOPT(name, field, sdef, doc) { name, ND_OPT_STRING, offsetof(nd_config_t, field), 0, 0, 0, sdef, doc }
+#define COPT(name, field, def, words, doc) { name, ND_OPT_CHOICE, offsetof(nd_config_t, field), def, 0, 0, words, doc }
 
 const nd_option_t nd_options[] = {
     OPT("NDMEM_ENABLED", ND_OPT_BOOL, enabled, 1, 0, 1,
@@ -33,6 +34,33 @@ const nd_option_t nd_options[] = {
         "smaller blocks are sampled, one per this many bytes on average; 0 samples none"),
     OPT("NDMEM_FLUSH_MS", ND_OPT_INT, flush_ms, 1000, 10, 60000,
         "the trace is flushed at least this often (milliseconds) and at exit"),
+    OPT("NDMEM_WORKSPACES", ND_OPT_BOOL, workspaces, 1, 0, 1,
+        "route learned cyclic allocations into planned per-thread workspaces; 0: account only"),
+    OPT("NDMEM_WS_MIN", ND_OPT_SIZE, ws_min, 64 * 1024, 1, INT64_MAX,
+        "allocations of at least this size take part in workspaces"),
+    COPT("NDMEM_WS_LEARNING", ws_learning, 1, "none|first_loop|over_time",
+         "none: fixed arena of NDMEM_WS_INITIAL_SIZE; first_loop: plan from the first cycle; "
+         "over_time: from NDMEM_WS_CYCLES cycles"),
+    OPT("NDMEM_WS_CYCLES", ND_OPT_INT, ws_cycles, 3, 1, 1000, "cycles learned with over_time"),
+    COPT("NDMEM_WS_ALLOCATION", ws_allocation, 1, "strict|overallocate",
+         "strict: the arena is the plan; overallocate: plus NDMEM_WS_OVERALLOCATE of it"),
+    { "NDMEM_WS_OVERALLOCATE", ND_OPT_FRACTION, offsetof(nd_config_t, ws_overallocate), 300000, 0,
+      100000000, NULL, "extra arena, as a fraction of the plan (0.3 = 30 %)" },
+    COPT("NDMEM_WS_SPILL", ws_spill, 0, "external|reallocate|fail",
+         "an allocation the plan cannot serve: external (the heap), reallocate (and re-plan "
+         "larger), fail (NULL, ENOMEM)"),
+    COPT("NDMEM_WS_RESET", ws_reset, 0, "block_left|endofbuffer",
+         "block_left: planned offsets, reset every cycle; endofbuffer: a circular arena"),
+    COPT("NDMEM_WS_LOCATION", ws_location, 0, "ram|mmap",
+         "ram: anonymous memory; mmap: an unlinked file in NDMEM_WS_MMAP_DIR"),
+    SOPT("NDMEM_WS_MMAP_DIR", ws_mmap_dir, "/tmp", "folder for arena files with location mmap"),
+    OPT("NDMEM_WS_INITIAL_SIZE", ND_OPT_SIZE, ws_initial_size, 0, 0, INT64_MAX,
+        "arena size before (or, with learning none, instead of) learning"),
+    OPT("NDMEM_WS_MIN_SIZE", ND_OPT_SIZE, ws_min_size, 0, 0, INT64_MAX, "smallest arena"),
+    OPT("NDMEM_WS_MAX_SIZE", ND_OPT_SIZE, ws_max_size, 0, 0, INT64_MAX,
+        "largest arena (0: unlimited); what does not fit is served externally"),
+    OPT("NDMEM_WS_GUARD", ND_OPT_BOOL, ws_guard, 0, 0, 1,
+        "debug: finished generations are made inaccessible; a stale pointer faults and is named"),
 };
 const size_t nd_options_count = sizeof nd_options / sizeof nd_options[0];
 
@@ -65,6 +93,33 @@ int nd_parse_int(const char *s, int64_t *out) {
   if (v > (uint64_t)INT64_MAX) return -1;
   *out = neg ? -(int64_t)v : (int64_t)v;
   return 0;
+}
+
+int nd_parse_fraction(const char *s, int64_t *ppm) {
+  int64_t v;
+  // the size parser reads "0.3" with a million as the base of a '%'-less multiplier
+  char buf[64];
+  size_t n = 0;
+  while (s[n] && n + 2 < sizeof buf) buf[n] = s[n], n++;
+  if (s[n] || !n) return -1;
+  for (size_t i = 0; i < n; i++)
+    if ((buf[i] < '0' || buf[i] > '9') && buf[i] != '.') return -1;
+  buf[n] = '%';
+  buf[n + 1] = 0;
+  if (nd_parse_size(buf, 100000000, &v) != 0) return -1; // x% of 1e8 = x * 1e6
+  *ppm = v;
+  return 0;
+}
+
+int nd_parse_choice(const char *s, const char *words, int64_t *index) {
+  for (int64_t i = 0; *words; i++) {
+    const char *a = s, *w = words;
+    while (*a && *w && *w != '|' && lower((unsigned char)*a) == lower((unsigned char)*w)) a++, w++;
+    if (!*a && (!*w || *w == '|')) return *index = i, 0;
+    while (*words && *words != '|') words++;
+    if (*words == '|') words++;
+  }
+  return -1;
 }
 
 int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out) {
@@ -139,6 +194,11 @@ static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn 
     nd_buf_i64(&b, o->max);
     break;
   case ND_OPT_SIZE: nd_buf_str(&b, "a size (e.g. 1073741824, 512m, 1.5g, 75%)"); break;
+  case ND_OPT_CHOICE:
+    nd_buf_str(&b, "one of ");
+    for (const char *w = o->sdef; *w; w++) nd_buf_char(&b, *w == '|' ? '/' : *w);
+    break;
+  case ND_OPT_FRACTION: nd_buf_str(&b, "a fraction (e.g. 0.3)"); break;
   case ND_OPT_STRING:
     nd_buf_str(&b, "a path pattern (at most ");
     nd_buf_u64(&b, ND_CONFIG_PATH_MAX - 1);
@@ -146,8 +206,22 @@ static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn 
     break;
   }
   nd_buf_str(&b, "; using ");
-  if (o->type == ND_OPT_STRING) nd_buf_str(&b, o->sdef);
-  else nd_buf_i64(&b, o->def);
+  if (o->type == ND_OPT_STRING) {
+    nd_buf_str(&b, o->sdef);
+  } else if (o->type == ND_OPT_CHOICE) {
+    const char *w = o->sdef;
+    for (int64_t i = 0; i < o->def; i++) {
+      while (*w && *w != '|') w++;
+      if (*w) w++;
+    }
+    while (*w && *w != '|') nd_buf_char(&b, *w++);
+  } else if (o->type == ND_OPT_FRACTION) {
+    nd_buf_i64(&b, o->def / 1000000);
+    nd_buf_char(&b, '.');
+    nd_buf_u64_pad(&b, (uint64_t)(o->def % 1000000) / 100000, 0);
+  } else {
+    nd_buf_i64(&b, o->def);
+  }
   warn(nd_buf_cstr(&b), ctx);
 }
 
@@ -193,10 +267,13 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
       continue;
     }
     int64_t v = 0;
-    int rc = opt->type == ND_OPT_BOOL  ? nd_parse_bool(value, &v)
-             : opt->type == ND_OPT_INT ? nd_parse_int(value, &v)
-                                       : nd_parse_size(value, 0, &v);
-    if (rc != 0 || v < opt->min || v > opt->max) {
+    int rc = opt->type == ND_OPT_BOOL       ? nd_parse_bool(value, &v)
+             : opt->type == ND_OPT_INT      ? nd_parse_int(value, &v)
+             : opt->type == ND_OPT_CHOICE   ? nd_parse_choice(value, opt->sdef, &v)
+             : opt->type == ND_OPT_FRACTION ? nd_parse_fraction(value, &v)
+                                            : nd_parse_size(value, 0, &v);
+    int ranged = opt->type != ND_OPT_CHOICE;
+    if (rc != 0 || (ranged && (v < opt->min || v > opt->max))) {
       warn_bad(opt, value, warn, ctx);
       warnings++;
       continue;

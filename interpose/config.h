@@ -20,17 +20,36 @@ typedef struct nd_config {
   int64_t track_min;   // NDMEM_TRACK_MIN: blocks this large or larger are tracked exactly
   int64_t sample;      // NDMEM_SAMPLE: mean bytes between samples of smaller blocks (0: none)
   int64_t flush_ms;    // NDMEM_FLUSH_MS: trace flush interval
-  char output[ND_CONFIG_PATH_MAX]; // NDMEM_OUTPUT: trace path pattern (%p %h %r %%)
+  int64_t workspaces;  // NDMEM_WORKSPACES: route learned cyclic allocations into workspaces
+  int64_t ws_min;      // NDMEM_WS_MIN: blocks this large or larger are routed
+  int64_t ws_learning; // NDMEM_WS_LEARNING: enum ws_learning
+  int64_t ws_cycles;   // NDMEM_WS_CYCLES: cycles learned with over_time
+  int64_t ws_allocation;   // NDMEM_WS_ALLOCATION: enum ws_allocation
+  int64_t ws_overallocate; // NDMEM_WS_OVERALLOCATE: parts per million (300000 = 0.3)
+  int64_t ws_spill;    // NDMEM_WS_SPILL: enum ws_spill
+  int64_t ws_reset;    // NDMEM_WS_RESET: enum ws_reset
+  int64_t ws_location; // NDMEM_WS_LOCATION: enum ws_location
+  int64_t ws_initial_size, ws_min_size, ws_max_size; // NDMEM_WS_INITIAL_SIZE, _MIN_SIZE, _MAX_SIZE
+  int64_t ws_guard;    // NDMEM_WS_GUARD: make finished generations inaccessible
+  char output[ND_CONFIG_PATH_MAX];    // NDMEM_OUTPUT: trace path pattern (%p %h %r %%)
+  char ws_mmap_dir[ND_CONFIG_PATH_MAX]; // NDMEM_WS_MMAP_DIR: where location=mmap puts arena files
 } nd_config_t;
 
-typedef enum nd_opt_type { ND_OPT_BOOL, ND_OPT_INT, ND_OPT_SIZE, ND_OPT_STRING } nd_opt_type_t;
+typedef enum nd_opt_type {
+  ND_OPT_BOOL,
+  ND_OPT_INT,
+  ND_OPT_SIZE,
+  ND_OPT_STRING,
+  ND_OPT_CHOICE,  // one of the '|'-separated words in `sdef`; stored as its index
+  ND_OPT_FRACTION // a decimal like 0.3; stored in parts per million
+} nd_opt_type_t;
 
 typedef struct nd_option {
   const char *name;
   nd_opt_type_t type;
   size_t offset; // into nd_config_t: an int64_t, or a char[ND_CONFIG_PATH_MAX] for strings
   int64_t def, min, max;
-  const char *sdef; // default of a string option
+  const char *sdef; // default of a string option; the words of a choice
   const char *doc;
 } nd_option_t;
 
@@ -48,6 +67,8 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
 // Parsers, exposed for tests and for later settings. Each returns 0 on success, -1 on a bad value.
 int nd_parse_bool(const char *s, int64_t *out);
 int nd_parse_int(const char *s, int64_t *out);
+int nd_parse_fraction(const char *s, int64_t *ppm); // "0.3" -> 300000
+int nd_parse_choice(const char *s, const char *words, int64_t *index); // words "a|b|c"
 // Sizes: "1073741824", "512k", "512KB", "512KiB", "8G", "1.5g", "75%" (of percent_base; an error
 // when percent_base is 0). Binary multiples (k = 1024), case-insensitive; fractions round down to a
 // whole byte. Overflow past 2^63-1 is an error.

@@ -12,18 +12,21 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-ND_EXPORT void *malloc(size_t n) { return nd_malloc(n); }
+// RA: the caller's return address, the call site a workspace learns allocations by.
+#define RA __builtin_return_address(0)
+
+ND_EXPORT void *malloc(size_t n) { return nd_malloc(n, RA); }
 ND_EXPORT void free(void *p) { nd_free(p, NDMEM_FN_FREE); }
-ND_EXPORT void *calloc(size_t n, size_t m) { return nd_calloc(n, m); }
-ND_EXPORT void *realloc(void *p, size_t n) { return nd_realloc(p, n); }
-ND_EXPORT void *reallocarray(void *p, size_t n, size_t m) { return nd_reallocarray(p, n, m); }
+ND_EXPORT void *calloc(size_t n, size_t m) { return nd_calloc(n, m, RA); }
+ND_EXPORT void *realloc(void *p, size_t n) { return nd_realloc(p, n, RA); }
+ND_EXPORT void *reallocarray(void *p, size_t n, size_t m) { return nd_reallocarray(p, n, m, RA); }
 ND_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
-  return nd_posix_memalign(out, align, n);
+  return nd_posix_memalign(out, align, n, RA);
 }
-ND_EXPORT void *aligned_alloc(size_t align, size_t n) { return nd_aligned_alloc(align, n); }
-ND_EXPORT void *memalign(size_t align, size_t n) { return nd_memalign(align, n); }
-ND_EXPORT void *valloc(size_t n) { return nd_valloc(n); }
-ND_EXPORT void *pvalloc(size_t n) { return nd_pvalloc(n); }
+ND_EXPORT void *aligned_alloc(size_t align, size_t n) { return nd_aligned_alloc(align, n, RA); }
+ND_EXPORT void *memalign(size_t align, size_t n) { return nd_memalign(align, n, RA); }
+ND_EXPORT void *valloc(size_t n) { return nd_valloc(n, RA); }
+ND_EXPORT void *pvalloc(size_t n) { return nd_pvalloc(n, RA); }
 ND_EXPORT size_t malloc_usable_size(void *p) { return nd_malloc_usable_size(p); }
 
 #ifdef ND_HAVE_FREE_SIZED

@@ -12,6 +12,7 @@
 #include "os.h"
 #include "sites.h"
 #include "trace.h"
+#include "ws.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -186,6 +187,7 @@ static void initialize(nd_tls_t *t) {
     else pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   }
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();
+  if (nd_accounting) nd_ws_setup();
   t->mode = saved;
   __atomic_store_n(&nd_state, ND_READY, __ATOMIC_RELEASE);
 }

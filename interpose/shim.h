@@ -34,6 +34,7 @@ typedef struct nd_tls {
   nd_shard_t *shard;
   int64_t sample_left; // bytes until the next sampled small block (INT64_MAX: never)
   uint64_t rng;        // the sampler's xorshift state
+  void *ws;            // workspace state (ws.c), created at the first routed allocation
 } nd_tls_t;
 
 extern __thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
@@ -73,15 +74,16 @@ void nd_print_summary(int fd);
 int nd_accounting_on(void);
 
 // alloc.c
-void *nd_malloc(size_t n);
-void *nd_calloc(size_t n, size_t m);
-void *nd_realloc(void *p, size_t n);
-void *nd_reallocarray(void *p, size_t n, size_t m);
-int nd_posix_memalign(void **out, size_t align, size_t n);
-void *nd_aligned_alloc(size_t align, size_t n);
-void *nd_memalign(size_t align, size_t n);
-void *nd_valloc(size_t n);
-void *nd_pvalloc(size_t n);
+// ra: the caller's return address (the workspace symbol of a routed allocation)
+void *nd_malloc(size_t n, void *ra);
+void *nd_calloc(size_t n, size_t m, void *ra);
+void *nd_realloc(void *p, size_t n, void *ra);
+void *nd_reallocarray(void *p, size_t n, size_t m, void *ra);
+int nd_posix_memalign(void **out, size_t align, size_t n, void *ra);
+void *nd_aligned_alloc(size_t align, size_t n, void *ra);
+void *nd_memalign(size_t align, size_t n, void *ra);
+void *nd_valloc(size_t n, void *ra);
+void *nd_pvalloc(size_t n, void *ra);
 void nd_free(void *p, int fn);
 size_t nd_malloc_usable_size(void *p);
 int nd_synth_posix_memalign(void **out, size_t align, size_t n);

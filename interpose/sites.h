@@ -57,6 +57,7 @@ typedef struct nd_block {
 void nd_blocks_insert(const nd_block_t *b);
 int nd_blocks_maybe(uintptr_t addr); // cheap filter: 0 means certainly not tracked
 int nd_blocks_take(uintptr_t addr, nd_block_t *out);
+int nd_blocks_find(uintptr_t addr, nd_block_t *out); // like take, but the block stays
 typedef void (*nd_blocks_fn)(void *ctx, const nd_block_t *b);
 void nd_blocks_each(nd_blocks_fn fn, void *ctx); // locks each stripe in turn
 void nd_blocks_atfork_prepare(void);

@@ -14,6 +14,7 @@
 #include "sites.h"
 #include "trace_format.h"
 #include "trace_write.h"
+#include "ws.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -249,6 +250,11 @@ static void write_sites(void) {
   }
 }
 
+static void ws_record(void *ctx, uint16_t tag, const void *payload, uint32_t size) {
+  (void)ctx;
+  nd_tw_record(&tr.w, tag, payload, size, NULL, 0);
+}
+
 static void block_record(void *ctx, const nd_block_t *b) {
   uint64_t *count = ctx;
   nd_rec_block_t r = {b->site->id, b->site->kind, b->site->sampled ? ND_SITE_SAMPLED : 0,
@@ -291,6 +297,7 @@ void nd_trace_flush(int final) {
     dl_iterate_phdr(write_modules, NULL);
   }
   write_sites();
+  nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
   write_counters();
   nd_rec_flush_t f = {mono_ns(), ++tr.seq};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);

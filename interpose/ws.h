@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// ws.h: workspaces in the shim: routing a thread's learned cyclic allocations into planned
+// arenas (the engine, in workspace/, decides offsets; this file owns the memory, the cycles, the
+// safety checks, escapes and guard mode).
+#ifndef ND_WS_H
+#define ND_WS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct nd_tls;
+
+extern size_t nd_ws_min;          // routed allocation size; SIZE_MAX when workspaces are off
+extern uintptr_t nd_ws_lo, nd_ws_hi; // bounds of every arena ever mapped (atomic)
+
+#define ND_WS_FAIL ((void *)1) // spill policy "fail": the allocation must fail with ENOMEM
+
+void nd_ws_setup(void);
+// A routed allocation (req >= nd_ws_min) on a COUNT thread. Returns the block from an arena,
+// ND_WS_FAIL, or NULL: then the caller allocates normally and calls nd_ws_external(t, p) so a
+// learning cycle can record it.
+void *nd_ws_alloc(struct nd_tls *t, size_t req, size_t align, uintptr_t ra, uint64_t *usable);
+void nd_ws_external(struct nd_tls *t, void *p);
+static inline int nd_ws_owns(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  return a >= __atomic_load_n(&nd_ws_lo, __ATOMIC_RELAXED) &&
+         a < __atomic_load_n(&nd_ws_hi, __ATOMIC_RELAXED);
+}
+// Frees an arena block (any thread): 1 and its usable size; 0 when p is inside an arena but not
+// a live block (dropped, with a message); -1 when p is not in any arena.
+int nd_ws_free(void *p, uint64_t *usable);
+uint64_t nd_ws_usable(const void *p); // 0 if p is not an arena block
+extern int nd_ws_recording;           // some workspace records a learning cycle (atomic)
+void nd_ws_free_external(void *p);    // a heap block of routed size is freed: learning sees it
+void nd_ws_note_free(uint64_t bytes); // this thread freed a routed-size block (either kind)
+void nd_ws_cycle_begin(const char *name); // NULL: the thread's default marked workspace
+void nd_ws_cycle_end(void);
+int nd_ws_configure(const char *name, const char *options);
+int nd_ws_stats(void *out, int max);
+void nd_ws_thread_exit(struct nd_tls *t);
+typedef void (*nd_ws_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
+void nd_ws_write_records(nd_ws_record_fn rec, void *ctx); // for the trace writer, at each flush
+
+#endif
