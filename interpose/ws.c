@@ -23,6 +23,7 @@
 #include "trace_format.h"
 #include "workspace.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -110,6 +111,7 @@ static struct {
   struct rec { uintptr_t addr; space_t *space; uint32_t idx; } *rec;
   size_t rec_cap, rec_n;
   int guard;
+  int (*trim)(size_t); // the next allocator's malloc_trim, when it has one
   struct sigaction old_segv;
   space_t *spaces;      // registry, append-only (atomic head)
   nd_rec_ws_escape_t pending[256]; // escapes not yet written to the trace
@@ -427,6 +429,9 @@ static void finish_recording(space_t *s) {
   pi->arena[1] = a1;
   pi->arena_size = want;
   s->pi = pi;
+  // The learning cycles ran through the heap, which may keep their memory; the arena replaces
+  // it, so give it back before the arena is touched (peak RSS stays near the plan's peak).
+  if (G.trim) G.trim(0);
   s->st.arena_bytes = want * (G.guard ? 2 : 1);
   s->st.plan_peak_bytes = plan.peak_live;
   s->st.plan_sum_bytes = plan.sum;
@@ -996,6 +1001,10 @@ void nd_ws_setup(void) {
   if (!nd_cfg.workspaces) return;
   nd_ws_min = (size_t)nd_cfg.ws_min;
   G.guard = (int)nd_cfg.ws_guard;
+  void *trim = dlsym(RTLD_NEXT, "malloc_trim"), *mal = dlsym(RTLD_NEXT, "malloc");
+  Dl_info a, b;
+  if (trim && mal && dladdr(trim, &a) && dladdr(mal, &b) && a.dli_fbase == b.dli_fbase)
+    G.trim = __extension__(int (*)(size_t))trim;
   if (G.guard) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
