@@ -134,7 +134,8 @@ static void thread_exit(void *arg) {
   nd_shard_release((nd_shard_t *)arg);
 }
 
-// Lock order, everywhere: trace writer < mmap table < site stripes < block stripes < counters.
+// Lock order, everywhere: trace writer < mmap table < site stripes < block stripes < counters <
+// workspace tables.
 // (An mmap interns its site while holding the table lock; the writer reads the table at exit.)
 static void atfork_prepare(void) {
   nd_trace_atfork_prepare();
@@ -142,8 +143,10 @@ static void atfork_prepare(void) {
   nd_sites_atfork_prepare();
   nd_blocks_atfork_prepare();
   nd_counters_atfork_prepare();
+  nd_ws_atfork_prepare();
 }
 static void atfork_parent(void) {
+  nd_ws_atfork_parent();
   nd_counters_atfork_parent();
   nd_blocks_atfork_parent();
   nd_sites_atfork_parent();
@@ -152,6 +155,7 @@ static void atfork_parent(void) {
 }
 static void atfork_child(void) {
   nd_tls_t *t = &nd_tls;
+  nd_ws_atfork_child();
   nd_counters_atfork_child(t->shard);
   nd_blocks_atfork_child();
   nd_sites_atfork_child();

@@ -1033,6 +1033,11 @@ int nd_ws_stats(void *out, int max) {
 
 void nd_ws_thread_exit(nd_tls_t *t) { (void)t; }
 
+// fork: the table lock is a leaf (nothing else is taken while it is held), so it comes last.
+void nd_ws_atfork_prepare(void) { lock(&G.lock); }
+void nd_ws_atfork_parent(void) { unlock(&G.lock); }
+void nd_ws_atfork_child(void) { unlock(&G.lock); }
+
 void nd_ws_write_records(nd_ws_record_fn rec, void *ctx) {
   for (space_t *s = __atomic_load_n(&G.spaces, __ATOMIC_ACQUIRE); s; s = s->all) {
     nd_rec_workspace_t r;

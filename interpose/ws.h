@@ -38,6 +38,9 @@ void nd_ws_cycle_end(void);
 int nd_ws_configure(const char *name, const char *options);
 int nd_ws_stats(void *out, int max);
 void nd_ws_thread_exit(struct nd_tls *t);
+void nd_ws_atfork_prepare(void);
+void nd_ws_atfork_parent(void);
+void nd_ws_atfork_child(void);
 typedef void (*nd_ws_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
 void nd_ws_write_records(nd_ws_record_fn rec, void *ctx); // for the trace writer, at each flush
 
