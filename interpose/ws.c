@@ -79,6 +79,7 @@ typedef struct space {
   ws_detect_t *det;
   uint32_t period, phase;
   uint32_t cand, cand_seen; // auto: the period the detector reports, and for how many symbols
+  uint32_t trims;       // auto: heap trims while finding a cycle (bounded: see nd_ws_heap_freed)
   uint64_t symbols;     // auto: routed allocations seen since detection started
   uint32_t in_cycle;    // routed allocations so far in the current cycle
   // recording
@@ -438,6 +439,7 @@ static void finish_recording(space_t *s) {
   s->pos = 0;
   s->gen = 0;
   s->cur_which = 0;
+  s->trims = 0;
   s->mode = WSM_PLANNED;
 }
 
@@ -749,6 +751,20 @@ void nd_ws_external(nd_tls_t *t, void *p) {
   (void)t;
   if (pending_space && p) rec_put((uintptr_t)p, pending_space, pending_idx);
   pending_space = NULL;
+}
+
+// A routed-size heap block went back to the allocator while the thread's automatic workspace is
+// still finding or learning its cycle. glibc keeps such memory (its mmap threshold grows after
+// the first large free, so later tensors come from the brk heap and stay resident when freed):
+// returning it at once keeps the learning cycles' peak RSS at the program's own peak.
+// A program that has no cycle would pay for this forever: a budget of trims per detection.
+void nd_ws_heap_freed(void) {
+  ws_thread_t *w = nd_tls.ws;
+  space_t *s = w && !w->marked ? w->auto_space : NULL;
+  if (!G.trim || !s || (s->mode != WSM_DETECT && s->mode != WSM_RECORD)) return;
+  if (s->mode == WSM_DETECT && s->trims >= 4096) return;
+  s->trims++;
+  G.trim(0);
 }
 
 void nd_ws_note_free(uint64_t bytes) {
