@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: MIT
 """Benchmark driver for ndmem: allocator churn and a numpy training loop, with and without the shim.
 
-    python3 bench/run.py --build build [--reps 5] [--quick] [--report]
+    python3 bench/run.py --build build [--reps 5] [--quick] [--report] [--workspace]
 
 --report adds the ndmemreport benchmark: a synthetic trace of 1 GiB (and one a quarter of that
 size) is written to a temporary directory, read by ndmemreport in text and JSON, and deleted.
+--workspace adds the workspace benchmark: tensor_loop (a training-loop-shaped program) under
+glibc, jemalloc, mimalloc and ndmem with workspaces off, on and on with cycle marks, against the
+same schedule with its buffers allocated once; and churn and numpy with workspaces on and off.
 
 Standard library only; any python3 runs it. Configurations are interleaved within every
 repetition (the machine may be noisy) and results are medians over the repetitions; ratios are
@@ -42,6 +45,13 @@ TRAIN_TARGET = 1.05      # ndmem / plain, whole-process wall time
 REPORT_SIZE = 1 << 30    # bytes of synthetic trace for --report (and a quarter of it)
 QUICK_REPORT_SIZE = 1 << 28
 REPORT_TARGET = 10.0     # ndmemreport seconds per GB (10^9 bytes) of trace
+
+WS_ITERS_QUICK = 8       # tensor_loop --iters with --quick (its own default otherwise: 12)
+TENSOR_BUFFERS = 14      # tensor_loop's buffers per iteration
+WS_TIME_TARGET = 1.1     # ndmem ws=1 time per iteration / ideal
+WS_FAULT_TARGET = 1.0    # ndmem ws=1 minor faults per steady-state iteration: below 1 (ideal: 0)
+WS_RSS_TARGET = 1.1      # ndmem ws=1 (peak RSS - C) / cycle peak live; C: see report_tensor
+WS_ONOFF_TARGET = 1.02   # churn and numpy, workspaces on / off: no slower, 2% allowed for noise
 
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
             "/usr/local/lib", "/lib/x86_64-linux-gnu", "/lib64", "/lib"]
@@ -324,12 +334,13 @@ def find_numpy_python():
     return None, None, "no interpreter can import numpy (%s tried: %s)" % (src, "; ".join(tried))
 
 
-def train_once(py, shim, steps, with_ndmem, summary=False):
+def train_once(py, shim, steps, with_ndmem, summary=False, extra_env=None, label=None):
     env = base_env()
     if with_ndmem:
         env["LD_PRELOAD"] = str(shim)
         env["NDMEM_SUMMARY"] = "1" if summary else "0"
-    what = "train_numpy.py (%s)" % ("ndmem" if with_ndmem else "plain")
+    env.update(extra_env or {})
+    what = "train_numpy.py (%s)" % (label or ("ndmem" if with_ndmem else "plain"))
     p, wall = run([py, str(TRAIN), "--steps", str(steps)], env, what, 900)
     m = re.search(r"^time ([0-9.]+) s", p.stderr, re.M)
     loss = [ln for ln in p.stdout.splitlines() if ln.startswith("final loss")]
@@ -499,6 +510,338 @@ def report_report(res, reps):
     return out, summary
 
 
+# ------------------------------------------------------------------------------------ workspace
+
+class EnvConfig(Config):
+    """A configuration with extra environment variables and extra program arguments."""
+
+    def __init__(self, name, preload, extra_env=None, args=(), check=None):
+        Config.__init__(self, name, preload, check=check)
+        self.extra_env, self.args = dict(extra_env or {}), list(args)
+
+    def env(self, summary=False):
+        env = Config.env(self, summary)
+        env.update(self.extra_env)
+        return env
+
+
+def tensor_cmd(tl, cfg, iters=None, warmup=None):
+    cmd = [str(tl)] + cfg.args
+    if iters:
+        cmd += ["--iters", str(iters)]
+    if warmup is not None:
+        cmd += ["--warmup", str(warmup)]
+    return cmd
+
+
+def parse_tensor(out, what):
+    """tensor_loop's result line (key=value) and, under a shim with ndmem_ws_stats, its ws line."""
+    lines = out.splitlines()
+    main = [ln for ln in lines if ln.startswith("tensor_loop ")]
+    ws = [ln for ln in lines if ln.startswith("ws ")]
+    try:
+        kv = dict(w.split("=", 1) for w in main[-1].split()[1:])
+        r = {"iters": int(kv["iters"].split("(")[0]), "warmup": int(kv["warmup"]),
+             "marks": kv["marks"], "total": float(kv["total_s"]),
+             "iter": float(kv["median_iter_s"]), "minflt": float(kv["minflt_per_iter"]),
+             "majflt": float(kv["majflt_per_iter"]), "rss": int(kv["peak_rss_kib"]) * 1024,
+             "peak": int(kv["cycle_peak_bytes"]), "sum": int(kv["cycle_sum_bytes"]),
+             "checksum": kv["checksum"]}
+        r["ws"] = ({k: int(v) for k, v in (w.split("=", 1) for w in ws[-1].split()[1:])}
+                   if ws else None)
+    except (IndexError, KeyError, ValueError):
+        raise SetupError("%s: unexpected output: %r" % (what, out.strip()))
+    return r
+
+
+def verify_tensor_config(tl, cfg):
+    """A 2-iteration run that proves the preloads are live (as for churn) and warms the caches."""
+    env = cfg.env(summary=cfg.has_ndmem)
+    if cfg.check == "jemalloc":
+        env["MALLOC_CONF"] = "stats_print:true"
+    elif cfg.check == "mimalloc":
+        env["MIMALLOC_VERBOSE"] = "1"
+    what = "tensor_loop/%s (preload check)" % cfg.name
+    p, _ = run(tensor_cmd(tl, cfg, 2, 1), env, what, 600)
+    r = parse_tensor(p.stdout, what)
+    if cfg.has_ndmem:
+        lines = ndmem_lines(p.stderr)
+        if not lines:
+            raise SetupError("%s: no line starting with 'ndmem[' on stderr with NDMEM_SUMMARY=1 "
+                             "and LD_PRELOAD=%r: the shim is not loaded or not intercepting.\n"
+                             "stderr was:\n%s" % (what, env["LD_PRELOAD"], p.stderr.strip()))
+        m = re.search(r"calls: malloc (\d+)", "\n".join(lines))
+        if m and int(m.group(1)) < 2 * TENSOR_BUFFERS:
+            raise SetupError("%s: the shim loaded but did not see tensor_loop's %d mallocs:\n%s"
+                             % (what, 2 * TENSOR_BUFFERS, "\n".join(lines)))
+    if cfg.check == "jemalloc" and "jemalloc statistics" not in p.stderr:
+        raise SetupError("%s: jemalloc did not print its statistics with MALLOC_CONF="
+                         "stats_print:true; is %s really jemalloc?" % (what, cfg.preload[-1]))
+    if cfg.check == "mimalloc" and "mimalloc:" not in p.stderr:
+        raise SetupError("%s: mimalloc printed nothing with MIMALLOC_VERBOSE=1; is %s really "
+                         "mimalloc?" % (what, cfg.preload[-1]))
+    return r
+
+
+def tensor_configs(shim, je, mi):
+    ws = lambda on: {"NDMEM_WORKSPACES": "1" if on else "0"}
+    configs = [EnvConfig("glibc", [])]
+    if je:
+        configs.append(EnvConfig("jemalloc", [je], check="jemalloc"))
+    if mi:
+        configs.append(EnvConfig("mimalloc", [mi], check="mimalloc"))
+    configs += [EnvConfig("ndmem ws=0", [str(shim)], ws(False)),
+                EnvConfig("ndmem ws=1", [str(shim)], ws(True)),
+                EnvConfig("ndmem ws=1 --marks", [str(shim)], ws(True), ["--marks"]),
+                EnvConfig("ideal", [], args=["--mode", "ideal"])]
+    return configs
+
+
+def bench_tensor(tl, configs, iters, warmup, reps):
+    for cfg in configs:
+        verify_tensor_config(tl, cfg)
+    log("workspace: tensor_loop preloads verified (%s)" % ", ".join(c.name for c in configs))
+    res = {c.name: [] for c in configs}
+    for rep in range(reps):
+        k = rep % len(configs)
+        t0 = time.perf_counter()
+        for cfg in configs[k:] + configs[:k]:
+            what = "tensor_loop/%s" % cfg.name
+            p, _ = run(tensor_cmd(tl, cfg, iters, warmup), cfg.env(), what, 1800)
+            res[cfg.name].append(parse_tensor(p.stdout, what))
+        log("workspace: tensor_loop repetition %d/%d done (%.1f s)"
+            % (rep + 1, reps, time.perf_counter() - t0))
+    sums = {n: sorted(set(r["checksum"] for r in rs)) for n, rs in res.items()}
+    if len(set(c for cs in sums.values() for c in cs)) != 1:
+        raise SetupError("tensor_loop: checksums differ between runs (the same schedule computed "
+                         "different data): %r" % sums)
+    return res
+
+
+def mib(nbytes):
+    return nbytes / 1048576.0
+
+
+def report_tensor(configs, res, reps):
+    """The tensor_loop table. C, the constant of the RSS target, is the ideal run's peak RSS
+    minus its live bytes: it allocates every buffer once, so its live bytes are the sum of sizes,
+    and what remains is the program's own baseline (text, libc, stack)."""
+    names = [c.name for c in configs]
+    r0 = res[names[0]][0]
+    peak, total, iters, warmup = r0["peak"], r0["sum"], r0["iters"], r0["warmup"]
+    ideal_iter = [r["iter"] for r in res["ideal"]]
+    const = max(median([r["rss"] for r in res["ideal"]]) - total, 0)
+    out = ["workspace: tensor_loop, %d buffers of 512 B-64 MiB per iteration (cycle peak live "
+           "%.1f MiB, sum of sizes %.1f MiB), %d iterations of which %d warm-up, %d "
+           "repetitions; medians" % (TENSOR_BUFFERS, mib(peak), mib(total), iters, warmup, reps)]
+    out.append("  %-20s%18s%10s%13s%8s%14s%10s%14s" % (
+        "config", "ms/iteration", "/ ideal", "minflt/iter", "majflt", "peak RSS", "RSS/peak",
+        "(RSS-C)/peak"))
+    fig = {}
+    for n in names:
+        it = [r["iter"] * 1e3 for r in res[n]]
+        rss = median([r["rss"] for r in res[n]])
+        f = {"ms": median(it), "minflt": median([r["minflt"] for r in res[n]]),
+             "majflt": median([r["majflt"] for r in res[n]]), "rss": rss,
+             "ideal": ratio([r["iter"] for r in res[n]], ideal_iter), "rss_peak": rss / peak,
+             "rss_c_peak": (rss - const) / peak}
+        fig[n] = f
+        out.append("  %-20s%18s%10s%13.1f%8.1f%10.1f MiB%10.2f%14.2f" % (
+            n, "%.3f (+-%.0f%%)" % (f["ms"], spread(it)),
+            "%.2fx" % f["ideal"] if n != "ideal" else "-", f["minflt"], f["majflt"],
+            mib(rss), f["rss_peak"], f["rss_c_peak"]))
+    noisy = [n for n in names if spread([r["iter"] for r in res[n]]) > NOISY]
+    if noisy:
+        out.append("  note: spread above +-%.0f%% for %s: the machine was busy; rerun or raise "
+                   "--reps" % (NOISY, ", ".join(noisy)))
+    out.append("  C = %.2f MiB: the ideal run's peak RSS minus its live bytes (it holds every "
+               "buffer at once, so they are the sum of sizes)" % mib(const))
+    wsn = [n for n in names if n.startswith("ndmem ws=1")]
+    verdicts = {}
+    for n in wsn:
+        f = fig[n]
+        verdicts[n] = (verdict(f["ideal"], WS_TIME_TARGET),
+                       "met" if f["minflt"] < WS_FAULT_TARGET else "NOT met",
+                       verdict(f["rss_c_peak"], WS_RSS_TARGET))
+        out.append("  %-20s time %.2fx ideal (target <= %.1fx: %s); %.1f minor faults/iteration "
+                   "(target 0, i.e. < %.0f: %s); (RSS-C)/peak %.2f (target <= %.2f: %s)" % (
+                       n, f["ideal"], WS_TIME_TARGET, verdicts[n][0], f["minflt"],
+                       WS_FAULT_TARGET, verdicts[n][1], f["rss_c_peak"], WS_RSS_TARGET,
+                       verdicts[n][2]))
+    nd = [n for n in names if n.startswith("ndmem")]
+    last = {n: res[n][-1]["ws"] for n in nd}
+    if all(v is None for v in last.values()):
+        out.append("  workspace stats: n/a (this libndmem.so exports no ndmem_ws_stats)")
+    else:
+        out.append("  workspace stats of the main thread (ndmem_ws_stats, last repetition):")
+        out.append("    %-20s%6s%8s%8s%8s%12s%12s%15s%9s" % (
+            "config", "count", "cycles", "hits", "spills", "spill MiB", "arena MiB",
+            "plan peak MiB", "escapes"))
+        for n in nd:
+            w = last[n]
+            if w is None:
+                out.append("    %-20s  n/a" % n)
+                continue
+            out.append("    %-20s%6d%8d%8d%8d%12.1f%12.1f%15.1f%9d" % (
+                n, w.get("workspaces", 0), w.get("cycles", 0), w.get("hits", 0),
+                w.get("spills", 0), mib(w.get("spill_bytes", 0)), mib(w.get("arena_bytes", 0)),
+                mib(w.get("plan_peak_bytes", 0)), w.get("escapes", 0)))
+    unrouted = [n for n in wsn if (last[n] or {}).get("hits", 0) == 0]
+    if unrouted:
+        out.append("  note: %s served no allocation from a workspace arena (%s): there ws=1 "
+                   "measures what ws=0 does" % (" and ".join(unrouted), "no ndmem_ws_stats: "
+                   "this shim does not route yet" if all(v is None for v in last.values())
+                   else "0 hits"))
+    if any(r["marks"] == "unresolved" for n in names for r in res[n]):
+        out.append("  note: ndmem_cycle_begin/ndmem_cycle_end are not exported by this "
+                   "libndmem.so: the --marks row ran without marks")
+    nruns = sum(len(rs) for rs in res.values())
+    out.append("  checksum identical in all %d runs: %s" % (nruns, r0["checksum"]))
+    summary = ["workspace tensor_loop (%d iterations, %d warm-up; peak live %.1f MiB, sum %.1f "
+               "MiB; C %.2f MiB), median ms/iteration, x ideal, minflt/iteration, peak RSS MiB:"
+               % (iters, warmup, mib(peak), mib(total), mib(const))]
+    summary.append("  " + ", ".join("%s %.3f ms %s %.0f flt %.0f MiB" % (
+        n, fig[n]["ms"], "%.2fx" % fig[n]["ideal"] if n != "ideal" else "1x", fig[n]["minflt"],
+        mib(fig[n]["rss"])) for n in names))
+    for n in wsn:
+        summary.append("  %s: time <= %.1fx ideal %s; faults 0 %s; (RSS-C)/peak <= %.2f %s%s" % (
+            n, WS_TIME_TARGET, verdicts[n][0], verdicts[n][1], WS_RSS_TARGET, verdicts[n][2],
+            " (no arena hits: ws=1 = ws=0)" if n in unrouted else ""))
+    summary.append("  checksum identical in all %d runs" % nruns)
+    return out, summary
+
+
+def onoff_verdict(on, off):
+    """met / NOT met for on / off (median of per-repetition ratios), and when not met but the
+    per-repetition ratios straddle 1, say so: the difference is then within the noise."""
+    rs = [a / b for a, b in zip(on, off)]
+    r = median(rs)
+    v = verdict(r, WS_ONOFF_TARGET)
+    if r > WS_ONOFF_TARGET and min(rs) <= 1.0:
+        v += " (per-repetition ratios %.3f-%.3f straddle 1: within noise)" % (min(rs), max(rs))
+    return r, v
+
+
+def report_ws_churn(ns, ops, reps):
+    out = ["workspace on/off: churn, %d ops/thread, %d repetitions; median ns/op per thread "
+           "(+-half range)" % (ops, reps)]
+    out.append("  %-10s%20s%20s%14s" % ("threads", "NDMEM_WORKSPACES=0", "NDMEM_WORKSPACES=1",
+                                        "on / off"))
+    worst, wv = 0.0, ""
+    rs = []
+    for t in THREADS:
+        off, on = ns[("ndmem ws=0", t)], ns[("ndmem ws=1", t)]
+        r, v = onoff_verdict(on, off)
+        if r >= worst:
+            worst, wv = r, v
+        rs.append(r)
+        out.append("  %-10d%20s%20s%14s" % (t, "%.2f (+-%.0f%%)" % (median(off), spread(off)),
+                                           "%.2f (+-%.0f%%)" % (median(on), spread(on)),
+                                           "%.3fx" % r))
+    out.append("  on / off (worst): %.3fx   target <= %.2fx (no slower, 2%% for noise): %s"
+               % (worst, WS_ONOFF_TARGET, wv))
+    summary = "workspace on/off churn 1T/2T: %s (target <= %.2fx: %s)" % (
+        "/".join("%.3fx" % r for r in rs), WS_ONOFF_TARGET, wv)
+    return out, summary
+
+
+def bench_ws_numpy(py, shim, steps, reps):
+    envs = {w: {"NDMEM_WORKSPACES": w} for w in ("0", "1")}
+    for w in ("0", "1"):  # the shim is live in both; also the warm-up
+        _, _, _, err = train_once(py, shim, 3, True, summary=True, extra_env=envs[w],
+                                  label="ndmem ws=%s" % w)
+        if not ndmem_lines(err):
+            raise SetupError("train_numpy.py under LD_PRELOAD=%s NDMEM_WORKSPACES=%s printed no "
+                             "'ndmem[' line with NDMEM_SUMMARY=1: the shim is not loaded.\n"
+                             "stderr was:\n%s" % (shim, w, err.strip()))
+    res = {w: {"wall": [], "loop": [], "loss": []} for w in ("0", "1")}
+    for rep in range(reps):
+        for w in (("0", "1") if rep % 2 == 0 else ("1", "0")):
+            wall, loop, loss, _ = train_once(py, shim, steps, True, extra_env=envs[w],
+                                             label="ndmem ws=%s" % w)
+            res[w]["wall"].append(wall)
+            res[w]["loop"].append(loop)
+            res[w]["loss"].append(loss)
+        log("workspace: numpy on/off repetition %d/%d done" % (rep + 1, reps))
+    return res
+
+
+def report_ws_numpy(res, steps, reps):
+    off, on = res["0"], res["1"]
+    out = ["workspace on/off: numpy, examples/train_numpy.py --steps %d under ndmem, %d "
+           "repetitions" % (steps, reps)]
+    out.append("  %-22s%20s%20s%10s" % ("median seconds", "NDMEM_WORKSPACES=0",
+                                        "NDMEM_WORKSPACES=1", "on / off"))
+    r = {}
+    for key, label in (("wall", "whole process (wall)"), ("loop", "training loop")):
+        r[key] = ratio(on[key], off[key])
+        out.append("  %-22s%20s%20s%10s" % (
+            label, "%.3f (+-%.0f%%)" % (median(off[key]), spread(off[key])),
+            "%.3f (+-%.0f%%)" % (median(on[key]), spread(on[key])), "%.3fx" % r[key]))
+    _, v = onoff_verdict(on["loop"], off["loop"])
+    out.append("  per run (loop s, off|on): " + "  ".join(
+        "%.3f|%.3f" % (a, b) for a, b in zip(off["loop"], on["loop"])))
+    out.append("  on / off (training loop): %.3fx   target <= %.2fx (no slower, 2%% for noise): %s"
+               % (r["loop"], WS_ONOFF_TARGET, v))
+    loff, lon = set(off["loss"]), set(on["loss"])
+    ok = True
+    if len(loff) == 1 and loff == lon:
+        msg = "final loss identical in all %d runs, workspaces on and off" % (2 * reps)
+    elif len(loff) > 1:
+        msg = "final loss varies even with workspaces off (%d values): not comparable" % len(loff)
+    else:
+        msg = "final loss DIFFERS with workspaces on: off %s, on %s" % (sorted(loff), sorted(lon))
+        ok = False
+    out.append("  " + msg)
+    summary = ("workspace on/off numpy (%d steps): loop %.3fx, wall %.3fx (target <= %.2fx: %s); %s"
+               % (steps, r["loop"], r["wall"], WS_ONOFF_TARGET,
+                  v, msg))
+    return out, summary, ok
+
+
+def bench_workspace(args, build, shim, churn, ops, steps, reps):
+    """The --workspace section: tensor_loop under every allocator and ndmem with workspaces off,
+    on and on with marks; then churn and numpy with workspaces on against off."""
+    tl = build / "bench" / "tensor_loop"
+    if not os.access(tl, os.X_OK):
+        raise SetupError("tensor_loop not found: %s (ninja -C %s)" % (tl, args.build))
+    iters = args.ws_iters or (WS_ITERS_QUICK if args.quick else None)
+    if iters is None and args.ws_warmup is not None:  # keep tensor_loop's 7 measured iterations
+        iters = args.ws_warmup + 7
+    elif args.ws_iters is None and args.ws_warmup is not None and iters <= args.ws_warmup:
+        iters = args.ws_warmup + 3
+    je = find_lib(args.jemalloc, "libjemalloc.so.2")
+    mi = find_lib(args.mimalloc, "libmimalloc.so.2")
+    configs = tensor_configs(shim, je, mi)
+    res = bench_tensor(tl, configs, iters, args.ws_warmup, reps)
+    lines, summary = report_tensor(configs, res, reps)
+    if not je:
+        lines.append("  jemalloc: libjemalloc.so.2 not found, its row is skipped")
+    if not mi:
+        lines.append("  mimalloc: libmimalloc.so.2 not found, its row is skipped")
+    report = lines + [""]
+    ok = True
+    if not args.no_churn:
+        ws = [EnvConfig("ndmem ws=%s" % w, [str(shim)], {"NDMEM_WORKSPACES": w}) for w in "01"]
+        ns = bench_churn(churn, ws, ops, reps)
+        lines, line = report_ws_churn(ns, ops, reps)
+        report += lines + [""]
+        summary.append(line)
+    if not args.no_numpy:
+        py, _, why = find_numpy_python()
+        if not TRAIN.is_file():
+            py, why = None, "%s not found" % TRAIN
+        if py is None:
+            msg = "workspace on/off: numpy skipped: %s" % why
+            report += [msg, ""]
+            summary.append(msg)
+        else:
+            lines, line, ok = report_ws_numpy(bench_ws_numpy(py, shim, steps, reps), steps, reps)
+            report += lines + [""]
+            summary.append(line)
+    return report, summary, ok
+
+
 # ------------------------------------------------------------------------------------ main
 
 def main():
@@ -519,6 +862,14 @@ def main():
                     "synthetic trace of --report-size bytes (written to --tmpdir, then deleted)")
     ap.add_argument("--report-size", type=int, help="trace bytes for --report (default %d, or %d "
                     "with --quick)" % (REPORT_SIZE, QUICK_REPORT_SIZE))
+    ap.add_argument("--workspace", action="store_true", help="also benchmark workspaces: "
+                    "tensor_loop under each allocator and ndmem with workspaces off/on/marked, "
+                    "and churn and numpy with NDMEM_WORKSPACES=0 against 1")
+    ap.add_argument("--ws-iters", type=int, help="tensor_loop iterations for --workspace "
+                    "(default: tensor_loop's own, 12; %d with --quick)" % WS_ITERS_QUICK)
+    ap.add_argument("--ws-warmup", type=int, help="tensor_loop iterations left out of its "
+                    "per-iteration figures (default: tensor_loop's own, 5; without --ws-iters, "
+                    "7 more are measured)")
     ap.add_argument("--tmpdir", default=tempfile.gettempdir(),
                     help="where --report writes its trace (default %(default)s)")
     args = ap.parse_args()
@@ -527,6 +878,11 @@ def main():
     steps = args.steps or (QUICK_STEPS if args.quick else TRAIN_STEPS)
     if reps < 1 or ops < 1 or steps < 1:
         ap.error("--reps, --ops and --steps must be positive")
+    if args.ws_warmup is not None and args.ws_warmup < 0:
+        ap.error("--ws-warmup must not be negative")
+    if args.ws_iters is not None and args.ws_iters <= (5 if args.ws_warmup is None
+                                                       else args.ws_warmup):
+        ap.error("--ws-iters must be more than the warm-up iterations (--ws-warmup, default 5)")
     report_size = args.report_size or (QUICK_REPORT_SIZE if args.quick else REPORT_SIZE)
     if report_size < 1 << 20:
         ap.error("--report-size must be at least 1 MiB")
@@ -600,6 +956,12 @@ def main():
                                steps, py, npver, r["wall"], r["loop"], TRAIN_TARGET,
                                verdict(r["wall"], TRAIN_TARGET), loss_msg))
 
+    ws_ok = True
+    if args.workspace:
+        lines, lines2, ws_ok = bench_workspace(args, build, shim, churn, ops, steps, reps)
+        report += lines
+        summary += lines2
+
     if args.report:
         res = bench_report(build, report_size, reps, args.tmpdir)
         lines, line = report_report(res, reps)
@@ -620,6 +982,8 @@ def main():
     print("-----------------------------")
     if not loss_ok:
         raise SetupError("train_numpy.py computes a different final loss under ndmem")
+    if not ws_ok:
+        raise SetupError("train_numpy.py computes a different final loss with NDMEM_WORKSPACES=1")
 
 
 if __name__ == "__main__":
