@@ -117,7 +117,6 @@ static struct {
   space_t *spaces;      // registry, append-only (atomic head)
   nd_rec_ws_escape_t pending[256]; // escapes not yet written to the trace
   unsigned npending;
-  uint64_t dropped;     // escapes beyond the pending buffer between two flushes
 } G;
 
 static void lock(int *l) {
@@ -486,9 +485,7 @@ static void end_cycle(space_t *s) {
       r->size = s->pi->preqs[e].size;
       r->cycle_born = s->pi->born[e];
       r->cycle_seen = s->st.cycles + 1;
-    } else {
-      G.dropped++;
-    }
+    } // else: more escapes than the buffer holds between two flushes; the count stays exact
     unlock(&G.lock);
   }
   if (s->cycle_spills && s->cfg.spill == WS_SPILL_REALLOCATE) {
@@ -1046,8 +1043,6 @@ int nd_ws_stats(void *out, int max) {
   }
   return n;
 }
-
-void nd_ws_thread_exit(nd_tls_t *t) { (void)t; }
 
 // fork: the table lock is a leaf (nothing else is taken while it is held), so it comes last.
 void nd_ws_atfork_prepare(void) { lock(&G.lock); }

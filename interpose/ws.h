@@ -38,7 +38,6 @@ void nd_ws_cycle_begin(const char *name); // NULL: the thread's default marked w
 void nd_ws_cycle_end(void);
 int nd_ws_configure(const char *name, const char *options);
 int nd_ws_stats(void *out, int max);
-void nd_ws_thread_exit(struct nd_tls *t);
 void nd_ws_atfork_prepare(void);
 void nd_ws_atfork_parent(void);
 void nd_ws_atfork_child(void);
