@@ -58,16 +58,22 @@ static void *arena_alloc(size_t n) {
   return p;
 }
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *ctx) {
-  (void)size;
-  uintptr_t me = (uintptr_t)ctx, lo = UINTPTR_MAX, hi = 0;
+void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
+  *lo = UINTPTR_MAX;
+  *hi = 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD) continue;
     uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
-    if (s < lo) lo = s;
-    if (e > hi) hi = e;
+    if (s < *lo) *lo = s;
+    if (e > *hi) *hi = e;
   }
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  uintptr_t me = (uintptr_t)ctx, lo, hi;
+  nd_module_range(info, &lo, &hi);
   if (me >= lo && me < hi) {
     self_lo = lo;
     self_hi = hi;

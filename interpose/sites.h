@@ -30,6 +30,9 @@ typedef struct nd_site {
 #define ND_CAPTURE_MAX 136 // NDMEM_DEPTH (at most 128) plus ndmem's own frames
 
 // sites.c: stacks and interning
+struct dl_phdr_info;
+// [lo, hi) spanned by a loaded object's PT_LOAD segments (hi == 0: none)
+void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 extern int nd_sites_depth;                        // NDMEM_DEPTH
 int nd_sites_init(int depth);                     // libunwind setup, our own text range
 int nd_stack_capture(uintptr_t *ips, int max);    // frames outside libndmem, innermost first

@@ -184,14 +184,8 @@ static int open_trace(void) {
 static int write_modules(struct dl_phdr_info *info, size_t size, void *ctx) {
   (void)size;
   (void)ctx;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
-    if (s < lo) lo = s;
-    if (e > hi) hi = e;
-  }
+  uintptr_t lo, hi;
+  nd_module_range(info, &lo, &hi);
   if (!hi) return 0;
   const char *path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : tr.hdr.exe;
   size_t len = strlen(path);
