@@ -13,7 +13,6 @@
 #include "os.h"
 #include "sites.h"
 
-#include <sched.h>
 #include <string.h>
 
 #define STRIPES 256
@@ -34,13 +33,13 @@ static size_t slot_of(uintptr_t a, size_t cap) {
 }
 
 static void lock(stripe_t *s) {
-  while (__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+  nd_spin_lock(&s->lock);
   __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
 }
 static void unlock(stripe_t *s) {
   __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
-  __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
+  nd_spin_unlock(&s->lock);
 }
 
 static void put(nd_block_t *v, size_t cap, const nd_block_t *b) {

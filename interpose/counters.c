@@ -7,7 +7,6 @@
 
 #include "os.h"
 
-#include <sched.h>
 #include <string.h>
 
 static struct {
@@ -22,10 +21,8 @@ static struct {
   size_t chunk_left;
 } g;
 
-static void lock(void) {
-  while (__atomic_exchange_n(&g.lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
-}
-static void unlock(void) { __atomic_store_n(&g.lock, 0, __ATOMIC_RELEASE); }
+static void lock(void) { nd_spin_lock(&g.lock); }
+static void unlock(void) { nd_spin_unlock(&g.lock); }
 
 nd_shard_t *nd_shard_acquire(pid_t tid) {
   nd_shard_t *s;

@@ -4,6 +4,7 @@
 #include "os.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
@@ -56,4 +57,8 @@ uint64_t nd_os_phys_bytes(void) {
   if (sysinfo(&si) == 0) r = (uint64_t)si.totalram * si.mem_unit;
   errno = saved;
   return r;
+}
+
+void nd_spin_lock(int *l) {
+  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) sched_yield();
 }

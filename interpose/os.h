@@ -17,4 +17,9 @@ pid_t nd_os_getpid(void);
 size_t nd_os_page_size(void);
 uint64_t nd_os_phys_bytes(void);               // physical RAM in bytes (sysinfo), 0 if unknown
 
+// The spinlock of ndmem's rare paths (registries, tables): no allocation, fork-safe to reset by
+// storing 0, and yields rather than spins hot since its holder may be descheduled.
+void nd_spin_lock(int *l);
+static inline void nd_spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
 #endif

@@ -12,7 +12,6 @@
 #include <dlfcn.h>
 #include <libunwind.h>
 #include <link.h>
-#include <sched.h>
 #include <string.h>
 
 #define STRIPES 64
@@ -33,19 +32,15 @@ static char *arena;
 static size_t arena_left;
 static uintptr_t self_lo, self_hi;
 
-static void spin_lock(int *l) {
-  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) sched_yield();
-}
-static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
 static void *arena_alloc(size_t n) {
   n = (n + 15) & ~(size_t)15;
-  spin_lock(&arena_lock);
+  nd_spin_lock(&arena_lock);
   if (arena_left < n) {
     size_t chunk = n > (1u << 20) ? n : (1u << 20);
     char *c = nd_os_map(chunk);
     if (!c) {
-      spin_unlock(&arena_lock);
+      nd_spin_unlock(&arena_lock);
       return NULL;
     }
     arena = c;
@@ -54,7 +49,7 @@ static void *arena_alloc(size_t n) {
   void *p = arena;
   arena += n;
   arena_left -= n;
-  spin_unlock(&arena_lock);
+  nd_spin_unlock(&arena_lock);
   return p;
 }
 
@@ -135,12 +130,12 @@ static int grow(stripe_t *st) {
 nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth) {
   uint64_t h = hash_stack(kind, sampled, ips, depth);
   stripe_t *st = &stripes[(h >> 58) % STRIPES];
-  spin_lock(&st->lock);
+  nd_spin_lock(&st->lock);
   if (st->cap) {
     for (size_t j = h & (st->cap - 1); st->v[j]; j = (j + 1) & (st->cap - 1))
       if (same(st->v[j], h, kind, sampled, ips, depth)) {
         nd_site_t *s = st->v[j];
-        spin_unlock(&st->lock);
+        nd_spin_unlock(&st->lock);
         return s;
       }
   }
@@ -183,7 +178,7 @@ nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth
   st->v[j] = s;
   st->n++;
 out:
-  spin_unlock(&st->lock);
+  nd_spin_unlock(&st->lock);
   return s;
 }
 
@@ -228,11 +223,11 @@ void nd_sites_mark_unwritten(void) {
 }
 
 void nd_sites_atfork_prepare(void) {
-  for (int i = 0; i < STRIPES; i++) spin_lock(&stripes[i].lock);
-  spin_lock(&arena_lock);
+  for (int i = 0; i < STRIPES; i++) nd_spin_lock(&stripes[i].lock);
+  nd_spin_lock(&arena_lock);
 }
 void nd_sites_atfork_parent(void) {
-  spin_unlock(&arena_lock);
-  for (int i = 0; i < STRIPES; i++) spin_unlock(&stripes[i].lock);
+  nd_spin_unlock(&arena_lock);
+  for (int i = 0; i < STRIPES; i++) nd_spin_unlock(&stripes[i].lock);
 }
 void nd_sites_atfork_child(void) { nd_sites_atfork_parent(); }

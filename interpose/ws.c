@@ -26,7 +26,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -119,10 +118,6 @@ static struct {
   unsigned npending;
 } G;
 
-static void lock(int *l) {
-  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) sched_yield();
-}
-static void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
 static void *mem_alloc(void *ctx, size_t n) {
   (void)ctx;
@@ -172,7 +167,7 @@ static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
     }
   }
   if (!p) return NULL;
-  lock(&G.lock);
+  nd_spin_lock(&G.lock);
   if (G.narenas < MAX_ARENAS) {
     G.arenas[G.narenas].lo = (uintptr_t)p;
     G.arenas[G.narenas].hi = (uintptr_t)p + size;
@@ -185,7 +180,7 @@ static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
     nd_os_unmap(p, size); // no slot to find it again by address: do without
     p = NULL;
   }
-  unlock(&G.lock);
+  nd_spin_unlock(&G.lock);
   return p;
 }
 
@@ -278,12 +273,12 @@ static void rec_reserve(space_t *s) {
 static size_t rec_slot(uintptr_t a, size_t cap) { return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1); }
 
 static void rec_put(uintptr_t addr, space_t *s, uint32_t idx) {
-  lock(&G.lock);
+  nd_spin_lock(&G.lock);
   if ((G.rec_n + 1) * 2 > G.rec_cap) {
     size_t cap = G.rec_cap ? G.rec_cap * 2 : 1024;
     struct rec *v = nd_os_map(cap * sizeof *v);
     if (!v) {
-      unlock(&G.lock);
+      nd_spin_unlock(&G.lock);
       return;
     }
     for (size_t i = 0; i < G.rec_cap; i++)
@@ -302,13 +297,13 @@ static void rec_put(uintptr_t addr, space_t *s, uint32_t idx) {
   G.rec[j].space = s;
   G.rec[j].idx = idx;
   G.rec_n++;
-  unlock(&G.lock);
+  nd_spin_unlock(&G.lock);
 }
 
 // Removes addr from the table; returns its record (space NULL when absent).
 static struct rec rec_take(uintptr_t addr) {
   struct rec r = {0, NULL, 0};
-  lock(&G.lock);
+  nd_spin_lock(&G.lock);
   if (G.rec_cap) {
     size_t j = rec_slot(addr, G.rec_cap);
     for (; G.rec[j].addr; j = (j + 1) & (G.rec_cap - 1))
@@ -327,16 +322,16 @@ static struct rec rec_take(uintptr_t addr) {
       G.rec_n--;
     }
   }
-  unlock(&G.lock);
+  nd_spin_unlock(&G.lock);
   return r;
 }
 
 // Forget every recorded block of s (its recording ended: later frees are outside the cycle).
 static void rec_forget(space_t *s) {
-  lock(&G.lock);
+  nd_spin_lock(&G.lock);
   for (size_t i = 0; i < G.rec_cap; i++)
     if (G.rec[i].addr && G.rec[i].space == s) G.rec[i].space = NULL; // tombstone-free: keep slot
-  unlock(&G.lock);
+  nd_spin_unlock(&G.lock);
 }
 
 // ---------------------------------------------------------------- planning
@@ -474,7 +469,7 @@ static void end_cycle(space_t *s) {
       nd_buf_str(&b, ": ndmemreport shows its file:line)");
     }
     say(&b);
-    lock(&G.lock);
+    nd_spin_lock(&G.lock);
     if (G.npending < sizeof G.pending / sizeof G.pending[0]) {
       nd_rec_ws_escape_t *r = &G.pending[G.npending++];
       memset(r, 0, sizeof *r);
@@ -486,7 +481,7 @@ static void end_cycle(space_t *s) {
       r->cycle_born = s->pi->born[e];
       r->cycle_seen = s->st.cycles + 1;
     } // else: more escapes than the buffer holds between two flushes; the count stays exact
-    unlock(&G.lock);
+    nd_spin_unlock(&G.lock);
   }
   if (s->cycle_spills && s->cfg.spill == WS_SPILL_REALLOCATE) {
     // REALLOCATE: an arena that could not hold the cycle is re-planned from the next one.
@@ -585,7 +580,7 @@ static void bump_cycle(space_t *s) {
   if (s->nd.open) ws_nd4j_close(&s->nd);
   inst_t *pi = s->pi;
   if (pi) {
-    lock(&G.lock);
+    nd_spin_lock(&G.lock);
     for (uint32_t i = 0; i < pi->nblive; i++) {
       if (pi->bescaped[i]) continue;
       pi->bescaped[i] = 1;
@@ -604,7 +599,7 @@ static void bump_cycle(space_t *s) {
       nd_buf_str(&b, "; it stays valid");
       say(&b);
     }
-    unlock(&G.lock);
+    nd_spin_unlock(&G.lock);
   }
   ws_nd4j_enter(&s->nd);
 }
@@ -622,7 +617,7 @@ static void *bump_alloc(space_t *s, size_t req, uint64_t *usable) {
   }
   inst_t *pi = s->pi;
   uintptr_t lo = (uintptr_t)pi->arena[0] + off, hi = lo + size;
-  lock(&G.lock);
+  nd_spin_lock(&G.lock);
   int clash = pi->nblive >= pi->capblive || off + size > pi->arena_size;
   for (uint32_t i = 0; i < pi->nblive && !clash; i++)
     clash = lo < pi->blive[i] + pi->bsize[i] && pi->blive[i] < hi;
@@ -633,7 +628,7 @@ static void *bump_alloc(space_t *s, size_t req, uint64_t *usable) {
     pi->bborn[i] = s->st.cycles + 1;
     pi->bescaped[i] = 0;
   }
-  unlock(&G.lock);
+  nd_spin_unlock(&G.lock);
   if (clash) return deviate(s, req, SP_TAKEN); // the range is still taken: never overlap
   s->st.hits++;
   *usable = size;
@@ -780,10 +775,10 @@ uint64_t nd_ws_usable(const void *p) {
   if (a < 0) return 0;
   inst_t *pi = G.arenas[a].inst;
   if (pi->bump) {
-    lock(&G.lock);
+    nd_spin_lock(&G.lock);
     int64_t i = bump_at(pi, (uintptr_t)p);
     uint64_t u = i < 0 ? 0 : pi->bsize[i];
-    unlock(&G.lock);
+    nd_spin_unlock(&G.lock);
     return u;
   }
   int64_t e = entry_at(pi, (uintptr_t)p - G.arenas[a].lo, G.arenas[a].which);
@@ -797,7 +792,7 @@ int nd_ws_free(void *p, uint64_t *usable) {
   space_t *s = pi->space;
   int64_t e;
   if (pi->bump) {
-    lock(&G.lock);
+    nd_spin_lock(&G.lock);
     e = bump_at(pi, (uintptr_t)p);
     if (e >= 0) {
       *usable = pi->bsize[e];
@@ -808,7 +803,7 @@ int nd_ws_free(void *p, uint64_t *usable) {
       pi->bborn[e] = pi->bborn[last];
       pi->bescaped[e] = pi->bescaped[last];
     }
-    unlock(&G.lock);
+    nd_spin_unlock(&G.lock);
     if (e >= 0) return 1;
   } else {
     e = entry_at(pi, (uintptr_t)p - G.arenas[a].lo, G.arenas[a].which);
@@ -1045,9 +1040,9 @@ int nd_ws_stats(void *out, int max) {
 }
 
 // fork: the table lock is a leaf (nothing else is taken while it is held), so it comes last.
-void nd_ws_atfork_prepare(void) { lock(&G.lock); }
-void nd_ws_atfork_parent(void) { unlock(&G.lock); }
-void nd_ws_atfork_child(void) { unlock(&G.lock); }
+void nd_ws_atfork_prepare(void) { nd_spin_lock(&G.lock); }
+void nd_ws_atfork_parent(void) { nd_spin_unlock(&G.lock); }
+void nd_ws_atfork_child(void) { nd_spin_unlock(&G.lock); }
 
 void nd_ws_write_records(nd_ws_record_fn rec, void *ctx) {
   for (space_t *s = __atomic_load_n(&G.spaces, __ATOMIC_ACQUIRE); s; s = s->all) {
@@ -1071,10 +1066,10 @@ void nd_ws_write_records(nd_ws_record_fn rec, void *ctx) {
     rec(ctx, ND_REC_WORKSPACE, &r, sizeof r);
   }
   nd_rec_ws_escape_t copy[sizeof G.pending / sizeof G.pending[0]];
-  lock(&G.lock);
+  nd_spin_lock(&G.lock);
   unsigned n = G.npending;
   memcpy(copy, G.pending, n * sizeof copy[0]);
   G.npending = 0;
-  unlock(&G.lock);
+  nd_spin_unlock(&G.lock);
   for (unsigned i = 0; i < n; i++) rec(ctx, ND_REC_WS_ESCAPE, &copy[i], sizeof copy[i]);
 }
