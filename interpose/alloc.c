@@ -64,14 +64,19 @@ ND_INLINE size_t heap_req(int fn, size_t a, size_t b) {
   }
 }
 
-// Counts the block; tracks it when it is large, or when the byte sampler's countdown runs out.
-ND_INLINE void account_alloc(nd_tls_t *t, int fn, void *p, size_t req) {
-  if (ND_LIKELY(p != NULL)) {
-    nd_count_alloc(t->shard, NDMEM_KIND_HEAP, nd_real.usable(p));
-    if (ND_UNLIKELY(req >= nd_track_min || (t->sample_left -= (int64_t)req) < 0))
-      nd_track_alloc(t, p, req, NDMEM_KIND_HEAP);
-  }
+// Counts a heap block of `usable` bytes (a workspace block: its planned size) and one call of fn;
+// tracks the block when it is large, or when the byte sampler's countdown runs out.
+ND_INLINE void account_block(nd_tls_t *t, int fn, void *p, size_t req, uint64_t usable) {
+  nd_count_alloc(t->shard, NDMEM_KIND_HEAP, usable);
+  if (ND_UNLIKELY(req >= nd_track_min || (t->sample_left -= (int64_t)req) < 0))
+    nd_track_alloc(t, p, req, NDMEM_KIND_HEAP);
   ND_BUMP(t->shard->calls[fn], 1);
+}
+
+// The same for the allocator's result (NULL: a failed call, counted as a call only).
+ND_INLINE void account_alloc(nd_tls_t *t, int fn, void *p, size_t req) {
+  if (ND_LIKELY(p != NULL)) account_block(t, fn, p, req, nd_real.usable(p));
+  else ND_BUMP(t->shard->calls[fn], 1);
 }
 
 static ND_NOINLINE void *alloc_slow(int fn, size_t a, size_t b, void *ra);
@@ -105,14 +110,6 @@ static size_t fn_align(int fn, size_t a) {
   }
 }
 
-// A block served from a workspace is counted like a heap block of its planned size.
-static void account_ws(nd_tls_t *t, int fn, void *p, size_t req, uint64_t usable) {
-  nd_count_alloc(t->shard, NDMEM_KIND_HEAP, usable);
-  if (req >= nd_track_min || (t->sample_left -= (int64_t)req) < 0)
-    nd_track_alloc(t, p, req, NDMEM_KIND_HEAP);
-  ND_BUMP(t->shard->calls[fn], 1);
-}
-
 static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t req, void *ra) {
   t->mode = ND_T_BUSY;
   uint64_t usable = 0;
@@ -125,7 +122,7 @@ static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t
   }
   if (p) {
     if (fn == NDMEM_FN_CALLOC) memset(p, 0, req); // arena memory is reused: calloc must zero it
-    account_ws(t, fn, p, req, usable);
+    account_block(t, fn, p, req, usable);
   } else {
     p = heap_call(fn, a, b);
     account_alloc(t, fn, p, req);
