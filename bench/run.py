@@ -308,7 +308,9 @@ def report_churn(configs, ns, ops, reps):
 # ------------------------------------------------------------------------------------ numpy
 
 def find_numpy_python():
-    """(interpreter, numpy version, None) or (None, None, why not)."""
+    """(interpreter, numpy version, None) or (None, None, why not): what runs TRAIN."""
+    if not TRAIN.is_file():
+        return None, None, "%s not found" % TRAIN
     env = base_env()
     probe = ["-c", "import numpy; print(numpy.__version__)"]
     explicit = os.environ.get("NDMEM_PYTHON")
@@ -829,8 +831,6 @@ def bench_workspace(args, build, shim, churn, ops, steps, reps):
         summary.append(line)
     if not args.no_numpy:
         py, _, why = find_numpy_python()
-        if not TRAIN.is_file():
-            py, why = None, "%s not found" % TRAIN
         if py is None:
             msg = "workspace on/off: numpy skipped: %s" % why
             report += [msg, ""]
@@ -941,8 +941,6 @@ def main():
     loss_ok = True
     if not args.no_numpy:
         py, npver, why = find_numpy_python()
-        if not TRAIN.is_file():
-            py, why = None, "%s not found" % TRAIN
         if py is None:
             msg = "numpy: skipped: %s" % why
             report += [msg, ""]
