@@ -441,47 +441,53 @@ static void finish_recording(space_t *s) {
 
 static void guard_protect(space_t *s, int which, int prot);
 
+// A block still live after its cycle ended: counted, said once on stderr (with its allocation
+// stack's id when it is tracked) and queued for the trace. Takes G.lock: call without it.
+static void report_escape(space_t *s, uintptr_t addr, uint64_t size, uint64_t born) {
+  s->st.escapes++;
+  s->st.pinned_bytes += size;
+  nd_block_t blk;
+  uint32_t stack = nd_blocks_find(addr, &blk) ? blk.site->id : UINT32_MAX;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: leaked workspace pointer from workspace [");
+  nd_buf_str(&b, s->st.name);
+  nd_buf_str(&b, "]: a block of ");
+  nd_buf_u64(&b, size);
+  nd_buf_str(&b, " B allocated in cycle ");
+  nd_buf_u64(&b, born);
+  nd_buf_str(&b, " is still live in cycle ");
+  nd_buf_u64(&b, s->st.cycles + 1);
+  nd_buf_str(&b, "; it stays valid and is no longer routed");
+  if (stack != UINT32_MAX) {
+    nd_buf_str(&b, " (allocation stack ");
+    nd_buf_u64(&b, stack);
+    nd_buf_str(&b, ": ndmemreport shows its file:line)");
+  }
+  say(&b);
+  nd_spin_lock(&G.lock);
+  if (G.npending < sizeof G.pending / sizeof G.pending[0]) {
+    nd_rec_ws_escape_t *r = &G.pending[G.npending++];
+    memset(r, 0, sizeof *r);
+    r->tid = (uint32_t)s->tid;
+    r->stack_id = stack;
+    memcpy(r->name, s->st.name, sizeof r->name);
+    r->addr = addr;
+    r->size = size;
+    r->cycle_born = born;
+    r->cycle_seen = s->st.cycles + 1;
+  } // else: more escapes than the buffer holds between two flushes; the count stays exact
+  nd_spin_unlock(&G.lock);
+}
+
 // A cycle of a PLANNED space ended: blocks still live from it have escaped.
 static void end_cycle(space_t *s) {
   if (s->mode != WSM_PLANNED) return;
   for (uint32_t e = 0; e < s->pi->plan.n; e++) {
     if (!__atomic_load_n(&s->pi->live[e], __ATOMIC_ACQUIRE) || s->pi->escaped[e]) continue;
     s->pi->escaped[e] = 1; // kept valid; never routed again; its range stays taken while it lives
-    s->st.escapes++;
-    s->st.pinned_bytes += s->pi->preqs[e].size;
     uintptr_t addr = (uintptr_t)(s->pi->arena[s->pi->which[e]] + s->pi->plan.offset[e]);
-    nd_block_t blk;
-    uint32_t stack = nd_blocks_find(addr, &blk) ? blk.site->id : UINT32_MAX;
-    nd_buf_t b;
-    nd_buf_reset(&b);
-    nd_buf_str(&b, "ndmem: leaked workspace pointer from workspace [");
-    nd_buf_str(&b, s->st.name);
-    nd_buf_str(&b, "]: a block of ");
-    nd_buf_u64(&b, s->pi->preqs[e].size);
-    nd_buf_str(&b, " B allocated in cycle ");
-    nd_buf_u64(&b, s->pi->born[e]);
-    nd_buf_str(&b, " is still live in cycle ");
-    nd_buf_u64(&b, s->st.cycles + 1);
-    nd_buf_str(&b, "; it stays valid and is no longer routed");
-    if (stack != UINT32_MAX) {
-      nd_buf_str(&b, " (allocation stack ");
-      nd_buf_u64(&b, stack);
-      nd_buf_str(&b, ": ndmemreport shows its file:line)");
-    }
-    say(&b);
-    nd_spin_lock(&G.lock);
-    if (G.npending < sizeof G.pending / sizeof G.pending[0]) {
-      nd_rec_ws_escape_t *r = &G.pending[G.npending++];
-      memset(r, 0, sizeof *r);
-      r->tid = (uint32_t)s->tid;
-      r->stack_id = stack;
-      memcpy(r->name, s->st.name, sizeof r->name);
-      r->addr = addr;
-      r->size = s->pi->preqs[e].size;
-      r->cycle_born = s->pi->born[e];
-      r->cycle_seen = s->st.cycles + 1;
-    } // else: more escapes than the buffer holds between two flushes; the count stays exact
-    nd_spin_unlock(&G.lock);
+    report_escape(s, addr, s->pi->preqs[e].size, s->pi->born[e]);
   }
   if (s->cycle_spills && s->cfg.spill == WS_SPILL_REALLOCATE) {
     // REALLOCATE: an arena that could not hold the cycle is re-planned from the next one.
@@ -579,27 +585,22 @@ static inst_t *bump_inst(space_t *s, uint64_t size) {
 static void bump_cycle(space_t *s) {
   if (s->nd.open) ws_nd4j_close(&s->nd);
   inst_t *pi = s->pi;
-  if (pi) {
+  // The live list is guarded by G.lock, a leaf lock: take the new escapes out in small batches,
+  // then report each without it (report_escape looks up the block's stack).
+  for (uint32_t found = pi ? 1 : 0; found;) {
+    struct { uintptr_t addr; uint64_t size, born; } batch[32];
+    found = 0;
     nd_spin_lock(&G.lock);
-    for (uint32_t i = 0; i < pi->nblive; i++) {
+    for (uint32_t i = 0; i < pi->nblive && found < 32; i++) {
       if (pi->bescaped[i]) continue;
       pi->bescaped[i] = 1;
-      s->st.escapes++;
-      s->st.pinned_bytes += pi->bsize[i];
-      nd_buf_t b;
-      nd_buf_reset(&b);
-      nd_buf_str(&b, "ndmem: leaked workspace pointer from workspace [");
-      nd_buf_str(&b, s->st.name);
-      nd_buf_str(&b, "]: a block of ");
-      nd_buf_u64(&b, pi->bsize[i]);
-      nd_buf_str(&b, " B allocated in cycle ");
-      nd_buf_u64(&b, pi->bborn[i]);
-      nd_buf_str(&b, " is still live in cycle ");
-      nd_buf_u64(&b, s->st.cycles + 1);
-      nd_buf_str(&b, "; it stays valid");
-      say(&b);
+      batch[found].addr = pi->blive[i];
+      batch[found].size = pi->bsize[i];
+      batch[found].born = pi->bborn[i];
+      found++;
     }
     nd_spin_unlock(&G.lock);
+    for (uint32_t i = 0; i < found; i++) report_escape(s, batch[i].addr, batch[i].size, batch[i].born);
   }
   ws_nd4j_enter(&s->nd);
 }
