@@ -13,7 +13,9 @@
 #include <stdint.h>
 
 #define ND_TRACE_MAGIC "NDMEMTR\n"
-#define ND_TRACE_VERSION 2 // 2 added WORKSPACE and WS_ESCAPE records; readers accept 1 and 2
+// 2 added WORKSPACE and WS_ESCAPE records; 3 added LIMITS, BREACH, SNAPSHOT and SNAP_SITE.
+// Readers accept 1 to 3.
+#define ND_TRACE_VERSION 3
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -43,6 +45,10 @@ enum nd_rec_tag {
   ND_REC_END = 7,      // nd_rec_end_t: the process finished normally
   ND_REC_WORKSPACE = 8, // nd_rec_workspace_t: one workspace's statistics (latest wins)
   ND_REC_WS_ESCAPE = 9, // nd_rec_ws_escape_t: a leaked workspace pointer, once per plan entry
+  ND_REC_LIMITS = 10,   // nd_rec_limits_t: the limits in force and their totals (latest wins)
+  ND_REC_BREACH = 11,   // nd_rec_breach_t: one logged breach of a limit
+  ND_REC_SNAPSHOT = 12, // nd_rec_snapshot_t: live memory by site; `sites` SNAP_SITE records follow
+  ND_REC_SNAP_SITE = 13, // nd_rec_snap_site_t: one site's live memory in the preceding SNAPSHOT
   ND_REC_TAG_MAX
 };
 
@@ -154,5 +160,67 @@ typedef struct nd_rec_ws_escape {
   uint64_t cycle_seen;    // the cycle in which it was found still live
 } nd_rec_ws_escape_t;
 _Static_assert(sizeof(nd_rec_ws_escape_t) == 72, "workspace escape record layout");
+
+// ---------------------------------------------------------------- limits (version 3)
+
+enum nd_limit_id { ND_LIMIT_BYTES = 0, ND_LIMIT_PHYSICAL = 1, ND_LIMIT_COUNT = 2 };
+enum nd_limit_action { ND_ON_LIMIT_FAIL = 0, ND_ON_LIMIT_WARN = 1, ND_ON_LIMIT_ABORT = 2 };
+enum nd_limits_flags { ND_LIMITS_ABORTED = 1 }; // the process was stopped by a breach (abort)
+
+// The limits in force (0: none) and what happened to them so far; a later record replaces an
+// earlier one. `tracked` is heap usable bytes + anonymous mmaps + workspace arenas (maxBytes);
+// `physical` is anonymous resident memory, resident - shared of /proc/self/statm
+// (maxPhysicalBytes, and the warning watermark).
+typedef struct nd_rec_limits {
+  uint64_t max_bytes, max_physical_bytes, warn_at;
+  uint64_t ram_bytes;    // physical RAM
+  uint64_t cgroup_bytes; // the tightest cgroup memory limit found (0: none)
+  uint32_t action;       // enum nd_limit_action (NDMEM_ON_LIMIT)
+  uint32_t flags;        // enum nd_limits_flags
+  uint64_t breaches[ND_LIMIT_COUNT]; // every breach, logged or not
+  uint64_t failed;       // allocations that were made to fail
+  uint64_t reliefs;      // relief runs (idle workspace arenas released, malloc_trim)
+  uint64_t relief_bytes; // workspace arena bytes released by relief
+  uint64_t peak_tracked, peak_physical; // the highest values seen by the checks
+  uint64_t physical_reads; // readings of the anonymous resident memory
+  uint64_t snapshots;      // SNAPSHOT records taken (watermark and breach)
+} nd_rec_limits_t;
+_Static_assert(sizeof(nd_rec_limits_t) == 120, "limits record layout");
+
+// A breach of a limit that was logged: the 1st, 2nd, 4th, 8th, ... of each limit.
+typedef struct nd_rec_breach {
+  uint64_t mono_ns;
+  uint32_t tid;
+  uint16_t limit;  // enum nd_limit_id
+  uint16_t action; // enum nd_limit_action: what was done with this allocation
+  uint32_t fn;     // enum ndmem_fn of the call
+  uint32_t reserved;
+  uint64_t requested;   // bytes asked for (for realloc: the growth)
+  uint64_t value;       // tracked or physical bytes before this allocation
+  uint64_t limit_bytes; // the limit
+  uint64_t count;       // this is the count-th breach of this limit
+} nd_rec_breach_t;
+_Static_assert(sizeof(nd_rec_breach_t) == 56, "breach record layout");
+
+enum nd_snapshot_reason { ND_SNAP_WATERMARK = 0, ND_SNAP_BREACH = 1 };
+
+// Live memory by allocation site at a moment worth keeping (the watermark was crossed, or the
+// first breach of a limit): the largest `sites` sites by live bytes follow as SNAP_SITE records.
+typedef struct nd_rec_snapshot {
+  uint64_t mono_ns;
+  uint32_t reason; // enum nd_snapshot_reason
+  uint32_t sites;  // SNAP_SITE records that follow
+  uint64_t tracked, physical; // physical 0: not read
+  uint64_t threshold;         // the watermark, or the limit breached
+} nd_rec_snapshot_t;
+_Static_assert(sizeof(nd_rec_snapshot_t) == 40, "snapshot record layout");
+
+typedef struct nd_rec_snap_site {
+  uint32_t stack_id; // a STACK written before
+  uint16_t kind;
+  uint16_t flags;    // ND_SITE_SAMPLED: estimates
+  uint64_t live_bytes, live_count;
+} nd_rec_snap_site_t;
+_Static_assert(sizeof(nd_rec_snap_site_t) == 24, "snapshot site record layout");
 
 #endif
