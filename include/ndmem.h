@@ -134,6 +134,37 @@ typedef struct ndmem_ws_stats {
 // exist (0 when workspaces are off).
 NDMEM_API int ndmem_ws_stats(ndmem_ws_stats_t *out, int max);
 
+// ---- limits (NDMEM_MAX_BYTES, NDMEM_MAX_PHYSICAL_BYTES, NDMEM_ON_LIMIT, NDMEM_WARN_AT)
+typedef struct ndmem_limits {
+  uint32_t size;    // caller sets sizeof(ndmem_limits_t); ndmem fills at most that much
+  uint32_t version; // NDMEM_LIMITS_VERSION
+  int64_t max_bytes;          // limit on tracked host bytes (0: none)
+  int64_t max_physical_bytes; // limit on anonymous resident bytes (0: none)
+  int64_t warn_at;            // watermark on anonymous resident bytes (0: none)
+  int32_t on_limit;           // 0 fail, 1 warn, 2 abort
+  int32_t reserved;
+  int64_t tracked_bytes;  // now: heap usable + anonymous mmap + workspace arenas (exact when no
+                          // other thread allocates meanwhile)
+  int64_t physical_bytes; // at the last reading (-1: not read yet)
+  uint64_t physical_reads;
+  uint64_t since_reading; // bytes allocated since that reading (as the next check counts them)
+  uint64_t breaches_bytes, breaches_physical; // breaches of each limit
+  uint64_t failed;        // allocations made to fail
+  uint64_t reliefs, relief_bytes; // relief runs; workspace arena bytes they released
+  uint64_t snapshots;     // snapshots of live memory by site (watermark and breach)
+  uint64_t ram_bytes, cgroup_bytes; // what '%' is relative to (the smaller; cgroup 0: none)
+} ndmem_limits_t;
+
+#define NDMEM_LIMITS_VERSION 1
+
+// Fills *out; 0, or -1 when accounting is off.
+NDMEM_API int ndmem_limits(ndmem_limits_t *out);
+// Changes a limit while the program runs: name is "max_bytes", "max_physical_bytes", "warn_at"
+// or "on_limit" (the NDMEM_* variable's name also works), value in that variable's forms
+// ("8G", "75%", "off"; "fail", "warn", "abort"). 0, or -1 with one stderr line for a bad name or
+// value (nothing changes).
+NDMEM_API int ndmem_limit_set(const char *name, const char *value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 // stores into the thread's own shard: no lock, no atomic read-modify-write.
 #include "shim.h"
 
+#include "limits.h"
 #include "sites.h"
 #include "trace.h"
 #include "ws.h"
@@ -81,6 +82,11 @@ ND_INLINE void account_alloc(nd_tls_t *t, int fn, void *p, size_t req) {
 
 static ND_NOINLINE void *alloc_slow(int fn, size_t a, size_t b, void *ra);
 static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t req, void *ra);
+static ND_NOINLINE void *alloc_limited(nd_tls_t *t, int fn, size_t a, size_t b, size_t req, void *ra);
+
+ND_INLINE int calloc_overflows(int fn, size_t a, size_t b) {
+  return fn == NDMEM_FN_CALLOC && b && a > SIZE_MAX / b;
+}
 
 ND_INLINE void *alloc_op(int fn, size_t a, size_t b, void *ra) {
   nd_tls_t *t = &nd_tls;
@@ -88,7 +94,8 @@ ND_INLINE void *alloc_op(int fn, size_t a, size_t b, void *ra) {
     // Tensor-sized requests may be served from a workspace (ws.c); an overflowing calloc goes
     // to the allocator, which fails it.
     size_t req = heap_req(fn, a, b);
-    if (ND_UNLIKELY(req >= nd_ws_min) && (fn != NDMEM_FN_CALLOC || !b || a <= SIZE_MAX / b))
+    if (ND_UNLIKELY(nd_limits_on)) return alloc_limited(t, fn, a, b, req, ra);
+    if (ND_UNLIKELY(req >= nd_ws_min) && !calloc_overflows(fn, a, b))
       return ws_path(t, fn, a, b, req, ra);
     t->mode = ND_T_BUSY;
     void *p = heap_call(fn, a, b);
@@ -122,6 +129,7 @@ static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t
   }
   if (p) {
     if (fn == NDMEM_FN_CALLOC) memset(p, 0, req); // arena memory is reused: calloc must zero it
+    __atomic_fetch_add(&nd_ws_live_total, (int64_t)usable, __ATOMIC_RELAXED);
     account_block(t, fn, p, req, usable);
   } else {
     p = heap_call(fn, a, b);
@@ -130,6 +138,66 @@ static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t
   }
   t->mode = ND_T_COUNT;
   return p;
+}
+
+// The same work as alloc_op and ws_path under NDMEM_MAX_BYTES, NDMEM_MAX_PHYSICAL_BYTES or a
+// watermark (limits.h). A block served by a workspace arena adds no tracked bytes (the arena is
+// counted whole), so maxBytes is checked only for the heap; a heap block that would cross it goes
+// back to the allocator before the program sees it. After a breach: relief and one more try, then
+// NDMEM_ON_LIMIT (fail: NULL and ENOMEM; warn: the allocation goes on; abort).
+static ND_NOINLINE void *alloc_limited(nd_tls_t *t, int fn, size_t a, size_t b, size_t req, void *ra) {
+  t->mode = ND_T_BUSY;
+  void *p;
+  if (calloc_overflows(fn, a, b)) { // the allocator fails it
+    p = heap_call(fn, a, b);
+    account_alloc(t, fn, p, 0);
+    t->mode = ND_T_COUNT;
+    return p;
+  }
+  nd_lim_t c = {.req = req, .fn = fn};
+  int ws_next = req >= nd_ws_min; // the workspace is asked once, before the heap
+  for (;;) {
+    int r = nd_limit_pre(t, &c, ws_next ? ND_LIM_PHYS : ND_LIM_PHYS | ND_LIM_HOST);
+    if (r == ND_LIM_OK && ws_next) {
+      ws_next = 0;
+      uint64_t usable = 0;
+      p = nd_ws_alloc(t, req, fn_align(fn, a), (uintptr_t)ra, &usable);
+      if (p == ND_WS_FAIL) break;
+      if (p) {
+        if (fn == NDMEM_FN_CALLOC) memset(p, 0, req);
+        __atomic_fetch_add(&nd_ws_live_total, (int64_t)usable, __ATOMIC_RELAXED);
+        account_block(t, fn, p, req, usable);
+        nd_limit_settle(t, &c, 1);
+        t->mode = ND_T_COUNT;
+        return p;
+      }
+      r = nd_limit_pre(t, &c, ND_LIM_HOST);
+    }
+    if (r == ND_LIM_OK) {
+      p = heap_call(fn, a, b);
+      if (!p) { // the allocator's own failure, errno its own
+        nd_ws_external(t, NULL);
+        ND_BUMP(t->shard->calls[fn], 1);
+        t->mode = ND_T_COUNT;
+        return NULL;
+      }
+      size_t usable = nd_real.usable(p);
+      if (nd_limit_post(t, &c, usable) == ND_LIM_OK) {
+        account_block(t, fn, p, req, usable);
+        nd_ws_external(t, p);
+        nd_limit_settle(t, &c, 1);
+        t->mode = ND_T_COUNT;
+        return p;
+      }
+      nd_real.free(p); // over maxBytes: never handed out
+    }
+    if (nd_limit_breach(t, &c) == ND_LIM_FAIL) break;
+  }
+  nd_ws_external(t, NULL);
+  ND_BUMP(t->shard->calls[fn], 1);
+  t->mode = ND_T_COUNT;
+  errno = ENOMEM;
+  return NULL;
 }
 
 static ND_NOINLINE void *alloc_slow(int fn, size_t a, size_t b, void *ra) {
@@ -161,11 +229,12 @@ void *nd_pvalloc(size_t n, void *ra) { return alloc_op(NDMEM_FN_PVALLOC, n, 0, r
 int nd_posix_memalign(void **out, size_t align, size_t n, void *ra) {
   nd_tls_t *t = &nd_tls;
   int mode = t->mode == ND_T_COUNT ? ND_T_COUNT : nd_thread_prepare(t);
-  if (mode == ND_T_COUNT && ND_UNLIKELY(n >= nd_ws_min) && align && !(align & (align - 1)) &&
-      align % sizeof(void *) == 0) {
+  if (mode == ND_T_COUNT && (ND_UNLIKELY(n >= nd_ws_min) || ND_UNLIKELY(nd_limits_on)) && align &&
+      !(align & (align - 1)) && align % sizeof(void *) == 0) {
     int saved = errno; // posix_memalign reports through its result, never errno
     errno = 0;
-    void *p = ws_path(t, NDMEM_FN_POSIX_MEMALIGN, align, n, n, ra);
+    void *p = nd_limits_on ? alloc_limited(t, NDMEM_FN_POSIX_MEMALIGN, align, n, n, ra)
+                           : ws_path(t, NDMEM_FN_POSIX_MEMALIGN, align, n, n, ra);
     int err = errno;
     errno = saved;
     if (!p) return err ? err : ENOMEM;
@@ -220,6 +289,7 @@ static ND_NOINLINE int ws_free_path(void *p, int fn) {
   int handled = nd_ws_free(p, &u);
   if (handled <= 0) return handled == 0; // 0: inside an arena but not a live block: dropped
   nd_tls_t *t = &nd_tls;
+  __atomic_fetch_sub(&nd_ws_live_total, (int64_t)u, __ATOMIC_RELAXED);
   if (t->shard) {
     nd_count_free(t->shard, NDMEM_KIND_HEAP, u);
     ND_BUMP(t->shard->calls[fn], 1);
@@ -259,6 +329,84 @@ void nd_free(void *p, int fn) {
 
 // ---------------------------------------------------------------- realloc
 
+// The real realloc on a COUNT or DEAD thread (a COUNT caller has set BUSY): the tracked block
+// moves with it, the old usable size is counted out and the new one in.
+static void *realloc_real(nd_tls_t *t, void *p, size_t n, int fn, int mode) {
+  nd_block_t tracked;
+  int was_tracked = p && nd_blocks_maybe((uintptr_t)p) && nd_track_take(p, &tracked);
+  size_t old = p ? nd_real.usable(p) : 0;
+  if (ND_UNLIKELY(old >= nd_ws_min)) ws_note_external(p, old);
+  void *q = nd_real.realloc(p, n);
+  if (was_tracked) { // the old block is gone unless realloc failed
+    if (!q && n) nd_track_restore(&tracked);
+    else nd_site_sub(tracked.site, tracked.count, tracked.weight);
+  }
+  // Success moves the block (old usable size out, new in). A NULL result with n == 0 and p set
+  // means the allocator freed p (glibc, and jemalloc's default zero_realloc:free); any other NULL
+  // is a failure that leaves p untouched.
+  int freed_old = p && (q || n == 0);
+  if (mode == ND_T_DEAD) {
+    if (freed_old) nd_late_free(NDMEM_KIND_HEAP, old, fn);
+    if (q) nd_late_alloc(NDMEM_KIND_HEAP, nd_real.usable(q), fn);
+    return q;
+  }
+  if (freed_old) nd_count_free(t->shard, NDMEM_KIND_HEAP, old);
+  account_alloc(t, fn, q, n); // counts the call too
+  return q;
+}
+
+// realloc growth under the limits (alloc_limited's rules). Far from maxBytes the real realloc
+// runs with its growth reserved (rounded up generously: the allocator's usable size is not known
+// before); near it, a new block is checked by its usable size, then the data moves and the old
+// block is freed, so a refused realloc leaves the old block as it was.
+static ND_NOINLINE void *realloc_limited(nd_tls_t *t, void *p, size_t n, int fn) {
+  t->mode = ND_T_BUSY;
+  size_t old = p ? nd_real.usable(p) : 0;
+  if (n <= old || !n) { // no growth
+    void *q = realloc_real(t, p, n, fn, ND_T_COUNT);
+    t->mode = ND_T_COUNT;
+    return q;
+  }
+  nd_lim_t c = {.req = n - old, .fn = fn};
+  uint64_t bound = n - old + n / 4 + 4096; // >= usable(new) - old for glibc's and jemalloc's classes
+  for (;;) {
+    if (nd_limit_pre(t, &c, ND_LIM_PHYS | ND_LIM_HOST) == ND_LIM_OK) {
+      if (nd_limit_post(t, &c, bound) == ND_LIM_OK) {
+        void *q = realloc_real(t, p, n, fn, ND_T_COUNT);
+        nd_limit_settle(t, &c, q != NULL);
+        t->mode = ND_T_COUNT;
+        return q;
+      }
+      void *q = nd_real.malloc(n);
+      if (!q) {
+        ND_BUMP(t->shard->calls[fn], 1);
+        t->mode = ND_T_COUNT;
+        return NULL;
+      }
+      size_t u = nd_real.usable(q);
+      if (nd_limit_post(t, &c, u > old ? u - old : 0) == ND_LIM_OK) {
+        if (p) {
+          memcpy(q, p, old);
+          if (nd_blocks_maybe((uintptr_t)p)) nd_track_free(p);
+          if (ND_UNLIKELY(old >= nd_ws_min)) ws_note_external(p, old);
+          nd_real.free(p);
+          nd_count_free(t->shard, NDMEM_KIND_HEAP, old);
+        }
+        account_block(t, fn, q, n, u);
+        nd_limit_settle(t, &c, 1);
+        t->mode = ND_T_COUNT;
+        return q;
+      }
+      nd_real.free(q);
+    }
+    if (nd_limit_breach(t, &c) == ND_LIM_FAIL) break;
+  }
+  ND_BUMP(t->shard->calls[fn], 1);
+  t->mode = ND_T_COUNT;
+  errno = ENOMEM;
+  return NULL;
+}
+
 static void *realloc_op(void *p, size_t n, int fn, void *ra) {
   nd_tls_t *t = &nd_tls;
   if (ND_UNLIKELY(p && nd_ws_owns(p))) {
@@ -283,36 +431,22 @@ static void *realloc_op(void *p, size_t n, int fn, void *ra) {
     if (p) return nd_real.realloc(p, n); // cannot happen before the allocator is resolved
     return nd_boot_alloc(n, 16);
   }
-  nd_block_t tracked;
-  int was_tracked = p && nd_blocks_maybe((uintptr_t)p) && nd_track_take(p, &tracked);
-  if (mode != ND_T_COUNT && mode != ND_T_DEAD) {
-    void *q = nd_real.realloc(p, n);
-    if (was_tracked) {
-      if (!q && n) nd_track_restore(&tracked);
-      else nd_site_sub(tracked.site, tracked.count, tracked.weight);
-    }
+  if (mode == ND_T_COUNT) {
+    if (ND_UNLIKELY(nd_limits_on)) return realloc_limited(t, p, n, fn);
+    t->mode = ND_T_BUSY;
+    void *q = realloc_real(t, p, n, fn, ND_T_COUNT);
+    t->mode = ND_T_COUNT;
     return q;
   }
-  if (mode == ND_T_COUNT) t->mode = ND_T_BUSY;
-  size_t old = p ? nd_real.usable(p) : 0;
-  if (ND_UNLIKELY(old >= nd_ws_min)) ws_note_external(p, old);
+  if (mode == ND_T_DEAD) return realloc_real(t, p, n, fn, ND_T_DEAD);
+  // BUSY, FORWARD: forwarded; the tracked-block table stays right
+  nd_block_t tracked;
+  int was_tracked = p && nd_blocks_maybe((uintptr_t)p) && nd_track_take(p, &tracked);
   void *q = nd_real.realloc(p, n);
-  if (was_tracked) { // the old block is gone unless realloc failed
+  if (was_tracked) {
     if (!q && n) nd_track_restore(&tracked);
     else nd_site_sub(tracked.site, tracked.count, tracked.weight);
   }
-  // Success moves the block (old usable size out, new in). A NULL result with n == 0 and p set
-  // means the allocator freed p (glibc, and jemalloc's default zero_realloc:free); any other NULL
-  // is a failure that leaves p untouched.
-  int freed_old = p && (q || n == 0);
-  if (mode == ND_T_DEAD) {
-    if (freed_old) nd_late_free(NDMEM_KIND_HEAP, old, fn);
-    if (q) nd_late_alloc(NDMEM_KIND_HEAP, nd_real.usable(q), fn);
-    return q;
-  }
-  if (freed_old) nd_count_free(t->shard, NDMEM_KIND_HEAP, old);
-  account_alloc(t, fn, q, n); // counts the call too
-  t->mode = ND_T_COUNT;
   return q;
 }
 

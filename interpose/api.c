@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // api.c: the ndmem_* functions of include/ndmem.h.
+#include "limits.h"
 #include "shim.h"
 #include "ws.h"
 
@@ -39,3 +40,23 @@ ND_EXPORT int ndmem_workspace_configure(const char *name, const char *options) {
   return nd_ws_configure(name, options);
 }
 ND_EXPORT int ndmem_ws_stats(ndmem_ws_stats_t *out, int max) { return nd_ws_stats(out, max); }
+
+ND_EXPORT int ndmem_limits(ndmem_limits_t *out) {
+  nd_tls_t *t = &nd_tls;
+  int mode = nd_thread_prepare(t);
+  if (!out || !nd_accounting_on() || (mode != ND_T_COUNT && mode != ND_T_BUSY)) return -1;
+  size_t want = out->size && out->size < sizeof(ndmem_limits_t) ? out->size : sizeof(ndmem_limits_t);
+  ndmem_limits_t l;
+  memset(&l, 0, sizeof l);
+  nd_limits_get(&l);
+  l.size = (uint32_t)want;
+  memcpy(out, &l, want);
+  return 0;
+}
+
+ND_EXPORT int ndmem_limit_set(const char *name, const char *value) {
+  nd_tls_t *t = &nd_tls;
+  int mode = nd_thread_prepare(t);
+  if (!nd_accounting_on() || (mode != ND_T_COUNT && mode != ND_T_BUSY)) return -1;
+  return nd_limits_set(name, value);
+}

@@ -5,6 +5,7 @@
 
 #include "fmt.h"
 #include "os.h"
+#include "sysmem.h"
 
 __extension__ typedef unsigned __int128 nd_u128;
 
@@ -14,6 +15,8 @@ __extension__ typedef unsigned __int128 nd_u128;
 #define OPT(name, type, field, def, min, max, doc)                                               \
   { name, type, offsetof(nd_config_t, field), def, min, max, NULL, doc }
 #define SOPT(name, field, sdef, doc) { name, ND_OPT_STRING, offsetof(nd_config_t, field), 0, 0, 0, sdef, doc }
+#define LOPT(name, field, def, doc)                                                             \
+  { name, ND_OPT_LIMIT, offsetof(nd_config_t, field), def, def < 0 ? -1 : 0, INT64_MAX, NULL, doc }
 #define COPT(name, field, def, words, doc) { name, ND_OPT_CHOICE, offsetof(nd_config_t, field), def, 0, 0, words, doc }
 
 const nd_option_t nd_options[] = {
@@ -61,6 +64,27 @@ const nd_option_t nd_options[] = {
         "largest arena (0: unlimited); what does not fit is served externally"),
     OPT("NDMEM_WS_GUARD", ND_OPT_BOOL, ws_guard, 0, 0, 1,
         "debug: finished generations are made inaccessible; a stale pointer faults and is named"),
+    LOPT("NDMEM_MAX_BYTES", max_bytes, 0,
+         "limit on tracked host bytes (heap usable sizes, anonymous mmaps, workspace arenas): "
+         "8G, 512m, 1.5g, 1073741824, 75% (of RAM or the cgroup limit, the smaller); 0: none"),
+    LOPT("NDMEM_MAX_PHYSICAL_BYTES", max_physical_bytes, 0,
+         "limit on anonymous resident memory (resident - shared; file pages do not count); "
+         "same forms; 0: none"),
+    COPT("NDMEM_ON_LIMIT", on_limit, 0, "fail|warn|abort",
+         "over a limit after relief: fail (NULL/MAP_FAILED, ENOMEM), warn (allow; logged once "
+         "per doubling), abort (write the trace and summary, then SIGABRT)"),
+    LOPT("NDMEM_WARN_AT", warn_at, -1,
+         "watermark on anonymous resident memory: crossing it writes a snapshot of live memory "
+         "by site to the trace; auto: 90% of the cgroup limit when there is one; 0: none"),
+    OPT("NDMEM_LIMIT_STEP", ND_OPT_SIZE, limit_step, 0, 0, INT64_MAX,
+        "resident memory is re-read after this many bytes allocated (0: 1/64 of the physical "
+        "limit or watermark, 1m to 64m)"),
+    OPT("NDMEM_LIMIT_POLL_MS", ND_OPT_INT, limit_poll_ms, 100, 0, 60000,
+        "resident memory is also read this often (milliseconds) by a thread; 0: only on "
+        "allocation"),
+    SOPT("NDMEM_TEST_CGROUP_DIR", test_cgroup_dir, "",
+         "test only: read the cgroup memory limit from this directory"),
+    SOPT("NDMEM_TEST_STATM", test_statm, "", "test only: read resident memory from this file"),
 };
 const size_t nd_options_count = sizeof nd_options / sizeof nd_options[0];
 
@@ -161,6 +185,17 @@ int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out) {
   return 0;
 }
 
+int nd_parse_limit(const char *s, uint64_t base, int allow_auto, int64_t *out) {
+  if (ieq(s, "off") || ieq(s, "none") || (s[0] == '0' && !s[1])) return *out = 0, 0;
+  if (allow_auto && ieq(s, "auto")) return *out = -1, 0;
+  int64_t v;
+  if (nd_parse_size(s, base, &v) != 0 || v <= 0) return -1;
+  *out = v;
+  return 0;
+}
+
+uint64_t nd_config_auto_warn(uint64_t cgroup_bytes) { return cgroup_bytes / 10 * 9; }
+
 static int has_prefix(const char *s, const char *p, const char **rest) {
   while (*p && *s == *p) s++, p++;
   if (*p) return 0;
@@ -193,7 +228,11 @@ static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn 
     nd_buf_str(&b, "..");
     nd_buf_i64(&b, o->max);
     break;
-  case ND_OPT_SIZE: nd_buf_str(&b, "a size (e.g. 1073741824, 512m, 1.5g, 75%)"); break;
+  case ND_OPT_SIZE: nd_buf_str(&b, "a size (e.g. 1073741824, 512m, 1.5g)"); break;
+  case ND_OPT_LIMIT:
+    nd_buf_str(&b, "a limit (e.g. 8G, 512m, 1.5g, 1073741824, 75%");
+    nd_buf_str(&b, o->min < 0 ? ", auto or off)" : " or off)");
+    break;
   case ND_OPT_CHOICE:
     nd_buf_str(&b, "one of ");
     for (const char *w = o->sdef; *w; w++) nd_buf_char(&b, *w == '|' ? '/' : *w);
@@ -206,7 +245,9 @@ static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn 
     break;
   }
   nd_buf_str(&b, "; using ");
-  if (o->type == ND_OPT_STRING) {
+  if (o->type == ND_OPT_LIMIT) {
+    nd_buf_str(&b, o->def < 0 ? "auto" : "none (the limit is off)");
+  } else if (o->type == ND_OPT_STRING) {
     nd_buf_str(&b, o->sdef);
   } else if (o->type == ND_OPT_CHOICE) {
     const char *w = o->sdef;
@@ -225,6 +266,23 @@ static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn 
   warn(nd_buf_cstr(&b), ctx);
 }
 
+static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn, void *ctx);
+
+// What a '%' limit is relative to: the smaller of RAM and the cgroup limit, read once. The
+// test-only cgroup directory is taken from the environment first, wherever it stands in it.
+static uint64_t percent_base(nd_config_t *cfg, char *const *envp) {
+  if (!cfg->ram_bytes) {
+    const char *dir = NULL, *rest;
+    for (char *const *e = envp; e && *e; e++)
+      if (has_prefix(*e, "NDMEM_TEST_CGROUP_DIR=", &rest)) dir = rest;
+    cfg->ram_bytes = nd_os_phys_bytes();
+    cfg->cgroup_bytes = nd_cgroup_limit(dir);
+    if (!cfg->ram_bytes) cfg->ram_bytes = 1; // unknown: '%' still means something
+  }
+  uint64_t b = cfg->ram_bytes;
+  return cfg->cgroup_bytes && cfg->cgroup_bytes < b ? cfg->cgroup_bytes : b;
+}
+
 int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_warn_fn warn,
                    void *ctx) {
   int warnings = 0;
@@ -233,7 +291,18 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
     if (o->type == ND_OPT_STRING) set_string((char *)cfg + o->offset, o->sdef);
     else *(int64_t *)((char *)cfg + o->offset) = o->def;
   }
-  if (secure || !envp) return 0;
+  cfg->ram_bytes = cfg->cgroup_bytes = 0;
+  warnings = load_env(cfg, secure ? NULL : envp, warn, ctx);
+  if (cfg->warn_at < 0) { // auto: 90 % of the cgroup limit, when there is one
+    percent_base(cfg, secure ? NULL : envp);
+    cfg->warn_at = (int64_t)nd_config_auto_warn(cfg->cgroup_bytes);
+  }
+  return warnings;
+}
+
+static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn, void *ctx) {
+  int warnings = 0;
+  if (!envp) return 0;
   char *const *envp0 = envp;
   for (; *envp; envp++) {
     const char *rest;
@@ -267,6 +336,15 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
       continue;
     }
     int64_t v = 0;
+    if (opt->type == ND_OPT_LIMIT) {
+      if (nd_parse_limit(value, percent_base(cfg, envp0), opt->min < 0, &v) != 0) {
+        warn_bad(opt, value, warn, ctx);
+        warnings++;
+      } else {
+        *(int64_t *)((char *)cfg + opt->offset) = v;
+      }
+      continue;
+    }
     int rc = opt->type == ND_OPT_BOOL       ? nd_parse_bool(value, &v)
              : opt->type == ND_OPT_INT      ? nd_parse_int(value, &v)
              : opt->type == ND_OPT_CHOICE   ? nd_parse_choice(value, opt->sdef, &v)

@@ -31,8 +31,19 @@ typedef struct nd_config {
   int64_t ws_location; // NDMEM_WS_LOCATION: enum ws_location
   int64_t ws_initial_size, ws_min_size, ws_max_size; // NDMEM_WS_INITIAL_SIZE, _MIN_SIZE, _MAX_SIZE
   int64_t ws_guard;    // NDMEM_WS_GUARD: make finished generations inaccessible
+  int64_t max_bytes;          // NDMEM_MAX_BYTES: tracked host bytes (0: no limit)
+  int64_t max_physical_bytes; // NDMEM_MAX_PHYSICAL_BYTES: anonymous resident bytes (0: no limit)
+  int64_t on_limit;           // NDMEM_ON_LIMIT: enum nd_limit_action (fail|warn|abort)
+  int64_t warn_at;            // NDMEM_WARN_AT: watermark (0: none; after loading never -1/auto)
+  int64_t limit_step;         // NDMEM_LIMIT_STEP: allocation between physical readings (0: auto)
+  int64_t limit_poll_ms;      // NDMEM_LIMIT_POLL_MS: physical readings by time (0: none)
   char output[ND_CONFIG_PATH_MAX];    // NDMEM_OUTPUT: trace path pattern (%p %h %r %%)
   char ws_mmap_dir[ND_CONFIG_PATH_MAX]; // NDMEM_WS_MMAP_DIR: where location=mmap puts arena files
+  char test_cgroup_dir[ND_CONFIG_PATH_MAX]; // NDMEM_TEST_CGROUP_DIR: test-only cgroup directory
+  char test_statm[ND_CONFIG_PATH_MAX];      // NDMEM_TEST_STATM: test-only statm file
+  // Not settings: what '%' limits are relative to, found while loading.
+  uint64_t ram_bytes;    // physical RAM
+  uint64_t cgroup_bytes; // the process's cgroup memory limit (0: none)
 } nd_config_t;
 
 typedef enum nd_opt_type {
@@ -41,7 +52,9 @@ typedef enum nd_opt_type {
   ND_OPT_SIZE,
   ND_OPT_STRING,
   ND_OPT_CHOICE,  // one of the '|'-separated words in `sdef`; stored as its index
-  ND_OPT_FRACTION // a decimal like 0.3; stored in parts per million
+  ND_OPT_FRACTION, // a decimal like 0.3; stored in parts per million
+  ND_OPT_LIMIT     // a size, or a percentage of the memory the process may have (the smaller of
+                   // RAM and its cgroup limit); 0/off/none: no limit; min -1 also allows "auto"
 } nd_opt_type_t;
 
 typedef struct nd_option {
@@ -73,6 +86,13 @@ int nd_parse_choice(const char *s, const char *words, int64_t *index); // words 
 // when percent_base is 0). Binary multiples (k = 1024), case-insensitive; fractions round down to a
 // whole byte. Overflow past 2^63-1 is an error.
 int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out);
+
+// A limit value: as nd_parse_size with `base` for '%', "0"/"off"/"none" (0), and with allow_auto
+// "auto" (-1). 0, or -1 on a bad value (including a '%' when base is 0, or a value of 0 bytes
+// written any other way than 0).
+int nd_parse_limit(const char *s, uint64_t base, int allow_auto, int64_t *out);
+// The default watermark for NDMEM_WARN_AT=auto: 90 % of the cgroup limit, or 0 without one.
+uint64_t nd_config_auto_warn(uint64_t cgroup_bytes);
 
 // Expands an NDMEM_OUTPUT pattern (see config.c). 0, or -1 when it is malformed or too long.
 int nd_config_expand_path(char *out, size_t cap, const char *pattern, char *const *envp);

@@ -17,6 +17,7 @@ static struct {
   nd_shard_t late;                // atomic RMW only
   int lock;                       // spinlock for acquire/release/retire (rare paths)
   uint32_t threads;               // threads that ever got a shard
+  uint32_t owned;                 // shards owned by live threads (atomic reads)
   char *chunk;                    // bump allocation of new shards
   size_t chunk_left;
 } g;
@@ -49,6 +50,7 @@ nd_shard_t *nd_shard_acquire(pid_t tid) {
   s->state = ND_SHARD_OWNED;
   s->tid = tid;
   g.threads++;
+  __atomic_store_n(&g.owned, g.owned + 1, __ATOMIC_RELAXED);
   unlock();
   return s;
 }
@@ -62,7 +64,7 @@ void nd_shard_publish(nd_shard_t *s, int kind) {
          !__atomic_compare_exchange_n(&g.peak[kind], &peak, cand, 1, __ATOMIC_RELAXED,
                                       __ATOMIC_RELAXED)) {
   }
-  k->pending = 0;
+  ND_STORE(k->pending, 0);
   k->pending_hi = 0;
 }
 
@@ -90,6 +92,7 @@ static void retire_locked(nd_shard_t *s) {
   memset(s->calls, 0, sizeof s->calls);
   memset(s->fallbacks, 0, sizeof s->fallbacks);
   s->state = ND_SHARD_FREE;
+  __atomic_store_n(&g.owned, g.owned - 1, __ATOMIC_RELAXED);
 }
 
 void nd_shard_release(nd_shard_t *s) {
@@ -109,7 +112,7 @@ void nd_count_adjust(nd_shard_t *s, int kind, uint64_t allocs, uint64_t alloc_by
   ND_BUMP(k->free_bytes, free_bytes);
   int64_t live = (int64_t)(k->alloc_bytes - k->free_bytes);
   if (live > k->peak) ND_STORE(k->peak, live);
-  k->pending += (int64_t)alloc_bytes - (int64_t)free_bytes;
+  ND_STORE(k->pending, k->pending + (int64_t)alloc_bytes - (int64_t)free_bytes);
   if (k->pending > k->pending_hi) k->pending_hi = k->pending;
   if (k->pending > ND_PUBLISH_BYTES || k->pending < -ND_PUBLISH_BYTES) nd_shard_publish(s, kind);
 }
@@ -173,6 +176,17 @@ void nd_counters_snapshot_shard(const nd_shard_t *s, ndmem_stats_t *out) {
   out->tid = s->tid;
 }
 
+int64_t nd_counters_published(int kind) { return __atomic_load_n(&g.live[kind], __ATOMIC_RELAXED); }
+
+int64_t nd_counters_pending_sum(int kind) {
+  int64_t sum = 0;
+  for (nd_shard_t *s = __atomic_load_n(&g.head, __ATOMIC_ACQUIRE); s; s = s->next)
+    sum += ND_LOAD(s->k[kind].pending); // a free shard's pending is 0
+  return sum;
+}
+
+uint32_t nd_counters_owned(void) { return __atomic_load_n(&g.owned, __ATOMIC_RELAXED); }
+
 nd_shard_t *nd_counters_first(void) { return __atomic_load_n(&g.head, __ATOMIC_ACQUIRE); }
 
 // fork: the child inherits every shard, so its accounting starts from the parent's live state.
@@ -183,10 +197,12 @@ void nd_counters_atfork_parent(void) { unlock(); }
 // child's copy of memory, so their counts stay too).
 void nd_counters_atfork_child(nd_shard_t *keep) {
   g.threads = 0;
+  g.owned = keep ? 1 : 0; // retire_locked counts the others down; recounted below
   for (nd_shard_t *s = g.head; s; s = s->next) {
     if (s == keep) g.threads = 1;
     else if (s->state == ND_SHARD_OWNED) retire_locked(s);
   }
+  g.owned = keep ? 1 : 0;
   g.lock = 0;
 }
 

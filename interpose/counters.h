@@ -61,6 +61,12 @@ void nd_counters_atfork_prepare(void);
 void nd_counters_atfork_parent(void);
 void nd_counters_atfork_child(nd_shard_t *keep); // keep: the forking thread's shard or NULL
 void nd_counters_reset_for_tests(void);
+// Live bytes of a kind: the published part (exact less every shard's pending delta, each within
+// +-ND_PUBLISH_BYTES), and the sum of the pending deltas (a walk over the shards: exact when no
+// other thread is allocating). For the limit checks.
+int64_t nd_counters_published(int kind);
+int64_t nd_counters_pending_sum(int kind);
+uint32_t nd_counters_owned(void); // shards owned by live threads
 
 static inline void nd_count_alloc(nd_shard_t *s, int kind, uint64_t bytes) {
   nd_kstat_t *k = &s->k[kind];
@@ -68,7 +74,7 @@ static inline void nd_count_alloc(nd_shard_t *s, int kind, uint64_t bytes) {
   ND_BUMP(k->alloc_bytes, bytes);
   int64_t live = (int64_t)(k->alloc_bytes - k->free_bytes);
   if (live > k->peak) ND_STORE(k->peak, live);
-  k->pending += (int64_t)bytes;
+  ND_STORE(k->pending, k->pending + (int64_t)bytes);
   if (k->pending > k->pending_hi) {
     k->pending_hi = k->pending;
     if (k->pending > ND_PUBLISH_BYTES) nd_shard_publish(s, kind);
@@ -79,7 +85,7 @@ static inline void nd_count_free(nd_shard_t *s, int kind, uint64_t bytes) {
   nd_kstat_t *k = &s->k[kind];
   ND_BUMP(k->frees, 1);
   ND_BUMP(k->free_bytes, bytes);
-  k->pending -= (int64_t)bytes;
+  ND_STORE(k->pending, k->pending - (int64_t)bytes);
   if (k->pending < -ND_PUBLISH_BYTES) nd_shard_publish(s, kind);
 }
 

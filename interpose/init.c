@@ -9,6 +9,7 @@
 #include "shim.h"
 
 #include "fmt.h"
+#include "limits.h"
 #include "os.h"
 #include "sites.h"
 #include "trace.h"
@@ -161,6 +162,7 @@ static void atfork_child(void) {
   nd_sites_atfork_child();
   nd_mmap_atfork_child();
   nd_trace_atfork_child();
+  nd_limits_atfork_child();
   if (!nd_cfg.follow_fork) {
     nd_accounting = 0;
     if (t->mode == ND_T_COUNT) t->mode = ND_T_FORWARD;
@@ -192,6 +194,7 @@ static void initialize(nd_tls_t *t) {
   }
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();
   if (nd_accounting) nd_ws_setup();
+  if (nd_accounting) nd_limits_setup();
   t->mode = saved;
   __atomic_store_n(&nd_state, ND_READY, __ATOMIC_RELEASE);
 }
@@ -327,6 +330,7 @@ void nd_print_summary(int fd) {
   if (!any) nd_buf_str(&b, " none");
   nd_buf_char(&b, '\n');
   nd_buf_flush(&b, fd);
+  nd_limits_summary(fd);
   if (nd_cfg.summary < 2) return;
   for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {
     if (sh->state != ND_SHARD_OWNED) continue;
@@ -360,6 +364,16 @@ __attribute__((destructor)) static void nd_dtor(void) {
   nd_tls_t *t = &nd_tls;
   if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
   unsigned char saved = t->mode;
+  nd_finish();
+  t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
+}
+
+// Also called by NDMEM_ON_LIMIT=abort just before SIGABRT. Once: a second call does nothing.
+void nd_finish(void) {
+  static int done;
+  nd_tls_t *t = &nd_tls;
+  if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
+  unsigned char saved = t->mode;
   t->mode = ND_T_BUSY;
   if (nd_accounting) {
     if (t->shard)
@@ -368,7 +382,7 @@ __attribute__((destructor)) static void nd_dtor(void) {
     if (nd_cfg.summary) nd_print_summary(nd_log_fd);
   }
   __atomic_store_n(&nd_state, ND_SHUTDOWN, __ATOMIC_RELEASE);
-  t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
+  t->mode = saved;
 }
 
 int nd_accounting_on(void) { return nd_accounting; }

@@ -10,10 +10,12 @@
 // belong to the heap counters and are not tracked here.
 #include "shim.h"
 
+#include "limits.h"
 #include "regions.h"
 #include "sites.h"
 #include "trace.h"
 
+#include <errno.h>
 #include <linux/mman.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -87,11 +89,36 @@ static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
   return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off); // sets errno like libc
 }
 
+// Checks `bytes` more tracked mmap bytes against the limits before the call (the size is exact:
+// pages). 0: go on (settle c afterwards); -1: refused (errno ENOMEM). Called without map_lock: a
+// breach may write the trace, which reads the table.
+static int map_limited(nd_tls_t *t, nd_lim_t *c) {
+  for (;;) {
+    if (nd_limit_pre(t, c, ND_LIM_PHYS | ND_LIM_HOST) == ND_LIM_OK &&
+        nd_limit_post(t, c, c->req) == ND_LIM_OK)
+      return 0;
+    if (nd_limit_breach(t, c) == ND_LIM_FAIL) return -1;
+  }
+}
+
+static void *map_refused(nd_tls_t *t, unsigned char mode, int fn) {
+  ND_BUMP(t->shard->calls[fn], 1);
+  t->mode = mode;
+  errno = ENOMEM;
+  return MAP_FAILED;
+}
+
 void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
   nd_tls_t *t = &nd_tls;
   if (!accounts(t)) return raw_mmap(addr, len, prot, flags, fd, off);
   unsigned char mode = t->mode;
   t->mode = ND_T_BUSY;
+  nd_lim_t c = {.req = 0, .fn = NDMEM_FN_MMAP};
+  if (ND_UNLIKELY(nd_limits_on) && mode == ND_T_COUNT && (flags & MAP_ANONYMOUS) && prot != PROT_NONE &&
+      len) {
+    c.req = round_up(len, map_unit(flags));
+    if (map_limited(t, &c) != 0) return map_refused(t, mode, NDMEM_FN_MMAP);
+  }
   pthread_mutex_lock(&map_lock);
   void *r = raw_mmap(addr, len, prot, flags, fd, off);
   if (r != MAP_FAILED) {
@@ -100,6 +127,7 @@ void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     if ((flags & MAP_ANONYMOUS) && prot != PROT_NONE) track(t, s, e);
   }
   pthread_mutex_unlock(&map_lock);
+  if (c.req) nd_limit_settle(t, &c, r != MAP_FAILED);
   if (t->shard) ND_BUMP(t->shard->calls[NDMEM_FN_MMAP], 1);
   t->mode = mode;
   return r;
@@ -128,9 +156,17 @@ void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_
   }
   unsigned char mode = t->mode;
   t->mode = ND_T_BUSY;
-  pthread_mutex_lock(&map_lock);
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   uintptr_t os = (uintptr_t)old, oe = round_up(os + old_len, page);
+  nd_lim_t c = {.req = 0, .fn = NDMEM_FN_MREMAP};
+  if (ND_UNLIKELY(nd_limits_on) && mode == ND_T_COUNT && round_up(new_len, page) > oe - os) {
+    pthread_mutex_lock(&map_lock);
+    int grows_tracked = nd_regions_bytes_in(&maps, os, oe) > 0;
+    pthread_mutex_unlock(&map_lock);
+    c.req = grows_tracked ? round_up(new_len, page) - (oe - os) : 0;
+    if (c.req && map_limited(t, &c) != 0) return map_refused(t, mode, NDMEM_FN_MREMAP);
+  }
+  pthread_mutex_lock(&map_lock);
   int tracked = nd_regions_bytes_in(&maps, os, oe) > 0;
   void *r = nd_real.mremap(old, old_len, new_len, flags, new_addr);
   if (r != MAP_FAILED) {
@@ -143,6 +179,7 @@ void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_
     }
   }
   pthread_mutex_unlock(&map_lock);
+  if (c.req) nd_limit_settle(t, &c, r != MAP_FAILED);
   if (t->shard) ND_BUMP(t->shard->calls[NDMEM_FN_MREMAP], 1);
   t->mode = mode;
   return r;

@@ -35,6 +35,7 @@ typedef struct nd_tls {
   int64_t sample_left; // bytes until the next sampled small block (INT64_MAX: never)
   uint64_t rng;        // the sampler's xorshift state
   void *ws;            // workspace state (ws.c), created at the first routed allocation
+  uint64_t lim_acc;    // limits: bytes allocated since this thread last added to the total
 } nd_tls_t;
 
 extern __thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
@@ -71,6 +72,7 @@ ND_INLINE int nd_boot_owns(const void *p) {
   return (size_t)((const char *)p - nd_boot_pool) < ND_BOOT_POOL_SIZE;
 }
 void nd_print_summary(int fd);
+void nd_finish(void); // the end of accounting: final trace flush and summary (exit, or abort)
 int nd_accounting_on(void);
 
 // alloc.c

@@ -9,6 +9,7 @@
 #include "trace.h"
 
 #include "fmt.h"
+#include "limits.h"
 #include "os.h"
 #include "shim.h"
 #include "sites.h"
@@ -109,6 +110,8 @@ void nd_track_free(void *p) {
 int nd_track_take(void *p, void *out) { return nd_blocks_take((uintptr_t)p, out); }
 
 void nd_track_restore(const void *block) { nd_blocks_insert(block); }
+
+int nd_trace_enabled(void) { return tr.on && tr.fd != -2; }
 
 struct nd_site *nd_track_site_here(int kind) { return tr.on ? nd_site_here(kind, 0) : NULL; }
 
@@ -292,6 +295,7 @@ void nd_trace_flush(int final) {
   }
   write_sites();
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
+  nd_limits_write_records(ws_record, NULL); // and snapshots theirs
   write_counters();
   nd_rec_flush_t f = {mono_ns(), ++tr.seq};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);

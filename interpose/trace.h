@@ -14,6 +14,7 @@ struct nd_site;
 extern size_t nd_track_min;
 
 void nd_trace_setup(void);                // at initialisation, when NDMEM_TRACE=1
+int nd_trace_enabled(void);               // the trace is being written
 void nd_trace_thread_init(struct nd_tls *t); // per-thread sampler state
 void nd_track_alloc(struct nd_tls *t, void *p, size_t req, int kind);
 void nd_track_free(void *p);

@@ -17,6 +17,7 @@
 #include "ws.h"
 
 #include "fmt.h"
+#include "limits.h"
 #include "os.h"
 #include "shim.h"
 #include "sites.h"
@@ -35,6 +36,7 @@
 size_t nd_ws_min = SIZE_MAX;
 uintptr_t nd_ws_lo = UINTPTR_MAX, nd_ws_hi = 0;
 int nd_ws_recording;
+int64_t nd_ws_arena_total, nd_ws_live_total;
 
 #define ALIGN 64
 #define MAX_ARENAS 256
@@ -79,6 +81,7 @@ typedef struct space {
   uint32_t period, phase;
   uint32_t cand, cand_seen; // auto: the period the detector reports, and for how many symbols
   uint32_t trims;       // auto: heap trims while finding a cycle (bounded: see nd_ws_heap_freed)
+  uint32_t limited;     // arenas refused by NDMEM_MAX_BYTES (said once)
   uint64_t symbols;     // auto: routed allocations seen since detection started
   uint32_t in_cycle;    // routed allocations so far in the current cycle
   // recording
@@ -138,6 +141,19 @@ static void say(nd_buf_t *b) {
 
 static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
   char *p = NULL;
+  if (!nd_limit_room(size)) { // an arena counts towards NDMEM_MAX_BYTES whole
+    if (!s->limited++) {
+      nd_buf_t b;
+      nd_buf_reset(&b);
+      nd_buf_str(&b, "ndmem: workspace [");
+      nd_buf_str(&b, s->st.name);
+      nd_buf_str(&b, "]: an arena of ");
+      nd_buf_bytes(&b, (int64_t)size);
+      nd_buf_str(&b, " would exceed maxBytes (NDMEM_MAX_BYTES); its allocations go to the heap");
+      say(&b);
+    }
+    return NULL;
+  }
   if (s->cfg.location == WS_LOC_MMAP) {
     char path[ND_CONFIG_PATH_MAX + 32];
     nd_buf_t b;
@@ -168,14 +184,17 @@ static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
   }
   if (!p) return NULL;
   nd_spin_lock(&G.lock);
-  if (G.narenas < MAX_ARENAS) {
-    G.arenas[G.narenas].lo = (uintptr_t)p;
-    G.arenas[G.narenas].hi = (uintptr_t)p + size;
-    G.arenas[G.narenas].inst = pi;
-    G.arenas[G.narenas].which = which;
-    G.narenas++;
+  int slot = 0; // a slot released by relief (lo == hi == 0), else a new one
+  while (slot < G.narenas && (G.arenas[slot].lo || G.arenas[slot].hi)) slot++;
+  if (slot < MAX_ARENAS) {
+    G.arenas[slot].inst = pi;
+    G.arenas[slot].which = which;
+    __atomic_store_n(&G.arenas[slot].lo, (uintptr_t)p, __ATOMIC_RELEASE);
+    __atomic_store_n(&G.arenas[slot].hi, (uintptr_t)p + size, __ATOMIC_RELEASE);
+    if (slot == G.narenas) __atomic_store_n(&G.narenas, slot + 1, __ATOMIC_RELEASE);
     if ((uintptr_t)p < nd_ws_lo) __atomic_store_n(&nd_ws_lo, (uintptr_t)p, __ATOMIC_RELEASE);
     if ((uintptr_t)p + size > nd_ws_hi) __atomic_store_n(&nd_ws_hi, (uintptr_t)p + size, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&nd_ws_arena_total, (int64_t)size, __ATOMIC_RELAXED);
   } else {
     nd_os_unmap(p, size); // no slot to find it again by address: do without
     p = NULL;
@@ -184,7 +203,8 @@ static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
   return p;
 }
 
-// The arena slot holding p, or -1. Arenas are never unmapped, so the table only grows.
+// The arena slot holding p, or -1. Only relief unmaps arenas (those without a live block), and a
+// released slot reads lo == hi == 0 until it is reused.
 static int arena_of(uintptr_t p) {
   int n = __atomic_load_n(&G.narenas, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; i++)
@@ -734,8 +754,13 @@ void *nd_ws_alloc(nd_tls_t *t, size_t req, size_t align, uintptr_t ra, uint64_t 
     if (s->pi->plan.offset[k] == NONE) return NULL; // outlives its cycle: the heap, by plan
     if (s->pi->plan.offset[k] == TOO_BIG) return deviate(s, req, SP_TOO_BIG);
     if (req > s->pi->preqs[k].size) return deviate(s, req, SP_DEVIATION); // it grew
-    if (entry_free_to_use(s, k)) return serve(s, k, usable);
-    return deviate(s, req, SP_TAKEN);
+    if (!entry_free_to_use(s, k)) return deviate(s, req, SP_TAKEN);
+    if (!s->pi->arena[s->cur_which]) { // released by relief: map it again
+      s->pi->arena[s->cur_which] = map_arena(s, s->pi, s->cur_which, s->pi->arena_size);
+      if (!s->pi->arena[s->cur_which]) return deviate(s, req, SP_TAKEN);
+      s->st.arena_bytes += s->pi->arena_size;
+    }
+    return serve(s, k, usable);
   }
   return deviate(s, req, SP_DEVIATION);
 }
@@ -1002,6 +1027,59 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
     return;
   }
   G.old_segv.sa_handler(sig);
+}
+
+// ---------------------------------------------------------------- relief (limits)
+
+static int space_of_thread(ws_thread_t *w, space_t *s) {
+  if (s == w->auto_space) return 1;
+  for (space_t *n = w->named; n; n = n->next)
+    if (n == s) return 1;
+  return 0;
+}
+
+static int inst_idle(inst_t *pi) {
+  if (pi->bump) return pi->nblive == 0; // under G.lock
+  for (uint32_t e = 0; e < pi->plan.n; e++)
+    if (__atomic_load_n(&pi->live[e], __ATOMIC_ACQUIRE)) return 0;
+  return 1;
+}
+
+// Only this thread serves from its spaces, so an arena of its own with no live block stays
+// without one while it is released; frees from other threads cannot name a block in it.
+uint64_t nd_ws_relieve(void) {
+  ws_thread_t *w = nd_tls.ws;
+  if (!w || G.guard) return 0; // guard mode keeps its generations where they are
+  struct { uintptr_t lo, hi; inst_t *pi; int which; } gone[32];
+  int n = 0;
+  nd_spin_lock(&G.lock);
+  for (int i = 0; i < G.narenas && n < 32; i++) {
+    inst_t *pi = G.arenas[i].inst;
+    if (!G.arenas[i].hi || !space_of_thread(w, pi->space) || !inst_idle(pi)) continue;
+    gone[n].lo = G.arenas[i].lo;
+    gone[n].hi = G.arenas[i].hi;
+    gone[n].pi = pi;
+    gone[n].which = G.arenas[i].which;
+    n++;
+    __atomic_store_n(&G.arenas[i].hi, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&G.arenas[i].lo, 0, __ATOMIC_RELEASE);
+  }
+  nd_spin_unlock(&G.lock);
+  uint64_t bytes = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t size = gone[i].hi - gone[i].lo;
+    inst_t *pi = gone[i].pi;
+    space_t *s = pi->space;
+    nd_os_unmap((void *)gone[i].lo, size);
+    pi->arena[gone[i].which] = NULL;
+    if (s->pi == pi) {
+      s->st.arena_bytes -= size;
+      if (pi->bump) s->pi = NULL; // the next cycle maps a new arena at the model's size
+    }
+    __atomic_fetch_sub(&nd_ws_arena_total, (int64_t)size, __ATOMIC_RELAXED);
+    bytes += size;
+  }
+  return bytes;
 }
 
 // ---------------------------------------------------------------- setup, stats

@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: MIT
+// limits.c: maxBytes, maxPhysicalBytes, NDMEM_ON_LIMIT and the watermark (see limits.h).
+//
+// Nothing here takes a lock on the allocation path: the reservation is one CAS on a counter, the
+// exact total a walk over the counter shards, a physical reading one pread of a statm file kept
+// open. Records for the trace (logged breaches, a pending snapshot) wait under a leaf spinlock
+// for the writer, which asks for them at each flush.
+#include "limits.h"
+
+#include "fmt.h"
+#include "ndmem.h"
+#include "os.h"
+#include "shim.h"
+#include "sites.h"
+#include "sysmem.h"
+#include "trace.h"
+#include "trace_format.h"
+#include "ws.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int nd_limits_on;
+
+#define SMALL ND_PUBLISH_BYTES  // blocks up to this size are checked without a reservation
+#define ACC_BATCH (256 * 1024)  // a thread adds its allocated bytes to the total in batches
+#define MAX_PENDING 64          // breach records waiting for a flush
+#define SNAP_SITES 256          // sites per snapshot
+#define TOP_SITES 5             // sites named in a breach message
+#define MAX_WM_SNAPSHOTS 64     // watermark snapshots per run
+
+static struct {
+  int64_t max[ND_LIMIT_COUNT]; // atomic (ndmem_limit_set)
+  int64_t warn_at;             // atomic
+  int action;                  // atomic
+  int phys_on;                 // readings are needed: a physical limit or a watermark
+  int64_t step;                // bytes allocated between readings
+  int statm_fd;
+  int (*trim)(size_t);
+  int64_t reserved;            // bytes reserved by allocations not yet published (atomic)
+  // physical readings (atomic)
+  uint64_t gross;              // bytes allocated, added by each thread in batches
+  uint64_t gross_at_read;
+  int64_t phys;                // the last reading, -1 before the first
+  int phys_due;                // read at the next allocation (the poller saw the limit crossed)
+  uint64_t phys_reads;
+  uint64_t warn_next;          // the reading at which the next watermark snapshot is taken
+  // totals (atomic)
+  uint64_t breaches[ND_LIMIT_COUNT], failed, reliefs, relief_bytes, snapshots, wm_snapshots;
+  int64_t peak_tracked, peak_phys;
+  uint32_t flags;
+  // waiting for the trace writer, under rec_lock (a leaf)
+  int rec_lock;
+  nd_rec_breach_t pending[MAX_PENDING];
+  unsigned npending;
+  int snap_waiting;
+  nd_rec_snapshot_t snap;
+  int poller; // atomic: the reading thread was started
+} L = {.statm_fd = -1, .phys = -1};
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+
+static void raise_to(int64_t *peak, int64_t v) {
+  int64_t p = LD(*peak);
+  while (v > p && !__atomic_compare_exchange_n(peak, &p, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+// ---------------------------------------------------------------- tracked bytes
+
+// Published heap + mmap bytes, this thread's unpublished part, and idle workspace arena bytes.
+// Exact with one thread; other threads' unpublished parts are within margin().
+static int64_t tracked_est(nd_tls_t *t) {
+  int64_t v = nd_counters_published(NDMEM_KIND_HEAP) + nd_counters_published(NDMEM_KIND_MMAP) +
+              nd_ws_idle_bytes();
+  if (t && t->shard)
+    v += ND_LOAD(t->shard->k[NDMEM_KIND_HEAP].pending) + ND_LOAD(t->shard->k[NDMEM_KIND_MMAP].pending);
+  return v;
+}
+
+// Every shard's unpublished part too (reservations not included).
+static int64_t tracked_exact(void) {
+  return nd_counters_published(NDMEM_KIND_HEAP) + nd_counters_published(NDMEM_KIND_MMAP) +
+         nd_counters_pending_sum(NDMEM_KIND_HEAP) + nd_counters_pending_sum(NDMEM_KIND_MMAP) +
+         nd_ws_idle_bytes();
+}
+
+// What other threads may hold that tracked_est cannot see: per thread, an unpublished delta of
+// up to ND_PUBLISH_BYTES for each of heap and mmap, and one small block being allocated.
+static int64_t margin(void) {
+  uint32_t n = nd_counters_owned();
+  return n > 1 ? (int64_t)(n - 1) * 3 * ND_PUBLISH_BYTES : 0;
+}
+
+static int reserve(int64_t base, int64_t bytes, int64_t max, nd_lim_t *c) {
+  int64_t r = LD(L.reserved);
+  while (base + r + bytes <= max)
+    if (__atomic_compare_exchange_n(&L.reserved, &r, r + bytes, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      c->reserved += bytes;
+      return 1;
+    }
+  return 0;
+}
+
+// ---------------------------------------------------------------- physical memory
+
+static void request_snapshot(int reason, int64_t tracked, int64_t physical, int64_t threshold) {
+  nd_spin_lock(&L.rec_lock);
+  L.snap.mono_ns = mono_ns();
+  L.snap.reason = (uint32_t)reason;
+  L.snap.tracked = (uint64_t)(tracked > 0 ? tracked : 0);
+  L.snap.physical = (uint64_t)(physical > 0 ? physical : 0);
+  L.snap.threshold = (uint64_t)threshold;
+  L.snap_waiting = 1;
+  nd_spin_unlock(&L.rec_lock);
+}
+
+static void say(nd_buf_t *b) {
+  nd_buf_char(b, '\n');
+  nd_buf_flush(b, 2);
+}
+
+static void watermark(uint64_t v) {
+  int64_t warn = LD(L.warn_at);
+  uint64_t next = LD(L.warn_next);
+  if (!warn || v < next || LD(L.wm_snapshots) >= MAX_WM_SNAPSHOTS) return;
+  // The next snapshot when another 1/16 of the watermark is resident: the last one before an
+  // OOM kill is at most that stale.
+  if (!__atomic_compare_exchange_n(&L.warn_next, &next, v + (uint64_t)warn / 16, 0, __ATOMIC_RELAXED,
+                                   __ATOMIC_RELAXED))
+    return;
+  uint64_t n = ADD(L.wm_snapshots, 1) + 1;
+  int64_t tracked = tracked_est(NULL);
+  request_snapshot(ND_SNAP_WATERMARK, tracked, (int64_t)v, warn);
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: anonymous resident memory ");
+  nd_buf_bytes(&b, (int64_t)v);
+  nd_buf_str(&b, " crossed the watermark ");
+  nd_buf_bytes(&b, warn);
+  nd_buf_str(&b, " (NDMEM_WARN_AT; tracked ");
+  nd_buf_bytes(&b, tracked);
+  nd_buf_str(&b, "; snapshot ");
+  nd_buf_u64(&b, n);
+  nd_buf_str(&b, nd_trace_enabled() ? "): live memory by site goes to the trace"
+                                    : "; NDMEM_TRACE=0, so no sites are recorded)");
+  say(&b);
+}
+
+// Reads anonymous resident memory; -1 when it cannot. The reader's own batch of allocated bytes
+// is added first, so `since` counts from here for every thread.
+static int64_t phys_read(nd_tls_t *t) {
+  uint64_t v;
+  if (L.statm_fd < 0 || nd_statm_anon(L.statm_fd, &v) != 0) return -1;
+  if (t && t->lim_acc) {
+    ADD(L.gross, t->lim_acc);
+    t->lim_acc = 0;
+  }
+  ST(L.gross_at_read, LD(L.gross));
+  ST(L.phys, (int64_t)v);
+  ST(L.phys_due, 0);
+  ADD(L.phys_reads, 1);
+  raise_to(&L.peak_phys, (int64_t)v);
+  watermark(v);
+  return (int64_t)v;
+}
+
+static uint64_t since_reading(nd_tls_t *t) {
+  return LD(L.gross) + (t ? t->lim_acc : 0) - LD(L.gross_at_read);
+}
+
+static void start_poller(void);
+
+// ---------------------------------------------------------------- checks
+
+int nd_limit_pre(nd_tls_t *t, nd_lim_t *c, int what) {
+  if (c->allow) return ND_LIM_OK;
+  int64_t maxp = LD(L.max[ND_LIMIT_PHYSICAL]);
+  if ((what & ND_LIM_PHYS) && L.phys_on) {
+    if (ND_UNLIKELY(!LD(L.poller)) && nd_cfg.limit_poll_ms > 0) start_poller();
+    if (LD(L.phys_due) || since_reading(t) >= (uint64_t)L.step || LD(L.phys) < 0) {
+      int64_t v = phys_read(t);
+      if (maxp && v > maxp) {
+        c->limit = ND_LIMIT_PHYSICAL;
+        c->value = v;
+        return ND_LIM_OVER;
+      }
+    }
+  }
+  int64_t max = LD(L.max[ND_LIMIT_BYTES]);
+  if ((what & ND_LIM_HOST) && max) {
+    int64_t req = (int64_t)c->req;
+    if (tracked_est(t) + LD(L.reserved) + req + margin() > max) {
+      int64_t ex = tracked_exact() + LD(L.reserved);
+      if (ex + req > max) { // cannot fit, whatever the allocator's rounding: no need to call it
+        c->limit = ND_LIMIT_BYTES;
+        c->value = ex;
+        return ND_LIM_OVER;
+      }
+    }
+  }
+  return ND_LIM_OK;
+}
+
+int nd_limit_post(nd_tls_t *t, nd_lim_t *c, uint64_t bytes) {
+  int64_t max = LD(L.max[ND_LIMIT_BYTES]);
+  if (!max) return ND_LIM_OK;
+  int64_t est = tracked_est(t), b = (int64_t)bytes;
+  raise_to(&L.peak_tracked, est + LD(L.reserved) + b);
+  if (c->allow) return ND_LIM_OK;
+  int64_t base = est + margin();
+  if (b <= SMALL && base + LD(L.reserved) + b <= max) return ND_LIM_OK;
+  if (reserve(base, b, max, c)) return ND_LIM_OK;
+  int64_t ex = tracked_exact(); // near the limit: every shard counted
+  if (reserve(ex, b, max, c)) return ND_LIM_OK;
+  c->limit = ND_LIMIT_BYTES;
+  c->value = ex + LD(L.reserved);
+  return ND_LIM_OVER;
+}
+
+void nd_limit_settle(nd_tls_t *t, nd_lim_t *c, int ok) {
+  if (c->reserved) {
+    // Published before the reservation goes: for a moment the block counts twice, never not at all.
+    if (ok && t->shard) {
+      nd_shard_publish(t->shard, NDMEM_KIND_HEAP);
+      nd_shard_publish(t->shard, NDMEM_KIND_MMAP);
+    }
+    __atomic_fetch_sub(&L.reserved, c->reserved, __ATOMIC_RELAXED);
+    c->reserved = 0;
+  }
+  if (ok && L.phys_on) {
+    t->lim_acc += c->req;
+    if (t->lim_acc >= ACC_BATCH) {
+      ADD(L.gross, t->lim_acc);
+      t->lim_acc = 0;
+    }
+  }
+}
+
+int nd_limit_room(uint64_t bytes) {
+  int64_t max = LD(L.max[ND_LIMIT_BYTES]);
+  return !max || tracked_exact() + LD(L.reserved) + (int64_t)bytes <= max;
+}
+
+// ---------------------------------------------------------------- breaches
+
+static const char *const action_names[] = {"fail", "warn", "abort"};
+
+typedef struct top {
+  nd_site_t *site;
+  int64_t live;
+} top_t;
+
+// The n largest sites by live bytes into v (sorted, largest first); returns how many.
+static int top_sites(top_t *v, int n, uint32_t *nsites) {
+  int k = 0;
+  uint32_t count = nd_sites_count(), with_live = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    nd_site_t *s = nd_site_by_id(i);
+    if (!s) continue;
+    int64_t live = (int64_t)(LD(s->alloc_bytes) - LD(s->free_bytes));
+    if (live <= 0) continue;
+    with_live++;
+    if (k == n && live <= v[k - 1].live) continue;
+    int j = k < n ? k++ : k - 1; // insertion into the sorted list (n is small)
+    while (j > 0 && v[j - 1].live < live) v[j] = v[j - 1], j--;
+    v[j].site = s;
+    v[j].live = live;
+  }
+  if (nsites) *nsites = with_live;
+  return k;
+}
+
+static void frame_name(nd_buf_t *b, uintptr_t ip) {
+  Dl_info info;
+  if (dladdr((void *)ip, &info) && info.dli_fname) {
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    if (info.dli_sname) {
+      nd_buf_str(b, info.dli_sname);
+      nd_buf_str(b, "+");
+      nd_buf_hex(b, ip - (uintptr_t)info.dli_saddr);
+      nd_buf_str(b, " (");
+      nd_buf_str(b, base);
+      nd_buf_str(b, ")");
+    } else {
+      nd_buf_str(b, base);
+      nd_buf_str(b, "+");
+      nd_buf_hex(b, ip - (uintptr_t)info.dli_fbase);
+    }
+  } else {
+    nd_buf_hex(b, ip);
+  }
+}
+
+static void say_top_sites(void) {
+  nd_buf_t b;
+  if (!nd_trace_enabled()) {
+    nd_buf_reset(&b);
+    nd_buf_str(&b, "ndmem:   (NDMEM_TRACE=0: allocation sites are not recorded)");
+    say(&b);
+    return;
+  }
+  top_t v[TOP_SITES];
+  uint32_t nsites = 0;
+  int k = top_sites(v, TOP_SITES, &nsites);
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem:   top live allocation sites (");
+  nd_buf_u64(&b, (uint64_t)k);
+  nd_buf_str(&b, " of ");
+  nd_buf_u64(&b, nsites);
+  nd_buf_str(&b, "; ndmemreport shows their file:line):");
+  say(&b);
+  for (int i = 0; i < k; i++) {
+    nd_site_t *s = v[i].site;
+    nd_buf_reset(&b);
+    nd_buf_str(&b, "ndmem:   #");
+    nd_buf_u64(&b, (uint64_t)i + 1);
+    nd_buf_str(&b, s->sampled ? " ~" : " ");
+    nd_buf_bytes(&b, v[i].live);
+    nd_buf_str(&b, " in ");
+    nd_buf_u64(&b, LD(s->allocs) - LD(s->frees));
+    nd_buf_str(&b, s->kind == NDMEM_KIND_MMAP ? " mappings [stack " : " blocks [stack ");
+    nd_buf_u64(&b, s->id);
+    nd_buf_str(&b, "] ");
+    for (int f = 0; f < s->depth && f < 2; f++) {
+      if (f) nd_buf_str(&b, " <- ");
+      frame_name(&b, s->ips[f]);
+    }
+    say(&b);
+  }
+}
+
+static void say_breach(nd_lim_t *c, int action, uint64_t n) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  int64_t lim = LD(L.max[c->limit]);
+  nd_buf_str(&b, action == ND_ON_LIMIT_WARN ? "ndmem: Over the limit [HOST], allowed: "
+                                            : "ndmem: Can't allocate [HOST] memory: ");
+  nd_buf_bytes(&b, (int64_t)c->req);
+  nd_buf_str(&b, c->fn == NDMEM_FN_REALLOC || c->fn == NDMEM_FN_REALLOCARRAY || c->fn == NDMEM_FN_MREMAP
+                     ? " more requested; "
+                     : " requested; ");
+  if (c->limit == ND_LIMIT_BYTES) {
+    nd_buf_str(&b, "tracked ");
+    nd_buf_bytes(&b, c->value);
+    nd_buf_str(&b, " + ");
+    nd_buf_bytes(&b, (int64_t)c->req);
+    nd_buf_str(&b, " > maxBytes ");
+  } else {
+    nd_buf_str(&b, "physical ");
+    nd_buf_bytes(&b, c->value);
+    nd_buf_str(&b, " > maxPhysicalBytes ");
+  }
+  nd_buf_bytes(&b, lim);
+  nd_buf_str(&b, "; thread ");
+  nd_buf_u64(&b, (uint64_t)nd_os_gettid());
+  nd_buf_str(&b, " (NDMEM_ON_LIMIT=");
+  nd_buf_str(&b, action_names[action]);
+  nd_buf_str(&b, "; breach ");
+  nd_buf_u64(&b, n);
+  if (action != ND_ON_LIMIT_ABORT) {
+    nd_buf_str(&b, ", next logged: ");
+    nd_buf_u64(&b, n * 2);
+  }
+  nd_buf_str(&b, ")");
+  say(&b);
+}
+
+static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
+  nd_spin_lock(&L.rec_lock);
+  if (L.npending < MAX_PENDING) {
+    nd_rec_breach_t *r = &L.pending[L.npending++];
+    memset(r, 0, sizeof *r);
+    r->mono_ns = mono_ns();
+    r->tid = (uint32_t)nd_os_gettid();
+    r->limit = (uint16_t)c->limit;
+    r->action = (uint16_t)action;
+    r->fn = (uint32_t)c->fn;
+    r->requested = c->req;
+    r->value = (uint64_t)(c->value > 0 ? c->value : 0);
+    r->limit_bytes = (uint64_t)LD(L.max[c->limit]);
+    r->count = n;
+  }
+  nd_spin_unlock(&L.rec_lock);
+}
+
+static void relieve(nd_lim_t *c) {
+  uint64_t freed = nd_ws_relieve();
+  if (L.trim) L.trim(0);
+  ADD(L.reliefs, 1);
+  ADD(L.relief_bytes, freed);
+  if (c->limit == ND_LIMIT_PHYSICAL) ST(L.phys_due, 1); // the retry reads again
+}
+
+int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
+  (void)t;
+  int action = LD(L.action);
+  if (!c->relieved) {
+    c->relieved = 1;
+    // Relief costs a malloc_trim: under warn, where the allocation goes on anyway, only before
+    // the breaches that are logged.
+    uint64_t next = LD(L.breaches[c->limit]) + 1;
+    if (action != ND_ON_LIMIT_WARN || (next & (next - 1)) == 0) {
+      relieve(c);
+      return ND_LIM_RETRY;
+    }
+  }
+  uint64_t n = ADD(L.breaches[c->limit], 1) + 1;
+  int logged = (n & (n - 1)) == 0; // the 1st, 2nd, 4th, 8th, ...
+  if (logged || action == ND_ON_LIMIT_ABORT) {
+    say_breach(c, action, n);
+    if (n == 1 || action == ND_ON_LIMIT_ABORT) say_top_sites();
+    queue_breach(c, action, n);
+  }
+  if (n == 1 || action == ND_ON_LIMIT_ABORT) {
+    int64_t tracked = c->limit == ND_LIMIT_BYTES ? c->value : tracked_est(t);
+    request_snapshot(ND_SNAP_BREACH, tracked, c->limit == ND_LIMIT_PHYSICAL ? c->value : LD(L.phys),
+                     LD(L.max[c->limit]));
+  }
+  if (action == ND_ON_LIMIT_WARN) {
+    c->allow = 1;
+    return ND_LIM_ALLOW;
+  }
+  if (action == ND_ON_LIMIT_ABORT) {
+    __atomic_fetch_or(&L.flags, ND_LIMITS_ABORTED, __ATOMIC_RELAXED);
+    nd_buf_t b;
+    nd_buf_reset(&b);
+    nd_buf_str(&b, "ndmem: stopping the process (NDMEM_ON_LIMIT=abort): the trace and summary "
+                   "are written, then SIGABRT");
+    say(&b);
+    nd_finish();
+    abort();
+  }
+  ADD(L.failed, 1);
+  return ND_LIM_FAIL;
+}
+
+int nd_limits_aborting(void) { return (LD(L.flags) & ND_LIMITS_ABORTED) != 0; }
+
+// ---------------------------------------------------------------- the reading thread
+
+static void *poll_main(void *arg) {
+  (void)arg;
+  nd_tls.mode = ND_T_BUSY; // nothing this thread does is the program's
+  int64_t ms = nd_cfg.limit_poll_ms;
+  for (;;) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
+    int64_t v = phys_read(NULL);
+    int64_t maxp = LD(L.max[ND_LIMIT_PHYSICAL]);
+    if (maxp && v > maxp) ST(L.phys_due, 1); // the next allocation breaches
+    if (__atomic_load_n(&L.snap_waiting, __ATOMIC_ACQUIRE)) nd_trace_flush(0);
+  }
+  return NULL;
+}
+
+static void start_poller(void) {
+  int expect = 0;
+  if (!__atomic_compare_exchange_n(&L.poller, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t th;
+  if (pthread_create(&th, &attr, poll_main, NULL) != 0) {
+    // Readings by allocation alone; the step bound still holds. Not tried again.
+  }
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+// ---------------------------------------------------------------- setup and settings
+
+static void open_statm(void) {
+  if (L.statm_fd >= 0) close(L.statm_fd);
+  int saved = errno;
+  L.statm_fd = open(nd_cfg.test_statm[0] ? nd_cfg.test_statm : "/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  errno = saved;
+}
+
+// Readings every 1/64 of the tighter physical threshold, between 1 MiB and 64 MiB.
+static void configure(void) {
+  int64_t maxp = LD(L.max[ND_LIMIT_PHYSICAL]), warn = LD(L.warn_at);
+  L.phys_on = maxp > 0 || warn > 0;
+  int64_t basis = maxp > 0 && (warn <= 0 || maxp < warn) ? maxp : warn;
+  int64_t step = nd_cfg.limit_step;
+  if (!step) {
+    step = basis / 64;
+    if (step < (1 << 20)) step = 1 << 20;
+    if (step > (64 << 20)) step = 64 << 20;
+  }
+  L.step = step;
+  if (L.phys_on && L.statm_fd < 0) open_statm();
+  __atomic_store_n(&nd_limits_on, L.phys_on || LD(L.max[ND_LIMIT_BYTES]) > 0, __ATOMIC_RELEASE);
+}
+
+void nd_limits_setup(void) {
+  L.max[ND_LIMIT_BYTES] = nd_cfg.max_bytes;
+  L.max[ND_LIMIT_PHYSICAL] = nd_cfg.max_physical_bytes;
+  L.warn_at = nd_cfg.warn_at;
+  L.warn_next = (uint64_t)nd_cfg.warn_at;
+  L.action = (int)nd_cfg.on_limit;
+  void *trim = dlsym(RTLD_NEXT, "malloc_trim"), *mal = dlsym(RTLD_NEXT, "malloc");
+  Dl_info a, b;
+  if (trim && mal && dladdr(trim, &a) && dladdr(mal, &b) && a.dli_fbase == b.dli_fbase)
+    L.trim = __extension__(int (*)(size_t))trim;
+  configure();
+}
+
+static int64_t configured(void) {
+  return LD(L.max[ND_LIMIT_BYTES]) || LD(L.max[ND_LIMIT_PHYSICAL]) || LD(L.warn_at);
+}
+
+int nd_limits_set(const char *name, const char *value) {
+  static const struct { const char *key, *var; } keys[] = {
+      {"max_bytes", "NDMEM_MAX_BYTES"}, {"max_physical_bytes", "NDMEM_MAX_PHYSICAL_BYTES"},
+      {"warn_at", "NDMEM_WARN_AT"}, {"on_limit", "NDMEM_ON_LIMIT"}};
+  int which = -1;
+  for (int i = 0; name && i < 4; i++)
+    if (strcmp(name, keys[i].key) == 0 || strcmp(name, keys[i].var) == 0) which = i;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  if (which < 0 || !value) {
+    nd_buf_str(&b, "ndmem: ndmem_limit_set: '");
+    nd_buf_strn(&b, name ? name : "(null)", 64);
+    nd_buf_str(&b, which < 0 ? "' is not max_bytes, max_physical_bytes, warn_at or on_limit; nothing changed"
+                             : "' needs a value; nothing changed");
+    say(&b);
+    return -1;
+  }
+  int64_t v;
+  uint64_t base = nd_cfg.cgroup_bytes && nd_cfg.cgroup_bytes < nd_cfg.ram_bytes ? nd_cfg.cgroup_bytes
+                                                                                : nd_cfg.ram_bytes;
+  int rc = which == 3 ? nd_parse_choice(value, "fail|warn|abort", &v)
+                      : nd_parse_limit(value, base, which == 2, &v);
+  if (rc != 0) {
+    nd_buf_str(&b, "ndmem: ndmem_limit_set: ");
+    nd_buf_str(&b, keys[which].key);
+    nd_buf_str(&b, "='");
+    nd_buf_strn(&b, value, 64);
+    nd_buf_str(&b, which == 3 ? "' is not fail, warn or abort; nothing changed"
+                              : "' is not a limit (e.g. 8G, 512m, 1.5g, 75%, off); nothing changed");
+    say(&b);
+    return -1;
+  }
+  if (which == 2 && v < 0) v = (int64_t)nd_config_auto_warn(nd_cfg.cgroup_bytes);
+  switch (which) {
+  case 0: ST(L.max[ND_LIMIT_BYTES], v); break;
+  case 1: ST(L.max[ND_LIMIT_PHYSICAL], v); break;
+  case 2:
+    ST(L.warn_at, v);
+    ST(L.warn_next, (uint64_t)v);
+    break;
+  case 3: ST(L.action, (int)v); break;
+  }
+  configure();
+  return 0;
+}
+
+void nd_limits_get(ndmem_limits_t *out) {
+  nd_tls_t *t = &nd_tls;
+  out->version = NDMEM_LIMITS_VERSION;
+  out->max_bytes = LD(L.max[ND_LIMIT_BYTES]);
+  out->max_physical_bytes = LD(L.max[ND_LIMIT_PHYSICAL]);
+  out->warn_at = LD(L.warn_at);
+  out->on_limit = LD(L.action);
+  out->reserved = 0;
+  out->tracked_bytes = tracked_exact() + LD(L.reserved);
+  out->physical_bytes = LD(L.phys);
+  out->physical_reads = LD(L.phys_reads);
+  out->since_reading = since_reading(t);
+  out->breaches_bytes = LD(L.breaches[ND_LIMIT_BYTES]);
+  out->breaches_physical = LD(L.breaches[ND_LIMIT_PHYSICAL]);
+  out->failed = LD(L.failed);
+  out->reliefs = LD(L.reliefs);
+  out->relief_bytes = LD(L.relief_bytes);
+  out->snapshots = LD(L.snapshots);
+  out->ram_bytes = nd_cfg.ram_bytes;
+  out->cgroup_bytes = nd_cfg.cgroup_bytes;
+}
+
+// ---------------------------------------------------------------- reporting
+
+void nd_limits_summary(int fd) {
+  if (!configured()) return;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem[");
+  nd_buf_u64(&b, (uint64_t)nd_os_getpid());
+  nd_buf_str(&b, "]: limits: maxBytes ");
+  int64_t v = LD(L.max[ND_LIMIT_BYTES]);
+  if (v) {
+    nd_buf_bytes(&b, v);
+    nd_buf_str(&b, " (peak tracked ");
+    nd_buf_bytes(&b, LD(L.peak_tracked));
+    nd_buf_str(&b, ")");
+  } else {
+    nd_buf_str(&b, "none");
+  }
+  nd_buf_str(&b, ", maxPhysicalBytes ");
+  v = LD(L.max[ND_LIMIT_PHYSICAL]);
+  if (v) nd_buf_bytes(&b, v);
+  else nd_buf_str(&b, "none");
+  nd_buf_str(&b, ", watermark ");
+  v = LD(L.warn_at);
+  if (v) nd_buf_bytes(&b, v);
+  else nd_buf_str(&b, "none");
+  if (L.phys_on) {
+    nd_buf_str(&b, " (peak resident ");
+    nd_buf_bytes(&b, LD(L.peak_phys));
+    nd_buf_str(&b, ")");
+  }
+  nd_buf_str(&b, "; on limit ");
+  nd_buf_str(&b, action_names[LD(L.action)]);
+  nd_buf_str(&b, "; breaches ");
+  nd_buf_u64(&b, LD(L.breaches[ND_LIMIT_BYTES]));
+  nd_buf_str(&b, " + ");
+  nd_buf_u64(&b, LD(L.breaches[ND_LIMIT_PHYSICAL]));
+  nd_buf_str(&b, " physical, ");
+  nd_buf_u64(&b, LD(L.failed));
+  nd_buf_str(&b, " failed; snapshots ");
+  nd_buf_u64(&b, LD(L.snapshots));
+  nd_buf_char(&b, '\n');
+  nd_buf_flush(&b, fd);
+}
+
+void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
+  if (!configured() && !LD(L.breaches[0]) && !LD(L.breaches[1]) && !LD(L.reliefs)) return;
+  static nd_rec_breach_t copy[MAX_PENDING]; // the writer holds the trace lock: one caller at a time
+  static top_t top[SNAP_SITES];
+  nd_rec_snapshot_t snap;
+  nd_spin_lock(&L.rec_lock);
+  unsigned n = L.npending;
+  memcpy(copy, L.pending, n * sizeof copy[0]);
+  L.npending = 0;
+  int want_snap = L.snap_waiting;
+  snap = L.snap;
+  nd_spin_unlock(&L.rec_lock);
+  for (unsigned i = 0; i < n; i++) rec(ctx, ND_REC_BREACH, &copy[i], sizeof copy[i]);
+  if (want_snap) {
+    int k = top_sites(top, SNAP_SITES, NULL);
+    snap.sites = (uint32_t)k;
+    rec(ctx, ND_REC_SNAPSHOT, &snap, sizeof snap);
+    for (int i = 0; i < k; i++) {
+      nd_site_t *s = top[i].site;
+      nd_rec_snap_site_t r = {s->id, s->kind, s->sampled ? ND_SITE_SAMPLED : 0, (uint64_t)top[i].live,
+                              LD(s->allocs) - LD(s->frees)};
+      rec(ctx, ND_REC_SNAP_SITE, &r, sizeof r);
+    }
+    __atomic_store_n(&L.snap_waiting, 0, __ATOMIC_RELEASE);
+    ADD(L.snapshots, 1);
+  }
+  nd_rec_limits_t r;
+  memset(&r, 0, sizeof r);
+  r.max_bytes = (uint64_t)LD(L.max[ND_LIMIT_BYTES]);
+  r.max_physical_bytes = (uint64_t)LD(L.max[ND_LIMIT_PHYSICAL]);
+  r.warn_at = (uint64_t)LD(L.warn_at);
+  r.ram_bytes = nd_cfg.ram_bytes;
+  r.cgroup_bytes = nd_cfg.cgroup_bytes;
+  r.action = (uint32_t)LD(L.action);
+  r.flags = LD(L.flags);
+  r.breaches[ND_LIMIT_BYTES] = LD(L.breaches[ND_LIMIT_BYTES]);
+  r.breaches[ND_LIMIT_PHYSICAL] = LD(L.breaches[ND_LIMIT_PHYSICAL]);
+  r.failed = LD(L.failed);
+  r.reliefs = LD(L.reliefs);
+  r.relief_bytes = LD(L.relief_bytes);
+  int64_t pt = LD(L.peak_tracked), pp = LD(L.peak_phys);
+  r.peak_tracked = (uint64_t)(pt > 0 ? pt : 0);
+  r.peak_physical = (uint64_t)(pp > 0 ? pp : 0);
+  r.physical_reads = LD(L.phys_reads);
+  r.snapshots = LD(L.snapshots);
+  rec(ctx, ND_REC_LIMITS, &r, sizeof r);
+}
+
+// The child reads its own statm, starts its own reading thread, and keeps the parent's totals
+// (as it keeps its counters).
+void nd_limits_atfork_child(void) {
+  L.rec_lock = 0;
+  L.poller = 0;
+  if (L.statm_fd >= 0) open_statm();
+}

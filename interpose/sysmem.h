@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// sysmem.h: how much memory the process may have and how much it holds, as the kernel sees it:
+// physical RAM, the cgroup memory limit, and anonymous resident memory (/proc/self/statm).
+// Raw open/read only: no allocation, safe inside the first intercepted call.
+#ifndef ND_SYSMEM_H
+#define ND_SYSMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// The process's memory cgroup directory, from /proc/self/cgroup and /proc/self/mountinfo (paths
+// given for tests). The v1 memory controller wins where both hierarchies are mounted (hybrid
+// systems keep memory on v1). Fills dir (the cgroup), mount (its hierarchy's mount point) and
+// *v1; 0, or -1 when there is no memory cgroup to be found.
+int nd_cgroup_locate(const char *proc_cgroup, const char *mountinfo, char *dir, char *mount,
+                     size_t cap, int *v1);
+
+// The tightest memory limit on the way from dir up to mount (v2 memory.max, v1
+// memory.limit_in_bytes); "max" and v1's "unlimited" (>= 2^62) are no limit. 0: none.
+uint64_t nd_cgroup_walk(const char *dir, const char *mount, int v1);
+
+// The process's cgroup memory limit (0: none). With dir_override (test-only: NDMEM_TEST_CGROUP_DIR)
+// that directory is read alone, as memory.max or memory.limit_in_bytes.
+uint64_t nd_cgroup_limit(const char *dir_override);
+
+// Anonymous resident bytes (resident - shared pages, as JavaCPP's physicalBytes) read from an
+// open statm file descriptor with pread; 0 on success, -1 when it cannot be read or parsed.
+int nd_statm_anon(int fd, uint64_t *bytes);
+// Parses a statm line ("size resident shared ..." in pages).
+int nd_statm_parse(const char *s, uint64_t page, uint64_t *bytes);
+
+#endif

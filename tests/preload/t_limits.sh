@@ -1,0 +1,130 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# t_limits: runs every mode of t_limits.c with its environment and checks what the user sees:
+# the one-line messages, the exit status of NDMEM_ON_LIMIT=abort, and ndmemreport's limits view
+# of the traces (the breach, the snapshots and their sites at t_limits.c:LINE).
+# The cgroup mode runs in a real memory cgroup when this machine lets the test make one (cgroup v1
+# memory controller, or v2 with memory enabled), else in a simulated one (NDMEM_TEST_CGROUP_DIR).
+# usage: t_limits.sh LIBNDMEM T_LIMITS NDMEMREPORT T_LIMITS_C
+set -u
+lib=$1 prog=$2 report=$3 src=$4
+tmp=$(mktemp -d) || exit 1
+cg_made=
+cleanup() {
+  [ -n "$cg_made" ] && rmdir "$cg_made" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail=0
+line_of() { grep -n "$1" "$src" | head -1 | cut -d: -f1; }
+
+# run NAME EXPECTED_RC [VAR=VALUE...] -- ARGS...: runs t_limits under the shim
+run() {
+  name=$1 want=$2
+  shift 2
+  vars=
+  while [ "$1" != "--" ]; do vars="$vars $1"; shift; done
+  shift
+  env NDMEM_SUMMARY=0 NDMEM_OUTPUT="$tmp/$name.%p.trace" $vars LD_PRELOAD="$lib" "$prog" "$@" \
+    >"$tmp/$name.out" 2>"$tmp/$name.err"
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "$name: exit $rc, want $want" >&2
+    cat "$tmp/$name.out" "$tmp/$name.err" >&2
+    fail=1
+  fi
+  cat "$tmp/$name.out"
+}
+has() { # has NAME REGEX: stderr of run NAME has a line matching REGEX
+  grep -q -- "$2" "$tmp/$1.err" || { echo "$1: no line matching: $2" >&2; cat "$tmp/$1.err" >&2; fail=1; }
+}
+trace_of() { ls "$tmp/$1".*.trace 2>/dev/null | head -1; }
+
+# ---- every function, one byte under / at / over maxBytes; fail and warn
+run boundary_fail 0 NDMEM_WORKSPACES=0 -- boundary fail
+has boundary_fail "^ndmem: Can't allocate \[HOST\] memory: 1000 B requested; tracked [0-9.]* [KMG]*i*B + 1000 B > maxBytes [0-9.]* [KMG]*i*B; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
+has boundary_fail "^ndmem: Can't allocate \[HOST\] memory: .* (NDMEM_ON_LIMIT=fail; breach 8, next logged: 16)$"
+grep -q '^breaches 12 failed 12 reliefs 12$' "$tmp/boundary_fail.out" || { echo "boundary_fail: totals" >&2; fail=1; }
+run boundary_warn 0 NDMEM_WORKSPACES=0 NDMEM_ON_LIMIT=warn -- boundary warn
+has boundary_warn "^ndmem: Over the limit \[HOST\], allowed: 1000 B requested; .* (NDMEM_ON_LIMIT=warn; breach 1, next logged: 2)$"
+grep -q '^breaches 12 failed 0 reliefs 4$' "$tmp/boundary_warn.out" || { echo "boundary_warn: totals" >&2; fail=1; }
+
+# ---- abort: the trace and the summary are written, then SIGABRT
+run abort 134 NDMEM_ON_LIMIT=abort NDMEM_SUMMARY=1 -- abort
+has abort "^ndmem: Can't allocate \[HOST\] memory: 1.00 MiB requested; .* (NDMEM_ON_LIMIT=abort; breach 1)$"
+has abort "^ndmem: stopping the process (NDMEM_ON_LIMIT=abort): the trace and summary are written, then SIGABRT$"
+has abort "^ndmem\[[0-9]*\]: limits: maxBytes 4.0[0-9] MiB (peak tracked .*; on limit abort; breaches 1 + 0 physical, 0 failed; snapshots 1$"
+grep -q 'not reached' "$tmp/abort.out" && { echo "abort: the program went on" >&2; fail=1; }
+t=$(trace_of abort)
+"$report" --limits "$t" >"$tmp/abort.report" 2>&1 || { echo "abort: ndmemreport failed" >&2; fail=1; }
+grep -q 'aborted' "$tmp/abort.report" || { echo "abort: the report does not say it aborted" >&2; cat "$tmp/abort.report" >&2; fail=1; }
+l=$(line_of 'static void \*grow_1m(void) { return malloc')
+grep -q "grow_1m (.*t_limits.c:$l)" "$tmp/abort.report" && grep -q "3 blocks" "$tmp/abort.report" || { echo "abort: no site at t_limits.c:$l" >&2; cat "$tmp/abort.report" >&2; fail=1; }
+
+# ---- maxBytes from the environment
+run env 0 NDMEM_MAX_BYTES=64m -- env 67108864
+has env "^ndmem: Can't allocate \[HOST\] memory: 1.00 MiB requested; tracked 6[0-9].[0-9]* MiB + 1.00 MiB > maxBytes 64.00 MiB; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
+has env "^ndmem:   top live allocation sites (1 of 1; ndmemreport shows their file:line):$"
+has env "^ndmem:   #1 6[0-9].00 MiB in 6[0-9] blocks \[stack [0-9]*\] "
+# a bad value: one line, the limit is off, the job runs on
+run env_bad 0 NDMEM_MAX_BYTES=64x -- env 0
+has env_bad "^ndmem: NDMEM_MAX_BYTES='64x' is not a limit (e.g. 8G, 512m, 1.5g, 1073741824, 75% or off); using none (the limit is off)$"
+grep -q '^env: 100 blocks' "$tmp/env_bad.out" || { echo "env_bad: the job did not run on unlimited" >&2; fail=1; }
+
+# ---- physical memory: untouched memory and file pages do not count; the bound is the step
+mkdir -p "$tmp/files"
+run physical 0 NDMEM_MAX_PHYSICAL_BYTES=96m NDMEM_LIMIT_STEP=16m NDMEM_LIMIT_POLL_MS=0 -- physical "$tmp/files"
+has physical "^ndmem: Can't allocate \[HOST\] memory: 4.00 MiB requested; physical [0-9.]* MiB > maxPhysicalBytes 96.00 MiB; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
+
+printf '2048 1124 100 10 0 100 0\n' >"$tmp/statm"
+run step 0 NDMEM_TEST_STATM="$tmp/statm" NDMEM_MAX_PHYSICAL_BYTES=100m NDMEM_LIMIT_STEP=1m NDMEM_LIMIT_POLL_MS=0 -- step "$tmp/statm"
+printf '2048 1124 100 10 0 100 0\n' >"$tmp/statm"
+run poll 0 NDMEM_TEST_STATM="$tmp/statm" NDMEM_MAX_PHYSICAL_BYTES=100m NDMEM_WARN_AT=50m NDMEM_LIMIT_STEP=1g NDMEM_LIMIT_POLL_MS=20 -- poll "$tmp/statm"
+has poll "^ndmem: anonymous resident memory 60.00 MiB crossed the watermark 50.00 MiB (NDMEM_WARN_AT; tracked [0-9.]* [KMG]*i*B; snapshot 1): live memory by site goes to the trace$"
+t=$(trace_of poll)
+"$report" --limits "$t" >"$tmp/poll.report" 2>&1 || { echo "poll: ndmemreport failed" >&2; cat "$tmp/poll.report" >&2; fail=1; }
+grep -q 'watermark' "$tmp/poll.report" || { echo "poll: no watermark snapshot in the report" >&2; cat "$tmp/poll.report" >&2; fail=1; }
+
+# ---- relief, threads
+run relief 0 -- relief
+run threads 0 NDMEM_MAX_BYTES=200m -- threads
+
+# ---- the cgroup: '%' and the default watermark
+cg_limit=268435456
+cg_dir=
+if [ -w /sys/fs/cgroup/memory ] && mkdir "/sys/fs/cgroup/memory/ndmem-test-$$" 2>/dev/null; then
+  cg_made=/sys/fs/cgroup/memory/ndmem-test-$$
+  echo $cg_limit >"$cg_made/memory.limit_in_bytes" && cg_dir=$cg_made
+else
+  for m in $(awk '$3 == "cgroup2" {print $2}' /proc/mounts); do
+    grep -qw memory "$m/cgroup.controllers" 2>/dev/null || continue
+    grep -qw memory "$m/cgroup.subtree_control" 2>/dev/null || echo +memory >"$m/cgroup.subtree_control" 2>/dev/null
+    if mkdir "$m/ndmem-test-$$" 2>/dev/null; then
+      cg_made=$m/ndmem-test-$$
+      echo $cg_limit >"$cg_made/memory.max" 2>/dev/null && cg_dir=$cg_made
+    fi
+    break
+  done
+fi
+if [ -n "$cg_dir" ]; then
+  echo "cgroup: a real memory cgroup, $cg_dir"
+  env NDMEM_SUMMARY=0 NDMEM_OUTPUT="$tmp/cgroup.%p.trace" NDMEM_MAX_BYTES=150% LD_PRELOAD="$lib" \
+    sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" cgroup "$3"' sh "$cg_dir" "$prog" $cg_limit \
+    >"$tmp/cgroup.out" 2>"$tmp/cgroup.err"
+  rc=$?
+  cat "$tmp/cgroup.out"
+  [ $rc -eq 0 ] || { echo "cgroup: exit $rc" >&2; cat "$tmp/cgroup.err" >&2; fail=1; }
+else
+  echo "cgroup: no memory cgroup can be made here; simulated with NDMEM_TEST_CGROUP_DIR"
+  mkdir "$tmp/cg"
+  echo $cg_limit >"$tmp/cg/memory.max"
+  run cgroup 0 NDMEM_TEST_CGROUP_DIR="$tmp/cg" NDMEM_MAX_BYTES=150% -- cgroup $cg_limit
+fi
+has cgroup "^ndmem: anonymous resident memory [0-9.]* MiB crossed the watermark 230.40 MiB (NDMEM_WARN_AT; tracked [0-9.]* MiB; snapshot 1): live memory by site goes to the trace$"
+t=$(trace_of cgroup)
+"$report" --limits "$t" >"$tmp/cgroup.report" 2>&1 || { echo "cgroup: ndmemreport failed" >&2; fail=1; }
+l=$(line_of 'unsigned char \*p = malloc(n);')
+l2=$(line_of 'static unsigned char \*cgroup_block(void) { return touched')
+grep -q "touched (.*t_limits.c:$l)" "$tmp/cgroup.report" && grep -q "cgroup_block (.*t_limits.c:$l2)" "$tmp/cgroup.report" ||
+  { echo "cgroup: the snapshot does not show the site at t_limits.c:$l <- :$l2" >&2; cat "$tmp/cgroup.report" >&2; fail=1; }
+exit $fail
