@@ -4,8 +4,140 @@
 // keeps the default; AT_SECURE ignores the environment. `test_config --list` prints the table.
 #include "../check.h"
 #include "config.h"
+#include "sysmem.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+static void put(const char *dir, const char *name, const char *text) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  FILE *f = fopen(p, "w");
+  fputs(text, f);
+  fclose(f);
+}
+
+// The limits: every accepted form, a table of bad ones, '%' against the cgroup limit, the
+// default watermark, and the cgroup and statm readers on fake /proc and /sys trees.
+static void limits(void) {
+  int64_t v;
+  static const struct { const char *s; uint64_t base; int automatic; int64_t want; } good[] = {
+      {"8G", 0, 0, 8589934592LL}, {"512m", 0, 0, 536870912}, {"1.5g", 0, 0, 1610612736},
+      {"1073741824", 0, 0, 1073741824}, {"75%", 1000, 0, 750}, {"0", 0, 0, 0},
+      {"off", 0, 0, 0}, {"NONE", 0, 0, 0}, {"auto", 0, 1, -1}, {"Auto", 0, 1, -1},
+      {"100%", 4096, 0, 4096}, {"150%", 1000, 0, 1500}, {"2TB", 0, 0, 2199023255552LL},
+      {"0.5k", 0, 0, 512}, {"12.5%", 8000, 0, 1000},
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    v = 77;
+    if (nd_parse_limit(good[i].s, good[i].base, good[i].automatic, &v) != 0)
+      fprintf(stderr, "rejected good limit '%s'\n", good[i].s);
+    CHECK_EQ(v, good[i].want);
+  }
+  static const struct { const char *s; uint64_t base; int automatic; } bad[] = {
+      {"", 1000, 1}, {"8x", 1000, 1}, {"-1", 1000, 1}, {"1.5.5g", 1000, 1}, {"75%", 0, 1},
+      {"auto", 1000, 0}, {"0k", 1000, 1}, {"0.1b", 1000, 1}, {"0.0001%", 1000, 1}, {"8 G", 1000, 1},
+      {"1e9", 1000, 1}, {"%", 1000, 1}, {"99999999999999999999", 1000, 1}, {"offf", 1000, 1},
+      {"9000000000G", 1000, 1},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    v = 77;
+    if (nd_parse_limit(bad[i].s, bad[i].base, bad[i].automatic, &v) == 0)
+      fprintf(stderr, "accepted bad limit '%s'\n", bad[i].s);
+    CHECK_EQ(v, 77);
+  }
+
+  // A fake cgroup v2 tree: the process in /a/b, limits at / (none: "max"), /a (300 MiB) and
+  // /a/b (500 MiB): the tighter one, up the path, wins.
+  char root[] = "/tmp/ndmem-cg-XXXXXX";
+  CHECK(mkdtemp(root) != NULL);
+  char d[600], d2[600], mi[1200], pc[600];
+  snprintf(d, sizeof d, "%s/sys", root);
+  mkdir(d, 0700);
+  snprintf(d2, sizeof d2, "%s/sys/a", root);
+  mkdir(d2, 0700);
+  put(d2, "memory.max", "314572800\n");
+  snprintf(d2, sizeof d2, "%s/sys/a/b", root);
+  mkdir(d2, 0700);
+  put(d2, "memory.max", "524288000\n");
+  put(d, "memory.max", "max\n");
+  snprintf(mi, sizeof mi,
+           "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+           "30 22 0:26 / %s rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+           "31 22 0:27 / /overlay rw - overlay overlay rw,lowerdir=/x:/y\n", d);
+  put(root, "mountinfo", mi);
+  put(root, "cgroup", "0::/a/b\n");
+  char dir[1024], mount[1024];
+  int v1 = -1;
+  snprintf(mi, sizeof mi, "%s/mountinfo", root);
+  snprintf(pc, sizeof pc, "%s/cgroup", root);
+  CHECK_EQ(nd_cgroup_locate(pc, mi, dir, mount, sizeof dir, &v1), 0);
+  CHECK_STR(dir, d2);
+  CHECK_STR(mount, d);
+  CHECK_EQ(v1, 0);
+  CHECK_EQ(nd_cgroup_walk(dir, mount, v1), 314572800);
+  // Hybrid: the v1 memory controller wins; its mount root is the cgroup itself (a namespace).
+  char d3[600];
+  snprintf(d3, sizeof d3, "%s/mem", root);
+  mkdir(d3, 0700);
+  put(d3, "memory.limit_in_bytes", "9223372036854771712\n"); // v1's "unlimited"
+  char mi2[1600];
+  snprintf(mi2, sizeof mi2,
+           "30 22 0:26 / %s rw - cgroup2 cgroup2 rw\n"
+           "34 22 0:31 /docker/abc %s rw,relatime - cgroup cgroup rw,memory\n", d, d3);
+  put(root, "mountinfo", mi2);
+  put(root, "cgroup", "4:memory:/docker/abc\n0::/a/b\n");
+  CHECK_EQ(nd_cgroup_locate(pc, mi, dir, mount, sizeof dir, &v1), 0);
+  CHECK_STR(dir, d3);
+  CHECK_EQ(v1, 1);
+  CHECK_EQ(nd_cgroup_walk(dir, mount, v1), 0);
+  put(d3, "memory.limit_in_bytes", "268435456\n");
+  CHECK_EQ(nd_cgroup_walk(dir, mount, v1), 268435456);
+  put(root, "cgroup", "1:cpu:/x\n");
+  CHECK_EQ(nd_cgroup_locate(pc, mi, dir, mount, sizeof dir, &v1), -1);
+
+  // Loading: '%' of the smaller of RAM and the cgroup limit; the watermark defaults to 90 % of
+  // the cgroup limit; bad values cost one line each and turn the limit off.
+  char env_dir[700];
+  snprintf(env_dir, sizeof env_dir, "NDMEM_TEST_CGROUP_DIR=%s/sys/a", root);
+  char *env[] = {"NDMEM_MAX_BYTES=50%", "NDMEM_MAX_PHYSICAL_BYTES=1.5g", env_dir,
+                 "NDMEM_ON_LIMIT=warn", NULL};
+  nd_config_t cfg;
+  nwarn = 0;
+  CHECK_EQ(nd_config_load(&cfg, env, 0, collect, NULL), 0);
+  CHECK_EQ(cfg.cgroup_bytes, 314572800);
+  CHECK_EQ(cfg.max_bytes, 157286400);
+  CHECK_EQ(cfg.max_physical_bytes, 1610612736);
+  CHECK_EQ(cfg.warn_at, 283115520);
+  CHECK_EQ(cfg.on_limit, 1);
+  char *env2[] = {"NDMEM_MAX_BYTES=8x", "NDMEM_WARN_AT=lots", "NDMEM_ON_LIMIT=explode", env_dir, NULL};
+  CHECK_EQ(nd_config_load(&cfg, env2, 0, collect, NULL), 3);
+  CHECK_EQ(cfg.max_bytes, 0);
+  CHECK_EQ(cfg.warn_at, 283115520); // auto
+  CHECK_EQ(cfg.on_limit, 0);
+  CHECK_STR(warnings[0], "ndmem: NDMEM_MAX_BYTES='8x' is not a limit (e.g. 8G, 512m, 1.5g, "
+                         "1073741824, 75% or off); using none (the limit is off)");
+  CHECK_STR(warnings[1], "ndmem: NDMEM_WARN_AT='lots' is not a limit (e.g. 8G, 512m, 1.5g, "
+                         "1073741824, 75%, auto or off); using auto");
+  CHECK_STR(warnings[2], "ndmem: NDMEM_ON_LIMIT='explode' is not one of fail/warn/abort; using fail");
+  char *env3[] = {"NDMEM_TEST_CGROUP_DIR=/nonexistent", "NDMEM_WARN_AT=0", NULL};
+  nd_config_load(&cfg, env3, 0, collect, NULL);
+  CHECK_EQ(cfg.cgroup_bytes, 0);
+  CHECK_EQ(cfg.warn_at, 0);
+
+  // statm: resident - shared pages
+  uint64_t b = 0;
+  CHECK_EQ(nd_statm_parse("1000 300 100 10 0 200 0\n", 4096, &b), 0);
+  CHECK_EQ(b, 200 * 4096);
+  CHECK_EQ(nd_statm_parse("1000 30 100 10 0 200 0\n", 4096, &b), 0);
+  CHECK_EQ(b, 0);
+  CHECK_EQ(nd_statm_parse("1000 x", 4096, &b), -1);
+  CHECK_EQ(nd_statm_parse("", 4096, &b), -1);
+
+  char cmd[100];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  CHECK_EQ(system(cmd), 0);
+}
 
 static char warnings[8][256];
 static int nwarn;
@@ -105,5 +237,6 @@ int main(int argc, char **argv) {
   CHECK_STR(path, "r0");
   CHECK_EQ(nd_config_expand_path(path, sizeof path, "bad%", env5), -1);
   CHECK_EQ(nd_config_expand_path(path, 4, "toolong", env5), -1);
+  limits();
   return CHECK_DONE();
 }
