@@ -9,6 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static char warnings[8][256];
+static int nwarn;
+static void collect(const char *line, void *ctx) {
+  (void)ctx;
+  if (nwarn < 8) snprintf(warnings[nwarn++], sizeof warnings[0], "%s", line);
+}
+
 static void put(const char *dir, const char *name, const char *text) {
   char p[512];
   snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -139,12 +146,6 @@ static void limits(void) {
   CHECK_EQ(system(cmd), 0);
 }
 
-static char warnings[8][256];
-static int nwarn;
-static void collect(const char *line, void *ctx) {
-  (void)ctx;
-  if (nwarn < 8) snprintf(warnings[nwarn++], sizeof warnings[0], "%s", line);
-}
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--list") == 0) {
