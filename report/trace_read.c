@@ -23,7 +23,9 @@
 _Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer holds a record");
 
 static const char *const tag_names[ND_REC_TAG_MAX] = {
-    "?", "MODULE", "STACK", "SITE", "COUNTERS", "BLOCK", "FLUSH", "END", "WORKSPACE", "WS_ESCAPE"};
+    "?",   "MODULE",    "STACK",     "SITE",   "COUNTERS", "BLOCK",    "FLUSH",
+    "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE"};
+_Static_assert(ND_REC_TAG_MAX == 14, "a name for every record tag");
 
 static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;
@@ -311,6 +313,113 @@ static void saw_time(nd_trace_t *t, uint64_t ns) {
   if (ns > t->last_ns) t->last_ns = ns;
 }
 
+// ---------------------------------------------------------------- limits (version 3)
+
+static int on_limits(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_limits_t l;
+  memcpy(&l, p, sizeof l);
+  if (l.action > ND_ON_LIMIT_ABORT) return fail(t, off, "LIMITS action %u out of range", l.action);
+  t->limits = l; // unknown flag bits are ignored, as SITE flags are
+  t->have_limits = true;
+  return 0;
+}
+
+static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_breach_t b;
+  memcpy(&b, p, sizeof b);
+  if (b.limit >= ND_LIMIT_COUNT) return fail(t, off, "BREACH limit %u out of range", b.limit);
+  if (b.action > ND_ON_LIMIT_ABORT)
+    return fail(t, off, "BREACH action %u out of range", b.action);
+  if (b.fn >= ND_TRACE_FNS) return fail(t, off, "BREACH function %u out of range", b.fn);
+  saw_time(t, b.mono_ns);
+  if (t->nbreaches >= ND_TRACE_MAX_BREACHES) {
+    t->breaches_dropped++;
+    return 0;
+  }
+  if (grow(&t->breaches, &t->breaches_cap, t->nbreaches + 1, sizeof *t->breaches))
+    return fail(t, off, "out of memory");
+  t->breaches[t->nbreaches++] = b;
+  return 0;
+}
+
+// The slot of the seq-th SNAPSHOT record (from 1): the first, or the ring slot of the oldest of
+// the latest ones. A slot's site buffer is reused, so snapshots cost at most
+// (1 + ND_TRACE_SNAP_LAST) buffers of ND_TRACE_MAX_SNAP_SITES sites whatever their number.
+static nd_snapshot_t *snap_slot(nd_trace_t *t, uint64_t seq) {
+  return &t->snap[seq == 1 ? 0 : 1 + (seq - 2) % ND_TRACE_SNAP_LAST];
+}
+
+static int on_snapshot(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_snapshot_t r;
+  memcpy(&r, p, sizeof r);
+  if (r.reason > ND_SNAP_BREACH) return fail(t, off, "SNAPSHOT reason %u out of range", r.reason);
+  saw_time(t, r.mono_ns);
+  uint64_t seq = ++t->snap_records;
+  nd_snapshot_t *s = snap_slot(t, seq);
+  s->rec = r;
+  s->seq = seq;
+  s->read = 0;
+  s->nsites = 0;
+  t->snap_open = r.sites ? s : NULL;
+  return 0;
+}
+
+// A SNAP_SITE record: check_header has made sure that a snapshot is open.
+static int on_snap_site(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_snap_site_t x;
+  memcpy(&x, p, sizeof x);
+  if (x.kind >= ND_TRACE_KINDS)
+    return fail(t, off, "SNAP_SITE memory kind %u out of range", x.kind);
+  long st = map_get(&t->stack_ids, x.stack_id);
+  if (st < 0) return fail(t, off, "SNAP_SITE names unknown stack %u", x.stack_id);
+  nd_snapshot_t *s = t->snap_open;
+  if (s->nsites < ND_TRACE_MAX_SNAP_SITES) {
+    if (grow(&s->sites, &s->sites_cap, s->nsites + 1, sizeof *s->sites))
+      return fail(t, off, "out of memory");
+    s->sites[s->nsites++] = (nd_snap_site_t){.stack = (uint32_t)st, .rec = x};
+  }
+  if (++s->read == s->rec.sites) t->snap_open = NULL;
+  return 0;
+}
+
+// A snapshot's sites follow it without any other record in between: a SNAP_SITE record needs an
+// open snapshot, and any other record needs none. Checked from the header, before the payload.
+static int check_snap_run(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
+  const nd_snapshot_t *s = t->snap_open;
+  if (r->tag != ND_REC_SNAP_SITE) {
+    if (!s) return 0;
+    return fail(t, off, "%s record where SNAP_SITE %u of %u was expected", tag_names[r->tag],
+                s->read + 1, s->rec.sites);
+  }
+  if (s) return 0;
+  if (t->prev_tag == ND_REC_SNAPSHOT || t->prev_tag == ND_REC_SNAP_SITE) {
+    const nd_snapshot_t *last = snap_slot(t, t->snap_records);
+    return fail(t, off, "SNAP_SITE record beyond the %u %s its SNAPSHOT announced",
+                last->rec.sites, last->rec.sites == 1 ? "site" : "sites");
+  }
+  return fail(t, off, "SNAP_SITE record without a SNAPSHOT before it");
+}
+
+static int cmp_snap_site(const void *a, const void *b) {
+  const nd_rec_snap_site_t *x = &((const nd_snap_site_t *)a)->rec;
+  const nd_rec_snap_site_t *y = &((const nd_snap_site_t *)b)->rec;
+  if (x->live_bytes != y->live_bytes) return x->live_bytes > y->live_bytes ? -1 : 1;
+  if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
+  return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+// After reading: the kept snapshots in trace order, each one's sites by live bytes.
+static void order_snapshots(nd_trace_t *t) {
+  uint64_t n = t->snap_records;
+  if (n) t->snaps[t->nsnaps++] = snap_slot(t, 1);
+  for (uint64_t seq = n > 1 + ND_TRACE_SNAP_LAST ? n - ND_TRACE_SNAP_LAST + 1 : 2; seq <= n; seq++)
+    t->snaps[t->nsnaps++] = snap_slot(t, seq);
+  for (size_t i = 0; i < t->nsnaps; i++) {
+    nd_snapshot_t *s = &t->snap[t->snaps[i] - t->snap];
+    if (s->nsites) qsort(s->sites, s->nsites, sizeof *s->sites, cmp_snap_site);
+  }
+}
+
 // The payload size a tag allows: exact for fixed records, a minimum (and *var set) otherwise.
 static uint32_t fixed_size(unsigned tag, int *var) {
   *var = 0;
@@ -323,6 +432,10 @@ static uint32_t fixed_size(unsigned tag, int *var) {
   case ND_REC_FLUSH: return sizeof(nd_rec_flush_t);
   case ND_REC_WORKSPACE: return sizeof(nd_rec_workspace_t);
   case ND_REC_WS_ESCAPE: return sizeof(nd_rec_ws_escape_t);
+  case ND_REC_LIMITS: return sizeof(nd_rec_limits_t);
+  case ND_REC_BREACH: return sizeof(nd_rec_breach_t);
+  case ND_REC_SNAPSHOT: return sizeof(nd_rec_snapshot_t);
+  case ND_REC_SNAP_SITE: return sizeof(nd_rec_snap_site_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -336,6 +449,9 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
     return fail(t, off, "unknown record tag %u", r->tag);
   if (t->hdr.version < 2 && (r->tag == ND_REC_WORKSPACE || r->tag == ND_REC_WS_ESCAPE))
     return fail(t, off, "%s record in a version %u trace (version 2 introduced it)",
+                tag_names[r->tag], t->hdr.version);
+  if (t->hdr.version < 3 && r->tag >= ND_REC_LIMITS)
+    return fail(t, off, "%s record in a version %u trace (version 3 introduced it)",
                 tag_names[r->tag], t->hdr.version);
   if (r->size > ND_TRACE_MAX_RECORD)
     return fail(t, off, "%s record size %u above the maximum %u", tag_names[r->tag], r->size,
@@ -352,7 +468,7 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
       return fail(t, off, "STACK depth %u above the maximum %u", (r->size - want) / 8,
                   ND_TRACE_MAX_DEPTH);
   }
-  return 0;
+  return check_snap_run(t, off, r);
 }
 
 static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p) {
@@ -368,6 +484,10 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   case ND_REC_BLOCK: return on_block(t, off, p);
   case ND_REC_WORKSPACE: return on_workspace(t, off, p);
   case ND_REC_WS_ESCAPE: return on_ws_escape(t, off, p);
+  case ND_REC_LIMITS: return on_limits(t, off, p);
+  case ND_REC_BREACH: return on_breach(t, off, p);
+  case ND_REC_SNAPSHOT: return on_snapshot(t, off, p);
+  case ND_REC_SNAP_SITE: return on_snap_site(t, off, p);
   case ND_REC_FLUSH:
     memcpy(&t->flush, p, sizeof t->flush);
     t->have_flush = true;
@@ -552,6 +672,7 @@ int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void
     in.pos += sizeof r + r.size;
     t->records++;
     t->rec_count[r.tag]++;
+    t->prev_tag = r.tag;
     t->after_flush = r.tag == ND_REC_FLUSH ? 0 : t->after_flush + 1;
     t->good_end = in.base + in.pos;
     if (progress && in.reads != reads) progress(arg, t->good_end, size);
@@ -559,6 +680,7 @@ int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void
   if (!t->records) t->good_end = t->hdr.header_size;
   t->file_size = in.base + in.len;
   resolve_escapes(t);
+  order_snapshots(t); // a snapshot still open keeps the sites read: the file ended in its run
   if (build_module_index(t)) goto out;
   rc = 0;
 out:
@@ -583,5 +705,7 @@ void nd_trace_free(nd_trace_t *t) {
   free(t->ws);
   map_free(&t->ws_keys);
   free(t->escapes);
+  free(t->breaches);
+  for (size_t i = 0; i < 1 + ND_TRACE_SNAP_LAST; i++) free(t->snap[i].sites);
   memset(t, 0, sizeof *t);
 }

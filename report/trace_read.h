@@ -2,10 +2,12 @@
 // trace_read.h: streaming reader for ndmem traces (trace_format.h). It reads the file through one
 // fixed buffer, validates every record, and folds the records into the latest state: module map,
 // interned stacks, per-site totals, process counters, blocks live at exit (aggregated per stack
-// and kind), workspace statistics (version 2: the latest per thread and name) and leaked
-// workspace pointers (at most ND_TRACE_MAX_ESCAPES kept, the rest counted). Memory grows with
-// distinct modules, stacks, sites and workspaces, never with file size, so a trace larger than
-// RAM can be read. Versions 1 and 2 are read; a version 1 trace has no workspace records.
+// and kind), workspace statistics (version 2: the latest per thread and name), leaked
+// workspace pointers (at most ND_TRACE_MAX_ESCAPES kept, the rest counted) and, from version 3,
+// the latest limits record, the logged breaches (ND_TRACE_MAX_BREACHES kept) and the first and
+// the last ND_TRACE_SNAP_LAST snapshots with their sites. Memory grows with distinct modules,
+// stacks, sites and workspaces, never with file size, so a trace larger than RAM can be read.
+// Versions 1 to 3 are read; a record is rejected in a trace older than its version.
 // Malformed input gives an error with its offset, never UB.
 #ifndef ND_TRACE_READ_H
 #define ND_TRACE_READ_H
@@ -55,6 +57,25 @@ typedef struct nd_ws_escape {
 
 #define ND_TRACE_MAX_ESCAPES 100000 // WS_ESCAPE records kept; later ones are only counted
 
+#define ND_TRACE_MAX_BREACHES 1024 // BREACH records kept (the writer logs ~64 per limit at most)
+#define ND_TRACE_SNAP_LAST 4       // snapshots kept besides the first: the latest ones
+#define ND_TRACE_MAX_SNAP_SITES 4096 // SNAP_SITE records kept per snapshot (the writer: <= 256)
+
+typedef struct nd_snap_site {
+  uint32_t stack; // index into nd_trace_t.stacks
+  nd_rec_snap_site_t rec;
+} nd_snap_site_t;
+
+// A SNAPSHOT record and its SNAP_SITE records. A snapshot whose run of sites the file ends in
+// (SIGKILL, the OOM killer) has read < rec.sites; it can only be the trace's last.
+typedef struct nd_snapshot {
+  nd_rec_snapshot_t rec;
+  uint64_t seq;          // 1 for the trace's first SNAPSHOT record, 2 for the next, ...
+  uint32_t read;         // SNAP_SITE records read (kept or not)
+  nd_snap_site_t *sites; // the first ND_TRACE_MAX_SNAP_SITES read, by live bytes once read
+  size_t nsites, sites_cap;
+} nd_snapshot_t;
+
 // An open-addressing table from a 64-bit key to an index; internal to the reader.
 typedef struct nd_map {
   uint64_t *keys;
@@ -80,7 +101,7 @@ typedef struct nd_trace {
   bool have_flush;
   nd_rec_flush_t flush;     // the latest FLUSH record
   uint64_t after_flush;     // complete records after it
-  uint64_t last_ns;         // latest time in a COUNTERS, FLUSH or END record (0: none)
+  uint64_t last_ns;         // latest time in a COUNTERS, FLUSH, END, BREACH or SNAPSHOT record
 
   nd_module_t *mods;
   size_t nmods, mods_cap;
@@ -110,6 +131,20 @@ typedef struct nd_trace {
   nd_ws_escape_t *escapes;  // the first ND_TRACE_MAX_ESCAPES WS_ESCAPE records, in trace order
   size_t nescapes, escapes_cap;
   uint64_t escapes_dropped; // WS_ESCAPE records beyond ND_TRACE_MAX_ESCAPES
+
+  bool have_limits;
+  nd_rec_limits_t limits;     // the latest LIMITS record
+  nd_rec_breach_t *breaches;  // the first ND_TRACE_MAX_BREACHES BREACH records, in trace order
+  size_t nbreaches, breaches_cap;
+  uint64_t breaches_dropped;  // BREACH records beyond ND_TRACE_MAX_BREACHES
+  // Snapshots: snap[0] is the first, snap[1..] a ring of the latest; after reading,
+  // snaps[0, nsnaps) point to the kept ones in trace order.
+  nd_snapshot_t snap[1 + ND_TRACE_SNAP_LAST];
+  const nd_snapshot_t *snaps[1 + ND_TRACE_SNAP_LAST];
+  size_t nsnaps;
+  uint64_t snap_records;      // SNAPSHOT records read
+  nd_snapshot_t *snap_open;   // the snapshot whose SNAP_SITE records are still to come, or NULL
+  uint16_t prev_tag;          // the tag of the previous record (0: none)
 
   char err[256];    // the error of a failed nd_trace_read, without the file name
   uint64_t err_off; // offset of the record (or header field) at fault
