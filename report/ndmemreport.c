@@ -3,7 +3,9 @@
 // (symbolize.h) and prints a summary, the top allocation sites, and the blocks still live at exit
 // (leaks) or, for a process that did not exit normally, the sites' live bytes at the last flush;
 // for a version 2 trace with workspace records, the workspaces view (per thread and workspace:
-// cycles, plan, hits, spills, escapes) and the leaked workspace pointers with their stacks.
+// cycles, plan, hits, spills, escapes) and the leaked workspace pointers with their stacks; for a
+// version 3 trace with limit records, the limits view (limits, totals, logged breaches, and the
+// snapshots of live memory by site taken at the warning watermark and at breaches).
 // Text for people, JSON (fixed key order, one document) for tools. Exit status: 0, 1 with
 // --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace.
 #include "ndmemreport.h"
@@ -21,7 +23,7 @@
 
 #define USAGE                                                                                      \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] [--brief] "     \
-  "[--workspaces] [--no-symbols] FILE"
+  "[--workspaces] [--limits] [--no-symbols] FILE"
 
 static const char *const kind_names[ND_TRACE_KINDS] = {
     "heap",     "mmap",     "pinned",   "managed",  "device0",  "device1",  "device2",
@@ -33,10 +35,15 @@ static const char *const fn_names[ND_TRACE_FNS] = {
     "mremap"};
 static const char *const fb_names[4] = {"bootstrap", "synthesized", "late-thread",
                                         "untracked-free"};
+// Limits by their JavaCPP names in text, snake case in JSON; actions by NDMEM_ON_LIMIT's values.
+static const char *const limit_names[ND_LIMIT_COUNT] = {"maxBytes", "maxPhysicalBytes"};
+static const char *const limit_keys[ND_LIMIT_COUNT] = {"max_bytes", "max_physical_bytes"};
+static const char *const action_names[3] = {"fail", "warn", "abort"};
 
 typedef struct opts {
   bool json, brief, fail_on_leak, symbols;
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
+  bool limits;     // --limits: the summary's trace and limits lines, the limits view only
   size_t top, frames; // frames: per stack in text output, 0 = all
   const char *file;
 } opts_t;
@@ -62,6 +69,13 @@ static void human(char *out, size_t n, uint64_t v) {
   u128 hundredths = ((u128)v * 100 + div / 2) / div;
   snprintf(out, n, "%llu.%02u %s", (unsigned long long)(hundredths / 100),
            (unsigned)(hundredths % 100), units[u]);
+}
+
+// v / limit in percent to one decimal, rounded down so that "100.0 %" means the limit was reached.
+static void format_pct(char *out, size_t n, uint64_t v, uint64_t limit) {
+  u128 m = (u128)v * 1000 / (limit ? limit : 1);
+  if (m > (u128)UINT64_MAX) m = UINT64_MAX;
+  snprintf(out, n, "%llu.%u %%", (unsigned long long)(m / 10), (unsigned)(m % 10));
 }
 
 // "28.23 MiB (29606488 B)", or "512 B" below 1 KiB; `est` prefixes both numbers with '~'.
@@ -439,6 +453,94 @@ static void text_trace_line(FILE *o, const nd_trace_t *t) {
   fputc('\n', o);
 }
 
+// ---------------------------------------------------------------- limits: shared by text and JSON
+
+// Any record of limits: the LIMITS record is written with the totals, so a trace cut short may
+// hold breaches and snapshots without one.
+static bool has_limits(const nd_trace_t *t) {
+  return t->have_limits || t->nbreaches || t->breaches_dropped || t->snap_records;
+}
+
+static bool aborted(const nd_trace_t *t) {
+  return t->have_limits && (t->limits.flags & ND_LIMITS_ABORTED);
+}
+
+static uint64_t breaches_total(const nd_rec_limits_t *l) {
+  return sat_add(l->breaches[ND_LIMIT_BYTES], l->breaches[ND_LIMIT_PHYSICAL]);
+}
+
+// Percentages of memory ("75%") are of RAM or of the cgroup's limit, whichever is smaller.
+static bool pct_of_cgroup(const nd_rec_limits_t *l) {
+  return l->cgroup_bytes && (!l->ram_bytes || l->cgroup_bytes < l->ram_bytes);
+}
+
+// The limit a breach snapshot was taken for, by its threshold; -1 when it cannot be told.
+static int snap_limit(const nd_trace_t *t, const nd_rec_snapshot_t *s) {
+  const nd_rec_limits_t *l = &t->limits;
+  if (s->reason != ND_SNAP_BREACH || !t->have_limits || !s->threshold) return -1;
+  bool b = s->threshold == l->max_bytes, p = s->threshold == l->max_physical_bytes;
+  return b == p ? -1 : b ? ND_LIMIT_BYTES : ND_LIMIT_PHYSICAL;
+}
+
+static uint64_t since_start(const nd_trace_t *t, uint64_t ns) {
+  return ns > t->hdr.start_mono_ns ? ns - t->hdr.start_mono_ns : 0;
+}
+
+// The live bytes of a snapshot's kept sites; *est: some are estimates.
+static uint64_t snap_live(const nd_snapshot_t *s, bool *est) {
+  uint64_t sum = 0;
+  *est = false;
+  for (size_t i = 0; i < s->nsites; i++) {
+    sum = sat_add(sum, s->sites[i].rec.live_bytes);
+    if (s->sites[i].rec.flags & ND_SITE_SAMPLED) *est = true;
+  }
+  return sum;
+}
+
+// "maxBytes 64.00 MiB (peak tracked 63.99 MiB, 99.9 %)" or "maxBytes none".
+static void text_limit_short(FILE *o, int id, uint64_t limit, uint64_t peak) {
+  char a[48], b[48], pct[48];
+  fprintf(o, "%s ", limit_names[id]);
+  if (!limit) {
+    fputs("none", o);
+    return;
+  }
+  human(a, sizeof a, limit);
+  human(b, sizeof b, peak);
+  format_pct(pct, sizeof pct, peak, limit);
+  fprintf(o, "%s (peak %s %s, %s)", a, id == ND_LIMIT_BYTES ? "tracked" : "physical", b, pct);
+}
+
+// The summary's line about limits.
+static void text_limits_line(FILE *o, const nd_trace_t *t) {
+  fprintf(o, "  %-10s  ", "limits");
+  if (!t->have_limits) {
+    uint64_t nb = sat_add(t->nbreaches, t->breaches_dropped);
+    fprintf(o, "no LIMITS record; %llu logged %s, %llu %s\n",
+            (unsigned long long)nb, plural(nb, "breach", "breaches"),
+            (unsigned long long)t->snap_records, plural(t->snap_records, "snapshot", "snapshots"));
+    return;
+  }
+  const nd_rec_limits_t *l = &t->limits;
+  char h[48];
+  text_limit_short(o, ND_LIMIT_BYTES, l->max_bytes, l->peak_tracked);
+  fputs(", ", o);
+  text_limit_short(o, ND_LIMIT_PHYSICAL, l->max_physical_bytes, l->peak_physical);
+  human(h, sizeof h, l->warn_at);
+  if (l->warn_at) fprintf(o, "; warn at %s", h);
+  else fputs("; no warning watermark", o);
+  fprintf(o, "; on limit %s", action_names[l->action]);
+  uint64_t nb = breaches_total(l);
+  if (nb)
+    fprintf(o, "; %llu %s, %llu %s failed", (unsigned long long)nb,
+            plural(nb, "breach", "breaches"), (unsigned long long)l->failed,
+            plural(l->failed, "allocation", "allocations"));
+  else
+    fputs("; no breaches", o);
+  if (l->flags & ND_LIMITS_ABORTED) fputs("; aborted on a breach", o);
+  fputc('\n', o);
+}
+
 static void text_summary(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -456,9 +558,9 @@ static void text_summary(FILE *o, report_t *r) {
   if (t->ended) {
     fprintf(o, "  %-10s  normal (END record)\n", "exit");
   } else {
-    fprintf(o, "  %-10s  NOT normal: no END record (killed, crashed or _exit); leaks cannot be "
-               "known, live figures are at the last flush",
-            "exit");
+    fprintf(o, "  %-10s  NOT normal: no END record (%s); leaks cannot be known, live figures are "
+               "at the last flush",
+            "exit", aborted(t) ? "aborted on a breach of a limit" : "killed, crashed or _exit");
     if (t->have_flush) {
       fprintf(o, " (#%llu at ", (unsigned long long)t->flush.seq);
       print_secs(o, t->flush.mono_ns > h->start_mono_ns ? t->flush.mono_ns - h->start_mono_ns : 0);
@@ -519,6 +621,7 @@ static void text_summary(FILE *o, report_t *r) {
             t->nleaks, plural(t->nleaks, "stack", "stacks"));
   }
   if (t->nws || t->nescapes || t->escapes_dropped) text_ws_line(o, r);
+  if (has_limits(t)) text_limits_line(o, t);
 }
 
 // What a site list ranks by: its first line shows that figure, the second the others.
@@ -677,18 +780,201 @@ static int text_workspaces(FILE *o, report_t *r) {
   return 0;
 }
 
+// "  maxBytes          64.00 MiB (67108864 B); peak tracked 63.99 MiB (67098214 B), 99.9 %"
+static void text_limit_full(FILE *o, const nd_rec_limits_t *l, int id) {
+  uint64_t limit = id == ND_LIMIT_BYTES ? l->max_bytes : l->max_physical_bytes;
+  uint64_t peak = id == ND_LIMIT_BYTES ? l->peak_tracked : l->peak_physical;
+  fprintf(o, "  %-16s  ", limit_names[id]);
+  if (limit) print_bytes(o, limit, false);
+  else fputs("none", o);
+  fprintf(o, "; peak %s ", id == ND_LIMIT_BYTES ? "tracked" : "physical");
+  if (id == ND_LIMIT_PHYSICAL && !l->physical_reads) {
+    fputs("not read\n", o);
+    return;
+  }
+  print_bytes(o, peak, false);
+  if (limit) {
+    char pct[48];
+    format_pct(pct, sizeof pct, peak, limit);
+    fprintf(o, ", %s", pct);
+  }
+  fputc('\n', o);
+}
+
+// The limits in force, where their percentages came from, and the totals.
+static void text_limit_settings(FILE *o, const nd_trace_t *t) {
+  fputs("\n== limits\n", o);
+  if (!t->have_limits) {
+    fputs("  (no LIMITS record: the limits in force and the totals are unknown)\n", o);
+    return;
+  }
+  const nd_rec_limits_t *l = &t->limits;
+  text_limit_full(o, l, ND_LIMIT_BYTES);
+  text_limit_full(o, l, ND_LIMIT_PHYSICAL);
+  fprintf(o, "  %-16s  ", "warn at");
+  if (l->warn_at) {
+    print_bytes(o, l->warn_at, false);
+    fputs(" physical\n", o);
+  } else {
+    fputs("none\n", o);
+  }
+  fprintf(o, "  %-16s  %s\n", "on limit", action_names[l->action]);
+  fprintf(o, "  %-16s  of ", "percentages");
+  if (pct_of_cgroup(l)) {
+    fputs("the cgroup limit ", o);
+    print_bytes(o, l->cgroup_bytes, false);
+    fputs(", smaller than RAM ", o);
+    print_bytes(o, l->ram_bytes, false);
+  } else {
+    fputs("RAM ", o);
+    print_bytes(o, l->ram_bytes, false);
+    if (l->cgroup_bytes) {
+      fputs("; cgroup limit ", o);
+      print_bytes(o, l->cgroup_bytes, false);
+    } else {
+      fputs("; no cgroup limit", o);
+    }
+  }
+  fprintf(o, "\n  %-16s  %s %llu, %s %llu; %llu %s failed%s\n", "breaches",
+          limit_names[ND_LIMIT_BYTES], (unsigned long long)l->breaches[ND_LIMIT_BYTES],
+          limit_names[ND_LIMIT_PHYSICAL], (unsigned long long)l->breaches[ND_LIMIT_PHYSICAL],
+          (unsigned long long)l->failed, plural(l->failed, "allocation", "allocations"),
+          l->flags & ND_LIMITS_ABORTED ? "; aborted on a breach" : "");
+  fprintf(o, "  %-16s  %llu %s released ", "relief", (unsigned long long)l->reliefs,
+          plural(l->reliefs, "run", "runs"));
+  print_bytes(o, l->relief_bytes, false);
+  fputs(" of workspace arenas\n", o);
+  fprintf(o, "  %-16s  %llu\n", "physical reads", (unsigned long long)l->physical_reads);
+  fprintf(o, "  %-16s  %llu taken; %llu in the trace", "snapshots",
+          (unsigned long long)l->snapshots, (unsigned long long)t->snap_records);
+  if (t->snap_records > t->nsnaps)
+    fprintf(o, ", the first and the last %zu kept", t->nsnaps - 1);
+  fprintf(o, "\n  %-16s  tracked = heap usable bytes + anonymous mmaps + workspace arenas; "
+             "physical = anonymous resident memory (resident - shared)\n",
+          "measures");
+}
+
+static void text_breach(FILE *o, const nd_trace_t *t, size_t rank, const nd_rec_breach_t *b) {
+  fprintf(o, "#%-3zu %s breach %llu at ", rank, limit_names[b->limit],
+          (unsigned long long)b->count);
+  print_secs(o, since_start(t, b->mono_ns));
+  fprintf(o, " on thread %u: %s ", b->tid, fn_names[b->fn]);
+  bool growth = b->fn == 2 || b->fn == 3; // realloc, reallocarray: the growth is requested
+  fputs(growth ? "growing a block by " : "of ", o);
+  print_bytes(o, b->requested, false);
+  static const char *const done[3] = {"failed", "allowed (warn)", "aborted the process"};
+  fprintf(o, " -> %s\n      %s ", done[b->action],
+          b->limit == ND_LIMIT_BYTES ? "tracked" : "physical");
+  print_bytes(o, b->value, false);
+  fputs(" before the call; limit ", o);
+  print_bytes(o, b->limit_bytes, false);
+  fputc('\n', o);
+}
+
+// The logged breaches; brief: the first one only.
+static void text_breaches(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  uint64_t logged = sat_add(t->nbreaches, t->breaches_dropped);
+  size_t n = r->o->brief ? (t->nbreaches ? 1 : 0) : list_len(r, t->nbreaches);
+  if (r->o->brief && !n) return;
+  if (!logged && !(t->have_limits && breaches_total(&t->limits))) {
+    fputs("\n== limit breaches: none\n", o);
+    return;
+  }
+  fputs("\n== limit breaches: ", o);
+  if (t->have_limits) {
+    uint64_t n_all = breaches_total(&t->limits);
+    fprintf(o, "%llu %s, ", (unsigned long long)n_all, plural(n_all, "breach", "breaches"));
+  }
+  fprintf(o, "%llu logged (the 1st, 2nd, 4th, 8th, ... of each limit)", (unsigned long long)logged);
+  if (t->breaches_dropped)
+    fprintf(o, "; %llu more not kept (over %u)", (unsigned long long)t->breaches_dropped,
+            (unsigned)ND_TRACE_MAX_BREACHES);
+  if (n < t->nbreaches) fprintf(o, "; first %zu", n);
+  fputc('\n', o);
+  for (size_t i = 0; i < n; i++) text_breach(o, t, i + 1, &t->breaches[i]);
+}
+
+static int text_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
+  const nd_trace_t *t = r->t;
+  const nd_rec_snapshot_t *x = &s->rec;
+  fprintf(o, "\n== snapshot %llu of %llu at ", (unsigned long long)s->seq,
+          (unsigned long long)t->snap_records);
+  print_secs(o, since_start(t, x->mono_ns));
+  int lim = snap_limit(t, x);
+  if (x->reason == ND_SNAP_WATERMARK) fputs(": the warning watermark was crossed\n", o);
+  else fprintf(o, ": the first breach of %s\n", lim < 0 ? "a limit" : limit_names[lim]);
+  fputs("  tracked ", o);
+  print_bytes(o, x->tracked, false);
+  fputs("; physical ", o);
+  if (x->physical) print_bytes(o, x->physical, false);
+  else fputs("not read", o);
+  fprintf(o, "; %s ", x->reason == ND_SNAP_WATERMARK ? "watermark" : lim < 0 ? "limit"
+                                                                          : limit_names[lim]);
+  print_bytes(o, x->threshold, false);
+  bool est;
+  uint64_t live = snap_live(s, &est);
+  size_t n = list_len(r, s->nsites);
+  if (s->read < x->sites)
+    fprintf(o, "\n  %u of %u %s (the trace ends inside the snapshot)", s->read, x->sites,
+            plural(x->sites, "site", "sites"));
+  else
+    fprintf(o, "\n  %u %s", x->sites, plural(x->sites, "site", "sites"));
+  fputs(", live ", o);
+  print_bytes(o, live, est);
+  if (s->nsites < s->read)
+    fprintf(o, " in the %zu kept; %llu more not kept (over %u)", s->nsites,
+            (unsigned long long)(s->read - s->nsites), (unsigned)ND_TRACE_MAX_SNAP_SITES);
+  if (n < s->nsites) fprintf(o, "; top %zu", n);
+  fputc('\n', o);
+  for (size_t i = 0; i < n; i++) {
+    const nd_snap_site_t *e = &s->sites[i];
+    bool sampled = e->rec.flags & ND_SITE_SAMPLED;
+    fprintf(o, "#%-3zu %-8s live ", i + 1, kind_names[e->rec.kind]);
+    print_bytes(o, e->rec.live_bytes, sampled);
+    fprintf(o, " in %s%llu %s  [stack %u]\n", sampled ? "~" : "",
+            (unsigned long long)e->rec.live_count,
+            e->rec.kind == 1 ? plural(e->rec.live_count, "mapping", "mappings")
+                             : plural(e->rec.live_count, "block", "blocks"),
+            e->rec.stack_id);
+    if (text_stack(o, r, e->stack)) return -1;
+  }
+  return 0;
+}
+
+// The limits view: the limits and totals (unless only the brief report's first breach is
+// wanted), the logged breaches, and the kept snapshots (unless brief).
+static int text_limits(FILE *o, report_t *r, bool settings) {
+  const nd_trace_t *t = r->t;
+  if (settings) text_limit_settings(o, t);
+  text_breaches(o, r);
+  if (r->o->brief) return 0;
+  if (!t->nsnaps) fputs("\n== snapshots: none\n", o);
+  for (size_t i = 0; i < t->nsnaps; i++)
+    if (text_snapshot(o, r, t->snaps[i])) return -1;
+  return 0;
+}
+
 static int text_main(FILE *o, report_t *r);
 
 static int text_report(FILE *o, report_t *r) {
-  if (r->o->workspaces) {
+  const nd_trace_t *t = r->t;
+  if (r->o->workspaces || r->o->limits) {
     fputs("== summary\n", o);
-    text_trace_line(o, r->t);
-    if (r->t->nws || esc_records(r->t)) text_ws_line(o, r);
-    else fprintf(o, "  %-10s  none recorded\n", "workspaces");
-    return text_workspaces(o, r);
+    text_trace_line(o, t);
+    if (r->o->workspaces) {
+      if (t->nws || esc_records(t)) text_ws_line(o, r);
+      else fprintf(o, "  %-10s  none recorded\n", "workspaces");
+    }
+    if (r->o->limits) {
+      if (has_limits(t)) text_limits_line(o, t);
+      else fprintf(o, "  %-10s  none recorded\n", "limits");
+    }
+    if (r->o->workspaces && text_workspaces(o, r)) return -1;
+    return r->o->limits && has_limits(t) ? text_limits(o, r, true) : 0;
   }
-  if (text_main(o, r)) return -1;
-  return text_workspaces(o, r);
+  if (text_main(o, r) || text_workspaces(o, r)) return -1;
+  return has_limits(t) ? text_limits(o, r, !r->o->brief) : 0;
 }
 
 // The summary, the site lists (unless brief), and the leaks or, without a normal exit, the sites
@@ -883,6 +1169,112 @@ static int json_ws(FILE *o, report_t *r, bool last) {
   return 0;
 }
 
+// "limits": null when the trace has no record of limits; else the LIMITS record's limits and
+// totals (null without one), what the reader kept, the logged breaches and the kept snapshots
+// with their top sites (brief: the first breach, no snapshots). `last`: no key follows.
+static int json_limits(FILE *o, report_t *r, bool last) {
+  const nd_trace_t *t = r->t;
+  const char *end = last ? "\n" : ",\n";
+  if (!has_limits(t)) {
+    fprintf(o, "  \"limits\": null%s", end);
+    return 0;
+  }
+  fputs("  \"limits\": {\n    \"limits\": ", o);
+  if (t->have_limits) {
+    const nd_rec_limits_t *l = &t->limits;
+    fputc('{', o);
+    json_u64(o, "max_bytes", l->max_bytes, true);
+    json_u64(o, "max_physical_bytes", l->max_physical_bytes, true);
+    json_u64(o, "warn_at", l->warn_at, true);
+    fprintf(o, "\"on_limit\": \"%s\", ", action_names[l->action]);
+    json_u64(o, "ram_bytes", l->ram_bytes, true);
+    json_u64(o, "cgroup_bytes", l->cgroup_bytes, true);
+    fprintf(o, "\"percent_of\": \"%s\", \"aborted\": %s},\n    \"totals\": {\"breaches\": {",
+            pct_of_cgroup(l) ? "cgroup" : "ram",
+            l->flags & ND_LIMITS_ABORTED ? "true" : "false");
+    json_u64(o, limit_keys[ND_LIMIT_BYTES], l->breaches[ND_LIMIT_BYTES], true);
+    json_u64(o, limit_keys[ND_LIMIT_PHYSICAL], l->breaches[ND_LIMIT_PHYSICAL], false);
+    fputs("}, ", o);
+    json_u64(o, "failed", l->failed, true);
+    json_u64(o, "reliefs", l->reliefs, true);
+    json_u64(o, "relief_bytes", l->relief_bytes, true);
+    json_u64(o, "peak_tracked", l->peak_tracked, true);
+    json_u64(o, "peak_physical", l->peak_physical, true);
+    json_u64(o, "physical_reads", l->physical_reads, true);
+    json_u64(o, "snapshots", l->snapshots, false);
+    fputs("},\n", o);
+  } else {
+    fputs("null,\n    \"totals\": null,\n", o);
+  }
+  fputs("    \"records\": {", o);
+  json_u64(o, "breaches", sat_add(t->nbreaches, t->breaches_dropped), true);
+  json_u64(o, "breaches_kept", t->nbreaches, true);
+  json_u64(o, "snapshots", t->snap_records, true);
+  json_u64(o, "snapshots_kept", t->nsnaps, false);
+  size_t n = r->o->brief ? (t->nbreaches ? 1 : 0) : list_len(r, t->nbreaches);
+  fprintf(o, "},\n    \"breaches\": [%s", n ? "\n" : "");
+  for (size_t i = 0; i < n; i++) {
+    const nd_rec_breach_t *b = &t->breaches[i];
+    fputs("      {", o);
+    json_u64(o, "mono_ns", b->mono_ns, true);
+    json_u64(o, "since_start_ns", since_start(t, b->mono_ns), true);
+    fprintf(o, "\"tid\": %u, \"limit\": \"%s\", \"action\": \"%s\", \"function\": \"%s\", ",
+            b->tid, limit_keys[b->limit], action_names[b->action], fn_names[b->fn]);
+    json_u64(o, "requested", b->requested, true);
+    json_u64(o, "value", b->value, true);
+    json_u64(o, "limit_bytes", b->limit_bytes, true);
+    json_u64(o, "count", b->count, false);
+    fputs(i + 1 < n ? "},\n" : "}\n", o);
+  }
+  fprintf(o, "%s]", n ? "    " : "");
+  if (r->o->brief) {
+    fprintf(o, "\n  }%s", end);
+    return 0;
+  }
+  fprintf(o, ",\n    \"snapshots\": [%s", t->nsnaps ? "\n" : "");
+  for (size_t i = 0; i < t->nsnaps; i++) {
+    const nd_snapshot_t *s = t->snaps[i];
+    const nd_rec_snapshot_t *x = &s->rec;
+    int lim = snap_limit(t, x);
+    bool est;
+    uint64_t live = snap_live(s, &est);
+    fputs("      {", o);
+    json_u64(o, "seq", s->seq, true);
+    json_u64(o, "mono_ns", x->mono_ns, true);
+    json_u64(o, "since_start_ns", since_start(t, x->mono_ns), true);
+    fprintf(o, "\"reason\": \"%s\", \"limit\": ",
+            x->reason == ND_SNAP_WATERMARK ? "watermark" : "breach");
+    if (lim < 0) fputs("null, ", o);
+    else fprintf(o, "\"%s\", ", limit_keys[lim]);
+    json_u64(o, "tracked", x->tracked, true);
+    if (x->physical) json_u64(o, "physical", x->physical, true);
+    else fputs("\"physical\": null, ", o);
+    json_u64(o, "threshold", x->threshold, false);
+    fputs(",\n       ", o);
+    json_u64(o, "sites", x->sites, true);
+    json_u64(o, "sites_read", s->read, true);
+    json_u64(o, "sites_not_kept", s->read - s->nsites, true);
+    fprintf(o, "\"complete\": %s, ", s->read < x->sites ? "false" : "true");
+    json_u64(o, "live_bytes", live, true);
+    size_t k = list_len(r, s->nsites);
+    fprintf(o, "\"estimated\": %s, \"top\": [%s", est ? "true" : "false", k ? "\n" : "");
+    for (size_t j = 0; j < k; j++) {
+      const nd_snap_site_t *e = &s->sites[j];
+      fprintf(o, "        {\"stack_id\": %u, \"kind\": \"%s\", \"sampled\": %s, ",
+              e->rec.stack_id, kind_names[e->rec.kind],
+              e->rec.flags & ND_SITE_SAMPLED ? "true" : "false");
+      json_u64(o, "live_bytes", e->rec.live_bytes, true);
+      json_u64(o, "live_count", e->rec.live_count, false);
+      fputs(",\n         ", o);
+      if (json_stack(o, r, e->stack, "         ")) return -1;
+      fputs(j + 1 < k ? "},\n" : "}\n", o);
+    }
+    fprintf(o, "%s]}%s\n", k ? "      " : "", i + 1 < t->nsnaps ? "," : "");
+  }
+  fprintf(o, "%s]\n  }%s", t->nsnaps ? "    " : "", end);
+  return 0;
+}
+
 static int json_report(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -901,8 +1293,10 @@ static int json_report(FILE *o, report_t *r) {
             (unsigned long long)t->after_flush);
   else
     fputs("\"last_flush\": null},\n", o);
-  if (r->o->workspaces) {
-    if (json_ws(o, r, true)) return -1;
+  if (r->o->workspaces || r->o->limits) {
+    if ((r->o->workspaces && json_ws(o, r, !r->o->limits)) ||
+        (r->o->limits && json_limits(o, r, true)))
+      return -1;
     fputs("}\n", o);
     return 0;
   }
@@ -947,6 +1341,7 @@ static int json_report(FILE *o, report_t *r) {
     fputs("    ]\n  },\n", o);
   }
   if (h->version >= 2 && json_ws(o, r, false)) return -1; // absent from version 1 reports
+  if (h->version >= 3 && json_limits(o, r, false)) return -1; // and from version 2 reports
   if (!r->o->brief) {
     size_t n = list_len(r, t->nsites);
     fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);
@@ -1036,15 +1431,18 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "%s\n\n"
               "Reads a trace written by libndmem.so and reports what it allocated.\n"
               "  --format text|json  output format (default text)\n"
-              "  --top N             sites, leaks and leaked workspace pointers listed\n"
-              "                      (default 10)\n"
+              "  --top N             sites, leaks, leaked workspace pointers, breaches and\n"
+              "                      each snapshot's sites listed (default 10)\n"
               "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
               "  --brief             summary, the 5 largest leaks and leaked workspace\n"
-              "                      pointers only\n"
+              "                      pointers, and the first breach of a limit only\n"
               "  --fail-on-leak      exit 1 when a block was still live at a normal exit\n"
               "  --workspaces        only the summary's trace and workspaces lines, then per\n"
               "                      workspace its cycles, plan, hits, spills and escapes,\n"
               "                      and the leaked workspace pointers with their stacks\n"
+              "  --limits            only the summary's trace and limits lines, then the\n"
+              "                      limits and their totals, the logged breaches, and the\n"
+              "                      snapshots of live memory with their top sites' stacks\n"
               "  --no-symbols        do not open modules: frames print as path+offset\n"
               "Exit status: 0, 1 (--fail-on-leak and a leak), 2 (bad usage or trace).\n",
               USAGE);
@@ -1064,6 +1462,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       o->brief = true;
     } else if (!strcmp(a, "--workspaces")) {
       o->workspaces = true;
+    } else if (!strcmp(a, "--limits")) {
+      o->limits = true;
     } else if (!strcmp(a, "--no-symbols")) {
       o->symbols = false;
     } else {
