@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: MIT
 """Benchmark driver for ndmem: allocator churn and a numpy training loop, with and without the shim.
 
-    python3 bench/run.py --build build [--reps 5] [--quick] [--report] [--workspace]
+    python3 bench/run.py --build build [--reps 5] [--quick] [--report] [--workspace] [--limits]
 
 --report adds the ndmemreport benchmark: a synthetic trace of 1 GiB (and one a quarter of that
 size) is written to a temporary directory, read by ndmemreport in text and JSON, and deleted.
 --workspace adds the workspace benchmark: tensor_loop (a training-loop-shaped program) under
 glibc, jemalloc, mimalloc and ndmem with workspaces off, on and on with cycle marks, against the
 same schedule with its buffers allocated once; and churn and numpy with workspaces on and off.
+--limits adds the cost of the limit checks: churn and numpy under ndmem with no limit, with
+NDMEM_MAX_BYTES (far above use: every allocation checked, none refused) and with
+NDMEM_MAX_PHYSICAL_BYTES and NDMEM_WARN_AT (resident memory read by step and by a thread).
 
 Standard library only; any python3 runs it. Configurations are interleaved within every
 repetition (the machine may be noisy) and results are medians over the repetitions; ratios are
@@ -842,6 +845,89 @@ def bench_workspace(args, build, shim, churn, ops, steps, reps):
     return report, summary, ok
 
 
+# ------------------------------------------------------------------------------------ limits
+
+LIMIT_TARGET = 1.05  # ndmem with limits set / ndmem without: the checks cost at most 5 %
+
+LIMIT_ENVS = [
+    ("ndmem", {}),
+    ("ndmem maxBytes", {"NDMEM_MAX_BYTES": "1t"}),
+    ("ndmem physical", {"NDMEM_MAX_PHYSICAL_BYTES": "1t", "NDMEM_WARN_AT": "512g"}),
+]
+
+
+def bench_limits(args, shim, churn, ops, steps, reps):
+    """The --limits section: churn (1 and 2 threads) and the numpy loop under ndmem without a
+    limit, with maxBytes and with a physical limit and watermark, all far above use (so every
+    allocation pays the checks and none is refused); ratios against glibc and plain ndmem."""
+    report, summary, ok = [], [], True
+    names = [n for n, _ in LIMIT_ENVS]
+    if not args.no_churn:
+        configs = [Config("glibc", [])] + [EnvConfig(n, [str(shim)], e) for n, e in LIMIT_ENVS]
+        ns = bench_churn(churn, configs, ops, reps)
+        out = ["limits: churn, %d ops/thread, %d repetitions; median ns/op per thread (+-half "
+               "range) and ratios (median of per-repetition ratios)" % (ops, reps)]
+        out.append("  %-16s%18s%18s%16s%16s" % ("config", "1 thread", "2 threads",
+                                                 "/ glibc 1T/2T", "/ ndmem 1T/2T"))
+        worst = 0.0
+        for c in configs:
+            row = "  %-16s" % c.name + "".join("%18s" % ("%.2f (+-%.0f%%)" % (
+                median(ns[(c.name, t)]), spread(ns[(c.name, t)]))) for t in THREADS)
+            row += "%16s" % "/".join("%.2fx" % ratio(ns[(c.name, t)], ns[("glibc", t)])
+                                     for t in THREADS)
+            if c.name.startswith("ndmem "):
+                rs = [ratio(ns[(c.name, t)], ns[("ndmem", t)]) for t in THREADS]
+                worst = max(worst, *rs)
+                row += "%16s" % "/".join("%.3fx" % r for r in rs)
+            out.append(row)
+        out.append("  limits set / not set (worst): %.3fx   target <= %.2fx: %s"
+                   % (worst, LIMIT_TARGET, verdict(worst, LIMIT_TARGET)))
+        report += out + [""]
+        summary.append("limits churn 1T/2T, / ndmem: " + ", ".join(
+            "%s %s" % (n, "/".join("%.3fx" % ratio(ns[(n, t)], ns[("ndmem", t)]) for t in THREADS))
+            for n in names[1:]) + " (target <= %.2fx: %s)" % (LIMIT_TARGET,
+                                                           verdict(worst, LIMIT_TARGET)))
+    if not args.no_numpy:
+        py, _, why = find_numpy_python()
+        if py is None:
+            msg = "limits: numpy skipped: %s" % why
+            return report + [msg, ""], summary + [msg], ok
+        res = {n: {"wall": [], "loop": [], "loss": []} for n in names}
+        for n, e in LIMIT_ENVS:  # warm-up, and the shim is live
+            _, _, _, err = train_once(py, shim, 3, True, summary=True, extra_env=e, label=n)
+            if not ndmem_lines(err):
+                raise SetupError("train_numpy.py (%s) printed no 'ndmem[' line" % n)
+        for rep in range(reps):
+            order = LIMIT_ENVS[rep % 3:] + LIMIT_ENVS[:rep % 3]
+            for n, e in order:
+                wall, loop, loss, _ = train_once(py, shim, steps, True, extra_env=e, label=n)
+                res[n]["wall"].append(wall)
+                res[n]["loop"].append(loop)
+                res[n]["loss"].append(loss)
+            log("limits: numpy repetition %d/%d done" % (rep + 1, reps))
+        out = ["limits: numpy, examples/train_numpy.py --steps %d under ndmem, %d repetitions"
+               % (steps, reps)]
+        out.append("  %-16s%18s%18s%12s" % ("config", "loop s", "wall s", "/ ndmem"))
+        rs = {}
+        for n in names:
+            rs[n] = ratio(res[n]["loop"], res["ndmem"]["loop"])
+            out.append("  %-16s%18s%18s%12s" % (
+                n, "%.3f (+-%.0f%%)" % (median(res[n]["loop"]), spread(res[n]["loop"])),
+                "%.3f (+-%.0f%%)" % (median(res[n]["wall"]), spread(res[n]["wall"])),
+                "%.3fx" % rs[n] if n != "ndmem" else "-"))
+        losses = set(l for n in names for l in res[n]["loss"])
+        ok = len(losses) == 1
+        msg = ("final loss identical in all %d runs" % (3 * reps) if ok
+               else "final loss DIFFERS between the limit settings: %s" % sorted(losses))
+        out.append("  " + msg)
+        report += out + [""]
+        worst = max(rs[n] for n in names[1:])
+        summary.append("limits numpy (%d steps), loop / ndmem: %s (target <= %.2fx: %s); %s" % (
+            steps, ", ".join("%s %.3fx" % (n, rs[n]) for n in names[1:]), LIMIT_TARGET,
+            verdict(worst, LIMIT_TARGET), msg))
+    return report, summary, ok
+
+
 # ------------------------------------------------------------------------------------ main
 
 def main():
@@ -865,6 +951,9 @@ def main():
     ap.add_argument("--workspace", action="store_true", help="also benchmark workspaces: "
                     "tensor_loop under each allocator and ndmem with workspaces off/on/marked, "
                     "and churn and numpy with NDMEM_WORKSPACES=0 against 1")
+    ap.add_argument("--limits", action="store_true", help="also benchmark the limit checks: "
+                    "churn and numpy with NDMEM_MAX_BYTES and with NDMEM_MAX_PHYSICAL_BYTES + "
+                    "NDMEM_WARN_AT set far above use, against ndmem without limits")
     ap.add_argument("--ws-iters", type=int, help="tensor_loop iterations for --workspace "
                     "(default: tensor_loop's own, 12; %d with --quick)" % WS_ITERS_QUICK)
     ap.add_argument("--ws-warmup", type=int, help="tensor_loop iterations left out of its "
@@ -960,6 +1049,12 @@ def main():
         report += lines
         summary += lines2
 
+    limits_ok = True
+    if args.limits:
+        lines, lines2, limits_ok = bench_limits(args, shim, churn, ops, steps, reps)
+        report += lines
+        summary += lines2
+
     if args.report:
         res = bench_report(build, report_size, reps, args.tmpdir)
         lines, line = report_report(res, reps)
@@ -982,6 +1077,8 @@ def main():
         raise SetupError("train_numpy.py computes a different final loss under ndmem")
     if not ws_ok:
         raise SetupError("train_numpy.py computes a different final loss with NDMEM_WORKSPACES=1")
+    if not limits_ok:
+        raise SetupError("train_numpy.py computes a different final loss with limits set")
 
 
 if __name__ == "__main__":

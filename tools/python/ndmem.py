@@ -8,6 +8,8 @@
     with ndmem.workspace("eval"):    # a named workspace of its own
         evaluate()
     print(ndmem.stats())             # this thread's workspaces
+    ndmem.set_limit("max_bytes", "8G")   # NDMEM_MAX_BYTES while the program runs
+    print(ndmem.limits())            # limits, tracked and resident bytes, breaches
 
 Without the shim (not preloaded) every function is a no-op and stats() returns [], so a program
 can keep its marks whether or not it runs under ndmem. Marks are per thread, as in ndmem.h.
@@ -15,7 +17,7 @@ can keep its marks whether or not it runs under ndmem. Marks are per thread, as 
 import contextlib
 import ctypes
 
-__all__ = ["cycle", "workspace", "configure", "stats", "loaded"]
+__all__ = ["cycle", "workspace", "configure", "stats", "limits", "set_limit", "loaded"]
 
 
 class _WsStats(ctypes.Structure):
@@ -23,6 +25,17 @@ class _WsStats(ctypes.Structure):
         (f, ctypes.c_uint64) for f in (
             "cycles", "learned_cycles", "arena_bytes", "plan_peak_bytes", "plan_sum_bytes",
             "hits", "spills", "spill_bytes", "escapes", "relearns", "deviations", "pinned_bytes")]
+
+
+class _Limits(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("version", ctypes.c_uint32),
+                ("max_bytes", ctypes.c_int64), ("max_physical_bytes", ctypes.c_int64),
+                ("warn_at", ctypes.c_int64), ("on_limit", ctypes.c_int32),
+                ("reserved", ctypes.c_int32), ("tracked_bytes", ctypes.c_int64),
+                ("physical_bytes", ctypes.c_int64)] + [
+        (f, ctypes.c_uint64) for f in (
+            "physical_reads", "since_reading", "breaches_bytes", "breaches_physical", "failed",
+            "reliefs", "relief_bytes", "snapshots", "ram_bytes", "cgroup_bytes")]
 
 
 def _resolve():
@@ -37,7 +50,15 @@ def _resolve():
     fns[4].restype = ctypes.c_int
     fns[5].argtypes = [ctypes.c_char_p, ctypes.c_char_p]
     fns[5].restype = ctypes.c_int
-    return fns
+    try:
+        lim = (lib.ndmem_limits, lib.ndmem_limit_set)
+    except AttributeError:
+        return fns
+    lim[0].argtypes = [ctypes.POINTER(_Limits)]
+    lim[0].restype = ctypes.c_int
+    lim[1].argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    lim[1].restype = ctypes.c_int
+    return fns + lim
 
 
 _fns = _resolve()
@@ -94,3 +115,29 @@ def stats():
         d["name"] = s.name.decode(errors="replace")
         out.append(d)
     return out
+
+
+_ACTIONS = ("fail", "warn", "abort")
+
+
+def limits():
+    """The limits and where the process stands (ndmem_limits), as a dict; {} without the shim.
+    Bytes; 0 means no limit; physical_bytes is -1 before the first reading."""
+    if not _fns or len(_fns) < 8:
+        return {}
+    l = _Limits()
+    l.size = ctypes.sizeof(l)
+    if _fns[6](ctypes.byref(l)) != 0:
+        return {}
+    d = {f: getattr(l, f) for f, _ in _Limits._fields_ if f not in ("size", "version", "reserved")}
+    d["on_limit"] = _ACTIONS[l.on_limit] if 0 <= l.on_limit < 3 else l.on_limit
+    return d
+
+
+def set_limit(name, value):
+    """Changes a limit while the program runs (ndmem_limit_set): name is max_bytes,
+    max_physical_bytes, warn_at or on_limit; value as in the NDMEM_* variables ("8G", "75%",
+    "off"; "fail", "warn", "abort"). True when it applied."""
+    if not _fns or len(_fns) < 8:
+        return False
+    return _fns[7](name.encode(), str(value).encode()) == 0
