@@ -698,6 +698,7 @@ void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
 // (as it keeps its counters).
 void nd_limits_atfork_child(void) {
   L.rec_lock = 0;
+  L.reserved = 0; // reservations of threads that did not survive the fork
   L.poller = 0;
   if (L.statm_fd >= 0) open_statm();
 }

@@ -268,6 +268,9 @@ static const char *const variants[][6] = {
     {"--format=json", "--top", "1", "@", NULL},
     {"--workspaces", "--top", "2", "@", NULL},
     {"--workspaces", "--format", "json", "--brief", "@", NULL},
+    {"--limits", "--top", "1", "@", NULL},
+    {"--limits", "--format", "json", "@", NULL},
+    {"--brief", "--format", "json", "@", NULL},
 };
 #define NVARIANTS (sizeof variants / sizeof *variants)
 

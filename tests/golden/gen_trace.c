@@ -4,10 +4,12 @@
 // are deterministic (fixed pid and times, module paths that do not exist so frames print as
 // path+offset anywhere); the stored .trace files are their output. `self` records real return
 // addresses of this program and its module map, to check symbolization against this file.
-// The edge modes write traces that t_ws_edge.sh checks at test time (not stored): `many-escapes`
-// has more escape records than the reader keeps; the `bad-*` ones are malformed.
-// usage: gen_trace basic|killed|ws|self|many-escapes|bad-v1-workspace|bad-v1-escape|
-//                  bad-ws-name|bad-escape-name|bad-ws-size OUT
+// `limits` and `limits-aborted` (version 3) hold limits, breaches and snapshots; they are stored
+// too. The edge modes write traces that t_ws_edge.sh and t_limits_edge.sh check at test time (not
+// stored): `many-escapes` has more escape records than the reader keeps, `many-limits` more
+// breaches, snapshots and snapshot sites, `limits-cut` ends inside a snapshot's sites; the
+// `bad-*` ones are malformed.
+// usage: gen_trace MODE OUT (the modes are listed in main)
 #include "trace_write.h"
 
 #include <fcntl.h>
@@ -315,6 +317,227 @@ static void bad_trace(const char *which) {
   end(T0 + 20 * MS, 0);
 }
 
+// ---------------------------------------------------------------- limits (version 3)
+
+#define MIB 1048576ull
+
+static void limits_rec(nd_rec_limits_t l) {
+  nd_tw_record(&w, ND_REC_LIMITS, &l, sizeof l, NULL, 0);
+}
+
+static void breach(uint64_t ns, uint32_t tid, uint16_t limit, uint16_t action, uint32_t fn,
+                   uint64_t requested, uint64_t value, uint64_t limit_bytes, uint64_t count) {
+  nd_rec_breach_t b = {.mono_ns = ns, .tid = tid, .limit = limit, .action = action, .fn = fn,
+                       .requested = requested, .value = value, .limit_bytes = limit_bytes,
+                       .count = count};
+  nd_tw_record(&w, ND_REC_BREACH, &b, sizeof b, NULL, 0);
+}
+
+static void snapshot(uint64_t ns, uint32_t reason, uint32_t sites, uint64_t tracked,
+                     uint64_t physical, uint64_t threshold) {
+  nd_rec_snapshot_t s = {ns, reason, sites, tracked, physical, threshold};
+  nd_tw_record(&w, ND_REC_SNAPSHOT, &s, sizeof s, NULL, 0);
+}
+
+static void snap_site(uint32_t stack_id, uint16_t kind, uint16_t flags, uint64_t live_bytes,
+                      uint64_t live_count) {
+  nd_rec_snap_site_t x = {stack_id, kind, flags, live_bytes, live_count};
+  nd_tw_record(&w, ND_REC_SNAP_SITE, &x, sizeof x, NULL, 0);
+}
+
+// maxBytes 64 MiB and maxPhysicalBytes 96 MiB with a watermark at 90 MiB, on limit fail, in a
+// cgroup of 8 GiB on a 16 GiB machine. The final LIMITS record replaces an early one. maxBytes is
+// breached 5 times: the 1st, 2nd and 4th are logged (the 4th, a realloc, let through: warn);
+// maxPhysicalBytes once (an mmap, warn). So 4 allocations failed (maxBytes' 1st, 2nd, 3rd, 5th).
+// Snapshots: at the first breach of maxBytes (2 sites, physical not read, written smallest first
+// so that the reader's ordering shows), at the watermark (3 sites), at the first breach of
+// maxPhysicalBytes (1 site).
+static void limits_trace(void) {
+  header("/nonexistent/bin/limits_train", 5151, 3);
+  module(0, "/nonexistent/bin/limits_train", EXE, EXE, EXE + 0x6000);
+  module(1, "/nonexistent/lib/libfoo.so", FOO, FOO, FOO + 0x200000);
+  module(2, "/nonexistent/lib/libc.so.6", LIBC, LIBC, LIBC + 0x200000);
+  const uint64_t s1[] = {FOO + 0x5100, EXE + 0x1100, LIBC + 0x29d90};
+  const uint64_t s2[] = {FOO + 0x5200, FOO + 0x5300, EXE + 0x1200, LIBC + 0x29d90};
+  const uint64_t s3[] = {EXE + 0x1300, LIBC + 0x29d90};
+  stack(1, 3, s1);
+  stack(2, 4, s2);
+  stack(3, 2, s3);
+  site(1, 0, 0, 20, 10, 20 * 4 * MIB, 10 * 4 * MIB, 40 * MIB);
+  site(2, 0, ND_SITE_SAMPLED, 4000, 0, 16 * MIB, 0, 16 * MIB);
+  const nd_rec_limits_t set = {.max_bytes = 64 * MIB, .max_physical_bytes = 96 * MIB,
+                               .warn_at = 90 * MIB, .ram_bytes = 16384 * MIB,
+                               .cgroup_bytes = 8192 * MIB, .action = ND_ON_LIMIT_FAIL};
+  nd_rec_limits_t l = set;
+  l.peak_tracked = 56 * MIB;
+  l.peak_physical = 70 * MIB;
+  l.physical_reads = 10;
+  limits_rec(l);
+  counters(T0 + 900 * MS, 2, (kt_t){56 * MIB, 56 * MIB, 4010, 4020, 10}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){0, 0, 0, 0, 0},
+           (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 4010, [CALLOC] = 10, [FREE] = 10}, 0);
+  flush(1, T0 + 1000 * MS);
+
+  breach(T0 + 1200 * MS, 5151, ND_LIMIT_BYTES, ND_ON_LIMIT_FAIL, MALLOC, 1 * MIB,
+         63 * MIB + 512 * 1024, 64 * MIB, 1);
+  snapshot(T0 + 1200 * MS, ND_SNAP_BREACH, 2, 63 * MIB + 512 * 1024, 0, 64 * MIB);
+  snap_site(2, 0, ND_SITE_SAMPLED, 20 * MIB, 5000);
+  snap_site(1, 0, 0, 40 * MIB, 10);
+  breach(T0 + 1500 * MS, 5152, ND_LIMIT_BYTES, ND_ON_LIMIT_FAIL, CALLOC, 2 * MIB,
+         62 * MIB + 512 * 1024, 64 * MIB, 2);
+  snapshot(T0 + 2000 * MS, ND_SNAP_WATERMARK, 3, 58 * MIB, 90 * MIB + 512 * 1024, 90 * MIB);
+  snap_site(1, 0, 0, 32 * MIB, 8);
+  snap_site(3, 1, 0, 16 * MIB, 2);
+  snap_site(2, 0, ND_SITE_SAMPLED, 10 * MIB, 2500);
+  breach(T0 + 2250 * MS, 5152, ND_LIMIT_BYTES, ND_ON_LIMIT_WARN, REALLOC, 512 * 1024,
+         63 * MIB + 768 * 1024, 64 * MIB, 4);
+  breach(T0 + 2750 * MS, 5151, ND_LIMIT_PHYSICAL, ND_ON_LIMIT_WARN, MMAP, 4 * MIB, 95 * MIB,
+         96 * MIB, 1);
+  snapshot(T0 + 2750 * MS, ND_SNAP_BREACH, 1, 60 * MIB, 95 * MIB, 96 * MIB);
+  snap_site(3, 1, 0, 28 * MIB, 4);
+  site(3, 1, 0, 5, 1, 32 * MIB, 4 * MIB, 28 * MIB);
+  counters(T0 + 2900 * MS, 2, (kt_t){32 * MIB, 60 * MIB, 2010, 6020, 4010},
+           (kt_t){28 * MIB, 28 * MIB, 4, 5, 1}, (kt_t){0, 0, 0, 0, 0},
+           (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 6000, [CALLOC] = 20, [REALLOC] = 4,
+                                          [FREE] = 4010, [MMAP] = 5, [MUNMAP] = 1},
+           0);
+  flush(2, T0 + 3000 * MS);
+
+  site(1, 0, 0, 30, 29, 30 * 4 * MIB, 29 * 4 * MIB, 40 * MIB);
+  l = set;
+  l.breaches[ND_LIMIT_BYTES] = 5;
+  l.breaches[ND_LIMIT_PHYSICAL] = 1;
+  l.failed = 4;
+  l.reliefs = 2;
+  l.relief_bytes = 8 * MIB;
+  l.peak_tracked = 67098214;
+  l.peak_physical = 95 * MIB;
+  l.physical_reads = 1234;
+  l.snapshots = 3;
+  limits_rec(l);
+  counters(T0 + 3400 * MS, 2, (kt_t){4 * MIB, 60 * MIB, 1, 6030, 6029},
+           (kt_t){28 * MIB, 28 * MIB, 4, 5, 1}, (kt_t){0, 0, 0, 0, 0},
+           (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 6010, [CALLOC] = 20, [REALLOC] = 4,
+                                          [FREE] = 6029, [MMAP] = 5, [MUNMAP] = 1},
+           0);
+  flush(3, T0 + 3500 * MS);
+  block(1, 0, 0, 0x7f6000000000, 4 * MIB, 4 * MIB, T0 + 3300 * MS);
+  end(T0 + 3600 * MS, 1);
+}
+
+// NDMEM_ON_LIMIT=abort with maxPhysicalBytes 2 GiB only, no cgroup limit: the first breach (a
+// 256 MiB malloc at 1.875 GiB physical) is logged, snapshotted, and the LIMITS record written
+// with ND_LIMITS_ABORTED before the process aborts: no END.
+static void limits_aborted(void) {
+  header("/nonexistent/bin/limits_abort", 6161, 3);
+  module(0, "/nonexistent/bin/limits_abort", EXE, EXE, EXE + 0x6000);
+  module(2, "/nonexistent/lib/libc.so.6", LIBC, LIBC, LIBC + 0x200000);
+  const uint64_t s1[] = {EXE + 0x1400, EXE + 0x1450, LIBC + 0x29d90};
+  stack(1, 3, s1);
+  site(1, 0, 0, 6, 0, 1536 * MIB, 0, 1536 * MIB);
+  const nd_rec_limits_t set = {.max_physical_bytes = 2048 * MIB, .ram_bytes = 8192 * MIB,
+                               .action = ND_ON_LIMIT_ABORT};
+  nd_rec_limits_t l = set;
+  l.peak_tracked = 1536 * MIB;
+  l.peak_physical = 1600 * MIB;
+  l.physical_reads = 40;
+  limits_rec(l);
+  flush(1, T0 + 500 * MS);
+  breach(T0 + 800 * MS, 6161, ND_LIMIT_PHYSICAL, ND_ON_LIMIT_ABORT, MALLOC, 256 * MIB,
+         1920 * MIB, 2048 * MIB, 1);
+  snapshot(T0 + 800 * MS, ND_SNAP_BREACH, 1, 1792 * MIB, 1920 * MIB, 2048 * MIB);
+  snap_site(1, 0, 0, 1536 * MIB, 6);
+  l = set;
+  l.flags = ND_LIMITS_ABORTED;
+  l.breaches[ND_LIMIT_PHYSICAL] = 1;
+  l.reliefs = 1;
+  l.peak_tracked = 1792 * MIB;
+  l.peak_physical = 1920 * MIB;
+  l.physical_reads = 80;
+  l.snapshots = 1;
+  limits_rec(l);
+  counters(T0 + 790 * MS, 1, (kt_t){1792 * MIB, 1792 * MIB, 7, 7, 0}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 7}, 0);
+  flush(2, T0 + 800 * MS);
+}
+
+// More than the reader keeps: 1030 logged breaches (1024 kept), 7 snapshots (the 1st and the 4th
+// to 7th kept; the k-th holds one site of k MiB), the 7th with 4097 sites (4096 kept; the one
+// not kept is the largest, as only the first ones read are kept).
+static void many_limits(void) {
+  header("/nonexistent/bin/many_limits", 88, 3);
+  const uint64_t s1[] = {EXE + 0x1800};
+  module(0, "/nonexistent/bin/many_limits", EXE, EXE, EXE + 0x6000);
+  stack(1, 1, s1);
+  limits_rec((nd_rec_limits_t){.max_bytes = 64 * MIB, .action = ND_ON_LIMIT_WARN,
+                               .breaches = {1030, 0}, .snapshots = 7});
+  for (uint64_t i = 0; i < 1030; i++)
+    breach(T0 + i * MS, 88, ND_LIMIT_BYTES, ND_ON_LIMIT_WARN, MALLOC, 4096, 64 * MIB, 64 * MIB,
+           i + 1);
+  for (uint32_t k = 1; k <= 6; k++) {
+    snapshot(T0 + 2000 * MS + k * MS, ND_SNAP_WATERMARK, 1, k * MIB, k * MIB, MIB);
+    snap_site(1, 0, 0, k * MIB, k);
+  }
+  snapshot(T0 + 3000 * MS, ND_SNAP_WATERMARK, 4097, 8 * MIB, 8 * MIB, MIB);
+  for (uint32_t i = 0; i < 4097; i++) snap_site(1, (uint16_t)(i % 2), 0, i + 1, 1);
+  end(T0 + 4000 * MS, 0);
+}
+
+// A SIGKILL while a snapshot's sites were written: 2 of its 3 SNAP_SITE records whole, the third
+// cut after 12 of its 24 bytes.
+static void limits_cut(void) {
+  header("/nonexistent/bin/limits_cut", 99, 3);
+  const uint64_t s1[] = {EXE + 0x1900};
+  module(0, "/nonexistent/bin/limits_cut", EXE, EXE, EXE + 0x6000);
+  stack(1, 1, s1);
+  flush(1, T0 + 10 * MS);
+  snapshot(T0 + 20 * MS, ND_SNAP_WATERMARK, 3, 8 * MIB, 9 * MIB, 9 * MIB);
+  snap_site(1, 0, 0, 5 * MIB, 5);
+  snap_site(1, 1, 0, 3 * MIB, 1);
+  snap_site(1, 0, ND_SITE_SAMPLED, MIB, 100);
+  nd_tw_flush(&w);
+  if (ftruncate(w.fd, (off_t)(w.bytes_out - 12))) perror("gen_trace: ftruncate");
+}
+
+// Malformed limit records. A STACK (id 1) and a FLUSH come first, so the first bad record is at
+// offset 432.
+static void bad_limits(const char *which) {
+  header("/nonexistent/bin/bad", 66, strcmp(which, "bad-v2-limits") ? 3 : 2);
+  const uint64_t s1[] = {EXE + 0x1000};
+  stack(1, 1, s1);
+  flush(1, T0 + 10 * MS);
+  nd_rec_limits_t l = {.max_bytes = MIB};
+  if (!strcmp(which, "bad-v2-limits")) {
+    limits_rec(l);
+  } else if (!strcmp(which, "bad-limits-action")) {
+    l.action = 3;
+    limits_rec(l);
+  } else if (!strcmp(which, "bad-breach-limit")) {
+    breach(T0, 1, ND_LIMIT_COUNT, ND_ON_LIMIT_FAIL, MALLOC, 1, 1, 1, 1);
+  } else if (!strcmp(which, "bad-breach-fn")) {
+    breach(T0, 1, ND_LIMIT_BYTES, ND_ON_LIMIT_FAIL, ND_TRACE_FNS, 1, 1, 1, 1);
+  } else if (!strcmp(which, "bad-breach-size")) {
+    nd_rec_breach_t b;
+    memset(&b, 0, sizeof b);
+    nd_tw_record(&w, ND_REC_BREACH, &b, sizeof b - 1, NULL, 0);
+  } else if (!strcmp(which, "bad-snap-reason")) {
+    snapshot(T0, 2, 0, 0, 0, 0);
+  } else if (!strcmp(which, "bad-snap-site-alone")) {
+    snap_site(1, 0, 0, 64, 1);
+  } else if (!strcmp(which, "bad-snap-too-few")) {
+    snapshot(T0, ND_SNAP_WATERMARK, 2, 0, 0, 0);
+    snap_site(1, 0, 0, 64, 1);
+  } else if (!strcmp(which, "bad-snap-too-many")) {
+    snapshot(T0, ND_SNAP_WATERMARK, 1, 0, 0, 0);
+    snap_site(1, 0, 0, 64, 1);
+    snap_site(1, 0, 0, 32, 1);
+  } else { // bad-snap-stack
+    snapshot(T0, ND_SNAP_WATERMARK, 1, 0, 0, 0);
+    snap_site(7, 0, 0, 64, 1);
+  }
+  end(T0 + 20 * MS, 0);
+}
+
 // ---------------------------------------------------------------- self
 
 static char exe_path[PATH_MAX];
@@ -369,15 +592,20 @@ static inline __attribute__((always_inline)) void self(void) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const modes[] = {"basic", "killed", "ws", "self", "many-escapes",
-                                      "bad-v1-workspace", "bad-v1-escape", "bad-ws-name",
-                                      "bad-escape-name", "bad-ws-size"};
+  static const char *const modes[] = {
+      "basic",           "killed",           "ws",              "self",
+      "many-escapes",    "bad-v1-workspace", "bad-v1-escape",   "bad-ws-name",
+      "bad-escape-name", "bad-ws-size",      "limits",          "limits-aborted",
+      "many-limits",     "limits-cut",       "bad-v2-limits",   "bad-limits-action",
+      "bad-breach-limit", "bad-breach-fn",   "bad-breach-size", "bad-snap-reason",
+      "bad-snap-site-alone", "bad-snap-too-few", "bad-snap-too-many", "bad-snap-stack"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
   if (!known) {
-    fprintf(stderr, "usage: gen_trace basic|killed|ws|self|many-escapes|bad-v1-workspace|"
-                    "bad-v1-escape|bad-ws-name|bad-escape-name|bad-ws-size OUT\n");
+    fputs("usage: gen_trace MODE OUT; MODE is one of", stderr);
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) fprintf(stderr, " %s", modes[i]);
+    fputc('\n', stderr);
     return 2;
   }
   int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -389,7 +617,14 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "self")) self(); // SELF_INLINED
   else if (!strcmp(argv[1], "ws")) ws_trace();
   else if (!strcmp(argv[1], "many-escapes")) many_escapes();
-  else if (!strncmp(argv[1], "bad-", 4)) bad_trace(argv[1]);
+  else if (!strcmp(argv[1], "limits")) limits_trace();
+  else if (!strcmp(argv[1], "limits-aborted")) limits_aborted();
+  else if (!strcmp(argv[1], "many-limits")) many_limits();
+  else if (!strcmp(argv[1], "limits-cut")) limits_cut();
+  else if (!strncmp(argv[1], "bad-v1-", 7) || !strncmp(argv[1], "bad-ws-", 7) ||
+           !strcmp(argv[1], "bad-escape-name"))
+    bad_trace(argv[1]);
+  else if (!strncmp(argv[1], "bad-", 4)) bad_limits(argv[1]);
   else synthetic(!strcmp(argv[1], "killed"));
   nd_tw_flush(&w);
   if (w.error || close(fd)) {
