@@ -568,10 +568,14 @@ int nd_limits_set(const char *name, const char *value) {
   if (which == 2 && v < 0) v = (int64_t)nd_config_auto_warn(nd_cfg.cgroup_bytes);
   switch (which) {
   case 0: ST(L.max[ND_LIMIT_BYTES], v); break;
-  case 1: ST(L.max[ND_LIMIT_PHYSICAL], v); break;
+  case 1:
+    ST(L.max[ND_LIMIT_PHYSICAL], v);
+    ST(L.phys_due, 1); // a new physical threshold is checked against a fresh reading
+    break;
   case 2:
     ST(L.warn_at, v);
     ST(L.warn_next, (uint64_t)v);
+    ST(L.phys_due, 1);
     break;
   case 3: ST(L.action, (int)v); break;
   }

@@ -9,7 +9,8 @@
 //   physical            anonymous resident memory: untouched memory and a large file mapping do
 //                       not count, touched memory does, noticed within NDMEM_LIMIT_STEP
 //   step                a statm file the test writes (NDMEM_TEST_STATM): the reading after exactly
-//                       NDMEM_LIMIT_STEP bytes sees the crossing
+//                       NDMEM_LIMIT_STEP bytes sees the crossing; then maxPhysicalBytes one byte
+//                       above, at and below the reading
 //   poll                the reading thread notices a crossing without any allocation
 //   relief              an idle workspace arena is released and the allocation succeeds
 //   threads             4 threads race to the limit: tracked bytes never end above it
@@ -343,6 +344,20 @@ static int step_mode(const char *statm) {
   CHECK_EQ(l.physical_bytes, 117 << 20);
   CHECK_EQ(l.breaches_physical, 1);
   for (int i = 0; i < k; i++) free(v[i]);
+  // The physical limit one byte above, at and one byte below the reading (a new limit is
+  // checked against a fresh reading).
+  for (int d = 1; d >= -1; d--) {
+    set("max_physical_bytes", (117LL << 20) + d);
+    void *q = step_block();
+    if (d >= 0) {
+      CHECK(q != NULL);
+      free(q);
+    } else {
+      CHECK(q == NULL);
+      CHECK_EQ(errno, ENOMEM);
+    }
+  }
+  CHECK_EQ(lim().breaches_physical, 2);
   free(warm);
   return check_failures ? 1 : 0;
 }
