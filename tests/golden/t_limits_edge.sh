@@ -1,0 +1,107 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# t_limits_edge: the limit records' edge cases (trace version 3), on traces gen_trace writes at
+# test time. Each malformed one (a version 3 record in a version 2 trace, a limit, action,
+# function or snapshot reason out of range, a record size one byte short, a SNAP_SITE record
+# without its SNAPSHOT, too few or too many of them, or one naming an unknown stack) must give
+# exit status 2 and exactly the expected error. A trace cut inside a snapshot's sites, inside a
+# record or at a record boundary, must report the sites before the cut; one with more breaches,
+# snapshots and snapshot sites than the reader keeps must say what it kept and what it counted.
+# usage: t_limits_edge.sh NDMEMREPORT GEN_TRACE
+set -u
+abs() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
+report=$(abs "$1") gen=$(abs "$2")
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fail=0
+no() { echo "FAIL: $*" >&2; fail=1; }
+
+bad() { # MODE OFFSET ERROR: stderr must be "ndmemreport: MODE.trace: ERROR at offset OFFSET"
+  "$gen" "$1" "$1.trace" || { no "gen_trace $1"; return; }
+  "$report" "$1.trace" >out 2>err
+  rc=$?
+  [ $rc = 2 ] || no "$1: exit status $rc, want 2"
+  [ ! -s out ] || no "$1: output on stdout"
+  printf 'ndmemreport: %s.trace: %s at offset %s\n' "$1" "$3" "$2" >want
+  diff -u want err || no "$1: stderr differs"
+}
+# gen_trace writes a STACK and a FLUSH first: the first bad record is at offset 432.
+bad bad-v2-limits 432 'LIMITS record in a version 2 trace (version 3 introduced it)'
+bad bad-limits-action 432 'LIMITS action 3 out of range'
+bad bad-breach-limit 432 'BREACH limit 2 out of range'
+bad bad-breach-fn 432 'BREACH function 15 out of range'
+bad bad-breach-size 432 'BREACH record size 55 impossible (56)'
+bad bad-snap-reason 432 'SNAPSHOT reason 2 out of range'
+bad bad-snap-site-alone 432 'SNAP_SITE record without a SNAPSHOT before it'
+# SNAPSHOT (48 bytes with its header) at 432, SNAP_SITE (32) at 480, the next record at 512
+bad bad-snap-too-few 512 'END record where SNAP_SITE 2 of 2 was expected'
+bad bad-snap-too-many 512 'SNAP_SITE record beyond the 1 site its SNAPSHOT announced'
+bad bad-snap-stack 480 'SNAP_SITE names unknown stack 7'
+
+# Cut inside the third of 3 SNAP_SITE records (631 bytes: the third starts at 611), then at the
+# boundary before it: both report the 2 sites read, by live bytes.
+"$gen" limits-cut cut.trace || { no "gen_trace limits-cut"; exit 1; }
+head -c 611 cut.trace >cut-boundary.trace
+snap='
+== limits
+  (no LIMITS record: the limits in force and the totals are unknown)
+
+== limit breaches: none
+
+== snapshot 1 of 1 at 0.020 s: the warning watermark was crossed
+  tracked 8.00 MiB (8388608 B); physical 9.00 MiB (9437184 B); watermark 9.00 MiB (9437184 B)
+  2 of 3 sites (the trace ends inside the snapshot), live 8.00 MiB (8388608 B)
+#1   heap     live 5.00 MiB (5242880 B) in 5 blocks  [stack 1]
+      #0  /nonexistent/bin/limits_cut+0x1900
+#2   mmap     live 3.00 MiB (3145728 B) in 1 mapping  [stack 1]
+      #0  /nonexistent/bin/limits_cut+0x1900'
+for t in cut cut-boundary; do
+  if [ $t = cut ]; then
+    line='TRUNCATED: 631 bytes, the last record cut short at offset 611; read the 6 whole records before it (3 after the last flush, included)'
+  else
+    line='complete: 611 bytes, 6 records (3 after the last flush, included)'
+  fi
+  cat >want <<EOF
+== summary
+  trace       $line
+  limits      no LIMITS record; 0 logged breaches, 1 snapshot
+$snap
+EOF
+  "$report" --limits $t.trace >out 2>err
+  rc=$?
+  [ $rc = 0 ] || no "$t: exit status $rc"
+  [ ! -s err ] || no "$t: stderr: $(cat err)"
+  diff -u want out || no "$t: output differs"
+  "$report" --limits --format json $t.trace >out 2>err || no "$t: JSON exit status $?"
+  want='"sites": 3, "sites_read": 2, "sites_not_kept": 0, "complete": false, "live_bytes": 8388608'
+  grep -qF "$want" out || no "$t: JSON snapshot counts"
+done
+
+# 1030 breaches (1024 kept), 7 snapshots (the 1st and the 4th to 7th kept), the 7th with 4097
+# sites of 1 to 4097 bytes (the first 4096 kept: 4096 * 4097 / 2 = 8390656 bytes).
+"$gen" many-limits many.trace || { no "gen_trace many-limits"; exit 1; }
+"$report" --limits --top 1 many.trace >out 2>err
+rc=$?
+[ $rc = 0 ] || no "many-limits: exit status $rc"
+[ ! -s err ] || no "many-limits: stderr: $(cat err)"
+grep '^== \|^  snapshots \|^  4097 sites' out >got
+cat >want <<'EOF'
+== summary
+== limits
+  snapshots         7 taken; 7 in the trace, the first and the last 4 kept
+== limit breaches: 1030 breaches, 1030 logged (the 1st, 2nd, 4th, 8th, ... of each limit); 6 more not kept (over 1024); first 1
+== snapshot 1 of 7 at 2.001 s: the warning watermark was crossed
+== snapshot 4 of 7 at 2.004 s: the warning watermark was crossed
+== snapshot 5 of 7 at 2.005 s: the warning watermark was crossed
+== snapshot 6 of 7 at 2.006 s: the warning watermark was crossed
+== snapshot 7 of 7 at 3.000 s: the warning watermark was crossed
+  4097 sites, live 8.00 MiB (8390656 B) in the 4096 kept; 1 more not kept (over 4096); top 1
+EOF
+diff -u want got || no "many-limits: output differs"
+grep -qx '#1   mmap     live 4.00 KiB (4096 B) in 1 mapping  \[stack 1\]' out ||
+  no "many-limits: the largest kept site of snapshot 7"
+"$report" --limits --brief --format json many.trace >out 2>err || no "many-limits: JSON exit $?"
+want='"records": {"breaches": 1030, "breaches_kept": 1024, "snapshots": 7, "snapshots_kept": 5}'
+grep -qF "$want" out || no "many-limits: JSON counts"
+exit $fail
