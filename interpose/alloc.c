@@ -94,7 +94,25 @@ ND_INLINE void *alloc_op(int fn, size_t a, size_t b, void *ra) {
     // Tensor-sized requests may be served from a workspace (ws.c); an overflowing calloc goes
     // to the allocator, which fails it.
     size_t req = heap_req(fn, a, b);
-    if (ND_UNLIKELY(nd_limits_on)) return alloc_limited(t, fn, a, b, req, ra);
+    if (ND_UNLIKELY(nd_limits_on)) {
+      // A small heap block: the allocator's block is checked inline (limits.h); anything else,
+      // or a block near a limit, takes the checked path.
+      if (req <= ND_LIM_SMALL && req < nd_ws_min && !calloc_overflows(fn, a, b)) {
+        t->mode = ND_T_BUSY;
+        void *p = heap_call(fn, a, b);
+        if (ND_LIKELY(p != NULL)) {
+          size_t u = nd_real.usable(p);
+          if (ND_LIKELY(nd_limit_fast(t, u))) {
+            account_block(t, fn, p, req, u);
+            nd_limit_fast_done(t, req);
+            t->mode = ND_T_COUNT;
+            return p;
+          }
+          nd_real.free(p); // not handed out: the checked path decides
+        }
+      }
+      return alloc_limited(t, fn, a, b, req, ra);
+    }
     if (ND_UNLIKELY(req >= nd_ws_min) && !calloc_overflows(fn, a, b))
       return ws_path(t, fn, a, b, req, ra);
     t->mode = ND_T_BUSY;

@@ -9,15 +9,15 @@
 
 #include <string.h>
 
+nd_counters_pub_t nd_pub;
+
 static struct {
-  int64_t live[NDMEM_KIND_COUNT]; // published live bytes, atomic
   int64_t peak[NDMEM_KIND_COUNT]; // atomic
   nd_shard_t *head;               // registry, atomic
   nd_shard_t retired;             // totals of exited threads, under lock
   nd_shard_t late;                // atomic RMW only
   int lock;                       // spinlock for acquire/release/retire (rare paths)
   uint32_t threads;               // threads that ever got a shard
-  uint32_t owned;                 // shards owned by live threads (atomic reads)
   char *chunk;                    // bump allocation of new shards
   size_t chunk_left;
 } g;
@@ -50,14 +50,14 @@ nd_shard_t *nd_shard_acquire(pid_t tid) {
   s->state = ND_SHARD_OWNED;
   s->tid = tid;
   g.threads++;
-  __atomic_store_n(&g.owned, g.owned + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&nd_pub.owned, nd_pub.owned + 1, __ATOMIC_RELAXED);
   unlock();
   return s;
 }
 
 void nd_shard_publish(nd_shard_t *s, int kind) {
   nd_kstat_t *k = &s->k[kind];
-  int64_t before = __atomic_fetch_add(&g.live[kind], k->pending, __ATOMIC_RELAXED);
+  int64_t before = __atomic_fetch_add(&nd_pub.live[kind], k->pending, __ATOMIC_RELAXED);
   int64_t cand = before + k->pending_hi;
   int64_t peak = __atomic_load_n(&g.peak[kind], __ATOMIC_RELAXED);
   while (cand > peak &&
@@ -92,7 +92,7 @@ static void retire_locked(nd_shard_t *s) {
   memset(s->calls, 0, sizeof s->calls);
   memset(s->fallbacks, 0, sizeof s->fallbacks);
   s->state = ND_SHARD_FREE;
-  __atomic_store_n(&g.owned, g.owned - 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&nd_pub.owned, nd_pub.owned - 1, __ATOMIC_RELAXED);
 }
 
 void nd_shard_release(nd_shard_t *s) {
@@ -125,7 +125,7 @@ void nd_late_adjust(int kind, uint64_t allocs, uint64_t alloc_bytes, uint64_t fr
   __atomic_fetch_add(&k->frees, frees, __ATOMIC_RELAXED);
   __atomic_fetch_add(&k->alloc_bytes, alloc_bytes, __ATOMIC_RELAXED);
   __atomic_fetch_add(&k->free_bytes, free_bytes, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&g.live[kind], (int64_t)alloc_bytes - (int64_t)free_bytes, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&nd_pub.live[kind], (int64_t)alloc_bytes - (int64_t)free_bytes, __ATOMIC_RELAXED);
   __atomic_fetch_add(&g.late.calls[fn], 1, __ATOMIC_RELAXED);
   nd_late_fallback(NDMEM_FB_LATE_THREAD);
 }
@@ -176,16 +176,12 @@ void nd_counters_snapshot_shard(const nd_shard_t *s, ndmem_stats_t *out) {
   out->tid = s->tid;
 }
 
-int64_t nd_counters_published(int kind) { return __atomic_load_n(&g.live[kind], __ATOMIC_RELAXED); }
-
 int64_t nd_counters_pending_sum(int kind) {
   int64_t sum = 0;
   for (nd_shard_t *s = __atomic_load_n(&g.head, __ATOMIC_ACQUIRE); s; s = s->next)
     sum += ND_LOAD(s->k[kind].pending); // a free shard's pending is 0
   return sum;
 }
-
-uint32_t nd_counters_owned(void) { return __atomic_load_n(&g.owned, __ATOMIC_RELAXED); }
 
 nd_shard_t *nd_counters_first(void) { return __atomic_load_n(&g.head, __ATOMIC_ACQUIRE); }
 
@@ -197,13 +193,16 @@ void nd_counters_atfork_parent(void) { unlock(); }
 // child's copy of memory, so their counts stay too).
 void nd_counters_atfork_child(nd_shard_t *keep) {
   g.threads = 0;
-  g.owned = keep ? 1 : 0; // retire_locked counts the others down; recounted below
+  nd_pub.owned = keep ? 1 : 0; // retire_locked counts the others down; recounted below
   for (nd_shard_t *s = g.head; s; s = s->next) {
     if (s == keep) g.threads = 1;
     else if (s->state == ND_SHARD_OWNED) retire_locked(s);
   }
-  g.owned = keep ? 1 : 0;
+  nd_pub.owned = keep ? 1 : 0;
   g.lock = 0;
 }
 
-void nd_counters_reset_for_tests(void) { memset(&g, 0, sizeof g); }
+void nd_counters_reset_for_tests(void) {
+  memset(&g, 0, sizeof g);
+  memset(&nd_pub, 0, sizeof nd_pub);
+}

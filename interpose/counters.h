@@ -64,9 +64,14 @@ void nd_counters_reset_for_tests(void);
 // Live bytes of a kind: the published part (exact less every shard's pending delta, each within
 // +-ND_PUBLISH_BYTES), and the sum of the pending deltas (a walk over the shards: exact when no
 // other thread is allocating). For the limit checks.
-int64_t nd_counters_published(int kind);
+typedef struct nd_counters_pub {
+  int64_t live[NDMEM_KIND_COUNT]; // published live bytes (atomic)
+  uint32_t owned;                 // shards owned by live threads (atomic)
+} nd_counters_pub_t;
+extern nd_counters_pub_t nd_pub;
+static inline int64_t nd_counters_published(int kind) { return ND_LOAD(nd_pub.live[kind]); }
+static inline uint32_t nd_counters_owned(void) { return ND_LOAD(nd_pub.owned); }
 int64_t nd_counters_pending_sum(int kind);
-uint32_t nd_counters_owned(void); // shards owned by live threads
 
 static inline void nd_count_alloc(nd_shard_t *s, int kind, uint64_t bytes) {
   nd_kstat_t *k = &s->k[kind];

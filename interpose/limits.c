@@ -29,32 +29,25 @@
 
 int nd_limits_on;
 
-#define SMALL ND_PUBLISH_BYTES  // blocks up to this size are checked without a reservation
-#define ACC_BATCH (256 * 1024)  // a thread adds its allocated bytes to the total in batches
+#define SMALL ND_LIM_SMALL     // blocks up to this size are checked without a reservation
 #define MAX_PENDING 64          // breach records waiting for a flush
 #define SNAP_SITES 256          // sites per snapshot
 #define TOP_SITES 5             // sites named in a breach message
 #define MAX_WM_SNAPSHOTS 64     // watermark snapshots per run
 
 static struct {
-  int64_t max[ND_LIMIT_COUNT]; // atomic (ndmem_limit_set)
+  int64_t max_physical;        // atomic (ndmem_limit_set); maxBytes is nd_lim.max_bytes
   int64_t warn_at;             // atomic
   int action;                  // atomic
-  int phys_on;                 // readings are needed: a physical limit or a watermark
-  int64_t step;                // bytes allocated between readings
   int statm_fd;
   int (*trim)(size_t);
-  int64_t reserved;            // bytes reserved by allocations not yet published (atomic)
   // physical readings (atomic)
-  uint64_t gross;              // bytes allocated, added by each thread in batches
-  uint64_t gross_at_read;
   int64_t phys;                // the last reading, -1 before the first
-  int phys_due;                // read at the next allocation (the poller saw the limit crossed)
   uint64_t phys_reads;
   uint64_t warn_next;          // the reading at which the next watermark snapshot is taken
   // totals (atomic)
   uint64_t breaches[ND_LIMIT_COUNT], failed, reliefs, relief_bytes, snapshots, wm_snapshots;
-  int64_t peak_tracked, peak_phys;
+  int64_t peak_phys;
   uint32_t flags;
   // waiting for the trace writer, under rec_lock (a leaf)
   int rec_lock;
@@ -65,6 +58,8 @@ static struct {
   int poller; // atomic: the reading thread was started
 } L = {.statm_fd = -1, .phys = -1};
 
+nd_lim_hot_t nd_lim;
+
 static uint64_t mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -72,6 +67,10 @@ static uint64_t mono_ns(void) {
 }
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+static int64_t lim_max(int id) {
+  return id == ND_LIMIT_BYTES ? __atomic_load_n(&nd_lim.max_bytes, __ATOMIC_RELAXED)
+                              : __atomic_load_n(&L.max_physical, __ATOMIC_RELAXED);
+}
 #define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
 
@@ -83,15 +82,7 @@ static void raise_to(int64_t *peak, int64_t v) {
 
 // ---------------------------------------------------------------- tracked bytes
 
-// Published heap + mmap bytes, this thread's unpublished part, and idle workspace arena bytes.
-// Exact with one thread; other threads' unpublished parts are within margin().
-static int64_t tracked_est(nd_tls_t *t) {
-  int64_t v = nd_counters_published(NDMEM_KIND_HEAP) + nd_counters_published(NDMEM_KIND_MMAP) +
-              nd_ws_idle_bytes();
-  if (t && t->shard)
-    v += ND_LOAD(t->shard->k[NDMEM_KIND_HEAP].pending) + ND_LOAD(t->shard->k[NDMEM_KIND_MMAP].pending);
-  return v;
-}
+static int64_t tracked_est(nd_tls_t *t) { return nd_limit_tracked_est(t ? t->shard : NULL); }
 
 // Every shard's unpublished part too (reservations not included).
 static int64_t tracked_exact(void) {
@@ -100,17 +91,12 @@ static int64_t tracked_exact(void) {
          nd_ws_idle_bytes();
 }
 
-// What other threads may hold that tracked_est cannot see: per thread, an unpublished delta of
-// up to ND_PUBLISH_BYTES for each of heap and mmap, and one small block being allocated.
-static int64_t margin(void) {
-  uint32_t n = nd_counters_owned();
-  return n > 1 ? (int64_t)(n - 1) * 3 * ND_PUBLISH_BYTES : 0;
-}
+static int64_t margin(void) { return nd_limit_margin(); }
 
 static int reserve(int64_t base, int64_t bytes, int64_t max, nd_lim_t *c) {
-  int64_t r = LD(L.reserved);
+  int64_t r = LD(nd_lim.reserved);
   while (base + r + bytes <= max)
-    if (__atomic_compare_exchange_n(&L.reserved, &r, r + bytes, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    if (__atomic_compare_exchange_n(&nd_lim.reserved, &r, r + bytes, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
       c->reserved += bytes;
       return 1;
     }
@@ -168,12 +154,12 @@ static int64_t phys_read(nd_tls_t *t) {
   uint64_t v;
   if (L.statm_fd < 0 || nd_statm_anon(L.statm_fd, &v) != 0) return -1;
   if (t && t->lim_acc) {
-    ADD(L.gross, t->lim_acc);
+    ADD(nd_lim.gross, t->lim_acc);
     t->lim_acc = 0;
   }
-  ST(L.gross_at_read, LD(L.gross));
+  ST(nd_lim.gross_at_read, LD(nd_lim.gross));
   ST(L.phys, (int64_t)v);
-  ST(L.phys_due, 0);
+  ST(nd_lim.phys_due, 0);
   ADD(L.phys_reads, 1);
   raise_to(&L.peak_phys, (int64_t)v);
   watermark(v);
@@ -181,7 +167,7 @@ static int64_t phys_read(nd_tls_t *t) {
 }
 
 static uint64_t since_reading(nd_tls_t *t) {
-  return LD(L.gross) + (t ? t->lim_acc : 0) - LD(L.gross_at_read);
+  return LD(nd_lim.gross) + (t ? t->lim_acc : 0) - LD(nd_lim.gross_at_read);
 }
 
 static void start_poller(void);
@@ -190,10 +176,10 @@ static void start_poller(void);
 
 int nd_limit_pre(nd_tls_t *t, nd_lim_t *c, int what) {
   if (c->allow) return ND_LIM_OK;
-  int64_t maxp = LD(L.max[ND_LIMIT_PHYSICAL]);
-  if ((what & ND_LIM_PHYS) && L.phys_on) {
+  int64_t maxp = LD(L.max_physical);
+  if ((what & ND_LIM_PHYS) && nd_lim.phys_on) {
     if (ND_UNLIKELY(!LD(L.poller)) && nd_cfg.limit_poll_ms > 0) start_poller();
-    if (LD(L.phys_due) || since_reading(t) >= (uint64_t)L.step || LD(L.phys) < 0) {
+    if (LD(nd_lim.phys_due) || since_reading(t) >= (uint64_t)nd_lim.step || LD(L.phys) < 0) {
       int64_t v = phys_read(t);
       if (maxp && v > maxp) {
         c->limit = ND_LIMIT_PHYSICAL;
@@ -202,11 +188,11 @@ int nd_limit_pre(nd_tls_t *t, nd_lim_t *c, int what) {
       }
     }
   }
-  int64_t max = LD(L.max[ND_LIMIT_BYTES]);
+  int64_t max = LD(nd_lim.max_bytes);
   if ((what & ND_LIM_HOST) && max) {
     int64_t req = (int64_t)c->req;
-    if (tracked_est(t) + LD(L.reserved) + req + margin() > max) {
-      int64_t ex = tracked_exact() + LD(L.reserved);
+    if (tracked_est(t) + LD(nd_lim.reserved) + req + margin() > max) {
+      int64_t ex = tracked_exact() + LD(nd_lim.reserved);
       if (ex + req > max) { // cannot fit, whatever the allocator's rounding: no need to call it
         c->limit = ND_LIMIT_BYTES;
         c->value = ex;
@@ -218,18 +204,18 @@ int nd_limit_pre(nd_tls_t *t, nd_lim_t *c, int what) {
 }
 
 int nd_limit_post(nd_tls_t *t, nd_lim_t *c, uint64_t bytes) {
-  int64_t max = LD(L.max[ND_LIMIT_BYTES]);
+  int64_t max = LD(nd_lim.max_bytes);
   if (!max) return ND_LIM_OK;
   int64_t est = tracked_est(t), b = (int64_t)bytes;
-  raise_to(&L.peak_tracked, est + LD(L.reserved) + b);
+  raise_to(&nd_lim.peak_tracked, est + LD(nd_lim.reserved) + b);
   if (c->allow) return ND_LIM_OK;
   int64_t base = est + margin();
-  if (b <= SMALL && base + LD(L.reserved) + b <= max) return ND_LIM_OK;
+  if (b <= SMALL && base + LD(nd_lim.reserved) + b <= max) return ND_LIM_OK;
   if (reserve(base, b, max, c)) return ND_LIM_OK;
   int64_t ex = tracked_exact(); // near the limit: every shard counted
   if (reserve(ex, b, max, c)) return ND_LIM_OK;
   c->limit = ND_LIMIT_BYTES;
-  c->value = ex + LD(L.reserved);
+  c->value = ex + LD(nd_lim.reserved);
   return ND_LIM_OVER;
 }
 
@@ -240,21 +226,22 @@ void nd_limit_settle(nd_tls_t *t, nd_lim_t *c, int ok) {
       nd_shard_publish(t->shard, NDMEM_KIND_HEAP);
       nd_shard_publish(t->shard, NDMEM_KIND_MMAP);
     }
-    __atomic_fetch_sub(&L.reserved, c->reserved, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&nd_lim.reserved, c->reserved, __ATOMIC_RELAXED);
     c->reserved = 0;
   }
-  if (ok && L.phys_on) {
-    t->lim_acc += c->req;
-    if (t->lim_acc >= ACC_BATCH) {
-      ADD(L.gross, t->lim_acc);
-      t->lim_acc = 0;
-    }
-  }
+  if (ok) nd_limit_fast_done(t, c->req);
 }
 
+void nd_limit_flush_acc(nd_tls_t *t) {
+  ADD(nd_lim.gross, t->lim_acc);
+  t->lim_acc = 0;
+}
+
+void nd_limit_peak(int64_t v) { raise_to(&nd_lim.peak_tracked, v); }
+
 int nd_limit_room(uint64_t bytes) {
-  int64_t max = LD(L.max[ND_LIMIT_BYTES]);
-  return !max || tracked_exact() + LD(L.reserved) + (int64_t)bytes <= max;
+  int64_t max = LD(nd_lim.max_bytes);
+  return !max || tracked_exact() + LD(nd_lim.reserved) + (int64_t)bytes <= max;
 }
 
 // ---------------------------------------------------------------- breaches
@@ -349,7 +336,7 @@ static void say_top_sites(void) {
 static void say_breach(nd_lim_t *c, int action, uint64_t n) {
   nd_buf_t b;
   nd_buf_reset(&b);
-  int64_t lim = LD(L.max[c->limit]);
+  int64_t lim = lim_max(c->limit);
   nd_buf_str(&b, action == ND_ON_LIMIT_WARN ? "ndmem: Over the limit [HOST], allowed: "
                                             : "ndmem: Can't allocate [HOST] memory: ");
   nd_buf_bytes(&b, (int64_t)c->req);
@@ -394,7 +381,7 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
     r->fn = (uint32_t)c->fn;
     r->requested = c->req;
     r->value = (uint64_t)(c->value > 0 ? c->value : 0);
-    r->limit_bytes = (uint64_t)LD(L.max[c->limit]);
+    r->limit_bytes = (uint64_t)lim_max(c->limit);
     r->count = n;
   }
   nd_spin_unlock(&L.rec_lock);
@@ -405,7 +392,7 @@ static void relieve(nd_lim_t *c) {
   if (L.trim) L.trim(0);
   ADD(L.reliefs, 1);
   ADD(L.relief_bytes, freed);
-  if (c->limit == ND_LIMIT_PHYSICAL) ST(L.phys_due, 1); // the retry reads again
+  if (c->limit == ND_LIMIT_PHYSICAL) ST(nd_lim.phys_due, 1); // the retry reads again
 }
 
 int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
@@ -431,7 +418,7 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
   if (n == 1 || action == ND_ON_LIMIT_ABORT) {
     int64_t tracked = c->limit == ND_LIMIT_BYTES ? c->value : tracked_est(t);
     request_snapshot(ND_SNAP_BREACH, tracked, c->limit == ND_LIMIT_PHYSICAL ? c->value : LD(L.phys),
-                     LD(L.max[c->limit]));
+                     lim_max(c->limit));
   }
   if (action == ND_ON_LIMIT_WARN) {
     c->allow = 1;
@@ -465,8 +452,8 @@ static void *poll_main(void *arg) {
     }
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
     int64_t v = phys_read(NULL);
-    int64_t maxp = LD(L.max[ND_LIMIT_PHYSICAL]);
-    if (maxp && v > maxp) ST(L.phys_due, 1); // the next allocation breaches
+    int64_t maxp = LD(L.max_physical);
+    if (maxp && v > maxp) ST(nd_lim.phys_due, 1); // the next allocation breaches
     if (__atomic_load_n(&L.snap_waiting, __ATOMIC_ACQUIRE)) nd_trace_flush(0);
   }
   return NULL;
@@ -502,8 +489,8 @@ static void open_statm(void) {
 
 // Readings every 1/64 of the tighter physical threshold, between 1 MiB and 64 MiB.
 static void configure(void) {
-  int64_t maxp = LD(L.max[ND_LIMIT_PHYSICAL]), warn = LD(L.warn_at);
-  L.phys_on = maxp > 0 || warn > 0;
+  int64_t maxp = LD(L.max_physical), warn = LD(L.warn_at);
+  nd_lim.phys_on = maxp > 0 || warn > 0;
   int64_t basis = maxp > 0 && (warn <= 0 || maxp < warn) ? maxp : warn;
   int64_t step = nd_cfg.limit_step;
   if (!step) {
@@ -511,14 +498,14 @@ static void configure(void) {
     if (step < (1 << 20)) step = 1 << 20;
     if (step > (64 << 20)) step = 64 << 20;
   }
-  L.step = step;
-  if (L.phys_on && L.statm_fd < 0) open_statm();
-  __atomic_store_n(&nd_limits_on, L.phys_on || LD(L.max[ND_LIMIT_BYTES]) > 0, __ATOMIC_RELEASE);
+  nd_lim.step = step;
+  if (nd_lim.phys_on && L.statm_fd < 0) open_statm();
+  __atomic_store_n(&nd_limits_on, nd_lim.phys_on || LD(nd_lim.max_bytes) > 0, __ATOMIC_RELEASE);
 }
 
 void nd_limits_setup(void) {
-  L.max[ND_LIMIT_BYTES] = nd_cfg.max_bytes;
-  L.max[ND_LIMIT_PHYSICAL] = nd_cfg.max_physical_bytes;
+  nd_lim.max_bytes = nd_cfg.max_bytes;
+  L.max_physical = nd_cfg.max_physical_bytes;
   L.warn_at = nd_cfg.warn_at;
   L.warn_next = (uint64_t)nd_cfg.warn_at;
   L.action = (int)nd_cfg.on_limit;
@@ -530,7 +517,7 @@ void nd_limits_setup(void) {
 }
 
 static int64_t configured(void) {
-  return LD(L.max[ND_LIMIT_BYTES]) || LD(L.max[ND_LIMIT_PHYSICAL]) || LD(L.warn_at);
+  return LD(nd_lim.max_bytes) || LD(L.max_physical) || LD(L.warn_at);
 }
 
 int nd_limits_set(const char *name, const char *value) {
@@ -567,15 +554,15 @@ int nd_limits_set(const char *name, const char *value) {
   }
   if (which == 2 && v < 0) v = (int64_t)nd_config_auto_warn(nd_cfg.cgroup_bytes);
   switch (which) {
-  case 0: ST(L.max[ND_LIMIT_BYTES], v); break;
+  case 0: ST(nd_lim.max_bytes, v); break;
   case 1:
-    ST(L.max[ND_LIMIT_PHYSICAL], v);
-    ST(L.phys_due, 1); // a new physical threshold is checked against a fresh reading
+    ST(L.max_physical, v);
+    ST(nd_lim.phys_due, 1); // a new physical threshold is checked against a fresh reading
     break;
   case 2:
     ST(L.warn_at, v);
     ST(L.warn_next, (uint64_t)v);
-    ST(L.phys_due, 1);
+    ST(nd_lim.phys_due, 1);
     break;
   case 3: ST(L.action, (int)v); break;
   }
@@ -586,12 +573,12 @@ int nd_limits_set(const char *name, const char *value) {
 void nd_limits_get(ndmem_limits_t *out) {
   nd_tls_t *t = &nd_tls;
   out->version = NDMEM_LIMITS_VERSION;
-  out->max_bytes = LD(L.max[ND_LIMIT_BYTES]);
-  out->max_physical_bytes = LD(L.max[ND_LIMIT_PHYSICAL]);
+  out->max_bytes = LD(nd_lim.max_bytes);
+  out->max_physical_bytes = LD(L.max_physical);
   out->warn_at = LD(L.warn_at);
   out->on_limit = LD(L.action);
   out->reserved = 0;
-  out->tracked_bytes = tracked_exact() + LD(L.reserved);
+  out->tracked_bytes = tracked_exact() + LD(nd_lim.reserved);
   out->physical_bytes = LD(L.phys);
   out->physical_reads = LD(L.phys_reads);
   out->since_reading = since_reading(t);
@@ -614,24 +601,24 @@ void nd_limits_summary(int fd) {
   nd_buf_str(&b, "ndmem[");
   nd_buf_u64(&b, (uint64_t)nd_os_getpid());
   nd_buf_str(&b, "]: limits: maxBytes ");
-  int64_t v = LD(L.max[ND_LIMIT_BYTES]);
+  int64_t v = LD(nd_lim.max_bytes);
   if (v) {
     nd_buf_bytes(&b, v);
     nd_buf_str(&b, " (peak tracked ");
-    nd_buf_bytes(&b, LD(L.peak_tracked));
+    nd_buf_bytes(&b, LD(nd_lim.peak_tracked));
     nd_buf_str(&b, ")");
   } else {
     nd_buf_str(&b, "none");
   }
   nd_buf_str(&b, ", maxPhysicalBytes ");
-  v = LD(L.max[ND_LIMIT_PHYSICAL]);
+  v = LD(L.max_physical);
   if (v) nd_buf_bytes(&b, v);
   else nd_buf_str(&b, "none");
   nd_buf_str(&b, ", watermark ");
   v = LD(L.warn_at);
   if (v) nd_buf_bytes(&b, v);
   else nd_buf_str(&b, "none");
-  if (L.phys_on) {
+  if (nd_lim.phys_on) {
     nd_buf_str(&b, " (peak resident ");
     nd_buf_bytes(&b, LD(L.peak_phys));
     nd_buf_str(&b, ")");
@@ -678,8 +665,8 @@ void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
   }
   nd_rec_limits_t r;
   memset(&r, 0, sizeof r);
-  r.max_bytes = (uint64_t)LD(L.max[ND_LIMIT_BYTES]);
-  r.max_physical_bytes = (uint64_t)LD(L.max[ND_LIMIT_PHYSICAL]);
+  r.max_bytes = (uint64_t)LD(nd_lim.max_bytes);
+  r.max_physical_bytes = (uint64_t)LD(L.max_physical);
   r.warn_at = (uint64_t)LD(L.warn_at);
   r.ram_bytes = nd_cfg.ram_bytes;
   r.cgroup_bytes = nd_cfg.cgroup_bytes;
@@ -690,7 +677,7 @@ void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
   r.failed = LD(L.failed);
   r.reliefs = LD(L.reliefs);
   r.relief_bytes = LD(L.relief_bytes);
-  int64_t pt = LD(L.peak_tracked), pp = LD(L.peak_phys);
+  int64_t pt = LD(nd_lim.peak_tracked), pp = LD(L.peak_phys);
   r.peak_tracked = (uint64_t)(pt > 0 ? pt : 0);
   r.peak_physical = (uint64_t)(pp > 0 ? pp : 0);
   r.physical_reads = LD(L.phys_reads);
@@ -702,7 +689,7 @@ void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
 // (as it keeps its counters).
 void nd_limits_atfork_child(void) {
   L.rec_lock = 0;
-  L.reserved = 0; // reservations of threads that did not survive the fork
+  nd_lim.reserved = 0; // reservations of threads that did not survive the fork
   L.poller = 0;
   if (L.statm_fd >= 0) open_statm();
 }

@@ -18,11 +18,67 @@
 #ifndef ND_LIMITS_H
 #define ND_LIMITS_H
 
+#include "shim.h"
+#include "ws.h"
+
 #include <stdint.h>
 
-struct nd_tls;
-
 extern int nd_limits_on; // a limit or a watermark is set: allocations take the checked paths
+
+// What every allocation's check reads (limits.c owns the rest).
+typedef struct nd_lim_hot {
+  int64_t max_bytes;             // maxBytes, 0: none (atomic)
+  int64_t reserved;              // bytes reserved by allocations not yet published (atomic)
+  int64_t peak_tracked;          // the highest tracked total a check saw (atomic)
+  int64_t step;                  // bytes allocated between physical readings
+  uint64_t gross, gross_at_read; // bytes allocated (added by threads in batches), and at the
+                                 // last reading (atomic)
+  int phys_on;                   // physical readings are needed (a limit or a watermark)
+  int phys_due;                  // read at the next allocation (atomic)
+} nd_lim_hot_t;
+extern nd_lim_hot_t nd_lim;
+
+#define ND_LIM_SMALL ND_PUBLISH_BYTES // blocks up to this size are checked without a reservation
+#define ND_LIM_BATCH (256 * 1024)     // a thread adds its allocated bytes to nd_lim.gross in batches
+
+// What other threads may hold that a thread's estimate cannot see: per thread, an unpublished
+// delta of up to ND_PUBLISH_BYTES for each of heap and mmap, and one small block being allocated.
+static inline int64_t nd_limit_margin(void) {
+  uint32_t n = nd_counters_owned();
+  return n > 1 ? (int64_t)(n - 1) * 3 * ND_PUBLISH_BYTES : 0;
+}
+
+// Published heap + mmap bytes, this thread's unpublished part, and idle workspace arena bytes:
+// exact with one thread; other threads' unpublished parts are within nd_limit_margin().
+static inline int64_t nd_limit_tracked_est(const nd_shard_t *s) {
+  int64_t v = nd_counters_published(NDMEM_KIND_HEAP) + nd_counters_published(NDMEM_KIND_MMAP) +
+              nd_ws_idle_bytes();
+  if (s) v += ND_LOAD(s->k[NDMEM_KIND_HEAP].pending) + ND_LOAD(s->k[NDMEM_KIND_MMAP].pending);
+  return v;
+}
+
+void nd_limit_peak(int64_t v);
+void nd_limit_flush_acc(nd_tls_t *t);
+
+// The whole check for a small heap block (at most ND_LIM_SMALL bytes, not routed) on a COUNT
+// thread, once the allocator gave `usable` bytes: 1 when it certainly fits and no physical
+// reading is due; 0 sends the allocation to the checked path.
+static inline int nd_limit_fast(nd_tls_t *t, uint64_t usable) {
+  if (nd_lim.phys_on && (ND_LOAD(nd_lim.phys_due) ||
+                         ND_LOAD(nd_lim.gross) + t->lim_acc - ND_LOAD(nd_lim.gross_at_read) >=
+                             (uint64_t)nd_lim.step))
+    return 0;
+  int64_t max = ND_LOAD(nd_lim.max_bytes);
+  if (!max) return 1;
+  int64_t v = nd_limit_tracked_est(t->shard) + ND_LOAD(nd_lim.reserved) + (int64_t)usable;
+  if (__builtin_expect(v > ND_LOAD(nd_lim.peak_tracked), 0)) nd_limit_peak(v);
+  return v + nd_limit_margin() <= max;
+}
+
+// After a block passed the checks and is accounted: its bytes count towards the next reading.
+static inline void nd_limit_fast_done(nd_tls_t *t, uint64_t req) {
+  if (nd_lim.phys_on && (t->lim_acc += req) >= ND_LIM_BATCH) nd_limit_flush_acc(t);
+}
 
 typedef struct nd_lim {
   uint64_t req;     // bytes this allocation adds (for realloc and mremap: the growth)
@@ -41,7 +97,7 @@ enum { ND_LIM_RETRY = 0, ND_LIM_FAIL = 1, ND_LIM_ALLOW = 2 };
 void nd_limits_setup(void);
 // Before the call: physical memory (ND_LIM_PHYS, when a reading is due) and a request that
 // cannot fit under maxBytes (ND_LIM_HOST; not for a block a workspace arena may serve).
-int nd_limit_pre(struct nd_tls *t, nd_lim_t *c, int what);
+int nd_limit_pre(nd_tls_t *t, nd_lim_t *c, int what);
 // After the call (or before it, when the size is known exactly): may `bytes` more be tracked?
 // ND_LIM_OK may leave a reservation that nd_limit_settle gives back.
 int nd_limit_post(struct nd_tls *t, nd_lim_t *c, uint64_t bytes);
