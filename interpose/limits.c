@@ -500,6 +500,8 @@ static void configure(void) {
   }
   nd_lim.step = step;
   if (nd_lim.phys_on && L.statm_fd < 0) open_statm();
+  if (nd_lim.phys_on && LD(L.phys) < 0) ST(nd_lim.phys_due, 1); // the first allocation reads (and
+                                                                 // starts the reading thread)
   __atomic_store_n(&nd_limits_on, nd_lim.phys_on || LD(nd_lim.max_bytes) > 0, __ATOMIC_RELEASE);
 }
 
