@@ -112,6 +112,8 @@ static int resolve(void) {
   nd_real.valloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_valloc;
   f = next_sym("pvalloc");
   nd_real.pvalloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_pvalloc;
+  f = next_sym("malloc_trim"); // relief for workspaces and limits; another heap's would not help
+  nd_real.trim = same_object(f, base) ? FN(int (*)(size_t), f) : NULL;
 
   // Without malloc_usable_size (in the allocator itself) nothing can be accounted exactly, and
   // without an aligned allocator of its own the synthesised ones would recurse.

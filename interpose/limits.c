@@ -40,7 +40,6 @@ static struct {
   int64_t warn_at;             // atomic
   int action;                  // atomic
   int statm_fd;
-  int (*trim)(size_t);
   // physical readings (atomic)
   int64_t phys;                // the last reading, -1 before the first
   uint64_t phys_reads;
@@ -389,7 +388,7 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
 
 static void relieve(nd_lim_t *c) {
   uint64_t freed = nd_ws_relieve();
-  if (L.trim) L.trim(0);
+  if (nd_real.trim) nd_real.trim(0);
   ADD(L.reliefs, 1);
   ADD(L.relief_bytes, freed);
   if (c->limit == ND_LIMIT_PHYSICAL) ST(nd_lim.phys_due, 1); // the retry reads again
@@ -511,10 +510,6 @@ void nd_limits_setup(void) {
   L.warn_at = nd_cfg.warn_at;
   L.warn_next = (uint64_t)nd_cfg.warn_at;
   L.action = (int)nd_cfg.on_limit;
-  void *trim = dlsym(RTLD_NEXT, "malloc_trim"), *mal = dlsym(RTLD_NEXT, "malloc");
-  Dl_info a, b;
-  if (trim && mal && dladdr(trim, &a) && dladdr(mal, &b) && a.dli_fbase == b.dli_fbase)
-    L.trim = __extension__(int (*)(size_t))trim;
   configure();
 }
 

@@ -56,6 +56,7 @@ typedef struct nd_real {
   void *(*mmap)(void *, size_t, int, int, int, off_t);
   int (*munmap)(void *, size_t);
   void *(*mremap)(void *, size_t, size_t, int, ...);
+  int (*trim)(size_t); // the next allocator's malloc_trim; NULL when it has none of its own
 } nd_real_t;
 
 // init.c

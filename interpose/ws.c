@@ -24,7 +24,6 @@
 #include "trace_format.h"
 #include "workspace.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -114,7 +113,6 @@ static struct {
   struct rec { uintptr_t addr; space_t *space; uint32_t idx; } *rec;
   size_t rec_cap, rec_n;
   int guard;
-  int (*trim)(size_t); // the next allocator's malloc_trim, when it has one
   struct sigaction old_segv;
   space_t *spaces;      // registry, append-only (atomic head)
   nd_rec_ws_escape_t pending[256]; // escapes not yet written to the trace
@@ -446,7 +444,7 @@ static void finish_recording(space_t *s) {
   s->pi = pi;
   // The learning cycles ran through the heap, which may keep their memory; the arena replaces
   // it, so give it back before the arena is touched (peak RSS stays near the plan's peak).
-  if (G.trim) G.trim(0);
+  if (nd_real.trim) nd_real.trim(0);
   s->st.arena_bytes = want * (G.guard ? 2 : 1);
   s->st.plan_peak_bytes = plan.peak_live;
   s->st.plan_sum_bytes = plan.sum;
@@ -779,10 +777,10 @@ void nd_ws_external(nd_tls_t *t, void *p) {
 void nd_ws_heap_freed(void) {
   ws_thread_t *w = nd_tls.ws;
   space_t *s = w && !w->marked ? w->auto_space : NULL;
-  if (!G.trim || !s || (s->mode != WSM_DETECT && s->mode != WSM_RECORD)) return;
+  if (!nd_real.trim || !s || (s->mode != WSM_DETECT && s->mode != WSM_RECORD)) return;
   if (s->mode == WSM_DETECT && s->trims >= 4096) return;
   s->trims++;
-  G.trim(0);
+  nd_real.trim(0);
 }
 
 void nd_ws_note_free(uint64_t bytes) {
@@ -1088,10 +1086,6 @@ void nd_ws_setup(void) {
   if (!nd_cfg.workspaces) return;
   nd_ws_min = (size_t)nd_cfg.ws_min;
   G.guard = (int)nd_cfg.ws_guard;
-  void *trim = dlsym(RTLD_NEXT, "malloc_trim"), *mal = dlsym(RTLD_NEXT, "malloc");
-  Dl_info a, b;
-  if (trim && mal && dladdr(trim, &a) && dladdr(mal, &b) && a.dli_fbase == b.dli_fbase)
-    G.trim = __extension__(int (*)(size_t))trim;
   if (G.guard) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
