@@ -20,11 +20,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 int nd_limits_on;
@@ -58,12 +55,6 @@ static struct {
 } L = {.statm_fd = -1, .phys = -1};
 
 nd_lim_hot_t nd_lim;
-
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 static int64_t lim_max(int id) {
@@ -106,7 +97,7 @@ static int reserve(int64_t base, int64_t bytes, int64_t max, nd_lim_t *c) {
 
 static void request_snapshot(int reason, int64_t tracked, int64_t physical, int64_t threshold) {
   nd_spin_lock(&L.rec_lock);
-  L.snap.mono_ns = mono_ns();
+  L.snap.mono_ns = nd_os_mono_ns();
   L.snap.reason = (uint32_t)reason;
   L.snap.tracked = (uint64_t)(tracked > 0 ? tracked : 0);
   L.snap.physical = (uint64_t)(physical > 0 ? physical : 0);
@@ -373,7 +364,7 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
   if (L.npending < MAX_PENDING) {
     nd_rec_breach_t *r = &L.pending[L.npending++];
     memset(r, 0, sizeof *r);
-    r->mono_ns = mono_ns();
+    r->mono_ns = nd_os_mono_ns();
     r->tid = (uint32_t)nd_os_gettid();
     r->limit = (uint16_t)c->limit;
     r->action = (uint16_t)action;
@@ -444,11 +435,8 @@ int nd_limits_aborting(void) { return (LD(L.flags) & ND_LIMITS_ABORTED) != 0; }
 static void *poll_main(void *arg) {
   (void)arg;
   nd_tls.mode = ND_T_BUSY; // nothing this thread does is the program's
-  int64_t ms = nd_cfg.limit_poll_ms;
   for (;;) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    nd_os_sleep_ms(nd_cfg.limit_poll_ms);
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
     int64_t v = phys_read(NULL);
     int64_t maxp = LD(L.max_physical);
@@ -458,24 +446,8 @@ static void *poll_main(void *arg) {
   return NULL;
 }
 
-static void start_poller(void) {
-  int expect = 0;
-  if (!__atomic_compare_exchange_n(&L.poller, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    return;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  pthread_t th;
-  if (pthread_create(&th, &attr, poll_main, NULL) != 0) {
-    // Readings by allocation alone; the step bound still holds. Not tried again.
-  }
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
+// Without a thread, readings come by allocation alone (the step bound still holds); not tried again.
+static void start_poller(void) { nd_os_thread_once(&L.poller, poll_main); }
 
 // ---------------------------------------------------------------- setup and settings
 

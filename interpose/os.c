@@ -4,10 +4,13 @@
 #include "os.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <time.h>
 #include <unistd.h>
 
 void *nd_os_map(size_t size) {
@@ -57,6 +60,38 @@ uint64_t nd_os_phys_bytes(void) {
   if (sysinfo(&si) == 0) r = (uint64_t)si.totalram * si.mem_unit;
   errno = saved;
   return r;
+}
+
+uint64_t nd_os_mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void nd_os_sleep_ms(int64_t ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  int saved = errno;
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+  errno = saved;
+}
+
+int nd_os_thread_once(int *started, void *(*fn)(void *)) {
+  int expect = 0;
+  if (!__atomic_compare_exchange_n(started, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return 1;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); // the thread inherits a full mask
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t th;
+  int rc = pthread_create(&th, &attr, fn, NULL) == 0 ? 0 : -1;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
 }
 
 void nd_spin_lock(int *l) {

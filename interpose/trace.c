@@ -46,12 +46,6 @@ static struct {
   double sample_mean;
 } tr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 // ---------------------------------------------------------------- sampling
 
 static uint64_t next_rand(nd_tls_t *t) {
@@ -71,7 +65,7 @@ static int64_t next_interval(nd_tls_t *t) {
 }
 
 void nd_trace_thread_init(nd_tls_t *t) {
-  t->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)nd_os_gettid() << 17) ^ mono_ns();
+  t->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)nd_os_gettid() << 17) ^ nd_os_mono_ns();
   if (!t->rng) t->rng = 1;
   t->sample_left = tr.on ? next_interval(t) : INT64_MAX;
 }
@@ -97,7 +91,7 @@ void nd_track_alloc(nd_tls_t *t, void *p, size_t req, int kind) {
   nd_site_t *site = nd_site_here(kind, !exact);
   if (!site) return;
   nd_site_add(site, count, weight);
-  nd_block_t b = {(uintptr_t)p, site, req, weight, count, mono_ns()};
+  nd_block_t b = {(uintptr_t)p, site, req, weight, count, nd_os_mono_ns()};
   nd_blocks_insert(&b);
   if (!__atomic_load_n(&tr.thread_started, __ATOMIC_RELAXED)) start_thread();
 }
@@ -138,7 +132,7 @@ void nd_trace_setup(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   h->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-  h->start_mono_ns = mono_ns();
+  h->start_mono_ns = nd_os_mono_ns();
   h->sample_interval = (uint64_t)nd_cfg.sample;
   h->track_min = (uint64_t)nd_cfg.track_min;
   h->depth = (uint32_t)nd_cfg.depth;
@@ -212,7 +206,7 @@ static void write_counters(void) {
   nd_counters_snapshot_process(&s);
   nd_rec_counters_t c;
   memset(&c, 0, sizeof c);
-  c.mono_ns = mono_ns();
+  c.mono_ns = nd_os_mono_ns();
   c.threads = s.threads;
   for (int i = 0; i < ND_TRACE_KINDS; i++) {
     c.kind[i].live_bytes = s.kind[i].live_bytes;
@@ -297,13 +291,13 @@ void nd_trace_flush(int final) {
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
   nd_limits_write_records(ws_record, NULL); // and snapshots theirs
   write_counters();
-  nd_rec_flush_t f = {mono_ns(), ++tr.seq};
+  nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
   if (final) {
     uint64_t blocks = 0;
     nd_blocks_each(block_record, &blocks);
     nd_mmap_each_live(region_record, &blocks);
-    nd_rec_end_t e = {mono_ns(), blocks};
+    nd_rec_end_t e = {nd_os_mono_ns(), blocks};
     nd_tw_record(&tr.w, ND_REC_END, &e, sizeof e, NULL, 0);
   }
   if (nd_tw_flush(&tr.w) != 0) {
@@ -319,35 +313,17 @@ void nd_trace_flush(int final) {
 static void *writer_main(void *arg) {
   (void)arg;
   nd_tls.mode = ND_T_BUSY; // nothing this thread does is the program's
-  struct timespec ts = {nd_cfg.flush_ms / 1000, (nd_cfg.flush_ms % 1000) * 1000000};
   for (;;) {
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-    ts.tv_sec = nd_cfg.flush_ms / 1000;
-    ts.tv_nsec = (nd_cfg.flush_ms % 1000) * 1000000;
+    nd_os_sleep_ms(nd_cfg.flush_ms);
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
     nd_trace_flush(0);
   }
   return NULL;
 }
 
+// Without a thread (resource limits) the trace is still written at exit; a later block tries again.
 static void start_thread(void) {
-  int expect = 0;
-  if (!__atomic_compare_exchange_n(&tr.thread_started, &expect, 1, 0, __ATOMIC_ACQ_REL,
-                                   __ATOMIC_ACQUIRE))
-    return;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old); // the writer inherits a full mask
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  pthread_t th;
-  // Without a thread (resource limits) the trace is still written at exit.
-  if (pthread_create(&th, &attr, writer_main, NULL) != 0) tr.thread_started = 0;
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (nd_os_thread_once(&tr.thread_started, writer_main) < 0) tr.thread_started = 0;
 }
 
 // ---------------------------------------------------------------- fork
