@@ -78,6 +78,11 @@ void nd_buf_bytes(nd_buf_t *b, int64_t sv) {
   nd_buf_str(b, units[u]);
 }
 
+void nd_buf_line(nd_buf_t *b, int fd) {
+  nd_buf_char(b, '\n');
+  nd_buf_flush(b, fd);
+}
+
 void nd_buf_flush(nd_buf_t *b, int fd) {
   nd_os_write_all(fd, b->data, b->len);
   b->len = 0;

@@ -81,8 +81,7 @@ static void warn_line(const char *line, void *ctx) {
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, line);
-  nd_buf_char(&b, '\n');
-  nd_buf_flush(&b, 2);
+  nd_buf_line(&b, 2);
 }
 
 static int resolve(void) {
@@ -330,8 +329,7 @@ void nd_print_summary(int fd) {
     any = 1;
   }
   if (!any) nd_buf_str(&b, " none");
-  nd_buf_char(&b, '\n');
-  nd_buf_flush(&b, fd);
+  nd_buf_line(&b, fd);
   nd_limits_summary(fd);
   if (nd_cfg.summary < 2) return;
   for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {
@@ -350,8 +348,7 @@ void nd_print_summary(int fd) {
     nd_buf_bytes(&b, h->live_bytes);
     nd_buf_str(&b, ", thread peak ");
     nd_buf_bytes(&b, h->peak_bytes);
-    nd_buf_char(&b, '\n');
-    nd_buf_flush(&b, fd);
+    nd_buf_line(&b, fd);
   }
 }
 

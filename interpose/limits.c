@@ -106,11 +106,6 @@ static void request_snapshot(int reason, int64_t tracked, int64_t physical, int6
   nd_spin_unlock(&L.rec_lock);
 }
 
-static void say(nd_buf_t *b) {
-  nd_buf_char(b, '\n');
-  nd_buf_flush(b, 2);
-}
-
 static void watermark(uint64_t v) {
   int64_t warn = LD(L.warn_at);
   uint64_t next = LD(L.warn_next);
@@ -135,7 +130,7 @@ static void watermark(uint64_t v) {
   nd_buf_u64(&b, n);
   nd_buf_str(&b, nd_trace_enabled() ? "): live memory by site goes to the trace"
                                     : "; NDMEM_TRACE=0, so no sites are recorded)");
-  say(&b);
+  nd_buf_line(&b, 2);
 }
 
 // Reads anonymous resident memory; -1 when it cannot. The reader's own batch of allocated bytes
@@ -290,7 +285,7 @@ static void say_top_sites(void) {
   if (!nd_trace_enabled()) {
     nd_buf_reset(&b);
     nd_buf_str(&b, "ndmem:   (NDMEM_TRACE=0: allocation sites are not recorded)");
-    say(&b);
+    nd_buf_line(&b, 2);
     return;
   }
   top_t v[TOP_SITES];
@@ -302,7 +297,7 @@ static void say_top_sites(void) {
   nd_buf_str(&b, " of ");
   nd_buf_u64(&b, nsites);
   nd_buf_str(&b, "; ndmemreport shows their file:line):");
-  say(&b);
+  nd_buf_line(&b, 2);
   for (int i = 0; i < k; i++) {
     nd_site_t *s = v[i].site;
     nd_buf_reset(&b);
@@ -319,7 +314,7 @@ static void say_top_sites(void) {
       if (f) nd_buf_str(&b, " <- ");
       frame_name(&b, s->ips[f]);
     }
-    say(&b);
+    nd_buf_line(&b, 2);
   }
 }
 
@@ -356,7 +351,7 @@ static void say_breach(nd_lim_t *c, int action, uint64_t n) {
     nd_buf_u64(&b, n * 2);
   }
   nd_buf_str(&b, ")");
-  say(&b);
+  nd_buf_line(&b, 2);
 }
 
 static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
@@ -420,7 +415,7 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
     nd_buf_reset(&b);
     nd_buf_str(&b, "ndmem: stopping the process (NDMEM_ON_LIMIT=abort): the trace and summary "
                    "are written, then SIGABRT");
-    say(&b);
+    nd_buf_line(&b, 2);
     nd_finish();
     abort();
   }
@@ -503,7 +498,7 @@ int nd_limits_set(const char *name, const char *value) {
     nd_buf_strn(&b, name ? name : "(null)", 64);
     nd_buf_str(&b, which < 0 ? "' is not max_bytes, max_physical_bytes, warn_at or on_limit; nothing changed"
                              : "' needs a value; nothing changed");
-    say(&b);
+    nd_buf_line(&b, 2);
     return -1;
   }
   int64_t v;
@@ -518,7 +513,7 @@ int nd_limits_set(const char *name, const char *value) {
     nd_buf_strn(&b, value, 64);
     nd_buf_str(&b, which == 3 ? "' is not fail, warn or abort; nothing changed"
                               : "' is not a limit (e.g. 8G, 512m, 1.5g, 75%, off); nothing changed");
-    say(&b);
+    nd_buf_line(&b, 2);
     return -1;
   }
   if (which == 2 && v < 0) v = (int64_t)nd_config_auto_warn(nd_cfg.cgroup_bytes);
@@ -602,8 +597,7 @@ void nd_limits_summary(int fd) {
   nd_buf_u64(&b, LD(L.failed));
   nd_buf_str(&b, " failed; snapshots ");
   nd_buf_u64(&b, LD(L.snapshots));
-  nd_buf_char(&b, '\n');
-  nd_buf_flush(&b, fd);
+  nd_buf_line(&b, fd);
 }
 
 void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {

@@ -130,11 +130,6 @@ static void mem_free(void *ctx, void *p, size_t n) {
 }
 static const ws_mem_t MEM = {mem_alloc, mem_free, NULL};
 
-static void say(nd_buf_t *b) {
-  nd_buf_char(b, '\n');
-  nd_buf_flush(b, 2);
-}
-
 // ---------------------------------------------------------------- arenas
 
 static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
@@ -148,7 +143,7 @@ static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
       nd_buf_str(&b, "]: an arena of ");
       nd_buf_bytes(&b, (int64_t)size);
       nd_buf_str(&b, " would exceed maxBytes (NDMEM_MAX_BYTES); its allocations go to the heap");
-      say(&b);
+      nd_buf_line(&b, 2);
     }
     return NULL;
   }
@@ -482,7 +477,7 @@ static void report_escape(space_t *s, uintptr_t addr, uint64_t size, uint64_t bo
     nd_buf_u64(&b, stack);
     nd_buf_str(&b, ": ndmemreport shows its file:line)");
   }
-  say(&b);
+  nd_buf_line(&b, 2);
   nd_spin_lock(&G.lock);
   if (G.npending < sizeof G.pending / sizeof G.pending[0]) {
     nd_rec_ws_escape_t *r = &G.pending[G.npending++];
@@ -572,7 +567,7 @@ static void *deviate(space_t *s, size_t req, int why) {
       nd_buf_str(&b, " B requested in cycle ");
       nd_buf_u64(&b, s->st.cycles + 1);
       nd_buf_str(&b, " do not fit its plan (NDMEM_WS_SPILL=fail)");
-      say(&b);
+      nd_buf_line(&b, 2);
     }
     return ND_WS_FAIL;
   }
@@ -842,7 +837,7 @@ int nd_ws_free(void *p, uint64_t *usable) {
     nd_buf_str(&b, ") is not a live block of workspace [");
     nd_buf_str(&b, s->st.name);
     nd_buf_str(&b, "] (double free?); ignored");
-    say(&b);
+    nd_buf_line(&b, 2);
     return 0;
   }
   if (pi->escaped[e]) s->st.pinned_bytes -= pi->preqs[e].size;
@@ -918,7 +913,7 @@ int nd_ws_configure(const char *name, const char *opts) {
       nd_buf_str(&b, "\"): '");
       nd_buf_str(&b, item);
       nd_buf_str(&b, "' is not a known option with a valid value; ignored");
-      say(&b);
+      nd_buf_line(&b, 2);
       rc = -1;
     }
   }
@@ -1009,7 +1004,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
     nd_buf_str(&b, "; the workspace is now in cycle ");
     nd_buf_u64(&b, s->st.cycles + 1);
     nd_buf_str(&b, " (NDMEM_WS_GUARD=1 made that generation inaccessible)");
-    say(&b);
+    nd_buf_line(&b, 2);
     // Re-raise with the default action: returning re-executes the faulting access.
     sigaction(SIGSEGV, &G.old_segv, NULL);
     if (G.old_segv.sa_handler == SIG_IGN) signal(SIGSEGV, SIG_DFL);
