@@ -135,6 +135,14 @@ static size_t fn_align(int fn, size_t a) {
   }
 }
 
+// A block a workspace arena served: the arena's idle bytes become a live block (limits.h counts
+// arenas whole); arena memory is reused, so calloc must zero it.
+static void account_arena_block(nd_tls_t *t, int fn, void *p, size_t req, uint64_t usable) {
+  if (fn == NDMEM_FN_CALLOC) memset(p, 0, req);
+  __atomic_fetch_add(&nd_ws_live_total, (int64_t)usable, __ATOMIC_RELAXED);
+  account_block(t, fn, p, req, usable);
+}
+
 static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t req, void *ra) {
   t->mode = ND_T_BUSY;
   uint64_t usable = 0;
@@ -146,9 +154,7 @@ static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t
     return NULL;
   }
   if (p) {
-    if (fn == NDMEM_FN_CALLOC) memset(p, 0, req); // arena memory is reused: calloc must zero it
-    __atomic_fetch_add(&nd_ws_live_total, (int64_t)usable, __ATOMIC_RELAXED);
-    account_block(t, fn, p, req, usable);
+    account_arena_block(t, fn, p, req, usable);
   } else {
     p = heap_call(fn, a, b);
     account_alloc(t, fn, p, req);
@@ -182,9 +188,7 @@ static ND_NOINLINE void *alloc_limited(nd_tls_t *t, int fn, size_t a, size_t b, 
       p = nd_ws_alloc(t, req, fn_align(fn, a), (uintptr_t)ra, &usable);
       if (p == ND_WS_FAIL) break;
       if (p) {
-        if (fn == NDMEM_FN_CALLOC) memset(p, 0, req);
-        __atomic_fetch_add(&nd_ws_live_total, (int64_t)usable, __ATOMIC_RELAXED);
-        account_block(t, fn, p, req, usable);
+        account_arena_block(t, fn, p, req, usable);
         nd_limit_settle(t, &c, 1);
         t->mode = ND_T_COUNT;
         return p;
