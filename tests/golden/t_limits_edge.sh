@@ -9,23 +9,8 @@
 # snapshots and snapshot sites than the reader keeps must say what it kept and what it counted.
 # usage: t_limits_edge.sh NDMEMREPORT GEN_TRACE
 set -u
-abs() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
-report=$(abs "$1") gen=$(abs "$2")
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
-no() { echo "FAIL: $*" >&2; fail=1; }
+. "$(dirname "$0")/edge_common.sh"
 
-bad() { # MODE OFFSET ERROR: stderr must be "ndmemreport: MODE.trace: ERROR at offset OFFSET"
-  "$gen" "$1" "$1.trace" || { no "gen_trace $1"; return; }
-  "$report" "$1.trace" >out 2>err
-  rc=$?
-  [ $rc = 2 ] || no "$1: exit status $rc, want 2"
-  [ ! -s out ] || no "$1: output on stdout"
-  printf 'ndmemreport: %s.trace: %s at offset %s\n' "$1" "$3" "$2" >want
-  diff -u want err || no "$1: stderr differs"
-}
 # gen_trace writes a STACK and a FLUSH first: the first bad record is at offset 432.
 bad bad-v2-limits 432 'LIMITS record in a version 2 trace (version 3 introduced it)'
 bad bad-limits-action 432 'LIMITS action 3 out of range'

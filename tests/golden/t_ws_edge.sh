@@ -7,34 +7,21 @@
 # and resolve the stack that is defined after its escapes.
 # usage: t_ws_edge.sh NDMEMREPORT GEN_TRACE
 set -u
-abs() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
-report=$(abs "$1") gen=$(abs "$2")
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
+. "$(dirname "$0")/edge_common.sh"
 
-bad() { # MODE ERROR: stderr must be "ndmemreport: MODE.trace: ERROR at offset 408"
-  "$gen" "$1" "$1.trace" || { echo "FAIL: gen_trace $1" >&2; fail=1; return; }
-  "$report" "$1.trace" >out 2>err
-  rc=$?
-  [ $rc = 2 ] || { echo "FAIL: $1: exit status $rc, want 2" >&2; fail=1; }
-  [ ! -s out ] || { echo "FAIL: $1: output on stdout" >&2; fail=1; }
-  printf 'ndmemreport: %s.trace: %s at offset 408\n' "$1" "$2" >want # after the header and a FLUSH
-  diff -u want err || { echo "FAIL: $1: stderr differs" >&2; fail=1; }
-}
+# after the header and a FLUSH, the first bad record is at offset 408
 v1='record in a version 1 trace (version 2 introduced it)'
-bad bad-v1-workspace "WORKSPACE $v1"
-bad bad-v1-escape "WS_ESCAPE $v1"
-bad bad-ws-name 'WORKSPACE workspace name is not NUL-terminated'
-bad bad-escape-name 'WS_ESCAPE workspace name is not NUL-terminated'
-bad bad-ws-size 'WORKSPACE record size 135 impossible (136)'
+bad bad-v1-workspace 408 "WORKSPACE $v1"
+bad bad-v1-escape 408 "WS_ESCAPE $v1"
+bad bad-ws-name 408 'WORKSPACE workspace name is not NUL-terminated'
+bad bad-escape-name 408 'WS_ESCAPE workspace name is not NUL-terminated'
+bad bad-ws-size 408 'WORKSPACE record size 135 impossible (136)'
 
-"$gen" many-escapes many.trace || { echo "FAIL: gen_trace many-escapes" >&2; exit 1; }
+"$gen" many-escapes many.trace || { no "gen_trace many-escapes"; exit 1; }
 "$report" --workspaces --brief many.trace >out 2>err
 rc=$?
-[ $rc = 0 ] || { echo "FAIL: many-escapes: exit status $rc" >&2; fail=1; }
-[ ! -s err ] || { echo "FAIL: many-escapes: stderr: $(cat err)" >&2; fail=1; }
+[ $rc = 0 ] || no "many-escapes: exit status $rc"
+[ ! -s err ] || no "many-escapes: stderr: $(cat err)"
 cat >want <<'EOF'
 == summary
   trace       complete: 8000901 bytes, 100008 records
@@ -46,8 +33,8 @@ cat >want <<'EOF'
 #2   [w] on thread 77: 2 escapes, 16.00 KiB (16384 B); first born in cycle 4, first seen in cycle 6  [stack 3]
       #0  /nonexistent/bin/many+0x1800
 EOF
-diff -u want out || { echo "FAIL: many-escapes: output differs" >&2; fail=1; }
+diff -u want out || no "many-escapes: output differs"
 "$report" --workspaces --brief --format json many.trace >out 2>err
 want='"leaked_workspace_pointers": {"records": 100003, "not_kept": 3, "bytes": 409608192, '
-grep -qF "$want\"pairs\": 2, \"groups\": [" out || { echo "FAIL: many-escapes: JSON counts" >&2; fail=1; }
+grep -qF "$want\"pairs\": 2, \"groups\": [" out || no "many-escapes: JSON counts"
 exit $fail
