@@ -54,9 +54,12 @@ void nd_buf_hex(nd_buf_t *b, uint64_t v) {
 }
 
 void nd_buf_bytes(nd_buf_t *b, int64_t sv) {
-  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  uint64_t v = sv < 0 ? (uint64_t)0 - (uint64_t)sv : (uint64_t)sv;
   if (sv < 0) nd_buf_char(b, '-');
+  nd_buf_ubytes(b, sv < 0 ? (uint64_t)0 - (uint64_t)sv : (uint64_t)sv);
+}
+
+void nd_buf_ubytes(nd_buf_t *b, uint64_t v) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (v < 1024) {
     nd_buf_u64(b, v);
     nd_buf_str(b, " B");

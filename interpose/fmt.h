@@ -22,6 +22,7 @@ void nd_buf_i64(nd_buf_t *b, int64_t v);
 void nd_buf_u64_pad(nd_buf_t *b, uint64_t v, int width); // right-aligned in width
 void nd_buf_hex(nd_buf_t *b, uint64_t v);                // 0x...
 void nd_buf_bytes(nd_buf_t *b, int64_t v);               // human: "512 B", "1.50 KiB", "3.21 GiB"
+void nd_buf_ubytes(nd_buf_t *b, uint64_t v);             // the same for the whole unsigned range
 void nd_buf_flush(nd_buf_t *b, int fd);                  // write and reset
 void nd_buf_line(nd_buf_t *b, int fd);                   // end the line, write and reset
 const char *nd_buf_cstr(nd_buf_t *b);                    // NUL-terminated view (for tests)

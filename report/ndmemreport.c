@@ -8,6 +8,7 @@
 // snapshots of live memory by site taken at the warning watermark and at breaches).
 // Text for people, JSON (fixed key order, one document) for tools. Exit status: 0, 1 with
 // --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace.
+#include "fmt.h"
 #include "ndmemreport.h"
 #include "symbolize.h"
 #include "trace_read.h"
@@ -52,23 +53,12 @@ typedef struct opts {
 
 __extension__ typedef unsigned __int128 u128;
 
-// Human size as the shim prints it: "512 B", "1.50 KiB", "28.23 MiB" (two decimals, rounded half
-// up, integer arithmetic).
+// Human size exactly as the shim prints it (interpose/fmt.c): "512 B", "1.50 KiB", "28.23 MiB".
 static void human(char *out, size_t n, uint64_t v) {
-  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (v < 1024) {
-    snprintf(out, n, "%llu B", (unsigned long long)v);
-    return;
-  }
-  int u = 0;
-  uint64_t div = 1;
-  while (u < 6 && v / div >= 1024) {
-    div *= 1024;
-    u++;
-  }
-  u128 hundredths = ((u128)v * 100 + div / 2) / div;
-  snprintf(out, n, "%llu.%02u %s", (unsigned long long)(hundredths / 100),
-           (unsigned)(hundredths % 100), units[u]);
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_ubytes(&b, v);
+  snprintf(out, n, "%s", nd_buf_cstr(&b));
 }
 
 // v / limit in percent to one decimal, rounded down so that "100.0 %" means the limit was reached.
