@@ -750,25 +750,32 @@ def report_ws_churn(ns, ops, reps):
     return out, summary
 
 
-def bench_ws_numpy(py, shim, steps, reps):
-    envs = {w: {"NDMEM_WORKSPACES": w} for w in ("0", "1")}
-    for w in ("0", "1"):  # the shim is live in both; also the warm-up
-        _, _, _, err = train_once(py, shim, 3, True, summary=True, extra_env=envs[w],
-                                  label="ndmem ws=%s" % w)
+def bench_numpy_envs(py, shim, steps, reps, configs, what):
+    """train_numpy.py under ndmem once per (name, extra environment) in configs, each repetition
+    in a rotated order; first a short run of each proves the shim is live (and warms up).
+    Returns {name: {"wall": [...], "loop": [...], "loss": [...]}}."""
+    for n, e in configs:
+        _, _, _, err = train_once(py, shim, 3, True, summary=True, extra_env=e, label=n)
         if not ndmem_lines(err):
-            raise SetupError("train_numpy.py under LD_PRELOAD=%s NDMEM_WORKSPACES=%s printed no "
-                             "'ndmem[' line with NDMEM_SUMMARY=1: the shim is not loaded.\n"
-                             "stderr was:\n%s" % (shim, w, err.strip()))
-    res = {w: {"wall": [], "loop": [], "loss": []} for w in ("0", "1")}
+            raise SetupError("train_numpy.py (%s) under LD_PRELOAD=%s with %r printed no 'ndmem[' "
+                             "line with NDMEM_SUMMARY=1: the shim is not loaded.\nstderr was:\n%s"
+                             % (n, shim, e, err.strip()))
+    res = {n: {"wall": [], "loop": [], "loss": []} for n, _ in configs}
     for rep in range(reps):
-        for w in (("0", "1") if rep % 2 == 0 else ("1", "0")):
-            wall, loop, loss, _ = train_once(py, shim, steps, True, extra_env=envs[w],
-                                             label="ndmem ws=%s" % w)
-            res[w]["wall"].append(wall)
-            res[w]["loop"].append(loop)
-            res[w]["loss"].append(loss)
-        log("workspace: numpy on/off repetition %d/%d done" % (rep + 1, reps))
+        k = rep % len(configs)
+        for n, e in configs[k:] + configs[:k]:
+            wall, loop, loss, _ = train_once(py, shim, steps, True, extra_env=e, label=n)
+            res[n]["wall"].append(wall)
+            res[n]["loop"].append(loop)
+            res[n]["loss"].append(loss)
+        log("%s: numpy repetition %d/%d done" % (what, rep + 1, reps))
     return res
+
+
+def bench_ws_numpy(py, shim, steps, reps):
+    res = bench_numpy_envs(py, shim, steps, reps, [
+        ("ndmem ws=%s" % w, {"NDMEM_WORKSPACES": w}) for w in "01"], "workspace on/off")
+    return {w: res["ndmem ws=%s" % w] for w in "01"}
 
 
 def report_ws_numpy(res, steps, reps):
@@ -892,19 +899,7 @@ def bench_limits(args, shim, churn, ops, steps, reps):
         if py is None:
             msg = "limits: numpy skipped: %s" % why
             return report + [msg, ""], summary + [msg], ok
-        res = {n: {"wall": [], "loop": [], "loss": []} for n in names}
-        for n, e in LIMIT_ENVS:  # warm-up, and the shim is live
-            _, _, _, err = train_once(py, shim, 3, True, summary=True, extra_env=e, label=n)
-            if not ndmem_lines(err):
-                raise SetupError("train_numpy.py (%s) printed no 'ndmem[' line" % n)
-        for rep in range(reps):
-            order = LIMIT_ENVS[rep % 3:] + LIMIT_ENVS[:rep % 3]
-            for n, e in order:
-                wall, loop, loss, _ = train_once(py, shim, steps, True, extra_env=e, label=n)
-                res[n]["wall"].append(wall)
-                res[n]["loop"].append(loop)
-                res[n]["loss"].append(loss)
-            log("limits: numpy repetition %d/%d done" % (rep + 1, reps))
+        res = bench_numpy_envs(py, shim, steps, reps, LIMIT_ENVS, "limits")
         out = ["limits: numpy, examples/train_numpy.py --steps %d under ndmem, %d repetitions"
                % (steps, reps)]
         out.append("  %-16s%18s%18s%12s" % ("config", "loop s", "wall s", "/ ndmem"))
