@@ -340,7 +340,7 @@ void nd_free(void *p, int fn) {
     size_t u = nd_real.usable(p);
     if (ND_UNLIKELY(u >= nd_ws_min)) ws_note_external(p, u);
     nd_real.free(p);
-    if (ND_UNLIKELY(u >= nd_ws_min)) nd_ws_heap_freed();
+    if (ND_UNLIKELY(u >= nd_ws_min)) nd_ws_heap_freed(u);
     nd_count_free(t->shard, NDMEM_KIND_HEAP, u);
     ND_BUMP(t->shard->calls[fn], 1);
     t->mode = ND_T_COUNT;

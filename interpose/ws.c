@@ -79,7 +79,6 @@ typedef struct space {
   ws_detect_t *det;
   uint32_t period, phase;
   uint32_t cand, cand_seen; // auto: the period the detector reports, and for how many symbols
-  uint32_t trims;       // auto: heap trims while finding a cycle (bounded: see nd_ws_heap_freed)
   uint32_t limited;     // arenas refused by NDMEM_MAX_BYTES (said once)
   uint64_t symbols;     // auto: routed allocations seen since detection started
   uint32_t in_cycle;    // routed allocations so far in the current cycle
@@ -129,6 +128,29 @@ static void mem_free(void *ctx, void *p, size_t n) {
   if (p) nd_os_unmap(p, n ? n : 1);
 }
 static const ws_mem_t MEM = {mem_alloc, mem_free, NULL};
+
+// glibc's malloc_trim walks and locks every arena and madvises every free page run: its cost
+// grows with the threads, arenas and fragmentation of the program (mimalloc's test-stress once ran
+// 21x slower from one trim per large free). So trimming is bounded in time: one trim at a time in
+// the process, and all trims together take at most 1/TRIM_SHARE of the time since ndmem started
+// (plus a small credit for the first cycles).
+// Cheap trims (a training loop's few arenas) all run; expensive ones are skipped.
+#define TRIM_SHARE 50 // 2 %
+#define TRIM_CREDIT_NS 20000000ull // and 20 ms at the start (the first learning cycles)
+static uint64_t trim_start_ns, trim_spent_ns;
+static int trim_busy;
+static int64_t trim_freed; // routed-size heap bytes freed while learning since the last trim
+static void trim_bounded(void) {
+  if (!nd_real.trim) return;
+  uint64_t now = nd_os_mono_ns();
+  uint64_t spent = __atomic_load_n(&trim_spent_ns, __ATOMIC_RELAXED);
+  if (spent > TRIM_CREDIT_NS && (spent - TRIM_CREDIT_NS) * TRIM_SHARE > now - trim_start_ns) return;
+  if (__atomic_exchange_n(&trim_busy, 1, __ATOMIC_ACQUIRE)) return;
+  __atomic_store_n(&trim_freed, 0, __ATOMIC_RELAXED);
+  nd_real.trim(0);
+  __atomic_fetch_add(&trim_spent_ns, nd_os_mono_ns() - now, __ATOMIC_RELAXED);
+  __atomic_store_n(&trim_busy, 0, __ATOMIC_RELEASE);
+}
 
 // ---------------------------------------------------------------- arenas
 
@@ -439,14 +461,13 @@ static void finish_recording(space_t *s) {
   s->pi = pi;
   // The learning cycles ran through the heap, which may keep their memory; the arena replaces
   // it, so give it back before the arena is touched (peak RSS stays near the plan's peak).
-  if (nd_real.trim) nd_real.trim(0);
+  trim_bounded();
   s->st.arena_bytes = want * (G.guard ? 2 : 1);
   s->st.plan_peak_bytes = plan.peak_live;
   s->st.plan_sum_bytes = plan.sum;
   s->pos = 0;
   s->gen = 0;
   s->cur_which = 0;
-  s->trims = 0;
   s->mode = WSM_PLANNED;
 }
 
@@ -766,16 +787,15 @@ void nd_ws_external(nd_tls_t *t, void *p) {
 
 // A routed-size heap block went back to the allocator while the thread's automatic workspace is
 // still finding or learning its cycle. glibc keeps such memory (its mmap threshold grows after
-// the first large free, so later tensors come from the brk heap and stay resident when freed):
-// returning it at once keeps the learning cycles' peak RSS at the program's own peak.
-// A program that has no cycle would pay for this forever: a budget of trims per detection.
-void nd_ws_heap_freed(void) {
+// the first large free, so later tensors come from the brk heap and stay resident when freed);
+// returning it keeps the learning cycles' RSS near the program's live bytes. A trim once
+// TRIM_FREED bytes have been freed, within trim_bounded's time budget.
+#define TRIM_FREED (16 << 20)
+void nd_ws_heap_freed(uint64_t bytes) {
   ws_thread_t *w = nd_tls.ws;
   space_t *s = w && !w->marked ? w->auto_space : NULL;
   if (!nd_real.trim || !s || (s->mode != WSM_DETECT && s->mode != WSM_RECORD)) return;
-  if (s->mode == WSM_DETECT && s->trims >= 4096) return;
-  s->trims++;
-  nd_real.trim(0);
+  if (__atomic_add_fetch(&trim_freed, (int64_t)bytes, __ATOMIC_RELAXED) >= TRIM_FREED) trim_bounded();
 }
 
 void nd_ws_note_free(uint64_t bytes) {
@@ -1080,6 +1100,7 @@ uint64_t nd_ws_relieve(void) {
 void nd_ws_setup(void) {
   if (!nd_cfg.workspaces) return;
   nd_ws_min = (size_t)nd_cfg.ws_min;
+  trim_start_ns = nd_os_mono_ns();
   G.guard = (int)nd_cfg.ws_guard;
   if (G.guard) {
     struct sigaction sa;

@@ -33,7 +33,7 @@ uint64_t nd_ws_usable(const void *p); // 0 if p is not an arena block
 extern int nd_ws_recording;           // some workspace records a learning cycle (atomic)
 void nd_ws_free_external(void *p);    // a heap block of routed size is freed: learning sees it
 void nd_ws_note_free(uint64_t bytes); // this thread freed a routed-size block (either kind)
-void nd_ws_heap_freed(void);          // ... and it went back to the allocator
+void nd_ws_heap_freed(uint64_t bytes); // ... and it went back to the allocator (bounded trims)
 void nd_ws_cycle_begin(const char *name); // NULL: the thread's default marked workspace
 void nd_ws_cycle_end(void);
 int nd_ws_configure(const char *name, const char *options);
