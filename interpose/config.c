@@ -361,8 +361,25 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
   return warnings;
 }
 
+// A host name or rank comes from outside (RANK=../x): it becomes one file-name-safe component.
+// Bytes other than [A-Za-z0-9._-] become '_', a value of dots only ('.', '..') becomes '_'s, and
+// at most 64 bytes are kept, so an expansion can never leave the folder the pattern names.
+static void put_component(nd_buf_t *b, const char *v, const char *empty) {
+  if (!v || !*v) v = empty;
+  int dots = 1;
+  size_t n = 0;
+  for (; v[n] && n < 64; n++) dots &= v[n] == '.';
+  for (size_t i = 0; i < n; i++) {
+    char c = v[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '-' || c == '_' || (c == '.' && !dots);
+    nd_buf_char(b, ok ? c : '_');
+  }
+}
+
 // NDMEM_OUTPUT: %p pid, %h host name, %r rank (RANK, then OMPI_COMM_WORLD_RANK, then PMI_RANK,
-// else 0), %% a percent sign. Returns -1 for an unknown conversion or a result too long for cap.
+// else 0), %% a percent sign; %h and %r are made file-name safe (put_component). Returns -1 for an
+// unknown conversion or a result too long for cap.
 int nd_config_expand_path(char *out, size_t cap, const char *pat, char *const *envp) {
   static const char *const rank_vars[] = {"RANK=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK="};
   nd_buf_t b;
@@ -378,7 +395,7 @@ int nd_config_expand_path(char *out, size_t cap, const char *pat, char *const *e
       char host[256];
       if (gethostname(host, sizeof host) != 0) host[0] = 0;
       host[sizeof host - 1] = 0;
-      nd_buf_str(&b, host[0] ? host : "unknown");
+      put_component(&b, host, "unknown");
       break;
     }
     case 'r': {
@@ -386,7 +403,7 @@ int nd_config_expand_path(char *out, size_t cap, const char *pat, char *const *e
       for (int v = 0; v < 3 && !rank; v++)
         for (char *const *e = envp; e && *e && !rank; e++)
           if (has_prefix(*e, rank_vars[v], &rank)) break;
-      nd_buf_str(&b, rank && *rank ? rank : "0");
+      put_component(&b, rank, "0");
       break;
     }
     case '%': nd_buf_char(&b, '%'); break;

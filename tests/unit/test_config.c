@@ -236,6 +236,24 @@ int main(int argc, char **argv) {
   CHECK_STR(path, "r7");
   CHECK_EQ(nd_config_expand_path(path, sizeof path, "r%r", NULL), 0);
   CHECK_STR(path, "r0");
+  // A rank or host name from outside is one file-name-safe component: it cannot leave the
+  // folder the pattern names (RANK=../trav once wrote outside it).
+  static const struct { const char *rank, *want; } unsafe[] = {
+      {"RANK=../trav", "/tmp/safe/.._trav.trace"}, {"RANK=..", "/tmp/safe/__.trace"},
+      {"RANK=.", "/tmp/safe/_.trace"}, {"RANK=a/b\\c d", "/tmp/safe/a_b_c_d.trace"},
+      {"RANK=", "/tmp/safe/0.trace"}, {"RANK=node-1.rank_2", "/tmp/safe/node-1.rank_2.trace"},
+      {"RANK=\xc3\xa9\n", "/tmp/safe/___.trace"},
+  };
+  for (size_t i = 0; i < sizeof unsafe / sizeof unsafe[0]; i++) {
+    char *env6[] = {(char *)unsafe[i].rank, NULL};
+    CHECK_EQ(nd_config_expand_path(path, sizeof path, "/tmp/safe/%r.trace", env6), 0);
+    CHECK_STR(path, unsafe[i].want);
+  }
+  char longrank[200] = "RANK=";
+  memset(longrank + 5, '7', 150);
+  char *env7[] = {longrank, NULL};
+  CHECK_EQ(nd_config_expand_path(path, sizeof path, "%r", env7), 0);
+  CHECK_EQ((long)strlen(path), 64);
   CHECK_EQ(nd_config_expand_path(path, sizeof path, "bad%", env5), -1);
   CHECK_EQ(nd_config_expand_path(path, 4, "toolong", env5), -1);
   limits();
