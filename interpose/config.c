@@ -24,8 +24,11 @@ const nd_option_t nd_options[] = {
         "0 turns accounting off: every hook forwards to the next allocator"),
     OPT("NDMEM_SUMMARY", ND_OPT_INT, summary, 1, 0, 2,
         "summary on stderr at exit: 0 none, 1 totals, 2 totals and one row per thread"),
+    OPT("NDMEM_SUMMARY_CHILDREN", ND_OPT_BOOL, summary_children, 0, 0, 1,
+        "1: children (fork, or exec'd by a process under ndmem) print their summaries too; "
+        "0: only the process the user started"),
     OPT("NDMEM_FOLLOW_FORK", ND_OPT_BOOL, follow_fork, 1, 0, 1,
-        "1: a fork child keeps its own accounting and summary; 0: the child is not accounted"),
+        "1: a fork child keeps its own accounting and trace; 0: the child is not accounted"),
     OPT("NDMEM_TRACE", ND_OPT_BOOL, trace, 1, 0, 1,
         "write a trace (stacks, sites, leaks) for ndmemreport; 0: counters and summary only"),
     SOPT("NDMEM_OUTPUT", output, "ndmem.%p.trace",

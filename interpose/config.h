@@ -14,6 +14,7 @@
 typedef struct nd_config {
   int64_t enabled;     // NDMEM_ENABLED: 0 makes every hook a plain forward
   int64_t summary;     // NDMEM_SUMMARY: 0 none, 1 totals at exit, 2 totals and per-thread rows
+  int64_t summary_children; // NDMEM_SUMMARY_CHILDREN: fork and exec children print theirs too
   int64_t follow_fork; // NDMEM_FOLLOW_FORK: 0 stops accounting in fork children
   int64_t trace;       // NDMEM_TRACE: write a trace for ndmemreport
   int64_t depth;       // NDMEM_DEPTH: frames per stack

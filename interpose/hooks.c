@@ -10,7 +10,9 @@
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 // RA: the caller's return address, the call site a workspace learns allocations by.
 #define RA __builtin_return_address(0)
@@ -59,3 +61,13 @@ ND_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
   }
   return nd_mremap(old, old_len, new_len, flags, new_addr);
 }
+
+// exits.c: how the process ends (a trace for _exit and fatal signals) and the dispositions the
+// program sees.
+ND_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  return nd_sigaction(sig, act, old);
+}
+ND_EXPORT void (*signal(int sig, void (*handler)(int)))(int) { return nd_signal(sig, handler); }
+ND_EXPORT void _exit(int status) { nd_exit_now(status); }
+ND_EXPORT void _Exit(int status) { nd_exit_now(status); }
+ND_EXPORT int pipe2(int fds[2], int flags) { return nd_pipe2(fds, flags, RA); }

@@ -13,6 +13,7 @@
 #include "os.h"
 #include "sites.h"
 #include "trace.h"
+#include "trace_format.h"
 #include "ws.h"
 
 #include <dlfcn.h>
@@ -22,6 +23,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -33,9 +35,12 @@ int nd_state;
 static int nd_accounting; // the process accounts (config, fork policy)
 static pthread_key_t nd_key;
 static pid_t nd_init_tid;
-// ndmem's own copy of stderr: programs built on gnulib (ls, cat, ...) close fd 2 at exit,
-// before the summary is written. Close-on-exec, so exec'd children do not inherit it.
+int nd_child; // ND_ROOT, ND_EXEC_CHILD or ND_FORK_CHILD
+// ndmem's own copy of stderr, kept only by a process that prints a summary: programs built on
+// gnulib (ls, cat, ...) close fd 2 at exit, before the summary is written. Above the descriptors
+// programs manage (nd_os_fd_high), close-on-exec.
 static int nd_log_fd = 2;
+static struct stat nd_log_st; // what nd_log_fd was when it was made (a program may close it)
 
 // ---------------------------------------------------------------- bootstrap pool
 
@@ -111,6 +116,10 @@ static int resolve(void) {
   nd_real.valloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_valloc;
   f = next_sym("pvalloc");
   nd_real.pvalloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_pvalloc;
+  nd_real.sigaction = FN(int (*)(int, const struct sigaction *, struct sigaction *), next_sym("sigaction"));
+  nd_real.signal = FN(void (*(*)(int, void (*)(int)))(int), next_sym("signal"));
+  nd_real.exit_ = FN(__typeof__(nd_real.exit_), next_sym("_exit"));
+  nd_real.pipe2 = FN(int (*)(int *, int), next_sym("pipe2"));
   f = next_sym("malloc_trim"); // relief for workspaces and limits; another heap's would not help
   nd_real.trim = same_object(f, base) ? FN(int (*)(size_t), f) : NULL;
 
@@ -164,10 +173,79 @@ static void atfork_child(void) {
   nd_mmap_atfork_child();
   nd_trace_atfork_child();
   nd_limits_atfork_child();
+  nd_exits_atfork_child();
+  nd_child = ND_FORK_CHILD;
+  if (nd_log_fd != 2 && !nd_prints_summary()) { // inherited; this child prints nothing
+    int saved = errno;
+    close(nd_log_fd);
+    errno = saved;
+    nd_log_fd = 2;
+  }
   if (!nd_cfg.follow_fork) {
     nd_accounting = 0;
     if (t->mode == ND_T_COUNT) t->mode = ND_T_FORWARD;
+  } else if (t->mode == ND_T_COUNT) {
+    t->mode = ND_T_FORKED; // the first call creates the child's trace (nd_thread_prepare)
   }
+}
+
+// Whether the parent process runs under ndmem: its environment (as it was exec'd) preloads
+// libndmem. Then this process is a child the user did not start directly (a subprocess, a shell
+// command of a traced script): it keeps its accounting and trace, but prints no summary into the
+// stderr its parent may be reading.
+static int parent_traced(void) {
+  char path[64], buf[4096], entry[512];
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "/proc/");
+  nd_buf_u64(&b, (uint64_t)getppid());
+  nd_buf_str(&b, "/environ");
+  memcpy(path, nd_buf_cstr(&b), b.len + 1);
+  int saved = errno, found = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  size_t n = 0; // bytes of the current entry kept (its first sizeof entry - 1)
+  ssize_t got;
+  while (fd >= 0 && !found && (got = read(fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < got && !found; i++) {
+      if (buf[i]) {
+        if (n < sizeof entry - 1) entry[n++] = buf[i];
+        continue;
+      }
+      entry[n] = 0;
+      found = strncmp(entry, "LD_PRELOAD=", 11) == 0 && strstr(entry, "libndmem") != NULL;
+      n = 0;
+    }
+  }
+  if (fd >= 0) close(fd);
+  errno = saved;
+  return found;
+}
+
+// Only the process the user started prints its summary, unless NDMEM_SUMMARY_CHILDREN=1.
+int nd_prints_summary(void) {
+  return nd_cfg.summary && (nd_child == ND_ROOT || nd_cfg.summary_children);
+}
+
+static void open_log_fd(void) {
+  int saved = errno;
+  int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+  if (fd >= 0) {
+    fd = nd_os_fd_high(fd, 1);
+    if (fstat(fd, &nd_log_st) == 0) nd_log_fd = fd;
+    else close(fd);
+  }
+  errno = saved;
+}
+
+// The summary's descriptor, if it still is what it was made from (a program that closed every
+// descriptor may have reused the number for a file of its own); else fd 2.
+static int log_fd(void) {
+  struct stat st;
+  int saved = errno;
+  int ok = nd_log_fd != 2 && fstat(nd_log_fd, &st) == 0 && st.st_dev == nd_log_st.st_dev &&
+           st.st_ino == nd_log_st.st_ino;
+  errno = saved;
+  return ok ? nd_log_fd : 2;
 }
 
 static void initialize(nd_tls_t *t) {
@@ -183,12 +261,8 @@ static void initialize(nd_tls_t *t) {
     _exit(127);
   }
   nd_accounting = rc == 0 && nd_cfg.enabled;
-  if (nd_accounting && nd_cfg.summary) {
-    int saved = errno;
-    int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
-    errno = saved;
-    if (fd >= 0) nd_log_fd = fd;
-  }
+  if (nd_accounting) nd_child = parent_traced() ? ND_EXEC_CHILD : ND_ROOT;
+  if (nd_accounting && nd_prints_summary()) open_log_fd();
   if (nd_accounting) {
     if (pthread_key_create(&nd_key, thread_exit) != 0) nd_accounting = 0;
     else pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -196,6 +270,7 @@ static void initialize(nd_tls_t *t) {
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();
   if (nd_accounting) nd_ws_setup();
   if (nd_accounting) nd_limits_setup();
+  if (nd_accounting) nd_exits_setup();
   t->mode = saved;
   __atomic_store_n(&nd_state, ND_READY, __ATOMIC_RELEASE);
 }
@@ -216,6 +291,12 @@ static void ensure_init(nd_tls_t *t) {
 }
 
 int nd_thread_prepare(nd_tls_t *t) {
+  if (ND_UNLIKELY(t->mode == ND_T_FORKED)) {
+    t->mode = ND_T_BUSY;
+    nd_trace_create();
+    t->mode = ND_T_COUNT;
+    return t->mode;
+  }
   if (t->mode != ND_T_NEW) return t->mode;
   ensure_init(t);
   if (t->mode != ND_T_NEW) return t->mode; // INIT (recursion) or set meanwhile
@@ -363,24 +444,58 @@ __attribute__((destructor)) static void nd_dtor(void) {
   nd_tls_t *t = &nd_tls;
   if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
   unsigned char saved = t->mode;
-  nd_finish();
+  nd_finish(ND_EXIT_NORMAL, 0);
   t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
 }
 
-// Also called by NDMEM_ON_LIMIT=abort just before SIGABRT. Once: a second call does nothing.
-void nd_finish(void) {
-  static int done;
+static int finish_state; // 0, 1 (being written), 2 (written)
+
+// The end of accounting, once: the final trace flush (live blocks, EXIT, END) and the summary. From
+// exit (the destructor), NDMEM_ON_LIMIT=abort, _exit, or a fatal signal (exits.c); the last two
+// may have interrupted this thread inside ndmem, so locks are waited for a bounded time
+// (nd_os_last_words). A second caller waits (bounded) for the first to finish and returns.
+void nd_finish(int how, int code) {
   nd_tls_t *t = &nd_tls;
-  if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
+  int expect = 0;
+  if (!__atomic_compare_exchange_n(&finish_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    uint64_t until = nd_os_mono_ns() + 2 * ND_OS_LOCK_PATIENCE_NS;
+    while (__atomic_load_n(&finish_state, __ATOMIC_ACQUIRE) != 2 && nd_os_mono_ns() < until)
+      sched_yield();
+    return;
+  }
   unsigned char saved = t->mode;
+  int last = nd_os_last_words;
   t->mode = ND_T_BUSY;
+  nd_os_last_words = how == ND_EXIT_UNDERSCORE || how == ND_EXIT_SIGNAL;
   if (nd_accounting) {
     if (t->shard)
       for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);
+    nd_trace_set_exit(how, code);
     nd_trace_flush(1);
-    if (nd_cfg.summary) nd_print_summary(nd_log_fd);
+    if (nd_prints_summary()) {
+      int fd = log_fd();
+      nd_buf_t b;
+      nd_buf_reset(&b);
+      if (!nd_os_at_line_start(fd)) nd_buf_line(&b, fd); // after a program's unfinished line
+      if (how == ND_EXIT_SIGNAL || how == ND_EXIT_UNDERSCORE) {
+        line_start(&b);
+        nd_buf_str(&b, how == ND_EXIT_SIGNAL ? "ended by signal " : "ended by _exit(");
+        nd_buf_i64(&b, code);
+        if (how == ND_EXIT_SIGNAL) {
+          nd_buf_str(&b, " (");
+          nd_buf_str(&b, sigabbrev_np(code) ? sigabbrev_np(code) : "?");
+          nd_buf_str(&b, "); the trace is complete up to here");
+        } else {
+          nd_buf_str(&b, ")");
+        }
+        nd_buf_line(&b, fd);
+      }
+      nd_print_summary(fd);
+    }
   }
   __atomic_store_n(&nd_state, ND_SHUTDOWN, __ATOMIC_RELEASE);
+  __atomic_store_n(&finish_state, 2, __ATOMIC_RELEASE);
+  nd_os_last_words = last;
   t->mode = saved;
 }
 

@@ -416,7 +416,7 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
     nd_buf_str(&b, "ndmem: stopping the process (NDMEM_ON_LIMIT=abort): the trace and summary "
                    "are written, then SIGABRT");
     nd_buf_line(&b, 2);
-    nd_finish();
+    nd_finish(ND_EXIT_LIMIT_ABORT, SIGABRT);
     abort();
   }
   ADD(L.failed, 1);
@@ -450,6 +450,7 @@ static void open_statm(void) {
   if (L.statm_fd >= 0) close(L.statm_fd);
   int saved = errno;
   L.statm_fd = open(nd_cfg.test_statm[0] ? nd_cfg.test_statm : "/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  L.statm_fd = nd_os_fd_high(L.statm_fd, __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING);
   errno = saved;
 }
 

@@ -11,6 +11,7 @@
 #include "shim.h"
 
 #include "limits.h"
+#include "os.h"
 #include "regions.h"
 #include "sites.h"
 #include "trace.h"
@@ -74,7 +75,7 @@ static void track(nd_tls_t *t, uintptr_t s, uintptr_t e) {
 
 // Every live tracked mapping (for the trace's leaks at exit).
 void nd_mmap_each_live(void (*fn)(void *ctx, uintptr_t start, uintptr_t end, void *tag), void *ctx) {
-  pthread_mutex_lock(&map_lock);
+  nd_os_mutex_lock(&map_lock);
   for (size_t i = 0; i < maps.n; i++) fn(ctx, maps.v[i].start, maps.v[i].end, maps.v[i].tag);
   pthread_mutex_unlock(&map_lock);
 }

@@ -7,7 +7,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <time.h>
@@ -27,8 +30,17 @@ void nd_os_unmap(void *p, size_t size) {
   errno = saved;
 }
 
+// A write to a pipe whose reader is gone raises SIGPIPE: ndmem's own lines must not end (or, with
+// ndmem's fatal-signal handler, re-enter) the program. SIGPIPE is blocked for the write and one
+// it raised is taken back off the thread before the mask is restored.
 void nd_os_write_all(int fd, const char *s, size_t n) {
   int saved = errno;
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  sigpending(&pending);
+  int was_pending = sigismember(&pending, SIGPIPE);
   while (n > 0) {
     long w = syscall(SYS_write, fd, s, n);
     if (w < 0) {
@@ -38,6 +50,12 @@ void nd_os_write_all(int fd, const char *s, size_t n) {
     s += w;
     n -= (size_t)w;
   }
+  if (!was_pending && !sigismember(&old, SIGPIPE)) {
+    struct timespec zero = {0, 0};
+    sigpending(&pending);
+    if (sigismember(&pending, SIGPIPE)) sigtimedwait(&pipe_set, NULL, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
 }
 
@@ -94,6 +112,79 @@ int nd_os_thread_once(int *started, void *(*fn)(void *)) {
   return rc;
 }
 
+__thread int nd_os_last_words __attribute__((tls_model("initial-exec")));
+
+// Contended path only: the clock is read once the lock was found taken.
+static int out_of_patience(uint64_t *deadline) {
+  if (!nd_os_last_words) return 0;
+  uint64_t now = nd_os_mono_ns();
+  if (!*deadline) *deadline = now + ND_OS_LOCK_PATIENCE_NS;
+  return now > *deadline;
+}
+
 void nd_spin_lock(int *l) {
-  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) sched_yield();
+  uint64_t deadline = 0;
+  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
+    if (out_of_patience(&deadline)) return;
+    sched_yield();
+  }
+}
+
+void nd_os_mutex_lock(void *m) {
+  if (!nd_os_last_words) {
+    pthread_mutex_lock(m);
+    return;
+  }
+  uint64_t deadline = 0;
+  while (pthread_mutex_trylock(m) != 0) {
+    if (out_of_patience(&deadline)) return;
+    sched_yield();
+  }
+}
+
+int nd_os_fd_high(int fd, int raise_ok) {
+  if (fd < 0) return fd;
+  int saved = errno, nfd = -1;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX ||
+      rl.rlim_cur < 256) {
+    errno = saved;
+    return fd;
+  }
+  if (raise_ok && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= rl.rlim_cur + ND_OS_FD_RESERVE)) {
+    // Above the soft limit, in the 16 slots the hard limit leaves: no scan up to the limit sees it.
+    struct rlimit up = {rl.rlim_cur + ND_OS_FD_RESERVE, rl.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+      nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)rl.rlim_cur);
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
+  } else if (raise_ok && rl.rlim_max == rl.rlim_cur) {
+    // No room above: the top 16 slots are taken out of the soft limit, once, as valgrind reserves
+    // its own (the program can open 16 fewer files; a child under ndmem finds the room above).
+    struct rlimit down = {rl.rlim_cur - ND_OS_FD_RESERVE, rl.rlim_max};
+    nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)down.rlim_cur);
+    if (nfd >= 0 && setrlimit(RLIMIT_NOFILE, &down) != 0) {
+      close(nfd);
+      nfd = -1;
+    }
+  }
+  // Else the top 16 below the limit (the program meets EMFILE a little earlier).
+  if (nfd < 0) nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)(rl.rlim_cur - ND_OS_FD_RESERVE));
+  if (nfd >= 0) {
+    close(fd);
+    fd = nfd;
+  }
+  errno = saved;
+  return fd;
+}
+
+int nd_os_at_line_start(int fd) {
+  int saved = errno, r = 0;
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    char c = 0;
+    r = st.st_size == 0 || (pread(fd, &c, 1, st.st_size - 1) == 1 && c == '\n');
+  }
+  errno = saved;
+  return r;
 }

@@ -28,5 +28,28 @@ int nd_os_thread_once(int *started, void *(*fn)(void *));
 // storing 0, and yields rather than spins hot since its holder may be descheduled.
 void nd_spin_lock(int *l);
 static inline void nd_spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+// The same for the two pthread mutexes (trace writer, mmap table).
+struct nd_os_mutex;
+void nd_os_mutex_lock(void *m); // a pthread_mutex_t
+// A thread that writes the final trace from a fatal signal handler or _exit may have interrupted
+// itself inside a lock: while nd_os_last_words is set on it, nd_spin_lock and nd_os_mutex_lock
+// wait at most ND_OS_LOCK_PATIENCE_NS for a lock and then go on without it (the process is about
+// to end; a lock held by another thread is released within that time, one held by this thread
+// never would be).
+extern __thread int nd_os_last_words __attribute__((tls_model("initial-exec")));
+#define ND_OS_LOCK_PATIENCE_NS 300000000ull
+
+// Moves fd out of the range programs manage (they close, scan or dup2 over the low numbers; a
+// child's fd scan up to sysconf(_SC_OPEN_MAX) must not see ndmem): into ND_OS_FD_RESERVE slots
+// above the soft RLIMIT_NOFILE. With `raise_ok` (only while no other thread can read or change
+// the limit: at start-up) the soft limit is raised for the dup and restored; where the hard limit
+// leaves no room, the soft limit is lowered by the reserve once, for good (the program sees 16
+// descriptors fewer, as under valgrind). Otherwise the fd goes as high below the limit as it can.
+// Close-on-exec. Returns the new descriptor (fd itself when it could not be moved).
+#define ND_OS_FD_RESERVE 16
+int nd_os_fd_high(int fd, int raise_ok);
+// Whether output written to fd next starts a line: a regular file that is empty or ends in '\n'.
+// Anything else (a terminal, a pipe) cannot be known: 0.
+int nd_os_at_line_start(int fd);
 
 #endif

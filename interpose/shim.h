@@ -11,12 +11,15 @@
 //   FORWARD  accounting is off for this thread or process: forward
 //   INIT     this thread is initialising: serve memory from the static bootstrap pool
 //   DEAD     the thread's state was torn down (late TLS destructors): account atomically
+//   FORKED   the thread that forked, in the child: its first call creates the child's trace, then
+//            COUNT
 #ifndef ND_SHIM_H
 #define ND_SHIM_H
 
 #include "config.h"
 #include "counters.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,7 +30,9 @@
 #define ND_INLINE static inline __attribute__((always_inline))
 
 enum nd_state { ND_UNINIT = 0, ND_INITIALIZING, ND_READY, ND_SHUTDOWN };
-enum nd_tmode { ND_T_NEW = 0, ND_T_COUNT, ND_T_BUSY, ND_T_FORWARD, ND_T_INIT, ND_T_DEAD };
+enum nd_tmode { ND_T_NEW = 0, ND_T_COUNT, ND_T_BUSY, ND_T_FORWARD, ND_T_INIT, ND_T_DEAD, ND_T_FORKED };
+// Which process this is: the one the user started, or a child of a process under ndmem.
+enum nd_child { ND_ROOT = 0, ND_EXEC_CHILD, ND_FORK_CHILD };
 
 typedef struct nd_tls {
   unsigned char mode;
@@ -57,6 +62,11 @@ typedef struct nd_real {
   int (*munmap)(void *, size_t);
   void *(*mremap)(void *, size_t, size_t, int, ...);
   int (*trim)(size_t); // the next allocator's malloc_trim; NULL when it has none of its own
+  // Not allocator functions: the next definitions of the other names ndmem exports (exits.c).
+  int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+  void (*(*signal)(int, void (*)(int)))(int);
+  void (*exit_)(int) __attribute__((noreturn)); // _exit
+  int (*pipe2)(int *, int);
 } nd_real_t;
 
 // init.c
@@ -73,8 +83,12 @@ ND_INLINE int nd_boot_owns(const void *p) {
   return (size_t)((const char *)p - nd_boot_pool) < ND_BOOT_POOL_SIZE;
 }
 void nd_print_summary(int fd);
-void nd_finish(void); // the end of accounting: final trace flush and summary (exit, or abort)
+// The end of accounting, once: final trace flush and summary. how: enum nd_exit_how
+// (trace_format.h); code: the exit status or the signal.
+void nd_finish(int how, int code);
 int nd_accounting_on(void);
+extern int nd_child; // enum nd_child
+int nd_prints_summary(void); // this process prints its summary (the one the user started)
 
 // alloc.c
 // ra: the caller's return address (the workspace symbol of a routed allocation)
@@ -94,6 +108,14 @@ void *nd_synth_aligned_alloc(size_t align, size_t n);
 void *nd_synth_memalign(size_t align, size_t n);
 void *nd_synth_valloc(size_t n);
 void *nd_synth_pvalloc(size_t n);
+
+// exits.c: a trace and a summary for every way the process ends (see the file)
+void nd_exits_setup(void);
+void nd_exits_atfork_child(void);
+int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+void (*nd_signal(int sig, void (*handler)(int)))(int);
+__attribute__((noreturn)) void nd_exit_now(int status); // _exit, _Exit
+int nd_pipe2(int *fds, int flags, void *ra); // ra: the caller (libunwind's call is refused)
 
 // mmap.c
 void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);

@@ -31,6 +31,7 @@ static int arena_lock;
 static char *arena;
 static size_t arena_left;
 static uintptr_t self_lo, self_hi;
+static uintptr_t unw_lo, unw_hi; // libunwind's own code (exits.c refuses its pipe)
 
 
 static void *arena_alloc(size_t n) {
@@ -77,11 +78,32 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *ctx) {
   return 0;
 }
 
+static int find_unwinder(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  uintptr_t fn = (uintptr_t)ctx, lo, hi;
+  nd_module_range(info, &lo, &hi);
+  if (fn >= lo && fn < hi) {
+    unw_lo = lo;
+    unw_hi = hi;
+    return 1;
+  }
+  return 0;
+}
+
+int nd_sites_is_unwinder(const void *ra) {
+  return (uintptr_t)ra >= unw_lo && (uintptr_t)ra < unw_hi;
+}
+
 int nd_sites_init(int depth) {
   (void)depth;
   dl_iterate_phdr(find_self, (void *)(uintptr_t)&nd_sites_init);
+  dl_iterate_phdr(find_unwinder, (void *)(uintptr_t)&unw_backtrace);
   // libunwind keeps its per-thread caches in TLS: no lock shared by allocating threads.
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  // libunwind initialises at its first use; do it now, while start-up has the process to itself
+  // (the descriptors it opens are moved out of the program's range: exits.c, nd_pipe2).
+  void *one[1];
+  unw_backtrace(one, 1);
   return self_hi ? 0 : -1;
 }
 

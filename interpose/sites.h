@@ -35,6 +35,7 @@ struct dl_phdr_info;
 void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 extern int nd_sites_depth;                        // NDMEM_DEPTH
 int nd_sites_init(int depth);                     // libunwind setup, our own text range
+int nd_sites_is_unwinder(const void *ra); // ra lies in libunwind (nd_sites_init found it)
 int nd_stack_capture(uintptr_t *ips, int max);    // frames outside libndmem, innermost first
 nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth);
 nd_site_t *nd_site_here(int kind, int sampled);   // capture + intern; NULL when out of memory

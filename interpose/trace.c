@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: MIT
 // trace.c: tracking blocks into sites and writing the trace file (report/trace_format.h).
 //
-// The file is created at the first flush (a short-lived fork child that never flushes leaves no
-// file), O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600. A writer thread, started at the first tracked
-// block, flushes every NDMEM_FLUSH_MS: new modules, new stacks, sites whose totals changed, the
-// process counters, then a FLUSH record. At exit the live tracked blocks and an END record follow.
-// The writer thread blocks all signals and never allocates through the hooks.
+// The file is created at start-up (a fork child: at its first allocation, so a fork that only
+// execs leaves nothing), O_EXCL|O_NOFOLLOW, mode 0600, at an absolute path fixed then (a
+// relative NDMEM_OUTPUT is taken from the start directory, or an exec'd child's parent's), so a
+// later chdir or a child's own working directory never receives one. No descriptor stays open:
+// every flush opens the file, checks it is the one created, appends and closes, so programs that
+// scan or close their descriptors never meet ndmem's. A writer thread, started at the first
+// tracked block, flushes every NDMEM_FLUSH_MS: new modules, new stacks, sites whose totals
+// changed, the process counters, then a FLUSH record. At the end (exit, _exit, a fatal signal)
+// the live tracked blocks, an EXIT and an END record follow. The writer thread blocks all
+// signals and never allocates through the hooks.
 #include "trace.h"
 
 #include "fmt.h"
@@ -23,6 +28,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,9 +38,17 @@ size_t nd_track_min = SIZE_MAX;
 
 #define OUT_BUF (1u << 20)
 
+enum { TR_LATER, TR_OK, TR_OFF }; // file not created yet; created; failed (tracing stops)
+
 static struct {
-  int on;          // tracing configured and set up
-  int fd;          // -1 until the first flush; -2 after a failure (tracing stops)
+  int on;     // tracing configured and set up
+  int state;  // TR_*
+  int quiet;  // a fork child: no file until it allocates (TR_LATER) and none if it never does
+  char dir[4096]; // absolute folder a relative NDMEM_OUTPUT is taken from ("" if absolute)
+  char path[4096 + ND_CONFIG_PATH_MAX + 512];
+  dev_t dev;  // the file created, recognised at every flush
+  ino_t ino;
+  int fd;     // open during a flush only
   pthread_mutex_t lock;
   nd_tw_t w;
   char *buf;
@@ -44,6 +58,7 @@ static struct {
   int thread_started; // atomic
   nd_trace_header_t hdr;
   double sample_mean;
+  nd_rec_exit_t exit; // how the process ended (final flush)
 } tr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 // ---------------------------------------------------------------- sampling
@@ -105,7 +120,7 @@ int nd_track_take(void *p, void *out) { return nd_blocks_take((uintptr_t)p, out)
 
 void nd_track_restore(const void *block) { nd_blocks_insert(block); }
 
-int nd_trace_enabled(void) { return tr.on && tr.fd != -2; }
+int nd_trace_enabled(void) { return tr.on && tr.state != TR_OFF; }
 
 struct nd_site *nd_track_site_here(int kind) { return tr.on ? nd_site_here(kind, 0) : NULL; }
 
@@ -115,6 +130,30 @@ static void copy_bounded(char *dst, size_t cap, const char *src) {
   size_t n = 0;
   while (src[n] && n + 1 < cap) dst[n] = src[n], n++;
   dst[n] = 0;
+}
+
+// The folder a relative NDMEM_OUTPUT is taken from, fixed at start-up: the working directory of
+// the process the user started, and for an exec'd child its parent's (a child started in another
+// folder, e.g. subprocess's cwd=, writes beside its parent, never into its own working directory).
+static void fix_dir(void) {
+  tr.dir[0] = 0;
+  if (nd_cfg.output[0] == '/') return;
+  int saved = errno;
+  ssize_t n = -1;
+  if (nd_child == ND_EXEC_CHILD) {
+    char link[64];
+    nd_buf_t b;
+    nd_buf_reset(&b);
+    nd_buf_str(&b, "/proc/");
+    nd_buf_u64(&b, (uint64_t)getppid());
+    nd_buf_str(&b, "/cwd");
+    memcpy(link, nd_buf_cstr(&b), b.len + 1);
+    n = readlink(link, tr.dir, sizeof tr.dir - 1);
+    if (n > 0 && tr.dir[0] == '/') tr.dir[n] = 0;
+    else n = -1;
+  }
+  if (n < 0 && !getcwd(tr.dir, sizeof tr.dir)) tr.dir[0] = 0; // unreachable cwd: relative it stays
+  errno = saved;
 }
 
 void nd_trace_setup(void) {
@@ -141,7 +180,10 @@ void nd_trace_setup(void) {
   h->host[sizeof h->host - 1] = 0;
   ssize_t n = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
   h->exe[n > 0 ? n : 0] = 0;
+  fix_dir();
   tr.on = 1;
+  tr.state = TR_LATER;
+  nd_trace_create();
 }
 
 // ---------------------------------------------------------------- writing
@@ -152,7 +194,7 @@ static void warn_once(const char *what, const char *path, int err) {
   nd_buf_str(&b, "ndmem: ");
   nd_buf_str(&b, what);
   nd_buf_str(&b, " '");
-  nd_buf_str(&b, path);
+  nd_buf_strn(&b, path, 600);
   nd_buf_str(&b, "': ");
   nd_buf_str(&b, strerror(err));
   nd_buf_str(&b, "; tracing off (counters and summary go on)\n");
@@ -161,20 +203,86 @@ static void warn_once(const char *what, const char *path, int err) {
 
 extern char **environ;
 
-static int open_trace(void) {
-  char path[ND_CONFIG_PATH_MAX + 256];
-  if (nd_config_expand_path(path, sizeof path, nd_cfg.output, environ) != 0) {
+// A file of this process from before an exec: the fork child that became this process created it
+// at its first allocation and wrote its header only. Nothing is lost by taking it over.
+static int take_over(const char *path) {
+  int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  nd_trace_header_t h;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1 &&
+      st.st_size == (off_t)sizeof h && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+      memcmp(h.magic, ND_TRACE_MAGIC, 8) == 0 && h.pid == (uint64_t)nd_os_getpid() &&
+      ftruncate(fd, 0) == 0)
+    return fd;
+  close(fd);
+  return -1;
+}
+
+// Creates the file and writes the header (once; under tr.lock or before other threads exist).
+static void create_locked(void) {
+  if (tr.state != TR_LATER) return;
+  tr.state = TR_OFF;
+  char rel[ND_CONFIG_PATH_MAX + 256];
+  if (nd_config_expand_path(rel, sizeof rel, nd_cfg.output, environ) != 0) {
     warn_once("cannot expand NDMEM_OUTPUT", nd_cfg.output, EINVAL);
-    return -2;
+    return;
   }
+  size_t dl = strlen(tr.dir), rl = strlen(rel);
+  if (dl + rl + 2 > sizeof tr.path) {
+    warn_once("trace path too long", rel, ENAMETOOLONG);
+    return;
+  }
+  memcpy(tr.path, tr.dir, dl);
+  if (dl) tr.path[dl++] = '/';
+  memcpy(tr.path + dl, rel, rl + 1);
   int saved = errno;
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = open(tr.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   int err = errno;
+  if (fd < 0 && err == EEXIST) fd = take_over(tr.path);
   errno = saved;
   if (fd < 0) {
-    warn_once("cannot create trace", path, err);
-    return -2;
+    warn_once("cannot create trace", tr.path, err);
+    return;
   }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  tr.dev = st.st_dev;
+  tr.ino = st.st_ino;
+  nd_tw_init(&tr.w, fd, tr.buf, OUT_BUF);
+  nd_trace_header_t h = tr.hdr;
+  h.pid = (uint64_t)nd_os_getpid();
+  nd_tw_header(&tr.w, &h);
+  tr.adds = tr.subs = ~0ull;
+  int rc = nd_tw_flush(&tr.w);
+  close(fd);
+  if (rc != 0) warn_once("cannot write trace", tr.path, tr.w.error);
+  else tr.state = TR_OK;
+}
+
+void nd_trace_create(void) {
+  if (!tr.on) return;
+  nd_os_mutex_lock(&tr.lock);
+  tr.quiet = 0;
+  create_locked();
+  pthread_mutex_unlock(&tr.lock);
+}
+
+// The file created, opened again for one flush; -1 when it is gone or was replaced.
+static int reopen(void) {
+  int saved = errno;
+  int fd = open(tr.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != tr.dev || st.st_ino != tr.ino)) {
+    close(fd);
+    fd = -1;
+    errno = ESTALE;
+  }
+  if (fd < 0) warn_once("the trace was removed or replaced", tr.path, errno);
+  errno = saved;
   return fd;
 }
 
@@ -263,23 +371,25 @@ static void region_record(void *ctx, uintptr_t start, uintptr_t end, void *tag) 
   (*count)++;
 }
 
+void nd_trace_set_exit(int how, int code) {
+  tr.exit.mono_ns = nd_os_mono_ns();
+  tr.exit.how = (uint32_t)how;
+  tr.exit.code = code;
+  tr.exit.tid = (uint32_t)nd_os_gettid();
+}
+
 void nd_trace_flush(int final) {
   if (!tr.on) return;
-  pthread_mutex_lock(&tr.lock);
-  if (tr.fd == -1) {
-    tr.fd = open_trace();
-    if (tr.fd >= 0) {
-      nd_tw_init(&tr.w, tr.fd, tr.buf, OUT_BUF);
-      nd_trace_header_t h = tr.hdr;
-      h.pid = (uint64_t)nd_os_getpid();
-      nd_tw_header(&tr.w, &h);
-      tr.adds = tr.subs = ~0ull;
-    }
-  }
-  if (tr.fd < 0) {
+  nd_os_mutex_lock(&tr.lock);
+  // A fork child that never allocated (it only exec'd or _exit'ed) leaves no file.
+  if (tr.state == TR_LATER && !tr.quiet) create_locked();
+  int fd = tr.state == TR_OK ? reopen() : -1;
+  if (fd < 0) {
+    if (tr.state == TR_OK) tr.state = TR_OFF;
     pthread_mutex_unlock(&tr.lock);
     return;
   }
+  tr.w.fd = fd;
   unsigned long long gen[2] = {0, 0};
   dl_iterate_phdr(loader_generation, gen);
   if (gen[0] != tr.adds || gen[1] != tr.subs) { // the loader's map changed: write it again
@@ -297,14 +407,17 @@ void nd_trace_flush(int final) {
     uint64_t blocks = 0;
     nd_blocks_each(block_record, &blocks);
     nd_mmap_each_live(region_record, &blocks);
+    if (!tr.exit.mono_ns) nd_trace_set_exit(ND_EXIT_NORMAL, 0);
+    nd_tw_record(&tr.w, ND_REC_EXIT, &tr.exit, sizeof tr.exit, NULL, 0);
     nd_rec_end_t e = {nd_os_mono_ns(), blocks};
     nd_tw_record(&tr.w, ND_REC_END, &e, sizeof e, NULL, 0);
   }
   if (nd_tw_flush(&tr.w) != 0) {
-    warn_once("cannot write trace", nd_cfg.output, tr.w.error);
-    close(tr.fd);
-    tr.fd = -2;
+    warn_once("cannot write trace", tr.path, tr.w.error);
+    tr.state = TR_OFF;
   }
+  close(fd);
+  tr.w.fd = -1;
   pthread_mutex_unlock(&tr.lock);
 }
 
@@ -328,16 +441,18 @@ static void start_thread(void) {
 
 // ---------------------------------------------------------------- fork
 
-void nd_trace_atfork_prepare(void) { pthread_mutex_lock(&tr.lock); }
+void nd_trace_atfork_prepare(void) { nd_os_mutex_lock(&tr.lock); }
 void nd_trace_atfork_parent(void) { pthread_mutex_unlock(&tr.lock); }
-// The child writes its own trace (a new file, under its own pid): every site and module must be
-// written there again, and it needs its own writer thread.
+// The child writes its own trace (a new file, under its own pid, created at its first
+// allocation: nd_thread_prepare calls nd_trace_create): every site and module must be written
+// there again, and it needs its own writer thread.
 void nd_trace_atfork_child(void) {
-  if (tr.fd >= 0) close(tr.fd);
-  tr.fd = -1;
+  if (tr.on && tr.state != TR_OFF) tr.state = TR_LATER;
+  tr.quiet = 1;
   tr.seq = 0;
   tr.module_ids = 0;
   tr.thread_started = 0;
+  memset(&tr.exit, 0, sizeof tr.exit);
   nd_sites_mark_unwritten();
   pthread_mutex_init(&tr.lock, NULL);
 }

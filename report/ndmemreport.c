@@ -451,6 +451,31 @@ static bool has_limits(const nd_trace_t *t) {
   return t->have_limits || t->nbreaches || t->breaches_dropped || t->snap_records;
 }
 
+// Whether what was live at the end is a leak: the program ended on its own (exit, a return from
+// main, _exit). A fatal signal or NDMEM_ON_LIMIT=abort ends it before it could free anything.
+static bool leaks_known(const nd_trace_t *t) {
+  return t->ended &&
+         !(t->have_exit && (t->exit.how == ND_EXIT_SIGNAL || t->exit.how == ND_EXIT_LIMIT_ABORT));
+}
+
+// The EXIT record in words (version 4 traces).
+static void text_exit_how(FILE *o, const nd_trace_t *t) {
+  const nd_rec_exit_t *e = &t->exit;
+  switch (e->how) {
+  case ND_EXIT_NORMAL: fputs("normal (END record)", o); break;
+  case ND_EXIT_UNDERSCORE:
+    fprintf(o, "_exit(%d) in thread %u: no atexit handlers or destructors ran; END record", e->code,
+            e->tid);
+    break;
+  case ND_EXIT_SIGNAL:
+    fprintf(o, "ended by signal %d (SIG%s) in thread %u; the trace was completed then (END "
+               "record); what was live is not a leak",
+            e->code, sigabbrev_np(e->code) ? sigabbrev_np(e->code) : "?", e->tid);
+    break;
+  default: fputs("stopped by NDMEM_ON_LIMIT=abort (SIGABRT); END record", o); break;
+  }
+}
+
 static bool aborted(const nd_trace_t *t) {
   return t->have_limits && (t->limits.flags & ND_LIMITS_ABORTED);
 }
@@ -545,7 +570,11 @@ static void text_summary(FILE *o, report_t *r) {
   fprintf(o, "  %-10s  %s; duration ", "started", buf);
   print_secs(o, t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0);
   fputs(" (to the last record)\n", o);
-  if (t->ended) {
+  if (t->ended && t->have_exit) {
+    fprintf(o, "  %-10s  ", "exit");
+    text_exit_how(o, t);
+    fputc('\n', o);
+  } else if (t->ended) {
     fprintf(o, "  %-10s  normal (END record)\n", "exit");
   } else {
     fprintf(o, "  %-10s  NOT normal: no END record (%s); leaks cannot be known, live figures are "
@@ -598,7 +627,11 @@ static void text_summary(FILE *o, report_t *r) {
     }
   }
   fprintf(o, "  %-10s  ", "leaks");
-  if (!t->ended) {
+  if (t->ended && !leaks_known(t)) {
+    fputs("none reported (the process did not end on its own); tracked sites held ", o);
+    print_bytes(o, r->live_bytes, r->live_est);
+    fprintf(o, " at the end in %zu %s\n", r->nlive, plural(r->nlive, "site", "sites"));
+  } else if (!t->ended) {
     fputs("unknown (no normal exit); tracked sites hold ", o);
     print_bytes(o, r->live_bytes, r->live_est);
     fprintf(o, " at the last flush in %zu %s\n", r->nlive, plural(r->nlive, "site", "sites"));
@@ -989,7 +1022,7 @@ static int text_main(FILE *o, report_t *r) {
     }
     free(peak_rank);
   }
-  if (t->ended) {
+  if (leaks_known(t)) {
     size_t n = list_len(r, t->nleaks);
     if (!t->nleaks) {
       fputs("\n== leaks at exit: none\n", o);
@@ -1296,10 +1329,16 @@ static int json_report(FILE *o, report_t *r) {
   json_str(o, t->host);
   fprintf(o,
           ", \"start_realtime_ns\": %llu, \"start\": \"%s\", \"duration_ns\": %llu, "
-          "\"exited_normally\": %s},\n",
+          "\"exited_normally\": %s",
           (unsigned long long)h->start_realtime_ns, start,
           (unsigned long long)(t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0),
-          t->ended ? "true" : "false");
+          leaks_known(t) ? "true" : "false");
+  if (t->have_exit) {
+    static const char *const how[] = {"exit", "_exit", "signal", "limit_abort"};
+    fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u}", how[t->exit.how],
+            t->exit.code, t->exit.tid);
+  }
+  fputs("},\n", o);
   fprintf(o,
           "  \"tracking\": {\"sample_interval\": %llu, \"track_min\": %llu, \"stack_depth\": %u, "
           "\"page_size\": %u},\n",
@@ -1340,7 +1379,7 @@ static int json_report(FILE *o, report_t *r) {
       return -1;
     fputs("  },\n", o);
   }
-  if (t->ended) {
+  if (leaks_known(t)) {
     size_t n = list_len(r, t->nleaks);
     fprintf(o,
             "  \"leaks\": {\"known\": true, \"bytes\": %llu, \"blocks\": %llu, \"estimated\": %s, "
@@ -1524,7 +1563,7 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   } else if (fflush(out) || ferror(out)) {
     fprintf(err, "ndmemreport: cannot write the report: %s\n", strerror(errno));
     rc = 2;
-  } else if (o.fail_on_leak && t->ended && t->nleaks) {
+  } else if (o.fail_on_leak && leaks_known(t) && t->nleaks) {
     rc = 1;
   }
   free(r.by_peak);

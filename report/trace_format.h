@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 #define ND_TRACE_MAGIC "NDMEMTR\n"
-// 2 added WORKSPACE and WS_ESCAPE records; 3 added LIMITS, BREACH, SNAPSHOT and SNAP_SITE.
-// Readers accept 1 to 3.
-#define ND_TRACE_VERSION 3
+// 2 added WORKSPACE and WS_ESCAPE records; 3 added LIMITS, BREACH, SNAPSHOT and SNAP_SITE; 4
+// added EXIT (how the process ended: exit, _exit, a fatal signal). Readers accept 1 to 4.
+#define ND_TRACE_VERSION 4
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -49,6 +49,7 @@ enum nd_rec_tag {
   ND_REC_BREACH = 11,   // nd_rec_breach_t: one logged breach of a limit
   ND_REC_SNAPSHOT = 12, // nd_rec_snapshot_t: live memory by site; `sites` SNAP_SITE records follow
   ND_REC_SNAP_SITE = 13, // nd_rec_snap_site_t: one site's live memory in the preceding SNAPSHOT
+  ND_REC_EXIT = 14,     // nd_rec_exit_t: how the process ended, just before END (version 4)
   ND_REC_TAG_MAX
 };
 
@@ -125,6 +126,23 @@ typedef struct nd_rec_flush {
   uint64_t seq;
 } nd_rec_flush_t;
 _Static_assert(sizeof(nd_rec_flush_t) == 16, "flush record layout");
+
+// How the process ended. `code`: the exit status for ND_EXIT_NORMAL and ND_EXIT_UNDERSCORE, the
+// signal number for ND_EXIT_SIGNAL and ND_EXIT_LIMIT_ABORT (SIGABRT).
+enum nd_exit_how {
+  ND_EXIT_NORMAL = 0,     // exit() or a return from main: ndmem's destructor ran
+  ND_EXIT_UNDERSCORE = 1, // _exit() or _Exit(): no atexit handlers, no destructors
+  ND_EXIT_SIGNAL = 2,     // a fatal signal whose disposition was the default (it then ended it)
+  ND_EXIT_LIMIT_ABORT = 3 // NDMEM_ON_LIMIT=abort
+};
+typedef struct nd_rec_exit {
+  uint64_t mono_ns;
+  uint32_t how; // enum nd_exit_how
+  int32_t code;
+  uint32_t tid; // the thread that ended the process
+  uint32_t reserved;
+} nd_rec_exit_t;
+_Static_assert(sizeof(nd_rec_exit_t) == 24, "exit record layout");
 
 typedef struct nd_rec_end {
   uint64_t mono_ns;

@@ -24,8 +24,8 @@ _Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer ho
 
 static const char *const tag_names[ND_REC_TAG_MAX] = {
     "?",   "MODULE",    "STACK",     "SITE",   "COUNTERS", "BLOCK",    "FLUSH",
-    "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE"};
-_Static_assert(ND_REC_TAG_MAX == 14, "a name for every record tag");
+    "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE", "EXIT"};
+_Static_assert(ND_REC_TAG_MAX == 15, "a name for every record tag");
 
 static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;
@@ -436,6 +436,7 @@ static uint32_t fixed_size(unsigned tag, int *var) {
   case ND_REC_BREACH: return sizeof(nd_rec_breach_t);
   case ND_REC_SNAPSHOT: return sizeof(nd_rec_snapshot_t);
   case ND_REC_SNAP_SITE: return sizeof(nd_rec_snap_site_t);
+  case ND_REC_EXIT: return sizeof(nd_rec_exit_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -453,6 +454,10 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
   if (t->hdr.version < 3 && r->tag >= ND_REC_LIMITS)
     return fail(t, off, "%s record in a version %u trace (version 3 introduced it)",
                 tag_names[r->tag], t->hdr.version);
+  if (t->hdr.version < 4 && r->tag == ND_REC_EXIT)
+    return fail(t, off, "EXIT record in a version %u trace (version 4 introduced it)",
+                t->hdr.version);
+  if (r->tag == ND_REC_EXIT && t->have_exit) return fail(t, off, "a second EXIT record");
   if (r->size > ND_TRACE_MAX_RECORD)
     return fail(t, off, "%s record size %u above the maximum %u", tag_names[r->tag], r->size,
                 ND_TRACE_MAX_RECORD);
@@ -488,6 +493,13 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   case ND_REC_BREACH: return on_breach(t, off, p);
   case ND_REC_SNAPSHOT: return on_snapshot(t, off, p);
   case ND_REC_SNAP_SITE: return on_snap_site(t, off, p);
+  case ND_REC_EXIT:
+    memcpy(&t->exit, p, sizeof t->exit);
+    if (t->exit.how > ND_EXIT_LIMIT_ABORT)
+      return fail(t, off, "EXIT record with an unknown way of ending (%u)", t->exit.how);
+    t->have_exit = true;
+    saw_time(t, t->exit.mono_ns);
+    return 0;
   case ND_REC_FLUSH:
     memcpy(&t->flush, p, sizeof t->flush);
     t->have_flush = true;

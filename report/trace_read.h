@@ -94,8 +94,10 @@ typedef struct nd_trace {
   bool truncated;     // the file ends inside a record (good_end < file_size)
   uint64_t records, rec_count[ND_REC_TAG_MAX];
 
-  bool ended; // an END record: the process exited normally
+  bool ended; // an END record: the trace is complete (the shim wrote its final records)
   nd_rec_end_t end;
+  bool have_exit;     // an EXIT record (version 4): how the process ended
+  nd_rec_exit_t exit;
   bool have_counters;
   nd_rec_counters_t counters; // the latest COUNTERS record
   bool have_flush;
