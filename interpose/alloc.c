@@ -10,6 +10,7 @@
 #include "trace.h"
 #include "ws.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -494,6 +495,83 @@ size_t nd_malloc_usable_size(void *p) {
   }
   if (ND_UNLIKELY(!nd_real.usable)) nd_thread_prepare(&nd_tls);
   return nd_real.usable ? nd_real.usable(p) : 0;
+}
+
+// ---------------------------------------------------------------- C++ operator new
+
+// operator new is interposed too: an allocator chained behind ndmem (jemalloc, tcmalloc) defines
+// its own, which would bypass the malloc hooks while its operator delete calls free: every
+// `delete` was counted and no `new`. ndmem's new allocates through the same path as malloc (the
+// next allocator's heap, so the next allocator's delete and free take the block) and keeps the
+// C++ contract as libstdc++ does: size 0 is 1 byte, and on failure the new_handler is called until
+// it gives up, then std::bad_alloc is thrown (these frames carry unwind tables; nothing is held
+// while the handler or the throw run). The C++ runtime's functions are looked up when first
+// needed: a process that reaches operator new has one loaded.
+static void *cxx_sym(int next, const char *name) {
+  nd_tls_t *t = &nd_tls;
+  unsigned char m = t->mode;
+  if (m == ND_T_COUNT) t->mode = ND_T_BUSY; // dlsym's own allocations are not the program's
+  void *f = dlsym(next ? RTLD_NEXT : RTLD_DEFAULT, name);
+  t->mode = m;
+  return f;
+}
+
+static void cxx_bad_alloc(void) {
+  static void *thrower;
+  if (!__atomic_load_n(&thrower, __ATOMIC_ACQUIRE))
+    __atomic_store_n(&thrower, cxx_sym(0, "_ZSt17__throw_bad_allocv"), __ATOMIC_RELEASE);
+  void *f = __atomic_load_n(&thrower, __ATOMIC_ACQUIRE);
+  if (f) (__extension__(void (*)(void)) f)();
+  abort(); // no C++ runtime to throw with: what an uncaught bad_alloc would do
+}
+
+static void (*cxx_handler(void))(void) {
+  static void *getter;
+  if (!__atomic_load_n(&getter, __ATOMIC_ACQUIRE))
+    __atomic_store_n(&getter, cxx_sym(0, "_ZSt15get_new_handlerv"), __ATOMIC_RELEASE);
+  void *f = __atomic_load_n(&getter, __ATOMIC_ACQUIRE);
+  return f ? (__extension__(void (*(*)(void))(void)) f)() : NULL;
+}
+
+static void *cxx_alloc(size_t n, size_t align, void *ra) {
+  if (!n) n = 1;
+  if (!align) return nd_malloc(n, ra);
+  void *p = NULL;
+  if (align < sizeof(void *)) align = sizeof(void *);
+  return nd_posix_memalign(&p, align, n, ra) == 0 ? p : NULL;
+}
+
+// The nothrow forms catch what the handler throws and return NULL; C cannot catch, so with a
+// handler installed they are left to the next definition of the same form (libstdc++'s calls
+// back into ndmem's throwing new; another allocator's is counted here).
+static const char *const nothrow_names[4] = {
+    "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
+    "_ZnamSt11align_val_tRKSt9nothrow_t"};
+
+void *nd_cxx_new(size_t n, size_t align, int form, void *ra) {
+  for (;;) {
+    void *p = cxx_alloc(n, align, ra);
+    if (p) return p;
+    void (*h)(void) = cxx_handler();
+    if (!h) {
+      if (form & ND_NEW_NOTHROW) return NULL;
+      cxx_bad_alloc();
+    }
+    if (!(form & ND_NEW_NOTHROW)) {
+      h();
+      continue;
+    }
+    void *f = cxx_sym(1, nothrow_names[form & 3]);
+    if (!f) return NULL;
+    nd_tls_t *t = &nd_tls;
+    unsigned char m = t->mode;
+    if (m == ND_T_COUNT) t->mode = ND_T_BUSY;
+    p = align ? (__extension__(void *(*)(size_t, size_t, const void *)) f)(n, align, NULL)
+              : (__extension__(void *(*)(size_t, const void *)) f)(n, NULL);
+    t->mode = m;
+    if (m == ND_T_COUNT && p) account_alloc(t, NDMEM_FN_MALLOC, p, n);
+    return p;
+  }
 }
 
 // ---------------------------------------------------------------- synthesised members

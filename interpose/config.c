@@ -90,6 +90,7 @@ const nd_option_t nd_options[] = {
     SOPT("NDMEM_TEST_STATM", test_statm, "", "test only: read resident memory from this file"),
 };
 const size_t nd_options_count = sizeof nd_options / sizeof nd_options[0];
+_Static_assert(sizeof nd_options / sizeof nd_options[0] <= 64, "nd_config_t.given has a bit per option");
 
 static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
@@ -215,15 +216,24 @@ static int set_string(char *dst, const char *s) {
   return 0;
 }
 
-static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn warn, void *ctx) {
+// One line for a value that cannot be used: what it should have been (or, for a well-formed size
+// outside the option's range, out_of_range -1 below or 1 above it) and the default used instead.
+static void warn_bad(const nd_option_t *o, const char *value, int out_of_range,
+                     nd_config_warn_fn warn, void *ctx) {
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: ");
   nd_buf_str(&b, o->name);
   nd_buf_str(&b, "='");
   nd_buf_strn(&b, value, 64);
-  nd_buf_str(&b, "' is not ");
-  switch (o->type) {
+  if (out_of_range && o->type == ND_OPT_SIZE) {
+    nd_buf_str(&b, out_of_range < 0 ? "' is below the minimum " : "' is above the maximum ");
+    nd_buf_i64(&b, out_of_range < 0 ? o->min : o->max);
+    nd_buf_str(&b, " B");
+  } else {
+    nd_buf_str(&b, "' is not ");
+  }
+  switch (out_of_range && o->type == ND_OPT_SIZE ? -1 : (int)o->type) {
   case ND_OPT_BOOL: nd_buf_str(&b, "a boolean (0/1, yes/no, true/false, on/off)"); break;
   case ND_OPT_INT:
     nd_buf_str(&b, "an integer in ");
@@ -241,17 +251,20 @@ static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn 
     for (const char *w = o->sdef; *w; w++) nd_buf_char(&b, *w == '|' ? '/' : *w);
     break;
   case ND_OPT_FRACTION: nd_buf_str(&b, "a fraction (e.g. 0.3)"); break;
-  case ND_OPT_STRING:
-    nd_buf_str(&b, "a path pattern (at most ");
+  case ND_OPT_STRING: {
+    int pattern = o->offset == offsetof(nd_config_t, output);
+    nd_buf_str(&b, pattern ? "a path pattern (at most " : "a path (at most ");
     nd_buf_u64(&b, ND_CONFIG_PATH_MAX - 1);
-    nd_buf_str(&b, " bytes; %p %h %r %%)");
+    nd_buf_str(&b, pattern ? " bytes; %p %h %r %%)" : " bytes)");
     break;
+  }
+  default: break;
   }
   nd_buf_str(&b, "; using ");
   if (o->type == ND_OPT_LIMIT) {
     nd_buf_str(&b, o->def < 0 ? "auto" : "none (the limit is off)");
   } else if (o->type == ND_OPT_STRING) {
-    nd_buf_str(&b, o->sdef);
+    nd_buf_str(&b, o->sdef[0] ? o->sdef : "none (unset)");
   } else if (o->type == ND_OPT_CHOICE) {
     const char *w = o->sdef;
     for (int64_t i = 0; i < o->def; i++) {
@@ -270,6 +283,66 @@ static void warn_bad(const nd_option_t *o, const char *value, nd_config_warn_fn 
 }
 
 static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn, void *ctx);
+
+static int given(const nd_config_t *cfg, const char *name) {
+  for (size_t i = 0; i < nd_options_count; i++)
+    if ((cfg->given >> i & 1) && ieq(nd_options[i].name, name)) return 1;
+  return 0;
+}
+
+// Settings that cannot take effect because of another one: one line each, naming what decides.
+// (Limits and their reading settings may still take effect later, through ndmem_limit_set.)
+static int check_effects(const nd_config_t *cfg, nd_config_warn_fn warn, void *ctx) {
+  int n = 0;
+  nd_buf_t b;
+  struct {
+    int off;
+    const char *because;
+    const char *names;
+  } groups[] = {
+      {!cfg->enabled, "NDMEM_ENABLED=0 (every hook only forwards)",
+       "NDMEM_SUMMARY NDMEM_SUMMARY_CHILDREN NDMEM_FOLLOW_FORK NDMEM_TRACE NDMEM_OUTPUT NDMEM_DEPTH "
+       "NDMEM_TRACK_MIN NDMEM_SAMPLE NDMEM_FLUSH_MS NDMEM_WORKSPACES NDMEM_WS_MIN NDMEM_WS_LEARNING "
+       "NDMEM_WS_CYCLES NDMEM_WS_ALLOCATION NDMEM_WS_OVERALLOCATE NDMEM_WS_SPILL NDMEM_WS_RESET "
+       "NDMEM_WS_LOCATION NDMEM_WS_MMAP_DIR NDMEM_WS_INITIAL_SIZE NDMEM_WS_MIN_SIZE "
+       "NDMEM_WS_MAX_SIZE NDMEM_WS_GUARD NDMEM_MAX_BYTES NDMEM_MAX_PHYSICAL_BYTES NDMEM_ON_LIMIT "
+       "NDMEM_WARN_AT NDMEM_LIMIT_STEP NDMEM_LIMIT_POLL_MS"},
+      {cfg->enabled && !cfg->trace, "NDMEM_TRACE=0 (no trace is written)",
+       "NDMEM_OUTPUT NDMEM_DEPTH NDMEM_TRACK_MIN NDMEM_SAMPLE NDMEM_FLUSH_MS"},
+      {cfg->enabled && !cfg->summary, "NDMEM_SUMMARY=0 (no summary is printed)",
+       "NDMEM_SUMMARY_CHILDREN"},
+      {cfg->enabled && !cfg->workspaces, "NDMEM_WORKSPACES=0 (no workspace is made)",
+       "NDMEM_WS_MIN NDMEM_WS_LEARNING NDMEM_WS_CYCLES NDMEM_WS_ALLOCATION NDMEM_WS_OVERALLOCATE "
+       "NDMEM_WS_SPILL NDMEM_WS_RESET NDMEM_WS_LOCATION NDMEM_WS_MMAP_DIR NDMEM_WS_INITIAL_SIZE "
+       "NDMEM_WS_MIN_SIZE NDMEM_WS_MAX_SIZE NDMEM_WS_GUARD"},
+      {cfg->enabled && cfg->workspaces && cfg->ws_learning != 2,
+       "NDMEM_WS_LEARNING is not over_time (only over_time learns over several cycles)",
+       "NDMEM_WS_CYCLES"},
+      {cfg->enabled && cfg->workspaces && cfg->ws_allocation == 0 && cfg->ws_reset == 0,
+       "NDMEM_WS_ALLOCATION=strict (the arena is the plan, nothing more)", "NDMEM_WS_OVERALLOCATE"},
+      {cfg->enabled && cfg->workspaces && cfg->ws_location == 0,
+       "NDMEM_WS_LOCATION=ram (arenas are anonymous memory)", "NDMEM_WS_MMAP_DIR"},
+  };
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+    if (!groups[g].off) continue;
+    for (const char *p = groups[g].names; *p;) {
+      char name[48];
+      size_t k = 0;
+      while (*p && *p != ' ' && k + 1 < sizeof name) name[k++] = *p++;
+      name[k] = 0;
+      while (*p == ' ') p++;
+      if (!given(cfg, name)) continue;
+      nd_buf_reset(&b);
+      nd_buf_str(&b, "ndmem: ");
+      nd_buf_str(&b, name);
+      nd_buf_str(&b, " has no effect: ");
+      nd_buf_str(&b, groups[g].because);
+      warn(nd_buf_cstr(&b), ctx);
+      n++;
+    }
+  }
+  return n;
+}
 
 // What a '%' limit is relative to: the smaller of RAM and the cgroup limit, read once. The
 // test-only cgroup directory is taken from the environment first, wherever it stands in it.
@@ -295,7 +368,9 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
     else *(int64_t *)((char *)cfg + o->offset) = o->def;
   }
   cfg->ram_bytes = cfg->cgroup_bytes = 0;
+  cfg->given = 0;
   warnings = load_env(cfg, secure ? NULL : envp, warn, ctx);
+  warnings += check_effects(cfg, warn, ctx);
   if (cfg->warn_at < 0) { // auto: 90 % of the cgroup limit, when there is one
     percent_base(cfg, secure ? NULL : envp);
     cfg->warn_at = (int64_t)nd_config_auto_warn(cfg->cgroup_bytes);
@@ -317,6 +392,7 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
         opt = &nd_options[i];
         value = rest + 1;
       }
+    if (opt) cfg->given |= 1ull << (opt - nd_options);
     if (!opt) {
       nd_buf_t b;
       nd_buf_reset(&b);
@@ -330,10 +406,12 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
     }
     if (opt->type == ND_OPT_STRING) {
       char probe[ND_CONFIG_PATH_MAX + 256];
+      int pattern = opt->offset == offsetof(nd_config_t, output); // the others are plain paths
       if (!*value || set_string((char *)cfg + opt->offset, value) != 0 ||
-          nd_config_expand_path(probe, sizeof probe, value, envp0) != 0) {
+          (pattern && nd_config_expand_path(probe, sizeof probe, value, envp0) != 0)) {
         set_string((char *)cfg + opt->offset, opt->sdef);
-        warn_bad(opt, value, warn, ctx);
+        warn_bad(opt, value, 0, warn, ctx);
+        cfg->given &= ~(1ull << (opt - nd_options)); // said once: not again as "no effect"
         warnings++;
       }
       continue;
@@ -341,7 +419,8 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
     int64_t v = 0;
     if (opt->type == ND_OPT_LIMIT) {
       if (nd_parse_limit(value, percent_base(cfg, envp0), opt->min < 0, &v) != 0) {
-        warn_bad(opt, value, warn, ctx);
+        warn_bad(opt, value, 0, warn, ctx);
+        cfg->given &= ~(1ull << (opt - nd_options)); // said once: not again as "no effect"
         warnings++;
       } else {
         *(int64_t *)((char *)cfg + opt->offset) = v;
@@ -355,7 +434,8 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
                                             : nd_parse_size(value, 0, &v);
     int ranged = opt->type != ND_OPT_CHOICE;
     if (rc != 0 || (ranged && (v < opt->min || v > opt->max))) {
-      warn_bad(opt, value, warn, ctx);
+      warn_bad(opt, value, rc != 0 ? 0 : v < opt->min ? -1 : 1, warn, ctx);
+      cfg->given &= ~(1ull << (opt - nd_options));
       warnings++;
       continue;
     }

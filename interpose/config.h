@@ -42,7 +42,9 @@ typedef struct nd_config {
   char ws_mmap_dir[ND_CONFIG_PATH_MAX]; // NDMEM_WS_MMAP_DIR: where location=mmap puts arena files
   char test_cgroup_dir[ND_CONFIG_PATH_MAX]; // NDMEM_TEST_CGROUP_DIR: test-only cgroup directory
   char test_statm[ND_CONFIG_PATH_MAX];      // NDMEM_TEST_STATM: test-only statm file
-  // Not settings: what '%' limits are relative to, found while loading.
+  // Not settings: which variables the environment named (bit i: nd_options[i]), and what '%'
+  // limits are relative to, found while loading.
+  uint64_t given;
   uint64_t ram_bytes;    // physical RAM
   uint64_t cgroup_bytes; // the process's cgroup memory limit (0: none)
 } nd_config_t;

@@ -71,3 +71,41 @@ ND_EXPORT void (*signal(int sig, void (*handler)(int)))(int) { return nd_signal(
 ND_EXPORT void _exit(int status) { nd_exit_now(status); }
 ND_EXPORT void _Exit(int status) { nd_exit_now(status); }
 ND_EXPORT int pipe2(int fds[2], int flags) { return nd_pipe2(fds, flags, RA); }
+
+// C++ operator new and delete, every form of the C++17 library (alloc.c, nd_cxx_new: why). The
+// nothrow_t and align_val_t arguments are passed as what they are at the ABI level.
+#define NEW(name, form) \
+  ND_EXPORT void *name(size_t n) { return nd_cxx_new(n, 0, form, RA); }
+#define NEW_NT(name, form) \
+  ND_EXPORT void *name(size_t n, const void *nt) { (void)nt; return nd_cxx_new(n, 0, form, RA); }
+#define NEW_AL(name, form) \
+  ND_EXPORT void *name(size_t n, size_t al) { return nd_cxx_new(n, al, form, RA); }
+#define NEW_AL_NT(name, form) \
+  ND_EXPORT void *name(size_t n, size_t al, const void *nt) { \
+    (void)nt; \
+    return nd_cxx_new(n, al, form, RA); \
+  }
+NEW(_Znwm, 0)
+NEW(_Znam, ND_NEW_ARRAY)
+NEW_NT(_ZnwmRKSt9nothrow_t, ND_NEW_NOTHROW)
+NEW_NT(_ZnamRKSt9nothrow_t, ND_NEW_ARRAY | ND_NEW_NOTHROW)
+NEW_AL(_ZnwmSt11align_val_t, ND_NEW_ALIGNED)
+NEW_AL(_ZnamSt11align_val_t, ND_NEW_ARRAY | ND_NEW_ALIGNED)
+NEW_AL_NT(_ZnwmSt11align_val_tRKSt9nothrow_t, ND_NEW_ALIGNED | ND_NEW_NOTHROW)
+NEW_AL_NT(_ZnamSt11align_val_tRKSt9nothrow_t, ND_NEW_ARRAY | ND_NEW_ALIGNED | ND_NEW_NOTHROW)
+
+#define U __attribute__((unused))
+#define DEL(name, ...) \
+  ND_EXPORT void name(void *p, ##__VA_ARGS__) { nd_free(p, NDMEM_FN_FREE); }
+DEL(_ZdlPv)
+DEL(_ZdaPv)
+DEL(_ZdlPvm, size_t n U)
+DEL(_ZdaPvm, size_t n U)
+DEL(_ZdlPvSt11align_val_t, size_t al U)
+DEL(_ZdaPvSt11align_val_t, size_t al U)
+DEL(_ZdlPvmSt11align_val_t, size_t n U, size_t al U)
+DEL(_ZdaPvmSt11align_val_t, size_t n U, size_t al U)
+DEL(_ZdlPvRKSt9nothrow_t, const void *nt U)
+DEL(_ZdaPvRKSt9nothrow_t, const void *nt U)
+DEL(_ZdlPvSt11align_val_tRKSt9nothrow_t, size_t al U, const void *nt U)
+DEL(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t al U, const void *nt U)

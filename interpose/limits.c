@@ -446,10 +446,32 @@ static void start_poller(void) { nd_os_thread_once(&L.poller, poll_main); }
 
 // ---------------------------------------------------------------- setup and settings
 
+static void statm_warn(const char *path, int err, const char *then) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: cannot read resident memory from '");
+  nd_buf_strn(&b, path, 200);
+  nd_buf_str(&b, "' (");
+  nd_buf_str(&b, strerror(err));
+  nd_buf_str(&b, "); ");
+  nd_buf_str(&b, then);
+  nd_buf_line(&b, 2);
+}
+
+// A statm file that cannot be opened is said, never silently a limit that is off: the test-only
+// NDMEM_TEST_STATM falls back to /proc/self/statm; without that, the physical limit and the
+// watermark cannot be checked.
 static void open_statm(void) {
   if (L.statm_fd >= 0) close(L.statm_fd);
   int saved = errno;
-  L.statm_fd = open(nd_cfg.test_statm[0] ? nd_cfg.test_statm : "/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  const char *proc = "/proc/self/statm", *path = nd_cfg.test_statm[0] ? nd_cfg.test_statm : proc;
+  L.statm_fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (L.statm_fd < 0 && path != proc) {
+    statm_warn(path, errno, "using /proc/self/statm (NDMEM_TEST_STATM)");
+    L.statm_fd = open(proc, O_RDONLY | O_CLOEXEC);
+  }
+  if (L.statm_fd < 0)
+    statm_warn(proc, errno, "NDMEM_MAX_PHYSICAL_BYTES and NDMEM_WARN_AT are not checked");
   L.statm_fd = nd_os_fd_high(L.statm_fd, __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING);
   errno = saved;
 }

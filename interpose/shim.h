@@ -103,6 +103,10 @@ void *nd_valloc(size_t n, void *ra);
 void *nd_pvalloc(size_t n, void *ra);
 void nd_free(void *p, int fn);
 size_t nd_malloc_usable_size(void *p);
+// C++ operator new (hooks.c exports every form): form = ND_NEW_ARRAY | ND_NEW_ALIGNED |
+// ND_NEW_NOTHROW; align 0 for the unaligned forms. operator delete is nd_free.
+enum { ND_NEW_ARRAY = 1, ND_NEW_ALIGNED = 2, ND_NEW_NOTHROW = 4 };
+void *nd_cxx_new(size_t n, size_t align, int form, void *ra);
 int nd_synth_posix_memalign(void **out, size_t align, size_t n);
 void *nd_synth_aligned_alloc(size_t align, size_t n);
 void *nd_synth_memalign(size_t align, size_t n);

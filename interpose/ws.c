@@ -177,17 +177,31 @@ static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
     nd_buf_str(&b, "/ndmem-ws-XXXXXX");
     memcpy(path, nd_buf_cstr(&b), b.len + 1);
     int saved = errno;
-    int fd = mkostemp(path, O_CLOEXEC);
+    int fd = mkostemp(path, O_CLOEXEC), err = errno;
     if (fd >= 0) {
       unlink(path);
       if (ftruncate(fd, (off_t)size) == 0) {
         p = nd_real.mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED) p = NULL;
       }
+      err = errno;
       close(fd);
     }
     errno = saved;
-  } else {
+    if (!p) { // the folder is missing, full or read-only: anonymous memory, said once
+      static int said;
+      if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+        nd_buf_reset(&b);
+        nd_buf_str(&b, "ndmem: NDMEM_WS_MMAP_DIR='");
+        nd_buf_strn(&b, nd_cfg.ws_mmap_dir, 200);
+        nd_buf_str(&b, "': cannot make an arena file (");
+        nd_buf_str(&b, strerror(err));
+        nd_buf_str(&b, "); arenas use anonymous memory (NDMEM_WS_LOCATION=ram)");
+        nd_buf_line(&b, 2);
+      }
+    }
+  }
+  if (!p) {
     p = nd_os_map(size);
     // Transparent huge pages where the kernel offers them (madvise mode): fewer TLB misses and
     // faults for tensor-sized arenas.

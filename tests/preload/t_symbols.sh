@@ -4,7 +4,13 @@
 # program's namespace, where it could collide with the program's own symbols).
 # usage: t_symbols.sh LIBNDMEM HAVE_FREE_SIZED(0|1)
 lib=$1
-want="_Exit _exit aligned_alloc calloc free malloc malloc_usable_size memalign mmap mmap64 mremap munmap ndmem_cycle_begin ndmem_cycle_end ndmem_limit_set ndmem_limits ndmem_stats ndmem_version ndmem_workspace_configure ndmem_workspace_enter ndmem_workspace_leave ndmem_ws_stats posix_memalign pipe2 pvalloc realloc reallocarray sigaction signal valloc"
+# C++ operator new/delete, every form (mangled)
+cxx="_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t _ZnwmSt11align_val_t _ZnamSt11align_val_t
+  _ZnwmSt11align_val_tRKSt9nothrow_t _ZnamSt11align_val_tRKSt9nothrow_t _ZdlPv _ZdaPv _ZdlPvm
+  _ZdaPvm _ZdlPvSt11align_val_t _ZdaPvSt11align_val_t _ZdlPvmSt11align_val_t _ZdaPvmSt11align_val_t
+  _ZdlPvRKSt9nothrow_t _ZdaPvRKSt9nothrow_t _ZdlPvSt11align_val_tRKSt9nothrow_t
+  _ZdaPvSt11align_val_tRKSt9nothrow_t"
+want="$cxx _Exit _exit aligned_alloc calloc free malloc malloc_usable_size memalign mmap mmap64 mremap munmap ndmem_cycle_begin ndmem_cycle_end ndmem_limit_set ndmem_limits ndmem_stats ndmem_version ndmem_workspace_configure ndmem_workspace_enter ndmem_workspace_leave ndmem_ws_stats posix_memalign pipe2 pvalloc realloc reallocarray sigaction signal valloc"
 [ "$2" = 1 ] && want="$want free_aligned_sized free_sized"
 want=$(printf '%s\n' $want | sort | tr '\n' ' ')
 got=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWiVB]$/ {print $3}' | sed 's/@.*//' | sort | tr '\n' ' ')

@@ -194,12 +194,48 @@ int main(int argc, char **argv) {
   CHECK_EQ(cfg.summary, 2);
   CHECK_EQ(cfg.enabled, 0);
   CHECK_EQ(cfg.follow_fork, 1);
-  CHECK_EQ(n, 3);
-  CHECK_EQ(nwarn, 3);
+  CHECK_EQ(n, 4);
+  CHECK_EQ(nwarn, 4);
   CHECK_STR(warnings[0], "ndmem: NDMEM_FOLLOW_FORK='maybe' is not a boolean (0/1, yes/no, "
                          "true/false, on/off); using 1");
   CHECK_STR(warnings[1], "ndmem: NDMEM_SUMMARYX is not a known setting; ignored (see `ndmem --help`)");
   CHECK_STR(warnings[2], "ndmem: NDMEM_SUMMARY is not a known setting; ignored (see `ndmem --help`)");
+  // a setting that another one makes pointless says so (a bad value was said once already)
+  CHECK_STR(warnings[3], "ndmem: NDMEM_SUMMARY has no effect: NDMEM_ENABLED=0 (every hook only "
+                         "forwards)");
+
+  // Every setting that cannot take effect says so, naming what it fell back to or what decides.
+  static const struct { const char *env[4]; const char *want; } noeffect[] = {
+      {{"NDMEM_WS_MIN=0"}, "ndmem: NDMEM_WS_MIN='0' is below the minimum 1 B; using 65536"},
+      {{"NDMEM_TEST_STATM=/x%q"}, NULL}, // a plain path: any bytes are fine
+      {{"NDMEM_WORKSPACES=0", "NDMEM_WS_GUARD=1"},
+       "ndmem: NDMEM_WS_GUARD has no effect: NDMEM_WORKSPACES=0 (no workspace is made)"},
+      {{"NDMEM_TRACE=off", "NDMEM_DEPTH=8"},
+       "ndmem: NDMEM_DEPTH has no effect: NDMEM_TRACE=0 (no trace is written)"},
+      {{"NDMEM_WS_CYCLES=5"}, "ndmem: NDMEM_WS_CYCLES has no effect: NDMEM_WS_LEARNING is not "
+                              "over_time (only over_time learns over several cycles)"},
+      {{"NDMEM_WS_LEARNING=over_time", "NDMEM_WS_CYCLES=5"}, NULL},
+      {{"NDMEM_WS_ALLOCATION=strict", "NDMEM_WS_OVERALLOCATE=0.5"},
+       "ndmem: NDMEM_WS_OVERALLOCATE has no effect: NDMEM_WS_ALLOCATION=strict (the arena is "
+       "the plan, nothing more)"},
+      {{"NDMEM_WS_MMAP_DIR=/var/tmp"}, "ndmem: NDMEM_WS_MMAP_DIR has no effect: "
+                                       "NDMEM_WS_LOCATION=ram (arenas are anonymous memory)"},
+      {{"NDMEM_SUMMARY=0", "NDMEM_SUMMARY_CHILDREN=1"},
+       "ndmem: NDMEM_SUMMARY_CHILDREN has no effect: NDMEM_SUMMARY=0 (no summary is printed)"},
+  };
+  for (size_t i = 0; i < sizeof noeffect / sizeof noeffect[0]; i++) {
+    nwarn = 0;
+    nd_config_load(&cfg, (char **)noeffect[i].env, 0, collect, NULL);
+    CHECK_EQ(nwarn, noeffect[i].want ? 1 : 0);
+    if (noeffect[i].want && nwarn) CHECK_STR(warnings[0], noeffect[i].want);
+  }
+  CHECK_EQ(cfg.summary_children, 1);
+  nwarn = 0; // a test-only path that is malformed names no default it does not have
+  char *env8[] = {"NDMEM_TEST_CGROUP_DIR=", NULL};
+  nd_config_load(&cfg, env8, 0, collect, NULL);
+  CHECK_EQ(nwarn, 1);
+  CHECK_STR(warnings[0], "ndmem: NDMEM_TEST_CGROUP_DIR='' is not a path (at most 511 bytes); "
+                         "using none (unset)");
 
   char *env2[] = {"NDMEM_SUMMARY=7", NULL};
   nwarn = 0;
