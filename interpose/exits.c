@@ -71,6 +71,16 @@ static int install(int sig) {
   return real_sigaction(sig, &sa, NULL);
 }
 
+// The signal's disposition is SIG_DFL (just set, or found at start-up): keep what the kernel
+// reads back for it (glibc adds SA_RESTORER: the program must read exactly what it would without
+// ndmem) and put ndmem's handler in its place. The table lock is held.
+static void take(int sig) {
+  struct sigaction cur;
+  if (real_sigaction(sig, NULL, &cur) != 0 || !is_default(&cur) || install(sig) != 0) return;
+  X.owned[sig] = 1;
+  X.view[sig] = cur;
+}
+
 static void table_lock(sigset_t *old) {
   sigset_t all;
   sigfillset(&all);
@@ -92,15 +102,8 @@ void nd_exits_setup(void) {
   for (size_t i = 0; i < sizeof fatal_sigs / sizeof fatal_sigs[0]; i++) X.fatal[fatal_sigs[i]] = 1;
   sigset_t old;
   table_lock(&old);
-  for (size_t i = 0; i < sizeof fatal_sigs / sizeof fatal_sigs[0]; i++) {
-    int sig = fatal_sigs[i];
-    struct sigaction cur;
-    if (real_sigaction(sig, NULL, &cur) != 0 || !is_default(&cur)) continue; // ignored or handled
-    if (install(sig) == 0) {
-      X.owned[sig] = 1;
-      X.view[sig] = cur;
-    }
-  }
+  for (size_t i = 0; i < sizeof fatal_sigs / sizeof fatal_sigs[0]; i++)
+    take(fatal_sigs[i]); // only where the disposition is the default (not ignored or handled)
   table_unlock(&old);
   X.on = 1;
 }
@@ -118,15 +121,14 @@ int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   int rc = 0;
   if (X.owned[sig]) {
     struct sigaction prev = X.view[sig];
-    if (act && is_default(act)) X.view[sig] = *act; // SIG_DFL again: ndmem's handler stays
-    else if (act && (rc = real_sigaction(sig, act, NULL)) == 0) X.owned[sig] = 0;
+    if (act && (rc = real_sigaction(sig, act, NULL)) == 0) {
+      X.owned[sig] = 0;
+      if (is_default(act)) take(sig); // SIG_DFL again: ndmem's handler stands in for it
+    }
     if (rc == 0 && old) *old = prev;
   } else {
     rc = real_sigaction(sig, act, old);
-    if (rc == 0 && act && is_default(act) && install(sig) == 0) {
-      X.owned[sig] = 1;
-      X.view[sig] = *act;
-    }
+    if (rc == 0 && act && is_default(act)) take(sig);
   }
   int err = errno;
   table_unlock(&mask);

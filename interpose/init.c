@@ -344,18 +344,26 @@ static void kind_line(nd_buf_t *b, int fd, const char *name, const ndmem_kind_st
   nd_buf_str(b, " (");
   nd_buf_i64(b, k->peak_bytes);
   nd_buf_str(b, " B); live at exit ");
-  nd_buf_bytes(b, k->live_bytes);
+  // Frees of blocks ndmem never saw allocated would make these negative: never shown as memory.
+  int64_t live = k->live_bytes > 0 ? k->live_bytes : 0, count = k->live_count > 0 ? k->live_count : 0;
+  nd_buf_bytes(b, live);
   nd_buf_str(b, " (");
-  nd_buf_i64(b, k->live_bytes);
+  nd_buf_i64(b, live);
   nd_buf_str(b, " B) in ");
-  nd_buf_i64(b, k->live_count);
+  nd_buf_i64(b, count);
   nd_buf_char(b, ' ');
   nd_buf_str(b, unit);
   nd_buf_str(b, "; ");
   nd_buf_u64(b, k->allocs);
   nd_buf_str(b, " allocated, ");
   nd_buf_u64(b, k->frees);
-  nd_buf_str(b, " released\n");
+  nd_buf_str(b, " released");
+  if (k->live_count < 0 || k->live_bytes < 0) {
+    nd_buf_str(b, " (");
+    nd_buf_i64(b, -k->live_count);
+    nd_buf_str(b, " more released than ndmem saw allocated)");
+  }
+  nd_buf_char(b, '\n');
   nd_buf_flush(b, fd);
 }
 
