@@ -291,7 +291,8 @@ static int given(const nd_config_t *cfg, const char *name) {
 }
 
 // Settings that cannot take effect because of another one: one line each, naming what decides.
-// (Limits and their reading settings may still take effect later, through ndmem_limit_set.)
+// (Limits and their reading settings may still take effect later, through ndmem_limit_set;
+// NDMEM_ENABLED=0 is the off switch and silences everything, as its users expect.)
 static int check_effects(const nd_config_t *cfg, nd_config_warn_fn warn, void *ctx) {
   int n = 0;
   nd_buf_t b;
@@ -300,13 +301,6 @@ static int check_effects(const nd_config_t *cfg, nd_config_warn_fn warn, void *c
     const char *because;
     const char *names;
   } groups[] = {
-      {!cfg->enabled, "NDMEM_ENABLED=0 (every hook only forwards)",
-       "NDMEM_SUMMARY NDMEM_SUMMARY_CHILDREN NDMEM_FOLLOW_FORK NDMEM_TRACE NDMEM_OUTPUT NDMEM_DEPTH "
-       "NDMEM_TRACK_MIN NDMEM_SAMPLE NDMEM_FLUSH_MS NDMEM_WORKSPACES NDMEM_WS_MIN NDMEM_WS_LEARNING "
-       "NDMEM_WS_CYCLES NDMEM_WS_ALLOCATION NDMEM_WS_OVERALLOCATE NDMEM_WS_SPILL NDMEM_WS_RESET "
-       "NDMEM_WS_LOCATION NDMEM_WS_MMAP_DIR NDMEM_WS_INITIAL_SIZE NDMEM_WS_MIN_SIZE "
-       "NDMEM_WS_MAX_SIZE NDMEM_WS_GUARD NDMEM_MAX_BYTES NDMEM_MAX_PHYSICAL_BYTES NDMEM_ON_LIMIT "
-       "NDMEM_WARN_AT NDMEM_LIMIT_STEP NDMEM_LIMIT_POLL_MS"},
       {cfg->enabled && !cfg->trace, "NDMEM_TRACE=0 (no trace is written)",
        "NDMEM_OUTPUT NDMEM_DEPTH NDMEM_TRACK_MIN NDMEM_SAMPLE NDMEM_FLUSH_MS"},
       {cfg->enabled && !cfg->summary, "NDMEM_SUMMARY=0 (no summary is printed)",

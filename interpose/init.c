@@ -360,7 +360,7 @@ static void kind_line(nd_buf_t *b, int fd, const char *name, const ndmem_kind_st
   nd_buf_str(b, " released");
   if (k->live_count < 0 || k->live_bytes < 0) {
     nd_buf_str(b, " (");
-    nd_buf_i64(b, -k->live_count);
+    nd_buf_u64(b, 0ull - (uint64_t)k->live_count);
     nd_buf_str(b, " more released than ndmem saw allocated)");
   }
   nd_buf_char(b, '\n');

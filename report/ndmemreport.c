@@ -410,7 +410,8 @@ static void text_kind(FILE *o, const nd_rec_kind_totals_t *k, const char *name, 
           k->live_count == 1 ? "" : "s", (unsigned long long)k->allocs,
           (unsigned long long)k->frees);
   if (k->live_count < 0 || k->live_bytes < 0)
-    fprintf(o, " (%lld more released than ndmem saw allocated)", (long long)-k->live_count);
+    fprintf(o, " (%llu more released than ndmem saw allocated)",
+            0ull - (unsigned long long)k->live_count);
   fputc('\n', o);
 }
 
