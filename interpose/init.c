@@ -140,6 +140,7 @@ static int resolve(void) {
 
 static void thread_exit(void *arg) {
   nd_tls_t *t = &nd_tls;
+  nd_ws_thread_exit(t);
   t->mode = ND_T_DEAD;
   t->shard = NULL;
   nd_shard_release((nd_shard_t *)arg);

@@ -96,6 +96,7 @@ typedef struct space {
 } space_t;
 
 typedef struct ws_thread {
+  struct ws_thread *pool_next; // in G.pool: left by a thread that ended (nd_ws_thread_exit)
   int64_t routed_live;  // bytes of routed-size blocks this thread holds (flows)
   space_t *auto_space;
   space_t *named;       // list
@@ -116,6 +117,7 @@ static struct {
   space_t *spaces;      // registry, append-only (atomic head)
   nd_rec_ws_escape_t pending[256]; // escapes not yet written to the trace
   unsigned npending;
+  struct ws_thread *pool; // thread states to reuse (under lock)
 } G;
 
 
@@ -264,9 +266,43 @@ static int64_t entry_at(inst_t *s, uint64_t off, int which) {
 
 // ---------------------------------------------------------------- spaces
 
+// Threads come and go (thread pools, mimalloc's test-stress creates threads every round). A
+// thread whose automatic workspace was still looking for its cycle leaves its state (about 230
+// KiB, mostly the detector's rings and table) to the next new thread: no fresh pages to fault in
+// (each first write into a zero page is a TLB shootdown of every CPU running the program), no
+// memory kept per dead thread, and one workspace record in the trace instead of one per thread.
+// A workspace that got further (a plan, a recording, named ones, marks) keeps its state: its
+// statistics are reported and its blocks may still be live.
+void nd_ws_thread_exit(nd_tls_t *t) {
+  ws_thread_t *w = t->ws;
+  space_t *s = w ? w->auto_space : NULL;
+  if (!s || w->named || w->depth || w->marked || s->mode != WSM_DETECT || s->pi) return;
+  t->ws = NULL;
+  nd_spin_lock(&G.lock);
+  w->pool_next = G.pool;
+  G.pool = w;
+  nd_spin_unlock(&G.lock);
+}
+
 static ws_thread_t *thread_state(nd_tls_t *t) {
-  if (!t->ws) t->ws = nd_os_map(sizeof(ws_thread_t));
-  return t->ws;
+  if (t->ws) return t->ws;
+  nd_spin_lock(&G.lock);
+  ws_thread_t *w = G.pool;
+  if (w) G.pool = w->pool_next;
+  nd_spin_unlock(&G.lock);
+  if (w) { // what an ended thread left: its automatic workspace starts over for this one
+    space_t *s = w->auto_space;
+    ws_detect_reset(s->det);
+    s->tid = nd_os_gettid();
+    s->symbols = 0;
+    s->cand = s->cand_seen = s->period = s->phase = s->in_cycle = 0;
+    memset(&w->pool_next, 0, sizeof w->pool_next);
+    w->routed_live = 0;
+  } else {
+    w = nd_os_map(sizeof(ws_thread_t));
+  }
+  t->ws = w;
+  return w;
 }
 
 static space_t *space_new(const char *name, int automatic) {
@@ -805,11 +841,24 @@ void nd_ws_external(nd_tls_t *t, void *p) {
 // returning it keeps the learning cycles' RSS near the program's live bytes. A trim once
 // TRIM_FREED bytes have been freed, within trim_bounded's time budget.
 #define TRIM_FREED (16 << 20)
+#define TRIM_BLIND 64 // trims before a stream shows any repetition, per process
 void nd_ws_heap_freed(uint64_t bytes) {
   ws_thread_t *w = nd_tls.ws;
   space_t *s = w && !w->marked ? w->auto_space : NULL;
   if (!nd_real.trim || !s || (s->mode != WSM_DETECT && s->mode != WSM_RECORD)) return;
-  if (__atomic_add_fetch(&trim_freed, (int64_t)bytes, __ATOMIC_RELAXED) >= TRIM_FREED) trim_bounded();
+  if (__atomic_add_fetch(&trim_freed, (int64_t)bytes, __ATOMIC_RELAXED) < TRIM_FREED) return;
+  // A stream that repeats (a period being confirmed, a cycle being recorded) is a loop about to
+  // get its arena. Before any repetition shows, a loop cannot be told from a program that has
+  // none, where a trimmed heap is reused at once and the trim only costs page faults and TLB
+  // shootdowns: such trims come from a small budget for the whole process (a training loop's
+  // first cycles fit in it; threads that come and go do not renew it).
+  if (s->mode == WSM_DETECT && !s->cand) {
+    static int blind_left = TRIM_BLIND;
+    if (__atomic_load_n(&blind_left, __ATOMIC_RELAXED) <= 0 ||
+        __atomic_sub_fetch(&blind_left, 1, __ATOMIC_RELAXED) < 0)
+      return;
+  }
+  trim_bounded();
 }
 
 void nd_ws_note_free(uint64_t bytes) {

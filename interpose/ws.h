@@ -16,6 +16,7 @@ extern uintptr_t nd_ws_lo, nd_ws_hi; // bounds of every arena ever mapped (atomi
 #define ND_WS_FAIL ((void *)1) // spill policy "fail": the allocation must fail with ENOMEM
 
 void nd_ws_setup(void);
+void nd_ws_thread_exit(struct nd_tls *t); // the thread ends: its state may serve the next one
 // A routed allocation (req >= nd_ws_min) on a COUNT thread. Returns the block from an arena,
 // ND_WS_FAIL, or NULL: then the caller allocates normally and calls nd_ws_external(t, p) so a
 // learning cycle can record it.
