@@ -170,6 +170,10 @@ static int process_check(const char *prog, const snapshot_t *p0, const snapshot_
     printf("check: heap %-10s delta %lld = workload %lld + main thread (pthread_create/join) %lld"
            ": %s\n", row[i].what, row[i].got, row[i].program, row[i].main_thread,
            ok ? "exact" : "MISMATCH");
+    if (!ok)
+      fprintf(stderr, "%s: check: heap %s delta %lld, expected %lld (workload %lld + main thread "
+              "%lld)\n", prog, row[i].what, row[i].got, row[i].program + row[i].main_thread,
+              row[i].program, row[i].main_thread);
   }
   bad += bad_threads != 0 || unread_threads != 0;
   printf("check: %" PRIu64 " worker threads, each shard's allocs and frees equal to the thread's "
