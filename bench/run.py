@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Benchmark driver for ndmem: allocator churn and a numpy training loop, with and without the shim.
 
-    python3 bench/run.py --build build [--reps 5] [--quick] [--report] [--workspace] [--limits]
+    python3 bench/run.py --build build [--reps 5] [--quick] [--report] [--workspace] [--limits] [--stress]
 
 --report adds the ndmemreport benchmark: a synthetic trace of 1 GiB (and one a quarter of that
 size) is written to a temporary directory, read by ndmemreport in text and JSON, and deleted.
@@ -12,6 +12,9 @@ same schedule with its buffers allocated once; and churn and numpy with workspac
 --limits adds the cost of the limit checks: churn and numpy under ndmem with no limit, with
 NDMEM_MAX_BYTES (far above use: every allocation checked, none refused) and with
 NDMEM_MAX_PHYSICAL_BYTES and NDMEM_WARN_AT (resident memory read by step and by a thread).
+--stress adds threads that come and go: stress and larson (blocks of 8 B-8 MiB freed by other
+threads) under glibc, ndmem with workspaces on and off, jemalloc, ndmem+jemalloc and mimalloc,
+each run under ndmem also checking that ndmem's counters equal the program's calls.
 
 Standard library only; any python3 runs it. Configurations are interleaved within every
 repetition (the machine may be noisy) and results are medians over the repetitions; ratios are
@@ -923,6 +926,174 @@ def bench_limits(args, shim, churn, ops, steps, reps):
     return report, summary, ok
 
 
+# ------------------------------------------------------------------------------------ stress
+
+STRESS_ONOFF_TARGET = 1.05  # ndmem with workspaces on / off: threads that come and go pay nothing
+
+# (name, program in <build>/bench, arguments): about 0.3-0.7 s each with glibc on a 2-core VM.
+STRESS_WORKLOADS = [
+    ("stress", "stress", ["--threads", "8", "--rounds", "10", "--iters", "10000"]),
+    ("larson", "larson", ["--ops", "50000"]),
+    ("larson-large", "larson", ["--max", "73728", "--slots", "200", "--ops", "5000",
+                                "--epochs", "10"]),
+]
+QUICK_STRESS_WORKLOADS = [
+    ("stress", "stress", ["--threads", "8", "--rounds", "4", "--iters", "5000"]),
+    ("larson", "larson", ["--ops", "10000", "--epochs", "10"]),
+    ("larson-large", "larson", ["--max", "73728", "--slots", "200", "--ops", "2000",
+                                "--epochs", "5"]),
+]
+# The preload check: a few threads and rounds of each program.
+STRESS_PROBE = {"stress": ["--threads", "2", "--rounds", "2", "--iters", "500"],
+                "larson": ["--threads", "2", "--ops", "500", "--epochs", "2"]}
+
+
+def stress_configs(shim, je, mi):
+    configs = [EnvConfig("glibc", []),
+               EnvConfig("ndmem", [str(shim)]),
+               EnvConfig("ndmem ws=0", [str(shim)], {"NDMEM_WORKSPACES": "0"})]
+    if je:
+        configs += [EnvConfig("jemalloc", [je], check="jemalloc"),
+                    EnvConfig("ndmem+jemalloc", [str(shim), je], check="jemalloc")]
+    if mi:
+        configs.append(EnvConfig("mimalloc", [mi], check="mimalloc"))
+    return configs
+
+
+def parse_stress(p, cfg, what):
+    """The program's result line (elapsed_s, checksum); under ndmem, its --check lines must all
+    say exact (a mismatch already made it exit 1)."""
+    m = re.search(r"elapsed_s=([0-9.]+).*checksum=([0-9a-f]+)", p.stdout)
+    if not m:
+        raise SetupError("%s: unexpected output: %r" % (what, p.stdout.strip()))
+    checks = [ln for ln in p.stdout.splitlines() if ln.startswith("check: ")]
+    if cfg.has_ndmem and (len(checks) != 4 or not all(ln.endswith("exact") for ln in checks)):
+        raise SetupError("%s: --check did not compare ndmem's counters exactly:\n%s"
+                         % (what, "\n".join(checks) or p.stdout.strip()))
+    return float(m.group(1)), m.group(2), checks
+
+
+def verify_stress_config(build, cfg):
+    """Short runs that prove the preloads are live, as for churn."""
+    for prog, args in STRESS_PROBE.items():
+        env = cfg.env(summary=cfg.has_ndmem)
+        if cfg.check == "jemalloc":
+            env["MALLOC_CONF"] = "stats_print:true"
+        elif cfg.check == "mimalloc":
+            env["MIMALLOC_VERBOSE"] = "1"
+        what = "%s/%s (preload check)" % (prog, cfg.name)
+        p, _ = run([str(build / "bench" / prog)] + args + ["--check"], env, what, 300)
+        parse_stress(p, cfg, what)
+        if cfg.has_ndmem and not ndmem_lines(p.stderr):
+            raise SetupError("%s: no line starting with 'ndmem[' on stderr with NDMEM_SUMMARY=1 "
+                             "and LD_PRELOAD=%r: the shim is not loaded.\nstderr was:\n%s"
+                             % (what, env["LD_PRELOAD"], p.stderr.strip()))
+        if cfg.check == "jemalloc" and "jemalloc statistics" not in p.stderr:
+            raise SetupError("%s: jemalloc did not print its statistics with MALLOC_CONF="
+                             "stats_print:true; is %s really jemalloc?" % (what, cfg.preload[-1]))
+        if cfg.check == "mimalloc" and "mimalloc:" not in p.stderr:
+            raise SetupError("%s: mimalloc printed nothing with MIMALLOC_VERBOSE=1; is %s really "
+                             "mimalloc?" % (what, cfg.preload[-1]))
+
+
+def bench_stress(args, build, reps, shim):
+    """The --stress section: stress and larson under every configuration, interleaved and
+    rotated per repetition, every run with --check; medians and paired ratios."""
+    for prog in STRESS_PROBE:
+        if not os.access(build / "bench" / prog, os.X_OK):
+            raise SetupError("%s not found: %s (ninja -C %s)" % (prog, build / "bench" / prog,
+                                                                 args.build))
+    je = find_lib(args.jemalloc, "libjemalloc.so.2")
+    mi = find_lib(args.mimalloc, "libmimalloc.so.2")
+    configs = stress_configs(shim, je, mi)
+    workloads = QUICK_STRESS_WORKLOADS if args.quick else STRESS_WORKLOADS
+    for cfg in configs:
+        verify_stress_config(build, cfg)
+    log("stress: preloads verified (%s)" % ", ".join(c.name for c in configs))
+    secs = {(c.name, w[0]): [] for c in configs for w in workloads}
+    sums = {w[0]: {} for w in workloads}
+    checked = 0
+    jobs = [(c, w) for w in workloads for c in configs]
+    for rep in range(reps):
+        k = rep % len(jobs)
+        t0 = time.perf_counter()
+        for cfg, (name, prog, wargs) in jobs[k:] + jobs[:k]:
+            what = "%s/%s" % (name, cfg.name)
+            p, _ = run([str(build / "bench" / prog)] + wargs + ["--check"], cfg.env(), what, 600)
+            sec, checksum, _ = parse_stress(p, cfg, what)
+            secs[(cfg.name, name)].append(sec)
+            sums[name].setdefault(checksum, []).append(cfg.name)
+            checked += cfg.has_ndmem
+        log("stress: repetition %d/%d done (%.1f s)" % (rep + 1, reps, time.perf_counter() - t0))
+    for name, by in sums.items():  # the same sizes were asked for under every allocator
+        if len(by) != 1:
+            raise SetupError("%s: checksums differ between configurations: %r" % (name, by))
+    return report_stress(configs, workloads, secs, reps, checked, je, mi)
+
+
+def report_stress(configs, workloads, secs, reps, checked, je, mi):
+    names = [c.name for c in configs]
+    wl = [w[0] for w in workloads]
+    out = ["stress: threads that come and go, %d repetitions; median seconds of the workload "
+           "(+-half range) and / glibc (median of per-repetition ratios)" % reps]
+    for name, prog, wargs in workloads:
+        out.append("  %-13s bench/%s %s" % (name, prog, " ".join(wargs)))
+    out.append("  %-16s" % "config" + "".join("%26s" % w for w in wl))
+    for n in names:
+        row = "  %-16s" % n
+        for w in wl:
+            xs = secs[(n, w)]
+            cell = "%.3f (+-%.0f%%)" % (median(xs), spread(xs))
+            if n != "glibc":
+                cell += " %6.2fx" % ratio(xs, secs[("glibc", w)])
+            else:
+                cell += " %7s" % "-"
+            row += "%26s" % cell
+        out.append(row)
+    noisy = [n for n in names if any(spread(secs[(n, w)]) > NOISY for w in wl)]
+    if noisy:
+        out.append("  note: spread above +-%.0f%% for %s: the machine was busy; the paired ratios "
+                   "are more robust than the medians" % (NOISY, ", ".join(noisy)))
+    pairs = [("ndmem", "glibc"), ("ndmem", "ndmem ws=0"), ("ndmem ws=0", "glibc")]
+    if "jemalloc" in names:
+        pairs.append(("ndmem+jemalloc", "jemalloc"))
+    out.append("")
+    out.append("  ratios (median of per-repetition ratios)")
+    rat = {}
+    for a, b in pairs:
+        row = "  %-28s" % ("%s / %s" % (a, b))
+        for w in wl:
+            rat[(a, b, w)] = ratio(secs[(a, w)], secs[(b, w)])
+            row += "  %s %.2fx" % (w, rat[(a, b, w)])
+        if (a, b) == ("ndmem", "ndmem ws=0"):
+            worst = max(rat[(a, b, w)] for w in wl)
+            row += "   workspaces on/off, goal <= %.2fx: %s" % (STRESS_ONOFF_TARGET,
+                                                              verdict(worst, STRESS_ONOFF_TARGET))
+        out.append(row)
+    out.append("  --check: in all %d runs under ndmem, heap allocs, frees and live count over the "
+               "workload equal the program's calls (and each thread's shard its own)" % checked)
+    out.append("  checksum of the requested sizes identical under every configuration")
+    if not je:
+        out.append("  jemalloc: libjemalloc.so.2 not found, its rows are skipped")
+    if not mi:
+        out.append("  mimalloc: libmimalloc.so.2 not found, its row is skipped")
+    worst = max(rat[("ndmem", "ndmem ws=0", w)] for w in wl)
+    summary = ["stress (median s %s): %s" % ("/".join(wl), ", ".join(
+        "%s %s" % (n, "/".join("%.3f" % median(secs[(n, w)]) for w in wl)) for n in names))]
+    for a, b in pairs:
+        tail = ""
+        if (a, b) == ("ndmem", "ndmem ws=0"):
+            tail = " (workspaces on/off, goal <= %.2fx: %s)" % (
+                STRESS_ONOFF_TARGET, verdict(worst, STRESS_ONOFF_TARGET))
+        summary.append("  %s / %s %s: %s%s" % (a, b, "/".join(wl), "/".join(
+            "%.2fx" % rat[(a, b, w)] for w in wl), tail))
+    if "mimalloc" in names:
+        summary.append("  mimalloc / glibc %s: %s" % ("/".join(wl), "/".join(
+            "%.2fx" % ratio(secs[("mimalloc", w)], secs[("glibc", w)]) for w in wl)))
+    summary.append("  --check exact in all %d runs under ndmem; checksums identical" % checked)
+    return out + [""], summary
+
+
 # ------------------------------------------------------------------------------------ main
 
 def main():
@@ -949,6 +1120,9 @@ def main():
     ap.add_argument("--limits", action="store_true", help="also benchmark the limit checks: "
                     "churn and numpy with NDMEM_MAX_BYTES and with NDMEM_MAX_PHYSICAL_BYTES + "
                     "NDMEM_WARN_AT set far above use, against ndmem without limits")
+    ap.add_argument("--stress", action="store_true", help="also benchmark threads that come "
+                    "and go: stress and larson under glibc, ndmem (workspaces on and off), "
+                    "jemalloc, ndmem+jemalloc and mimalloc, checking ndmem's counts in every run")
     ap.add_argument("--ws-iters", type=int, help="tensor_loop iterations for --workspace "
                     "(default: tensor_loop's own, 12; %d with --quick)" % WS_ITERS_QUICK)
     ap.add_argument("--ws-warmup", type=int, help="tensor_loop iterations left out of its "
@@ -1047,6 +1221,11 @@ def main():
     limits_ok = True
     if args.limits:
         lines, lines2, limits_ok = bench_limits(args, shim, churn, ops, steps, reps)
+        report += lines
+        summary += lines2
+
+    if args.stress:
+        lines, lines2 = bench_stress(args, build, reps, shim)
         report += lines
         summary += lines2
 
