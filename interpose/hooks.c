@@ -50,7 +50,7 @@ ND_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
 ND_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
   return nd_mmap(addr, len, prot, flags, fd, off);
 }
-ND_EXPORT int munmap(void *addr, size_t len) { return nd_munmap(addr, len); }
+ND_EXPORT int munmap(void *addr, size_t len) { return nd_munmap(addr, len, RA); }
 ND_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
   void *new_addr = NULL;
   if (flags & MREMAP_FIXED) {

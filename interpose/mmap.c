@@ -134,9 +134,11 @@ void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
   return r;
 }
 
-int nd_munmap(void *addr, size_t len) {
+int nd_munmap(void *addr, size_t len, void *ra) {
   nd_tls_t *t = &nd_tls;
-  if (!accounts(t))
+  // libunwind maps its per-thread cache inside ndmem (not counted) and unmaps it from a thread's
+  // last TLS destructor, after ndmem's teardown of that thread: not the program's, not counted.
+  if (!accounts(t) || ND_UNLIKELY(nd_sites_is_unwinder(ra)))
     return nd_real.munmap ? nd_real.munmap(addr, len) : (int)syscall(SYS_munmap, addr, len);
   unsigned char mode = t->mode;
   t->mode = ND_T_BUSY;

@@ -123,7 +123,7 @@ int nd_pipe2(int *fds, int flags, void *ra); // ra: the caller (libunwind's call
 
 // mmap.c
 void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
-int nd_munmap(void *addr, size_t len);
+int nd_munmap(void *addr, size_t len, void *ra); // ra: the caller (libunwind's own is not counted)
 void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr);
 void nd_mmap_atfork_prepare(void);
 void nd_mmap_atfork_parent(void);
