@@ -583,9 +583,15 @@ static void text_summary(FILE *o, report_t *r) {
   } else if (t->ended) {
     fprintf(o, "  %-10s  normal (END record)\n", "exit");
   } else {
+    // Version 4 writers end every trace they can (exit, _exit, fatal signals): what remains is
+    // SIGKILL, the OOM killer, or a process still running.
+    const char *why = aborted(t) ? "aborted on a breach of a limit"
+                      : t->hdr.version >= 4 ? "killed by SIGKILL or the OOM killer, or still running"
+                                            : "killed, crashed or _exit";
     fprintf(o, "  %-10s  NOT normal: no END record (%s); leaks cannot be known, live figures are "
                "at the last flush",
-            "exit", aborted(t) ? "aborted on a breach of a limit" : "killed, crashed or _exit");
+            "exit", why);
+    if (!t->have_flush) fputs(" (there was none: the trace holds its header only)", o);
     if (t->have_flush) {
       fprintf(o, " (#%llu at ", (unsigned long long)t->flush.seq);
       print_secs(o, t->flush.mono_ns > h->start_mono_ns ? t->flush.mono_ns - h->start_mono_ns : 0);
