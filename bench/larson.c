@@ -120,36 +120,10 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    uint64_t *dst = NULL;
-    if (!strcmp(a, "--check")) {
-      opt.check = 1;
-      continue;
-    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--threads")) {
-      dst = &opt.threads;
-    } else if (!strcmp(a, "--slots")) {
-      dst = &opt.slots;
-    } else if (!strcmp(a, "--min")) {
-      dst = &opt.min;
-    } else if (!strcmp(a, "--max")) {
-      dst = &opt.max;
-    } else if (!strcmp(a, "--ops")) {
-      dst = &opt.ops;
-    } else if (!strcmp(a, "--epochs")) {
-      dst = &opt.epochs;
-    } else if (!strcmp(a, "--seed")) {
-      dst = &opt.seed;
-    }
-    if (!dst || i + 1 >= argc || parse_u64(argv[++i], dst)) {
-      fprintf(stderr, "larson: bad argument near '%s'\n", a);
-      usage(stderr);
-      return 2;
-    }
-  }
+  static const char *const names[] = {"--threads", "--slots", "--min", "--max", "--ops", "--epochs", "--seed", NULL};
+  uint64_t *const dsts[] = {&opt.threads, &opt.slots, &opt.min, &opt.max, &opt.ops, &opt.epochs, &opt.seed};
+  int rc = parse_args(argc, argv, "larson", names, dsts, &opt.check, usage);
+  if (rc) return rc == 1 ? 0 : 2;
   if (opt.threads < 1 || opt.threads > 256 || opt.slots < 1 || opt.slots > (1u << 24) ||
       opt.min < 8 || opt.min > opt.max || opt.max > MAX_BLOCK || opt.epochs < 1 ||
       opt.epochs > 100000) {

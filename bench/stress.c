@@ -130,32 +130,10 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    uint64_t *dst = NULL;
-    if (!strcmp(a, "--check")) {
-      opt.check = 1;
-      continue;
-    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--threads")) {
-      dst = &opt.threads;
-    } else if (!strcmp(a, "--rounds")) {
-      dst = &opt.rounds;
-    } else if (!strcmp(a, "--iters")) {
-      dst = &opt.iters;
-    } else if (!strcmp(a, "--scale")) {
-      dst = &opt.scale;
-    } else if (!strcmp(a, "--seed")) {
-      dst = &opt.seed;
-    }
-    if (!dst || i + 1 >= argc || parse_u64(argv[++i], dst)) {
-      fprintf(stderr, "stress: bad argument near '%s'\n", a);
-      usage(stderr);
-      return 2;
-    }
-  }
+  static const char *const names[] = {"--threads", "--rounds", "--iters", "--scale", "--seed", NULL};
+  uint64_t *const dsts[] = {&opt.threads, &opt.rounds, &opt.iters, &opt.scale, &opt.seed};
+  int rc = parse_args(argc, argv, "stress", names, dsts, &opt.check, usage);
+  if (rc) return rc == 1 ? 0 : 2;
   if (opt.threads < 1 || opt.threads > 256 || opt.rounds < 1 || opt.rounds > 100000 ||
       opt.scale < 1 || opt.scale > (1u << 20)) {
     fprintf(stderr, "stress: need 1 <= threads <= 256, 1 <= rounds <= 100000, "

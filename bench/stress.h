@@ -83,6 +83,33 @@ static inline int parse_u64(const char *s, uint64_t *out) {
   return 0;
 }
 
+// The options both programs take: `--check`, `-h/--help`, and `--NAME VALUE` for each numbered
+// option in `names` (NULL-terminated; dsts in the same order). 0 to go on, 1 after --help (exit
+// 0), 2 after a bad argument (message and usage printed; exit 2).
+static inline int parse_args(int argc, char **argv, const char *prog, const char *const *names,
+                             uint64_t *const *dsts, int *check, void (*usage)(FILE *)) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    uint64_t *dst = NULL;
+    if (!strcmp(a, "--check")) {
+      *check = 1;
+      continue;
+    }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 1;
+    }
+    for (int k = 0; names[k] && !dst; k++)
+      if (!strcmp(a, names[k])) dst = dsts[k];
+    if (!dst || i + 1 >= argc || parse_u64(argv[++i], dst)) {
+      fprintf(stderr, "%s: bad argument near '%s'\n", prog, a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  return 0;
+}
+
 static inline double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
