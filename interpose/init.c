@@ -196,12 +196,7 @@ static void atfork_child(void) {
 // stderr its parent may be reading.
 static int parent_traced(void) {
   char path[64], buf[4096], entry[512];
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  nd_buf_str(&b, "/proc/");
-  nd_buf_u64(&b, (uint64_t)getppid());
-  nd_buf_str(&b, "/environ");
-  memcpy(path, nd_buf_cstr(&b), b.len + 1);
+  nd_os_proc_path(path, sizeof path, getppid(), "environ");
   int saved = errno, found = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   size_t n = 0; // bytes of the current entry kept (its first sizeof entry - 1)

@@ -188,3 +188,17 @@ int nd_os_at_line_start(int fd) {
   errno = saved;
   return r;
 }
+
+void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf) {
+  char digits[24];
+  size_t n = 0, k = 0;
+  uint64_t v = (uint64_t)pid;
+  do digits[n++] = (char)('0' + v % 10);
+  while ((v /= 10) && n < sizeof digits);
+  const char *head = "/proc/";
+  while (*head && k + 1 < cap) out[k++] = *head++;
+  while (n && k + 1 < cap) out[k++] = digits[--n];
+  if (k + 1 < cap) out[k++] = '/';
+  while (*leaf && k + 1 < cap) out[k++] = *leaf++;
+  out[k] = 0;
+}

@@ -51,5 +51,7 @@ int nd_os_fd_high(int fd, int raise_ok);
 // Whether output written to fd next starts a line: a regular file that is empty or ends in '\n'.
 // Anything else (a terminal, a pipe) cannot be known: 0.
 int nd_os_at_line_start(int fd);
+// "/proc/PID/LEAF" into out (at least 64 bytes for a short leaf).
+void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf);
 
 #endif

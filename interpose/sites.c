@@ -66,28 +66,17 @@ void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *
   }
 }
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *ctx) {
+// The loaded object holding an address: its PT_LOAD span into lo/hi.
+typedef struct find { uintptr_t addr, *lo, *hi; } find_t;
+static int find_module(struct dl_phdr_info *info, size_t size, void *ctx) {
   (void)size;
-  uintptr_t me = (uintptr_t)ctx, lo, hi;
+  find_t *f = ctx;
+  uintptr_t lo, hi;
   nd_module_range(info, &lo, &hi);
-  if (me >= lo && me < hi) {
-    self_lo = lo;
-    self_hi = hi;
-    return 1;
-  }
-  return 0;
-}
-
-static int find_unwinder(struct dl_phdr_info *info, size_t size, void *ctx) {
-  (void)size;
-  uintptr_t fn = (uintptr_t)ctx, lo, hi;
-  nd_module_range(info, &lo, &hi);
-  if (fn >= lo && fn < hi) {
-    unw_lo = lo;
-    unw_hi = hi;
-    return 1;
-  }
-  return 0;
+  if (f->addr < lo || f->addr >= hi) return 0;
+  *f->lo = lo;
+  *f->hi = hi;
+  return 1;
 }
 
 int nd_sites_is_unwinder(const void *ra) {
@@ -96,8 +85,10 @@ int nd_sites_is_unwinder(const void *ra) {
 
 int nd_sites_init(int depth) {
   (void)depth;
-  dl_iterate_phdr(find_self, (void *)(uintptr_t)&nd_sites_init);
-  dl_iterate_phdr(find_unwinder, (void *)(uintptr_t)&unw_backtrace);
+  find_t self = {(uintptr_t)&nd_sites_init, &self_lo, &self_hi};
+  find_t unw = {(uintptr_t)&unw_backtrace, &unw_lo, &unw_hi};
+  dl_iterate_phdr(find_module, &self);
+  dl_iterate_phdr(find_module, &unw);
   // libunwind keeps its per-thread caches in TLS: no lock shared by allocating threads.
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   // libunwind initialises at its first use; do it now, while start-up has the process to itself

@@ -142,12 +142,7 @@ static void fix_dir(void) {
   ssize_t n = -1;
   if (nd_child == ND_EXEC_CHILD) {
     char link[64];
-    nd_buf_t b;
-    nd_buf_reset(&b);
-    nd_buf_str(&b, "/proc/");
-    nd_buf_u64(&b, (uint64_t)getppid());
-    nd_buf_str(&b, "/cwd");
-    memcpy(link, nd_buf_cstr(&b), b.len + 1);
+    nd_os_proc_path(link, sizeof link, getppid(), "cwd");
     n = readlink(link, tr.dir, sizeof tr.dir - 1);
     if (n > 0 && tr.dir[0] == '/') tr.dir[n] = 0;
     else n = -1;
