@@ -230,6 +230,11 @@ def verify_churn_config(churn, cfg):
         if not m or int(m.group(1)) < ops:
             raise SetupError("%s: the shim loaded but did not see churn's %d mallocs:\n%s"
                              % (what, ops, "\n".join(lines)))
+    verify_allocator(cfg, p, what)
+
+
+def verify_allocator(cfg, p, what):
+    """The preloaded allocator is the one named: it printed its statistics when asked to."""
     if cfg.check == "jemalloc" and "jemalloc statistics" not in p.stderr:
         raise SetupError("%s: jemalloc did not print its statistics with MALLOC_CONF="
                          "stats_print:true; is %s really jemalloc?" % (what, cfg.preload[-1]))
@@ -582,12 +587,7 @@ def verify_tensor_config(tl, cfg):
         if m and int(m.group(1)) < 2 * TENSOR_BUFFERS:
             raise SetupError("%s: the shim loaded but did not see tensor_loop's %d mallocs:\n%s"
                              % (what, 2 * TENSOR_BUFFERS, "\n".join(lines)))
-    if cfg.check == "jemalloc" and "jemalloc statistics" not in p.stderr:
-        raise SetupError("%s: jemalloc did not print its statistics with MALLOC_CONF="
-                         "stats_print:true; is %s really jemalloc?" % (what, cfg.preload[-1]))
-    if cfg.check == "mimalloc" and "mimalloc:" not in p.stderr:
-        raise SetupError("%s: mimalloc printed nothing with MIMALLOC_VERBOSE=1; is %s really "
-                         "mimalloc?" % (what, cfg.preload[-1]))
+    verify_allocator(cfg, p, what)
     return r
 
 
@@ -988,12 +988,7 @@ def verify_stress_config(build, cfg):
             raise SetupError("%s: no line starting with 'ndmem[' on stderr with NDMEM_SUMMARY=1 "
                              "and LD_PRELOAD=%r: the shim is not loaded.\nstderr was:\n%s"
                              % (what, env["LD_PRELOAD"], p.stderr.strip()))
-        if cfg.check == "jemalloc" and "jemalloc statistics" not in p.stderr:
-            raise SetupError("%s: jemalloc did not print its statistics with MALLOC_CONF="
-                             "stats_print:true; is %s really jemalloc?" % (what, cfg.preload[-1]))
-        if cfg.check == "mimalloc" and "mimalloc:" not in p.stderr:
-            raise SetupError("%s: mimalloc printed nothing with MIMALLOC_VERBOSE=1; is %s really "
-                             "mimalloc?" % (what, cfg.preload[-1]))
+        verify_allocator(cfg, p, what)
 
 
 def bench_stress(args, build, reps, shim):
