@@ -289,7 +289,7 @@ static void ensure_init(nd_tls_t *t) {
 int nd_thread_prepare(nd_tls_t *t) {
   if (ND_UNLIKELY(t->mode == ND_T_FORKED)) {
     t->mode = ND_T_BUSY;
-    nd_trace_create();
+    nd_trace_create(1); // a fork child allocates before it can start a thread
     t->mode = ND_T_COUNT;
     return t->mode;
   }

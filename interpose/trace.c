@@ -3,10 +3,10 @@
 //
 // The file is created at start-up (a fork child: at its first allocation, so a fork that only
 // execs leaves nothing), O_EXCL|O_NOFOLLOW, mode 0600, at an absolute path fixed then (a
-// relative NDMEM_OUTPUT is taken from the start directory, or an exec'd child's parent's), so a
-// later chdir or a child's own working directory never receives one. No descriptor stays open:
-// every flush opens the file, checks it is the one created, appends and closes, so programs that
-// scan or close their descriptors never meet ndmem's. A writer thread, started at the first
+// relative NDMEM_OUTPUT is taken from the start directory; an exec'd child's goes beside its
+// parent's trace), so a later chdir or a child's own working directory never receives one. Its
+// descriptor lives above the program's range (nd_os_fd_high), is checked before every flush and
+// opened again if the program closed it. A writer thread, started at the first
 // tracked block, flushes every NDMEM_FLUSH_MS: new modules, new stacks, sites whose totals
 // changed, the process counters, then a FLUSH record. At the end (exit, _exit, a fatal signal)
 // the live tracked blocks, an EXIT and an END record follow. The writer thread blocks all
@@ -48,7 +48,7 @@ static struct {
   char path[4096 + ND_CONFIG_PATH_MAX + 512];
   dev_t dev;  // the file created, recognised at every flush
   ino_t ino;
-  int fd;     // open during a flush only
+  int fd;     // the file, above the program's descriptors; -1 before it is made
   pthread_mutex_t lock;
   nd_tw_t w;
   char *buf;
@@ -132,20 +132,69 @@ static void copy_bounded(char *dst, size_t cap, const char *src) {
   dst[n] = 0;
 }
 
+// An exec'd child's parent under ndmem keeps its trace open in the reserve just around its soft
+// descriptor limit (nd_os_fd_high): the folder of the file there whose header is the parent's.
+// Only regular files are opened (a pipe or a terminal there is left alone). 0, or -1.
+static int parent_trace_dir(pid_t ppid, char *dir, size_t cap) {
+  char path[64], buf[4096]; // the whole of /proc/PID/limits (about 1.3 KiB)
+  nd_os_proc_path(path, sizeof path, ppid, "limits");
+  int fd = open(path, O_RDONLY | O_CLOEXEC), found = -1;
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char *line = strstr(buf, "Max open files");
+  long soft = 0;
+  if (line)
+    for (line += 14; *line == ' '; line++) {
+    }
+  while (line && *line >= '0' && *line <= '9') soft = soft * 10 + (*line++ - '0');
+  if (soft <= ND_OS_FD_RESERVE) return -1;
+  for (long cand = soft - ND_OS_FD_RESERVE; cand < soft + ND_OS_FD_RESERVE && found < 0; cand++) {
+    char leaf[32], link[64];
+    nd_buf_t b;
+    nd_buf_reset(&b);
+    nd_buf_str(&b, "fd/");
+    nd_buf_u64(&b, (uint64_t)cand);
+    memcpy(leaf, nd_buf_cstr(&b), b.len + 1);
+    nd_os_proc_path(link, sizeof link, ppid, leaf);
+    ssize_t len = readlink(link, dir, cap - 1);
+    if (len <= 0 || dir[0] != '/') continue; // absent, a pipe, a socket
+    dir[len] = 0;
+    int tfd = open(link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (tfd < 0) continue;
+    struct stat st;
+    nd_trace_header_t h;
+    if (fstat(tfd, &st) == 0 && S_ISREG(st.st_mode) &&
+        pread(tfd, &h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h.magic, ND_TRACE_MAGIC, 8) &&
+        h.pid == (uint64_t)ppid) {
+      char *slash = strrchr(dir, '/');
+      if (slash) *(slash == dir ? slash + 1 : slash) = 0, found = 0;
+    }
+    close(tfd);
+  }
+  return found;
+}
+
 // The folder a relative NDMEM_OUTPUT is taken from, fixed at start-up: the working directory of
-// the process the user started, and for an exec'd child its parent's (a child started in another
-// folder, e.g. subprocess's cwd=, writes beside its parent, never into its own working directory).
+// the process the user started; for an exec'd child, the folder of its parent's trace (else its
+// parent's working directory), so a child started elsewhere (subprocess's cwd=, a test's temporary
+// folder) writes beside its parent and never into a working directory of its own.
 static void fix_dir(void) {
   tr.dir[0] = 0;
   if (nd_cfg.output[0] == '/') return;
   int saved = errno;
   ssize_t n = -1;
   if (nd_child == ND_EXEC_CHILD) {
-    char link[64];
-    nd_os_proc_path(link, sizeof link, getppid(), "cwd");
-    n = readlink(link, tr.dir, sizeof tr.dir - 1);
-    if (n > 0 && tr.dir[0] == '/') tr.dir[n] = 0;
-    else n = -1;
+    n = parent_trace_dir(getppid(), tr.dir, sizeof tr.dir) == 0 ? 1 : -1;
+    if (n < 0) {
+      char link[64];
+      nd_os_proc_path(link, sizeof link, getppid(), "cwd");
+      n = readlink(link, tr.dir, sizeof tr.dir - 1);
+      if (n > 0 && tr.dir[0] == '/') tr.dir[n] = 0;
+      else n = -1;
+    }
   }
   if (n < 0 && !getcwd(tr.dir, sizeof tr.dir)) tr.dir[0] = 0; // unreachable cwd: relative it stays
   errno = saved;
@@ -178,7 +227,7 @@ void nd_trace_setup(void) {
   fix_dir();
   tr.on = 1;
   tr.state = TR_LATER;
-  nd_trace_create();
+  nd_trace_create(1);
 }
 
 // ---------------------------------------------------------------- writing
@@ -214,8 +263,9 @@ static int take_over(const char *path) {
   return -1;
 }
 
-// Creates the file and writes the header (once; under tr.lock or before other threads exist).
-static void create_locked(void) {
+// Creates the file and writes the header (once; under tr.lock). `alone`: no other thread runs
+// (start-up, a fork child's first allocation), so the descriptor may go above the soft limit.
+static void create_locked(int alone) {
   if (tr.state != TR_LATER) return;
   tr.state = TR_OFF;
   char rel[ND_CONFIG_PATH_MAX + 256];
@@ -247,38 +297,45 @@ static void create_locked(void) {
   }
   tr.dev = st.st_dev;
   tr.ino = st.st_ino;
-  nd_tw_init(&tr.w, fd, tr.buf, OUT_BUF);
+  tr.fd = nd_os_fd_high(fd, alone);
+  nd_tw_init(&tr.w, tr.fd, tr.buf, OUT_BUF);
   nd_trace_header_t h = tr.hdr;
   h.pid = (uint64_t)nd_os_getpid();
   nd_tw_header(&tr.w, &h);
   tr.adds = tr.subs = ~0ull;
-  int rc = nd_tw_flush(&tr.w);
-  close(fd);
-  if (rc != 0) warn_once("cannot write trace", tr.path, tr.w.error);
+  if (nd_tw_flush(&tr.w) != 0) warn_once("cannot write trace", tr.path, tr.w.error);
   else tr.state = TR_OK;
 }
 
-void nd_trace_create(void) {
+void nd_trace_create(int alone) {
   if (!tr.on) return;
   nd_os_mutex_lock(&tr.lock);
   tr.quiet = 0;
-  create_locked();
+  create_locked(alone);
   pthread_mutex_unlock(&tr.lock);
 }
 
-// The file created, opened again for one flush; -1 when it is gone or was replaced.
-static int reopen(void) {
-  int saved = errno;
-  int fd = open(tr.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+// The file's descriptor for a flush: still the file created, or that file opened again (a program
+// that closes every descriptor closes ndmem's too); -1 when the file is gone or was replaced.
+static int same_file(int fd) {
   struct stat st;
-  if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != tr.dev || st.st_ino != tr.ino)) {
-    close(fd);
-    fd = -1;
-    errno = ESTALE;
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == tr.dev && st.st_ino == tr.ino;
+}
+
+static int trace_fd(void) {
+  int saved = errno;
+  if (!same_file(tr.fd)) {
+    int fd = open(tr.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (same_file(fd)) {
+      tr.fd = nd_os_fd_high(fd, 0);
+    } else {
+      if (fd >= 0) close(fd);
+      tr.fd = -1;
+      warn_once("the trace was removed or replaced", tr.path, fd >= 0 ? ESTALE : errno);
+    }
   }
-  if (fd < 0) warn_once("the trace was removed or replaced", tr.path, errno);
   errno = saved;
-  return fd;
+  return tr.fd;
 }
 
 static int write_modules(struct dl_phdr_info *info, size_t size, void *ctx) {
@@ -377,8 +434,8 @@ void nd_trace_flush(int final) {
   if (!tr.on) return;
   nd_os_mutex_lock(&tr.lock);
   // A fork child that never allocated (it only exec'd or _exit'ed) leaves no file.
-  if (tr.state == TR_LATER && !tr.quiet) create_locked();
-  int fd = tr.state == TR_OK ? reopen() : -1;
+  if (tr.state == TR_LATER && !tr.quiet) create_locked(0);
+  int fd = tr.state == TR_OK ? trace_fd() : -1;
   if (fd < 0) {
     if (tr.state == TR_OK) tr.state = TR_OFF;
     pthread_mutex_unlock(&tr.lock);
@@ -411,8 +468,6 @@ void nd_trace_flush(int final) {
     warn_once("cannot write trace", tr.path, tr.w.error);
     tr.state = TR_OFF;
   }
-  close(fd);
-  tr.w.fd = -1;
   pthread_mutex_unlock(&tr.lock);
 }
 
@@ -442,6 +497,12 @@ void nd_trace_atfork_parent(void) { pthread_mutex_unlock(&tr.lock); }
 // allocation: nd_thread_prepare calls nd_trace_create): every site and module must be written
 // there again, and it needs its own writer thread.
 void nd_trace_atfork_child(void) {
+  if (tr.fd >= 0) { // the parent's file: never written by the child
+    int saved = errno;
+    close(tr.fd);
+    errno = saved;
+    tr.fd = -1;
+  }
   if (tr.on && tr.state != TR_OFF) tr.state = TR_LATER;
   tr.quiet = 1;
   tr.seq = 0;

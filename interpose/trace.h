@@ -21,7 +21,8 @@ void nd_track_free(void *p);
 int nd_track_take(void *p, void *out_block); // for realloc: untrack, keeping the record
 void nd_track_restore(const void *block);   // realloc failed: the old block is live again
 struct nd_site *nd_track_site_here(int kind); // exact site for an mmap, NULL when tracing is off
-void nd_trace_create(void);                // creates the file now (a fork child: first allocation)
+void nd_trace_create(int alone); // creates the file now (a fork child: first allocation); alone:
+                                 // no other thread runs
 void nd_trace_flush(int final);            // final: live blocks, EXIT and END (the end of accounting)
 void nd_trace_set_exit(int how, int code); // how the process ends (enum nd_exit_how), before final
 void nd_trace_atfork_prepare(void);

@@ -7,8 +7,8 @@
 //   t_exits sigview                  the signal dispositions read as the program set them
 //   t_exits fds                      lists the descriptors below sysconf(_SC_OPEN_MAX)
 //   t_exits noeol                    writes "strawberry" to stderr, no newline
-//   t_exits spawn DIR                runs `t_exits noeol` in DIR with its stderr on a pipe and
-//                                    checks it reads exactly "strawberry"
+//   t_exits spawn DIR [WHERE]        runs `t_exits noeol` in DIR with its stderr on a pipe and
+//                                    checks it reads exactly "strawberry" (having moved to WHERE)
 #include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
@@ -166,7 +166,12 @@ int main(int argc, char **argv) {
     fputs("strawberry", stderr);
     return 0;
   } else if (!strcmp(mode, "spawn") && argc > 2) {
-    return spawn(argv[0], argv[2]);
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return 1;
+    self[n] = 0;
+    if (argc > 3 && chdir(argv[3]) != 0) return 1; // the parent moves first: its trace stays
+    return spawn(self, argv[2]);
   }
   fprintf(stderr, "usage: t_exits segv|abort|_exit|sleep|forkexit|sigview|fds|noeol|spawn DIR\n");
   return 2;

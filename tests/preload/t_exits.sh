@@ -110,6 +110,14 @@ mkdir -p "$tmp/parent" "$tmp/childcwd"
 [ -z "$(ls -A "$tmp/childcwd")" ] || no "the child left files in its working directory: $(ls -A "$tmp/childcwd")"
 n=$(ls "$tmp/parent"/ndmem.*.trace 2>/dev/null | wc -l)
 [ "$n" -eq 2 ] || no "spawn: $n traces beside the parent's, want 2"
+# ... also when the parent has moved to another folder since it started (as regrtest does)
+mkdir -p "$tmp/parent2" "$tmp/elsewhere"
+(cd "$tmp/parent2" && LD_PRELOAD=$lib "$prog" spawn "$tmp/childcwd" "$tmp/elsewhere" 2>"$tmp/err") ||
+  { no "spawn after chdir"; cat "$tmp/err" >&2; }
+left=$(find "$tmp/childcwd" "$tmp/elsewhere" -mindepth 1)
+[ -z "$left" ] || no "files beside neither trace: $left"
+n=$(ls "$tmp/parent2"/ndmem.*.trace 2>/dev/null | wc -l)
+[ "$n" -eq 2 ] || no "spawn after chdir: $n traces beside the parent's, want 2"
 
 # The summary of the process the user started begins on a fresh line.
 LD_PRELOAD=$lib NDMEM_OUTPUT="$tmp/n.%p.trace" "$prog" noeol 2>"$tmp/noeol"
