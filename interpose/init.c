@@ -81,8 +81,13 @@ static int same_object(void *fn, const void *base) {
   return fn && dladdr(fn, &info) && info.dli_fbase == base;
 }
 
+// ndmem's own remarks (bad settings, a trace it cannot create): in the process the user started
+// only; its children have the same settings, and their stderr is their parents' to read.
+int nd_quiet(void) { return nd_child != ND_ROOT && !nd_cfg.summary_children; }
+
 static void warn_line(const char *line, void *ctx) {
   (void)ctx;
+  if (nd_quiet()) return;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, line);
@@ -199,6 +204,9 @@ static int parent_traced(void) {
   nd_os_proc_path(path, sizeof path, getppid(), "environ");
   int saved = errno, found = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // A parent this process may not look at (another user: a child that dropped privileges) is
+  // taken as under ndmem: a child kept quiet loses nothing, a parent's stderr could.
+  if (fd < 0 && (errno == EACCES || errno == EPERM)) found = 1;
   size_t n = 0; // bytes of the current entry kept (its first sizeof entry - 1)
   ssize_t got;
   while (fd >= 0 && !found && (got = read(fd, buf, sizeof buf)) > 0) {
@@ -249,6 +257,8 @@ static void initialize(nd_tls_t *t) {
   t->mode = ND_T_INIT;
   nd_init_tid = nd_os_gettid();
   int secure = getauxval(AT_SECURE) != 0;
+  nd_child = parent_traced() ? ND_EXEC_CHILD : ND_ROOT;
+  nd_cfg.summary_children = 0; // until the settings are read: a child is quiet
   nd_config_load(&nd_cfg, environ, secure, warn_line, NULL);
   int rc = resolve();
   if (rc < 0) {
@@ -257,7 +267,6 @@ static void initialize(nd_tls_t *t) {
     _exit(127);
   }
   nd_accounting = rc == 0 && nd_cfg.enabled;
-  if (nd_accounting) nd_child = parent_traced() ? ND_EXEC_CHILD : ND_ROOT;
   if (nd_accounting && nd_prints_summary()) open_log_fd();
   if (nd_accounting) {
     if (pthread_key_create(&nd_key, thread_exit) != 0) nd_accounting = 0;

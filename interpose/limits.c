@@ -447,6 +447,7 @@ static void start_poller(void) { nd_os_thread_once(&L.poller, poll_main); }
 // ---------------------------------------------------------------- setup and settings
 
 static void statm_warn(const char *path, int err, const char *then) {
+  if (nd_quiet()) return;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: cannot read resident memory from '");

@@ -89,6 +89,7 @@ void nd_finish(int how, int code);
 int nd_accounting_on(void);
 extern int nd_child; // enum nd_child
 int nd_prints_summary(void); // this process prints its summary (the one the user started)
+int nd_quiet(void);          // a child: ndmem's own remarks stay out of its stderr
 
 // alloc.c
 // ra: the caller's return address (the workspace symbol of a routed allocation)

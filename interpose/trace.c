@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -132,35 +133,50 @@ static void copy_bounded(char *dst, size_t cap, const char *src) {
   dst[n] = 0;
 }
 
-// An exec'd child's parent under ndmem keeps its trace open in the reserve just around its soft
-// descriptor limit (nd_os_fd_high): the folder of the file there whose header is the parent's.
-// Only regular files are opened (a pipe or a terminal there is left alone). 0, or -1.
+// An exec'd child's parent under ndmem keeps its trace open above its other descriptors
+// (nd_os_fd_high): the folder of the file among the parent's highest descriptors whose header is
+// the parent's. Only regular files are opened (a pipe or a terminal there is left alone). 0 or -1.
 static int parent_trace_dir(pid_t ppid, char *dir, size_t cap) {
-  char path[64], buf[4096]; // the whole of /proc/PID/limits (about 1.3 KiB)
-  nd_os_proc_path(path, sizeof path, ppid, "limits");
-  int fd = open(path, O_RDONLY | O_CLOEXEC), found = -1;
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
-  const char *line = strstr(buf, "Max open files");
-  long soft = 0;
-  if (line)
-    for (line += 14; *line == ' '; line++) {
+  char path[64];
+  nd_os_proc_path(path, sizeof path, ppid, "fd");
+  int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), found = -1;
+  if (dfd < 0) return -1;
+  long top[8] = {-1, -1, -1, -1, -1, -1, -1, -1}; // the 8 highest, descending
+  char ents[4096];
+  long got;
+  while ((got = syscall(SYS_getdents64, dfd, ents, sizeof ents)) > 0) {
+    for (long off = 0; off < got;) {
+      struct {
+        uint64_t ino;
+        int64_t off;
+        unsigned short reclen;
+        unsigned char type;
+        char name[];
+      } *e = (void *)(ents + off);
+      off += e->reclen;
+      long fd = 0;
+      const char *c = e->name;
+      if (*c < '0' || *c > '9') continue;
+      while (*c >= '0' && *c <= '9') fd = fd * 10 + (*c++ - '0');
+      for (int i = 0; i < 8; i++)
+        if (fd > top[i]) {
+          for (int j = 7; j > i; j--) top[j] = top[j - 1];
+          top[i] = fd;
+          break;
+        }
     }
-  while (line && *line >= '0' && *line <= '9') soft = soft * 10 + (*line++ - '0');
-  if (soft <= ND_OS_FD_RESERVE) return -1;
-  for (long cand = soft - ND_OS_FD_RESERVE; cand < soft + ND_OS_FD_RESERVE && found < 0; cand++) {
+  }
+  close(dfd);
+  for (int i = 0; i < 8 && top[i] >= 3 && found < 0; i++) {
     char leaf[32], link[64];
     nd_buf_t b;
     nd_buf_reset(&b);
     nd_buf_str(&b, "fd/");
-    nd_buf_u64(&b, (uint64_t)cand);
+    nd_buf_u64(&b, (uint64_t)top[i]);
     memcpy(leaf, nd_buf_cstr(&b), b.len + 1);
     nd_os_proc_path(link, sizeof link, ppid, leaf);
     ssize_t len = readlink(link, dir, cap - 1);
-    if (len <= 0 || dir[0] != '/') continue; // absent, a pipe, a socket
+    if (len <= 0 || dir[0] != '/') continue; // a pipe, a socket
     dir[len] = 0;
     int tfd = open(link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (tfd < 0) continue;
@@ -233,6 +249,7 @@ void nd_trace_setup(void) {
 // ---------------------------------------------------------------- writing
 
 static void warn_once(const char *what, const char *path, int err) {
+  if (nd_quiet()) return;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: ");

@@ -192,7 +192,7 @@ static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
     errno = saved;
     if (!p) { // the folder is missing, full or read-only: anonymous memory, said once
       static int said;
-      if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+      if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) && !nd_quiet()) {
         nd_buf_reset(&b);
         nd_buf_str(&b, "ndmem: NDMEM_WS_MMAP_DIR='");
         nd_buf_strn(&b, nd_cfg.ws_mmap_dir, 200);

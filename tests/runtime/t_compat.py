@@ -70,6 +70,7 @@ class Run:
         self.outcome = None  # unit outcome
         self.detail = []     # lines explaining the unit outcome
         self.files = {}      # masked path -> [real paths] left in the cwd / TMPDIR
+        self.traces = 0      # ndmem traces in the run directory (the default NDMEM_OUTPUT)
         self.seconds = 0.0
         self.rc = None
 
@@ -89,11 +90,20 @@ def mask(path):
     return re.sub(r'[0-9]+', 'N', path)
 
 
-def leftovers(top, label, out):
+TRACE = re.compile(r'ndmem\.[0-9]+\.trace')
+
+
+def leftovers(top, label, out, traces=None):
+    """Files and empty folders left under top. With `traces` (a list), the traces the default
+    NDMEM_OUTPUT writes into the run's own directory (the process started here, and beside it
+    its children's) are what the user asked for: collected there, not compared."""
     for root, dirs, files in os.walk(top):
         dirs.sort()
         for name in sorted(files) + [d + '/' for d in dirs if not os.listdir(os.path.join(root, d))]:
             rel = os.path.relpath(os.path.join(root, name), top)
+            if traces is not None and root == top and TRACE.fullmatch(name):
+                traces.append(name)
+                continue
             out.setdefault(label + mask(rel), []).append(label + rel)
 
 
@@ -149,8 +159,14 @@ class Suite:
             text = f.read().decode('utf-8', 'replace')
         self.parse_xml(r, xml)
         self.parse_output(r, text)
-        leftovers(cwd, 'cwd/', r.files)
+        traces = []
+        leftovers(cwd, 'cwd/', r.files, traces)
         leftovers(tmp, 'TMPDIR/', r.files)
+        # under the shim the process started here leaves its trace here (NDMEM_OUTPUT's default)
+        r.traces = len(traces)
+        if shim and 'ndmem.%d.trace' % p.pid not in traces:
+            r.files.setdefault('cwd/(no trace of the process started here)', []).append(
+                'cwd/ndmem.%d.trace missing' % p.pid)
         if not self.args.keep:
             shutil.rmtree(d, ignore_errors=True)
         return r
