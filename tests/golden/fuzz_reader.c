@@ -3,7 +3,8 @@
 // trace file as is: it goes into a memfd (nothing is written to disk) and nd_report_main() reads
 // it by /proc/self/fd/N as text, JSON, workspaces, limits and brief reports, with --no-symbols.
 // Beyond sanitizer reports it aborts, so that libFuzzer keeps the input, when a report breaks
-// ndmemreport's contract (see LLVMFuzzerTestOneInput). Long runs, artifacts: README.md, Tests.
+// ndmemreport's contract (see LLVMFuzzerTestOneInput). A custom mutator knows the records.
+// Long runs and artifacts: README.md, Tests.
 #include "ndmemreport.h"
 
 #include <stdbool.h>
@@ -135,6 +136,135 @@ static const char *json_error(const char *s, size_t n) {
   if (!js_value(&j, 0)) return (const char *)j.p;
   js_ws(&j);
   return j.p == j.end ? NULL : (const char *)j.p;
+}
+
+// ---------------------------------------------------------------- a record-aware mutator
+
+// libFuzzer's byte-level mutations seldom put one exact value into one field of one record (a
+// SITE's kind at 20, a BREACH's function at 15). Half of the mutations here walk the records
+// and change a field of one (a boundary value, the value +/- 1, or the same field of another
+// record), a record header (tag, size), or whole records (drop, repeat, move); the other half are
+// libFuzzer's own.
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+
+#define MAX_RECS 4096
+
+static uint64_t mut_rng;
+
+static uint64_t mut_next(void) { // xorshift64*
+  mut_rng ^= mut_rng >> 12;
+  mut_rng ^= mut_rng << 25;
+  mut_rng ^= mut_rng >> 27;
+  return mut_rng * 0x2545f4914f6cdd1dull;
+}
+static size_t mut_below(size_t n) { return n ? (size_t)(mut_next() % n) : 0; }
+
+// Offsets of the whole records in data (a header size from the header when it is plausible) and,
+// in *end, where the last one ends.
+static size_t mut_records(const uint8_t *d, size_t n, size_t *off, size_t *end) {
+  uint32_t hs = 384, rs;
+  if (n >= 16) memcpy(&hs, d + 12, 4);
+  if (hs < 384 || hs > n) hs = 384;
+  size_t k = 0, o = hs;
+  while (k < MAX_RECS && o + 8 <= n) {
+    memcpy(&rs, d + o + 4, 4);
+    if (rs > n - o - 8) break;
+    off[k++] = o;
+    o += 8 + (size_t)rs;
+  }
+  *end = o;
+  return k;
+}
+
+static size_t rec_len(const uint8_t *d, size_t o) {
+  uint32_t rs;
+  memcpy(&rs, d + o + 4, 4);
+  return 8 + (size_t)rs;
+}
+
+static const uint64_t mut_values[] = {
+    0, 1, 2, 3, 7, 8, 13, 14, 15, 16, 19, 20, 21, 31, 32, 33, 63, 64, 127, 128, 129, 255, 256,
+    1023, 1024, 1025, 4096, 0x7fff, 0x8000, 0xffff, 0x10000, 0x100000, 0x100001, 0x7fffffff,
+    0x80000000, 0xfffffffe, 0xffffffff, 0x100000000, 0x7fffffffffffffff, 0x8000000000000000,
+    0xfffffffffffffffe, 0xffffffffffffffff};
+#define NVALUES (sizeof mut_values / sizeof *mut_values)
+
+// A field of a record: 2, 4 or 8 bytes at an offset of its payload aligned to that width.
+static bool mut_field(uint8_t *d, const size_t *off, size_t k) {
+  size_t o = off[mut_below(k)], plen = rec_len(d, o) - 8, w = (size_t)2 << mut_below(3);
+  if (plen < w) return false;
+  size_t at = o + 8 + mut_below(plen / w) * w;
+  uint64_t v = 0;
+  memcpy(&v, d + at, w);
+  switch (mut_below(4)) {
+  case 0: v = mut_values[mut_below(NVALUES)]; break;
+  case 1: v += mut_below(2) ? 1 : (uint64_t)-1; break;
+  case 2: { // the same field of another record (an id, a kind, a size)
+    size_t o2 = off[mut_below(k)];
+    if (rec_len(d, o2) < at - o + w) return false;
+    memcpy(&v, d + o2 + (at - o), w);
+    break;
+  }
+  default: v = mut_values[mut_below(NVALUES)] + mut_below(3) - 1; break;
+  }
+  memcpy(d + at, &v, w);
+  return true;
+}
+
+// A record header: another tag (the payload stays), or a size one off or of another record.
+static bool mut_header(uint8_t *d, const size_t *off, size_t k) {
+  size_t o = off[mut_below(k)];
+  if (mut_below(2)) {
+    uint16_t tag = (uint16_t)mut_below(15);
+    memcpy(d + o, &tag, 2);
+  } else {
+    uint32_t rs;
+    memcpy(&rs, d + o + 4, 4);
+    size_t r = mut_below(3);
+    if (r == 0) rs++;
+    else if (r == 1) rs--;
+    else memcpy(&rs, d + off[mut_below(k)] + 4, 4);
+    memcpy(d + o + 4, &rs, 4);
+  }
+  return true;
+}
+
+// Whole records: drop one, or put a copy of one before another (or at the end), or move one.
+static size_t mut_records_op(uint8_t *d, size_t n, size_t max, const size_t *off, size_t k,
+                             size_t end) {
+  static uint8_t tmp[1 << 20];
+  size_t i = mut_below(k), li = rec_len(d, off[i]);
+  size_t j = mut_below(k + 1), at = j < k ? off[j] : end;
+  int op = (int)mut_below(3);
+  if (li > sizeof tmp) return 0;
+  memcpy(tmp, d + off[i], li);
+  if (op == 0 || op == 2) { // drop record i
+    memmove(d + off[i], d + off[i] + li, n - off[i] - li);
+    n -= li;
+    if (at > off[i]) at = at >= off[i] + li ? at - li : off[i];
+    if (op == 0) return n;
+  }
+  if (n + li > max) return 0;
+  memmove(d + at + li, d + at, n - at);
+  memcpy(d + at, tmp, li);
+  return n + li;
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned seed) {
+  mut_rng = 0x9e3779b97f4a7c15ull ^ seed;
+  mut_next();
+  static size_t off[MAX_RECS];
+  size_t end, k = mut_below(2) ? mut_records(data, size, off, &end) : 0;
+  if (k) {
+    int r = (int)mut_below(8);
+    if (r < 5 && mut_field(data, off, k)) return size;
+    if (r == 5 && mut_header(data, off, k)) return size;
+    if (r > 5) {
+      size_t n = mut_records_op(data, size, max_size, off, k, end);
+      if (n) return n;
+    }
+  }
+  return LLVMFuzzerMutate(data, size, max_size);
 }
 
 // ---------------------------------------------------------------- the target
