@@ -167,8 +167,10 @@ void nd_trace_free(nd_trace_t *t);
 // or NULL. Valid after a successful nd_trace_read.
 const nd_module_t *nd_trace_module_of(const nd_trace_t *t, uint64_t ip);
 
+// A stack's frames, innermost first; NULL for a stack of depth 0 (a trace whose stacks all have
+// no frame has no frame array, and NULL + 0 is undefined).
 static inline const uint64_t *nd_stack_frames(const nd_trace_t *t, const nd_stack_t *s) {
-  return t->frames + s->first;
+  return s->depth ? t->frames + s->first : NULL;
 }
 
 #endif
