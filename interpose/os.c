@@ -146,19 +146,23 @@ int nd_os_fd_high(int fd, int raise_ok) {
   if (fd < 0) return fd;
   int saved = errno, nfd = -1;
   struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX ||
-      rl.rlim_cur < 256) {
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX) {
     errno = saved;
     return fd;
   }
   if (raise_ok && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= rl.rlim_cur + ND_OS_FD_RESERVE)) {
-    // Above the soft limit, in the 16 slots the hard limit leaves: no scan up to the limit sees it.
-    struct rlimit up = {rl.rlim_cur + ND_OS_FD_RESERVE, rl.rlim_max};
-    if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+    // Above the soft limit, in room the hard limit leaves: no scan up to the limit sees it. The
+    // slots just above may hold descriptors inherited from a parent that lowered its limit (as
+    // CPython's test_close_fds_when_max_fd_is_lowered does): widen the room until one is free.
+    for (rlim_t room = ND_OS_FD_RESERVE; nfd < 0 && room <= 4096; room *= 4) {
+      struct rlimit up = {rl.rlim_cur + room, rl.rlim_max};
+      if (rl.rlim_max != RLIM_INFINITY && up.rlim_cur > rl.rlim_max) up.rlim_cur = rl.rlim_max;
+      if (setrlimit(RLIMIT_NOFILE, &up) != 0) break;
       nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)rl.rlim_cur);
-      setrlimit(RLIMIT_NOFILE, &rl);
+      if (nfd < 0 && (errno != EMFILE || up.rlim_cur == rl.rlim_max)) break;
     }
-  } else if (raise_ok && rl.rlim_max == rl.rlim_cur) {
+    setrlimit(RLIMIT_NOFILE, &rl);
+  } else if (raise_ok && rl.rlim_max == rl.rlim_cur && rl.rlim_cur >= 256) {
     // No room above: the top 16 slots are taken out of the soft limit, once, as valgrind reserves
     // its own (the program can open 16 fewer files; a child under ndmem finds the room above).
     struct rlimit down = {rl.rlim_cur - ND_OS_FD_RESERVE, rl.rlim_max};
@@ -169,7 +173,8 @@ int nd_os_fd_high(int fd, int raise_ok) {
     }
   }
   // Else the top 16 below the limit (the program meets EMFILE a little earlier).
-  if (nfd < 0) nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)(rl.rlim_cur - ND_OS_FD_RESERVE));
+  if (nfd < 0 && rl.rlim_cur >= 256)
+    nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)(rl.rlim_cur - ND_OS_FD_RESERVE));
   if (nfd >= 0) {
     close(fd);
     fd = nfd;

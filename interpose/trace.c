@@ -204,6 +204,16 @@ static void fix_dir(void) {
   ssize_t n = -1;
   if (nd_child == ND_EXEC_CHILD) {
     n = parent_trace_dir(getppid(), tr.dir, sizeof tr.dir) == 0 ? 1 : -1;
+    // A parent that already ended (an orphan, adopted by init: multiprocessing's resource
+    // tracker) or one of another user cannot be looked at: the folder the shell started the
+    // job in ($PWD, which children inherit), else the parent's working directory.
+    const char *pwd = getenv("PWD");
+    struct stat st;
+    if (n < 0 && pwd && pwd[0] == '/' && strlen(pwd) < sizeof tr.dir && stat(pwd, &st) == 0 &&
+        S_ISDIR(st.st_mode)) {
+      memcpy(tr.dir, pwd, strlen(pwd) + 1);
+      n = 1;
+    }
     if (n < 0) {
       char link[64];
       nd_os_proc_path(link, sizeof link, getppid(), "cwd");

@@ -141,6 +141,7 @@ class Suite:
         xml, out = os.path.join(d, 'junit.xml'), os.path.join(d, 'output')
         cmd = self.command(unit, xml, cwd)
         env = clean_env(self.args.lib if shim else None, tmp, self.env(), self.args.shim_env)
+        env['PWD'] = cwd  # as a shell sets it for a command started in cwd
         t0 = time.monotonic()
         with open(out, 'wb') as f:
             p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
