@@ -142,6 +142,14 @@ void nd_os_mutex_lock(void *m) {
   }
 }
 
+// The highest free descriptor below `top` and at least `floor`, or -1 (the soft limit must allow
+// top - 1).
+static int free_below(int top, int floor) {
+  for (int t = top - 1; t >= floor; t--)
+    if (fcntl(t, F_GETFD) < 0 && errno == EBADF) return t;
+  return -1;
+}
+
 int nd_os_fd_high(int fd, int raise_ok) {
   if (fd < 0) return fd;
   int saved = errno, nfd = -1;
@@ -150,31 +158,36 @@ int nd_os_fd_high(int fd, int raise_ok) {
     errno = saved;
     return fd;
   }
-  if (raise_ok && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= rl.rlim_cur + ND_OS_FD_RESERVE)) {
-    // Above the soft limit, in room the hard limit leaves: no scan up to the limit sees it. The
-    // slots just above may hold descriptors inherited from a parent that lowered its limit (as
-    // CPython's test_close_fds_when_max_fd_is_lowered does): widen the room until one is free.
-    for (rlim_t room = ND_OS_FD_RESERVE; nfd < 0 && room <= 4096; room *= 4) {
-      struct rlimit up = {rl.rlim_cur + room, rl.rlim_max};
-      if (rl.rlim_max != RLIM_INFINITY && up.rlim_cur > rl.rlim_max) up.rlim_cur = rl.rlim_max;
-      if (setrlimit(RLIMIT_NOFILE, &up) != 0) break;
-      nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)rl.rlim_cur);
-      if (nfd < 0 && (errno != EMFILE || up.rlim_cur == rl.rlim_max)) break;
+  int cur = (int)rl.rlim_cur;
+  if (raise_ok && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur)) {
+    // Above the soft limit, at the top of up to ND_OS_FD_ROOM slots the hard limit leaves: no scan
+    // up to the limit sees it, and neither does a check of the numbers just above it (a program
+    // that lowered its limit may have left descriptors there: CPython's
+    // test_close_fds_when_max_fd_is_lowered looks for exactly those). The kernel's table grows
+    // to the top, so the room is bounded (4096 slots: 32 KiB).
+    rlim_t top = rl.rlim_cur + ND_OS_FD_ROOM;
+    if (rl.rlim_max != RLIM_INFINITY && top > rl.rlim_max) top = rl.rlim_max;
+    struct rlimit up = {top, rl.rlim_max};
+    if (top <= INT32_MAX && setrlimit(RLIMIT_NOFILE, &up) == 0) {
+      int t = free_below((int)top, cur);
+      if (t >= 0) nfd = dup3(fd, t, O_CLOEXEC);
+      setrlimit(RLIMIT_NOFILE, &rl);
     }
-    setrlimit(RLIMIT_NOFILE, &rl);
-  } else if (raise_ok && rl.rlim_max == rl.rlim_cur && rl.rlim_cur >= 256) {
+  } else if (raise_ok && rl.rlim_max == rl.rlim_cur && cur >= 256) {
     // No room above: the top 16 slots are taken out of the soft limit, once, as valgrind reserves
     // its own (the program can open 16 fewer files; a child under ndmem finds the room above).
-    struct rlimit down = {rl.rlim_cur - ND_OS_FD_RESERVE, rl.rlim_max};
-    nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)down.rlim_cur);
-    if (nfd >= 0 && setrlimit(RLIMIT_NOFILE, &down) != 0) {
+    int t = free_below(cur, cur - ND_OS_FD_RESERVE);
+    struct rlimit down = {(rlim_t)(cur - ND_OS_FD_RESERVE), rl.rlim_max};
+    if (t >= 0 && (nfd = dup3(fd, t, O_CLOEXEC)) >= 0 && setrlimit(RLIMIT_NOFILE, &down) != 0) {
       close(nfd);
       nfd = -1;
     }
   }
   // Else the top 16 below the limit (the program meets EMFILE a little earlier).
-  if (nfd < 0 && rl.rlim_cur >= 256)
-    nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)(rl.rlim_cur - ND_OS_FD_RESERVE));
+  if (nfd < 0 && cur >= 256) {
+    int t = free_below(cur, cur - ND_OS_FD_RESERVE);
+    if (t >= 0) nfd = dup3(fd, t, O_CLOEXEC);
+  }
   if (nfd >= 0) {
     close(fd);
     fd = nfd;

@@ -40,13 +40,14 @@ extern __thread int nd_os_last_words __attribute__((tls_model("initial-exec")));
 #define ND_OS_LOCK_PATIENCE_NS 300000000ull
 
 // Moves fd out of the range programs manage (they close, scan or dup2 over the low numbers; a
-// child's fd scan up to sysconf(_SC_OPEN_MAX) must not see ndmem): into ND_OS_FD_RESERVE slots
-// above the soft RLIMIT_NOFILE. With `raise_ok` (only while no other thread can read or change
-// the limit: at start-up) the soft limit is raised for the dup and restored; where the hard limit
-// leaves no room, the soft limit is lowered by the reserve once, for good (the program sees 16
-// descriptors fewer, as under valgrind). Otherwise the fd goes as high below the limit as it can.
+// child's fd scan up to sysconf(_SC_OPEN_MAX) must not see ndmem): to the highest free slot at
+// most ND_OS_FD_ROOM above the soft RLIMIT_NOFILE. With `raise_ok` (only while no other thread
+// can read or change the limit: at start-up) the soft limit is raised for the dup and restored;
+// where the hard limit leaves no room, the soft limit is lowered by the reserve once, for good
+// (the program sees 16 descriptors fewer, as under valgrind). Otherwise the fd goes as high below the limit as it can.
 // Close-on-exec. Returns the new descriptor (fd itself when it could not be moved).
 #define ND_OS_FD_RESERVE 16
+#define ND_OS_FD_ROOM 4096 // how far above the soft limit (at most) ndmem's descriptors go
 int nd_os_fd_high(int fd, int raise_ok);
 // Whether output written to fd next starts a line: a regular file that is empty or ends in '\n'.
 // Anything else (a terminal, a pipe) cannot be known: 0.
