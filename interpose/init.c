@@ -204,9 +204,10 @@ static int parent_traced(void) {
   nd_os_proc_path(path, sizeof path, getppid(), "environ");
   int saved = errno, found = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  // A parent this process may not look at (another user: a child that dropped privileges) is
-  // taken as under ndmem: a child kept quiet loses nothing, a parent's stderr could.
-  if (fd < 0 && (errno == EACCES || errno == EPERM)) found = 1;
+  // A parent this process may not look at (another user: a child that dropped privileges), or
+  // one already gone (multiprocessing's resource tracker outlives the process that started it),
+  // is taken as under ndmem: a child kept quiet loses nothing, a parent's stderr could.
+  if (fd < 0 && (errno == EACCES || errno == EPERM || errno == ESRCH || errno == ENOENT)) found = 1;
   size_t n = 0; // bytes of the current entry kept (its first sizeof entry - 1)
   ssize_t got;
   while (fd >= 0 && !found && (got = read(fd, buf, sizeof buf)) > 0) {
