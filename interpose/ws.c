@@ -841,7 +841,7 @@ void nd_ws_external(nd_tls_t *t, void *p) {
 // returning it keeps the learning cycles' RSS near the program's live bytes. A trim once
 // TRIM_FREED bytes have been freed, within trim_bounded's time budget.
 #define TRIM_FREED (16 << 20)
-#define TRIM_BLIND 64 // trims before a stream shows any repetition, per process
+#define TRIM_BLIND 8 // trims before a stream shows any repetition, per process (see below)
 void nd_ws_heap_freed(uint64_t bytes) {
   ws_thread_t *w = nd_tls.ws;
   space_t *s = w && !w->marked ? w->auto_space : NULL;
@@ -850,8 +850,11 @@ void nd_ws_heap_freed(uint64_t bytes) {
   // A stream that repeats (a period being confirmed, a cycle being recorded) is a loop about to
   // get its arena. Before any repetition shows, a loop cannot be told from a program that has
   // none, where a trimmed heap is reused at once and the trim only costs page faults and TLB
-  // shootdowns: such trims come from a small budget for the whole process (a training loop's
-  // first cycles fit in it; threads that come and go do not renew it).
+  // shootdowns: such trims come from a small budget for the whole process (threads that come and
+  // go do not renew it). 8 is what the benchmark's tensor loop (bench/tensor_loop.c: 14 buffers,
+  // 180 MiB live) needs to keep its learning RSS at its live bytes (1.01x; 4 leave it at glibc's
+  // 1.11x); a program that never repeats pays 8 trims in all (larson-large: 1.03x with workspaces
+  // on against off, 1.26x with 64).
   if (s->mode == WSM_DETECT && !s->cand) {
     static int blind_left = TRIM_BLIND;
     if (__atomic_load_n(&blind_left, __ATOMIC_RELAXED) <= 0 ||
