@@ -76,8 +76,20 @@ mkdir -p "$tmp/files"
 run physical 0 NDMEM_MAX_PHYSICAL_BYTES=96m NDMEM_LIMIT_STEP=16m NDMEM_LIMIT_POLL_MS=0 -- physical "$tmp/files"
 has physical "^ndmem: Can't allocate \[HOST\] memory: 4.00 MiB requested; physical [0-9.]* MiB > maxPhysicalBytes 96.00 MiB; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
 
+# a test statm file that cannot be read: said, and /proc/self/statm is read instead (the physical
+# limit once went off without a word)
+run physical_nostatm 0 NDMEM_TEST_STATM=/nonexistent/statm NDMEM_MAX_PHYSICAL_BYTES=96m NDMEM_LIMIT_STEP=16m NDMEM_LIMIT_POLL_MS=0 -- physical "$tmp/files"
+has physical_nostatm "^ndmem: cannot read resident memory from '/nonexistent/statm' (No such file or directory); using /proc/self/statm (NDMEM_TEST_STATM)$"
+has physical_nostatm "^ndmem: Can't allocate \[HOST\] memory: 4.00 MiB requested; physical [0-9.]* MiB > maxPhysicalBytes 96.00 MiB"
+
 printf '2048 1124 100 10 0 100 0\n' >"$tmp/statm"
 run step 0 NDMEM_TEST_STATM="$tmp/statm" NDMEM_MAX_PHYSICAL_BYTES=100m NDMEM_LIMIT_STEP=1m NDMEM_LIMIT_POLL_MS=0 -- step "$tmp/statm"
+# a test statm file that cannot be read: said, and /proc/self/statm is read instead (the physical
+# limit once went off without a word)
+run physical_nostatm 0 NDMEM_TEST_STATM=/nonexistent/statm NDMEM_MAX_PHYSICAL_BYTES=96m NDMEM_LIMIT_STEP=16m NDMEM_LIMIT_POLL_MS=0 -- physical "$tmp/files"
+has physical_nostatm "^ndmem: cannot read resident memory from '/nonexistent/statm' (No such file or directory); using /proc/self/statm (NDMEM_TEST_STATM)$"
+has physical_nostatm "^ndmem: Can't allocate \[HOST\] memory: 4.00 MiB requested; physical [0-9.]* MiB > maxPhysicalBytes 96.00 MiB"
+
 printf '2048 1124 100 10 0 100 0\n' >"$tmp/statm"
 run poll 0 NDMEM_TEST_STATM="$tmp/statm" NDMEM_MAX_PHYSICAL_BYTES=100m NDMEM_WARN_AT=50m NDMEM_LIMIT_STEP=1g NDMEM_LIMIT_POLL_MS=20 -- poll "$tmp/statm"
 has poll "^ndmem: anonymous resident memory 60.00 MiB crossed the watermark 50.00 MiB (NDMEM_WARN_AT; tracked [0-9.]* [KMG]*i*B; snapshot 1): live memory by site goes to the trace$"

@@ -63,6 +63,14 @@ run mmapped NDMEM_WS_LOCATION=mmap NDMEM_WS_MMAP_DIR="$tmp"
 want mmapped errors -eq 0
 want mmapped file_arena -eq 1
 want mmapped hits -ge $(( (40 - 3) * 12 - 1 ))
+# a folder that cannot hold arena files: said once, and the arenas are anonymous memory (the
+# workspaces work on; they once went off without a word)
+run mmap_missing NDMEM_WS_LOCATION=mmap NDMEM_WS_MMAP_DIR=/nonexistent/ndmem
+want mmap_missing errors -eq 0
+want mmap_missing file_arena -eq 0
+want mmap_missing hits -ge $(( (40 - 3) * 12 - 1 ))
+n=$(grep -c "^ndmem: NDMEM_WS_MMAP_DIR='/nonexistent/ndmem': cannot make an arena file (No such file or directory); arenas use anonymous memory (NDMEM_WS_LOCATION=ram)$" "$tmp/mmap_missing.err")
+[ "$n" -eq 1 ] || { echo "mmap_missing: $n fallback lines, want 1" >&2; cat "$tmp/mmap_missing.err" >&2; fail=1; }
 
 # ND4J's unplanned modes: the reference model bump-allocates, ndmem proves each range free
 run none fixed NDMEM_WS_LEARNING=none NDMEM_WS_INITIAL_SIZE=16m NDMEM_WS_ALLOCATION=strict
