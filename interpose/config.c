@@ -23,7 +23,8 @@ const nd_option_t nd_options[] = {
     OPT("NDMEM_ENABLED", ND_OPT_BOOL, enabled, 1, 0, 1,
         "0 turns accounting off: every hook forwards to the next allocator"),
     OPT("NDMEM_SUMMARY", ND_OPT_INT, summary, 1, 0, 2,
-        "summary on stderr at exit: 0 none, 1 totals, 2 totals and one row per thread"),
+        "summary on stderr at the end of the process the user started: 0 none, 1 totals, 2 "
+        "totals and one row per thread"),
     OPT("NDMEM_SUMMARY_CHILDREN", ND_OPT_BOOL, summary_children, 0, 0, 1,
         "1: children (fork, or exec'd by a process under ndmem) print their summaries too; "
         "0: only the process the user started"),
