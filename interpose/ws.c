@@ -118,6 +118,7 @@ static struct {
   nd_rec_ws_escape_t pending[256]; // escapes not yet written to the trace
   unsigned npending;
   struct ws_thread *pool; // thread states to reuse (under lock)
+  int auto_spaces;        // automatic workspaces made (atomic; reused ones are not counted again)
 } G;
 
 
@@ -331,6 +332,7 @@ static space_t *space_new(const char *name, int automatic) {
   s->bump = s->cfg.learning == WS_LEARN_NONE || s->cfg.reset == WS_RESET_ENDOFBUFFER_REACHED;
   if (s->bump) ws_nd4j_init(&s->nd, &s->cfg);
   if (automatic) {
+    __atomic_fetch_add(&G.auto_spaces, 1, __ATOMIC_RELAXED);
     s->det = nd_os_map(sizeof *s->det);
     if (!s->det || ws_detect_init(s->det, &MEM) != 0) s->mode = WSM_OFF;
     else s->mode = WSM_DETECT;
@@ -853,9 +855,11 @@ void nd_ws_heap_freed(uint64_t bytes) {
   // shootdowns: such trims come from a small budget for the whole process (threads that come and
   // go do not renew it). 8 is what the benchmark's tensor loop (bench/tensor_loop.c: 14 buffers,
   // 180 MiB live) needs to keep its learning RSS at its live bytes (1.01x; 4 leave it at glibc's
-  // 1.11x); a program that never repeats pays 8 trims in all (larson-large: 1.03x with workspaces
-  // on against off, 1.26x with 64).
+  // 1.11x); a one-thread program that never repeats pays 8 trims in all.
   if (s->mode == WSM_DETECT && !s->cand) {
+    // ... and only while one thread makes routed allocations: where several do (thread pools,
+    // servers, test-stress), trimming under them costs each one page faults and TLB shootdowns.
+    if (__atomic_load_n(&G.auto_spaces, __ATOMIC_RELAXED) > 1) return;
     static int blind_left = TRIM_BLIND;
     if (__atomic_load_n(&blind_left, __ATOMIC_RELAXED) <= 0 ||
         __atomic_sub_fetch(&blind_left, 1, __ATOMIC_RELAXED) < 0)
