@@ -516,20 +516,23 @@ static void *cxx_sym(int next, const char *name) {
   return f;
 }
 
+// The C++ runtime's function `name`, looked up once into *slot (a racing lookup finds the same).
+static void *cxx_cached(void **slot, const char *name) {
+  void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!f) __atomic_store_n(slot, f = cxx_sym(0, name), __ATOMIC_RELEASE);
+  return f;
+}
+
 static void cxx_bad_alloc(void) {
   static void *thrower;
-  if (!__atomic_load_n(&thrower, __ATOMIC_ACQUIRE))
-    __atomic_store_n(&thrower, cxx_sym(0, "_ZSt17__throw_bad_allocv"), __ATOMIC_RELEASE);
-  void *f = __atomic_load_n(&thrower, __ATOMIC_ACQUIRE);
+  void *f = cxx_cached(&thrower, "_ZSt17__throw_bad_allocv");
   if (f) (__extension__(void (*)(void)) f)();
   abort(); // no C++ runtime to throw with: what an uncaught bad_alloc would do
 }
 
 static void (*cxx_handler(void))(void) {
   static void *getter;
-  if (!__atomic_load_n(&getter, __ATOMIC_ACQUIRE))
-    __atomic_store_n(&getter, cxx_sym(0, "_ZSt15get_new_handlerv"), __ATOMIC_RELEASE);
-  void *f = __atomic_load_n(&getter, __ATOMIC_ACQUIRE);
+  void *f = cxx_cached(&getter, "_ZSt15get_new_handlerv");
   return f ? (__extension__(void (*(*)(void))(void)) f)() : NULL;
 }
 

@@ -99,11 +99,12 @@ static int managed(int sig) {
 
 void nd_exits_setup(void) {
   X.pid = nd_os_getpid();
-  for (size_t i = 0; i < sizeof fatal_sigs / sizeof fatal_sigs[0]; i++) X.fatal[fatal_sigs[i]] = 1;
   sigset_t old;
   table_lock(&old);
-  for (size_t i = 0; i < sizeof fatal_sigs / sizeof fatal_sigs[0]; i++)
+  for (size_t i = 0; i < sizeof fatal_sigs / sizeof fatal_sigs[0]; i++) {
+    X.fatal[fatal_sigs[i]] = 1;
     take(fatal_sigs[i]); // only where the disposition is the default (not ignored or handled)
+  }
   table_unlock(&old);
   X.on = 1;
 }

@@ -201,7 +201,7 @@ static void atfork_child(void) {
 // stderr its parent may be reading.
 static int parent_traced(void) {
   char path[64], buf[4096], entry[512];
-  nd_os_proc_path(path, sizeof path, getppid(), "environ");
+  nd_os_proc_path(path, sizeof path, getppid(), "environ", -1);
   int saved = errno, found = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   // A parent this process may not look at (another user: a child that dropped privileges), or
@@ -245,12 +245,8 @@ static void open_log_fd(void) {
 // The summary's descriptor, if it still is what it was made from (a program that closed every
 // descriptor may have reused the number for a file of its own); else fd 2.
 static int log_fd(void) {
-  struct stat st;
-  int saved = errno;
-  int ok = nd_log_fd != 2 && fstat(nd_log_fd, &st) == 0 && st.st_dev == nd_log_st.st_dev &&
-           st.st_ino == nd_log_st.st_ino;
-  errno = saved;
-  return ok ? nd_log_fd : 2;
+  return nd_log_fd != 2 && nd_os_same_file(nd_log_fd, nd_log_st.st_dev, nd_log_st.st_ino)
+             ? nd_log_fd : 2;
 }
 
 static void initialize(nd_tls_t *t) {

@@ -3,10 +3,13 @@
 // here: they run inside the program's malloc/mmap calls, whose errno contract must stay exact.
 #include "os.h"
 
+#include "fmt.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -173,20 +176,15 @@ int nd_os_fd_high(int fd, int raise_ok) {
       if (t >= 0) nfd = dup3(fd, t, O_CLOEXEC);
       setrlimit(RLIMIT_NOFILE, &rl);
     }
-  } else if (raise_ok && rl.rlim_max == rl.rlim_cur && cur >= 256) {
-    // No room above: the top 16 slots are taken out of the soft limit, once, as valgrind reserves
-    // its own (the program can open 16 fewer files; a child under ndmem finds the room above).
-    int t = free_below(cur, cur - ND_OS_FD_RESERVE);
-    struct rlimit down = {(rlim_t)(cur - ND_OS_FD_RESERVE), rl.rlim_max};
-    if (t >= 0 && (nfd = dup3(fd, t, O_CLOEXEC)) >= 0 && setrlimit(RLIMIT_NOFILE, &down) != 0) {
-      close(nfd);
-      nfd = -1;
-    }
   }
-  // Else the top 16 below the limit (the program meets EMFILE a little earlier).
+  // Else the top 16 below the limit (the program meets EMFILE a little earlier). With no room
+  // above at all, those slots are taken out of the soft limit, once, as valgrind reserves its own
+  // (the program can open 16 fewer files; a child under ndmem finds the room above).
   if (nfd < 0 && cur >= 256) {
     int t = free_below(cur, cur - ND_OS_FD_RESERVE);
     if (t >= 0) nfd = dup3(fd, t, O_CLOEXEC);
+    struct rlimit down = {(rlim_t)(cur - ND_OS_FD_RESERVE), rl.rlim_max};
+    if (nfd >= 0 && raise_ok && rl.rlim_max == rl.rlim_cur) setrlimit(RLIMIT_NOFILE, &down);
   }
   if (nfd >= 0) {
     close(fd);
@@ -207,16 +205,26 @@ int nd_os_at_line_start(int fd) {
   return r;
 }
 
-void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf) {
-  char digits[24];
-  size_t n = 0, k = 0;
-  uint64_t v = (uint64_t)pid;
-  do digits[n++] = (char)('0' + v % 10);
-  while ((v /= 10) && n < sizeof digits);
-  const char *head = "/proc/";
-  while (*head && k + 1 < cap) out[k++] = *head++;
-  while (n && k + 1 < cap) out[k++] = digits[--n];
-  if (k + 1 < cap) out[k++] = '/';
-  while (*leaf && k + 1 < cap) out[k++] = *leaf++;
+void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf, long n) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "/proc/");
+  nd_buf_u64(&b, (uint64_t)pid);
+  nd_buf_char(&b, '/');
+  nd_buf_str(&b, leaf);
+  if (n >= 0) {
+    nd_buf_char(&b, '/');
+    nd_buf_u64(&b, (uint64_t)n);
+  }
+  size_t k = b.len < cap ? b.len : cap - 1;
+  memcpy(out, b.data, k);
   out[k] = 0;
+}
+
+int nd_os_same_file(int fd, dev_t dev, ino_t ino) {
+  struct stat st;
+  int saved = errno;
+  int same = fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+  errno = saved;
+  return same;
 }

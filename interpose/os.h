@@ -29,7 +29,6 @@ int nd_os_thread_once(int *started, void *(*fn)(void *));
 void nd_spin_lock(int *l);
 static inline void nd_spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 // The same for the two pthread mutexes (trace writer, mmap table).
-struct nd_os_mutex;
 void nd_os_mutex_lock(void *m); // a pthread_mutex_t
 // A thread that writes the final trace from a fatal signal handler or _exit may have interrupted
 // itself inside a lock: while nd_os_last_words is set on it, nd_spin_lock and nd_os_mutex_lock
@@ -44,15 +43,18 @@ extern __thread int nd_os_last_words __attribute__((tls_model("initial-exec")));
 // most ND_OS_FD_ROOM above the soft RLIMIT_NOFILE. With `raise_ok` (only while no other thread
 // can read or change the limit: at start-up) the soft limit is raised for the dup and restored;
 // where the hard limit leaves no room, the soft limit is lowered by the reserve once, for good
-// (the program sees 16 descriptors fewer, as under valgrind). Otherwise the fd goes as high below the limit as it can.
-// Close-on-exec. Returns the new descriptor (fd itself when it could not be moved).
+// (the program sees 16 descriptors fewer, as under valgrind). Otherwise the fd goes as high below
+// the limit as it can. Close-on-exec. Returns the new descriptor (fd itself when it could not be moved).
 #define ND_OS_FD_RESERVE 16
 #define ND_OS_FD_ROOM 4096 // how far above the soft limit (at most) ndmem's descriptors go
 int nd_os_fd_high(int fd, int raise_ok);
 // Whether output written to fd next starts a line: a regular file that is empty or ends in '\n'.
 // Anything else (a terminal, a pipe) cannot be known: 0.
 int nd_os_at_line_start(int fd);
-// "/proc/PID/LEAF" into out (at least 64 bytes for a short leaf).
-void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf);
+// "/proc/PID/LEAF", or "/proc/PID/LEAF/N" when n >= 0, into out (64 bytes hold any of ndmem's).
+void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf, long n);
+// Whether fd is open on the file (dev, ino) it was opened on; a program that closes every
+// descriptor may have closed ndmem's and reused the number. errno is kept.
+int nd_os_same_file(int fd, dev_t dev, ino_t ino);
 
 #endif

@@ -44,7 +44,6 @@ enum { TR_LATER, TR_OK, TR_OFF }; // file not created yet; created; failed (trac
 static struct {
   int on;     // tracing configured and set up
   int state;  // TR_*
-  int quiet;  // a fork child: no file until it allocates (TR_LATER) and none if it never does
   char dir[4096]; // absolute folder a relative NDMEM_OUTPUT is taken from ("" if absolute)
   char path[4096 + ND_CONFIG_PATH_MAX + 512];
   dev_t dev;  // the file created, recognised at every flush
@@ -138,7 +137,7 @@ static void copy_bounded(char *dst, size_t cap, const char *src) {
 // the parent's. Only regular files are opened (a pipe or a terminal there is left alone). 0 or -1.
 static int parent_trace_dir(pid_t ppid, char *dir, size_t cap) {
   char path[64];
-  nd_os_proc_path(path, sizeof path, ppid, "fd");
+  nd_os_proc_path(path, sizeof path, ppid, "fd", -1);
   int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), found = -1;
   if (dfd < 0) return -1;
   long top[8] = {-1, -1, -1, -1, -1, -1, -1, -1}; // the 8 highest, descending
@@ -168,13 +167,8 @@ static int parent_trace_dir(pid_t ppid, char *dir, size_t cap) {
   }
   close(dfd);
   for (int i = 0; i < 8 && top[i] >= 3 && found < 0; i++) {
-    char leaf[32], link[64];
-    nd_buf_t b;
-    nd_buf_reset(&b);
-    nd_buf_str(&b, "fd/");
-    nd_buf_u64(&b, (uint64_t)top[i]);
-    memcpy(leaf, nd_buf_cstr(&b), b.len + 1);
-    nd_os_proc_path(link, sizeof link, ppid, leaf);
+    char link[64];
+    nd_os_proc_path(link, sizeof link, ppid, "fd", top[i]);
     ssize_t len = readlink(link, dir, cap - 1);
     if (len <= 0 || dir[0] != '/') continue; // a pipe, a socket
     dir[len] = 0;
@@ -216,7 +210,7 @@ static void fix_dir(void) {
     }
     if (n < 0) {
       char link[64];
-      nd_os_proc_path(link, sizeof link, getppid(), "cwd");
+      nd_os_proc_path(link, sizeof link, getppid(), "cwd", -1);
       n = readlink(link, tr.dir, sizeof tr.dir - 1);
       if (n > 0 && tr.dir[0] == '/') tr.dir[n] = 0;
       else n = -1;
@@ -337,23 +331,17 @@ static void create_locked(int alone) {
 void nd_trace_create(int alone) {
   if (!tr.on) return;
   nd_os_mutex_lock(&tr.lock);
-  tr.quiet = 0;
   create_locked(alone);
   pthread_mutex_unlock(&tr.lock);
 }
 
 // The file's descriptor for a flush: still the file created, or that file opened again (a program
 // that closes every descriptor closes ndmem's too); -1 when the file is gone or was replaced.
-static int same_file(int fd) {
-  struct stat st;
-  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == tr.dev && st.st_ino == tr.ino;
-}
-
 static int trace_fd(void) {
   int saved = errno;
-  if (!same_file(tr.fd)) {
+  if (!nd_os_same_file(tr.fd, tr.dev, tr.ino)) {
     int fd = open(tr.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-    if (same_file(fd)) {
+    if (nd_os_same_file(fd, tr.dev, tr.ino)) {
       tr.fd = nd_os_fd_high(fd, 0);
     } else {
       if (fd >= 0) close(fd);
@@ -460,8 +448,7 @@ void nd_trace_set_exit(int how, int code) {
 void nd_trace_flush(int final) {
   if (!tr.on) return;
   nd_os_mutex_lock(&tr.lock);
-  // A fork child that never allocated (it only exec'd or _exit'ed) leaves no file.
-  if (tr.state == TR_LATER && !tr.quiet) create_locked(0);
+  // A fork child that never allocated (it only exec'd or _exit'ed) leaves no file: TR_LATER.
   int fd = tr.state == TR_OK ? trace_fd() : -1;
   if (fd < 0) {
     if (tr.state == TR_OK) tr.state = TR_OFF;
@@ -531,7 +518,6 @@ void nd_trace_atfork_child(void) {
     tr.fd = -1;
   }
   if (tr.on && tr.state != TR_OFF) tr.state = TR_LATER;
-  tr.quiet = 1;
   tr.seq = 0;
   tr.module_ids = 0;
   tr.thread_started = 0;

@@ -297,7 +297,7 @@ static ws_thread_t *thread_state(nd_tls_t *t) {
     s->tid = nd_os_gettid();
     s->symbols = 0;
     s->cand = s->cand_seen = s->period = s->phase = s->in_cycle = 0;
-    memset(&w->pool_next, 0, sizeof w->pool_next);
+    w->pool_next = NULL;
     w->routed_live = 0;
   } else {
     w = nd_os_map(sizeof(ws_thread_t));
