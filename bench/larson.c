@@ -202,19 +202,13 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  uint64_t allocs = 0, frees = 0, sum = 0, bad_threads = 0, unread = 0;
+  tally_t tot = {0};
   for (uint64_t k = 0; k < nrec; k++) {
-    allocs += rec[k].count.allocs;
-    frees += rec[k].count.frees;
-    sum += rec[k].sum;
-    if (opt.check) {
-      char who[64];
-      snprintf(who, sizeof who, "chain %" PRIu64 " epoch %" PRIu64, rec[k].chain, rec[k].epoch);
-      int v = thread_check("larson", &rec[k].count, who);
-      bad_threads += v == 1;
-      unread += v == 2;
-    }
+    char who[64];
+    snprintf(who, sizeof who, "chain %" PRIu64 " epoch %" PRIu64, rec[k].chain, rec[k].epoch);
+    tally_add(&tot, "larson", &rec[k].count, rec[k].sum, who, opt.check);
   }
+  uint64_t allocs = tot.allocs, frees = tot.frees, sum = tot.sum;
   uint64_t ops = opt.threads * opt.epochs * opt.ops, left_live = opt.threads;
   double secs = t1 - t0;
   printf("larson threads=%" PRIu64 " slots=%" PRIu64 " min=%" PRIu64 " max=%" PRIu64
@@ -231,7 +225,7 @@ int main(int argc, char **argv) {
   }
   if (opt.check)
     bad |= process_check("larson", &p0, &p1, &m0, &m1, allocs, frees, left_live, nrec,
-                         bad_threads, unread) != 0;
+                         tot.bad_threads, tot.unread) != 0;
   for (uint64_t t = 0; t < opt.threads; t++) free(chains[t].blocks); // slot 0's block stays live
   free(chains);
   free(rec);

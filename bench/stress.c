@@ -188,19 +188,13 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  uint64_t allocs = 0, frees = 0, sum = 0, bad_threads = 0, unread = 0;
+  tally_t tot = {0};
   for (uint64_t k = 0; k < nworkers; k++) {
-    allocs += w[k].count.allocs;
-    frees += w[k].count.frees;
-    sum += w[k].sum;
-    if (opt.check) {
-      char who[64];
-      snprintf(who, sizeof who, "round %" PRIu64 " thread %" PRIu64, w[k].round, w[k].idx);
-      int v = thread_check("stress", &w[k].count, who);
-      bad_threads += v == 1;
-      unread += v == 2;
-    }
+    char who[64];
+    snprintf(who, sizeof who, "round %" PRIu64 " thread %" PRIu64, w[k].round, w[k].idx);
+    tally_add(&tot, "stress", &w[k].count, w[k].sum, who, opt.check);
   }
+  uint64_t allocs = tot.allocs, frees = tot.frees, sum = tot.sum;
   uint64_t left_live = opt.threads * LEFT_PER_THREAD;
   double secs = t1 - t0;
   printf("stress threads=%" PRIu64 " rounds=%" PRIu64 " iters=%" PRIu64 " scale=%" PRIu64
@@ -216,7 +210,7 @@ int main(int argc, char **argv) {
   }
   if (opt.check)
     bad |= process_check("stress", &p0, &p1, &m0, &m1, allocs, frees, left_live, nworkers,
-                         bad_threads, unread) != 0;
+                         tot.bad_threads, tot.unread) != 0;
   free(tid);
   free(w);
   free(slots);

@@ -166,6 +166,22 @@ static int thread_check(const char *prog, const thread_count_t *c, const char *w
   return 1;
 }
 
+// The workload's totals over its threads, and their per-thread verdicts (thread_check).
+typedef struct tally {
+  uint64_t allocs, frees, sum, bad_threads, unread;
+} tally_t;
+
+static void tally_add(tally_t *t, const char *prog, const thread_count_t *c, uint64_t sum,
+                      const char *who, int check) {
+  t->allocs += c->allocs;
+  t->frees += c->frees;
+  t->sum += sum;
+  if (!check) return;
+  int v = thread_check(prog, c, who);
+  t->bad_threads += v == 1;
+  t->unread += v == 2;
+}
+
 // The process verdict, printed; returns the number of mismatches (0: all exact).
 static int process_check(const char *prog, const snapshot_t *p0, const snapshot_t *p1,
                          const snapshot_t *m0, const snapshot_t *m1, uint64_t allocs,

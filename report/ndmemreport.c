@@ -406,8 +406,9 @@ static void text_kind(FILE *o, const nd_rec_kind_totals_t *k, const char *name, 
   // More released than allocated: frees of blocks allocated where ndmem could not see them. A
   // negative amount of memory is never shown; the discrepancy is.
   print_sbytes(o, k->live_bytes > 0 ? k->live_bytes : 0);
-  fprintf(o, " in %lld %s%s; %llu allocated, %llu released", (long long)(k->live_count > 0 ? k->live_count : 0), unit,
-          k->live_count == 1 ? "" : "s", (unsigned long long)k->allocs,
+  fprintf(o, " in %lld %s%s; %llu allocated, %llu released",
+          (long long)(k->live_count > 0 ? k->live_count : 0), unit, k->live_count == 1 ? "" : "s",
+          (unsigned long long)k->allocs,
           (unsigned long long)k->frees);
   if (k->live_count < 0 || k->live_bytes < 0)
     fprintf(o, " (%llu more released than ndmem saw allocated)",
