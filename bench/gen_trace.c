@@ -170,7 +170,7 @@ int main(int argc, char **argv) {
         c.kind[k].peak_bytes = c.kind[k].live_bytes;
     }
     rec(ND_REC_COUNTERS, &c, sizeof c, NULL, 0);
-    nd_rec_flush_t fl = {mono, ++seq};
+    nd_rec_flush_t fl = {mono, ++seq, 0, 0};
     rec(ND_REC_FLUSH, &fl, sizeof fl, NULL, 0);
     nd_tw_flush(&w);
   }
@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
     for (uint64_t k = 0; k < live && k < MAX_BLOCKS_PER_SITE; k++) {
       bool sampled = s->rec.flags & ND_SITE_SAMPLED;
       nd_rec_block_t b = {i, s->rec.kind, sampled ? ND_SITE_SAMPLED : 0, addr += 1 << 20,
-                          s->size, sampled ? h.sample_interval : s->size, mono - below(1u << 30)};
+                          s->size, sampled ? h.sample_interval : s->size, mono - below(1u << 30), 0};
       rec(ND_REC_BLOCK, &b, sizeof b, NULL, 0);
       blocks++;
       leak_bytes += b.weight;

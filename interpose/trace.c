@@ -411,7 +411,7 @@ static void write_sites(void) {
                        __atomic_load_n(&s->frees, __ATOMIC_RELAXED),
                        __atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED),
                        __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED),
-                       (uint64_t)__atomic_load_n(&s->peak, __ATOMIC_RELAXED)};
+                       (uint64_t)__atomic_load_n(&s->peak, __ATOMIC_RELAXED), 0, 0};
     nd_tw_record(&tr.w, ND_REC_SITE, &r, sizeof r, NULL, 0);
   }
 }
@@ -424,7 +424,7 @@ static void ws_record(void *ctx, uint16_t tag, const void *payload, uint32_t siz
 static void block_record(void *ctx, const nd_block_t *b) {
   uint64_t *count = ctx;
   nd_rec_block_t r = {b->site->id, b->site->kind, b->site->sampled ? ND_SITE_SAMPLED : 0,
-                      b->addr, b->size, b->weight, b->mono_ns};
+                      b->addr, b->size, b->weight, b->mono_ns, 0};
   nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
   (*count)++;
 }
@@ -433,7 +433,7 @@ static void region_record(void *ctx, uintptr_t start, uintptr_t end, void *tag) 
   nd_site_t *site = tag;
   if (!site) return;
   uint64_t *count = ctx;
-  nd_rec_block_t r = {site->id, site->kind, 0, start, end - start, end - start, 0};
+  nd_rec_block_t r = {site->id, site->kind, 0, start, end - start, end - start, 0, 0};
   nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
   (*count)++;
 }
@@ -467,7 +467,7 @@ void nd_trace_flush(int final) {
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
   nd_limits_write_records(ws_record, NULL); // and snapshots theirs
   write_counters();
-  nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq};
+  nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq, 0, 0};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
   if (final) {
     uint64_t blocks = 0;

@@ -14,8 +14,12 @@
 
 #define ND_TRACE_MAGIC "NDMEMTR\n"
 // 2 added WORKSPACE and WS_ESCAPE records; 3 added LIMITS, BREACH, SNAPSHOT and SNAP_SITE; 4
-// added EXIT (how the process ended: exit, _exit, a fatal signal). Readers accept 1 to 4.
-#define ND_TRACE_VERSION 4
+// added EXIT (how the process ended: exit, _exit, a fatal signal); 5 added GROWTH and lengthened
+// SITE (the window's floor, the cycle clock), BLOCK (the birth cycle), FLUSH (the cycle clock and
+// the start of the steady state) and WORKSPACE (outlived blocks). A version 5 record carries its
+// older fields first, at the same offsets; a reader takes the short form from traces before 5 and
+// zeroes the rest (ND_REC_V4_SIZE). Readers accept 1 to 5.
+#define ND_TRACE_VERSION 5
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -50,6 +54,7 @@ enum nd_rec_tag {
   ND_REC_SNAPSHOT = 12, // nd_rec_snapshot_t: live memory by site; `sites` SNAP_SITE records follow
   ND_REC_SNAP_SITE = 13, // nd_rec_snap_site_t: one site's live memory in the preceding SNAPSHOT
   ND_REC_EXIT = 14,     // nd_rec_exit_t: how the process ended, just before END (version 4)
+  ND_REC_GROWTH = 15,   // nd_rec_growth_t: a site found growing while the job ran (version 5)
   ND_REC_TAG_MAX
 };
 
@@ -87,8 +92,13 @@ typedef struct nd_rec_site {
   uint64_t allocs, frees;
   uint64_t alloc_bytes, free_bytes;
   uint64_t peak_live_bytes; // high-water of alloc_bytes - free_bytes for this site
+  // version 5: the lowest live bytes of the site since its previous SITE record (the floor of
+  // the window that ends here: what a cycle's temporaries do not reach), and the cycle clock
+  // (the most cycles any thread's workspace has closed) when it was written.
+  uint64_t floor_bytes;
+  uint64_t cycle;
 } nd_rec_site_t;
-_Static_assert(sizeof(nd_rec_site_t) == 48, "site record layout");
+_Static_assert(sizeof(nd_rec_site_t) == 64, "site record layout");
 
 #define ND_TRACE_KINDS 20 // NDMEM_KIND_COUNT
 #define ND_TRACE_FNS 15   // NDMEM_FN_COUNT
@@ -118,14 +128,19 @@ typedef struct nd_rec_block {
   uint64_t size;
   uint64_t weight;
   uint64_t mono_ns; // allocation time
+  uint64_t cycle;   // version 5: the cycle clock at its allocation (0: before the first cycle)
 } nd_rec_block_t;
-_Static_assert(sizeof(nd_rec_block_t) == 40, "block record layout");
+_Static_assert(sizeof(nd_rec_block_t) == 48, "block record layout");
 
 typedef struct nd_rec_flush {
   uint64_t mono_ns;
   uint64_t seq;
+  // version 5: the cycle clock (the most cycles any thread's workspace has closed, detected or
+  // marked), and when the first cycle closed: the steady state begins there (0: not yet).
+  uint64_t cycles;
+  uint64_t steady_ns;
 } nd_rec_flush_t;
-_Static_assert(sizeof(nd_rec_flush_t) == 16, "flush record layout");
+_Static_assert(sizeof(nd_rec_flush_t) == 32, "flush record layout");
 
 // How the process ended. `code`: the exit status for ND_EXIT_NORMAL and ND_EXIT_UNDERSCORE, the
 // signal number for ND_EXIT_SIGNAL and ND_EXIT_LIMIT_ABORT (SIGABRT).
@@ -165,8 +180,13 @@ typedef struct nd_rec_workspace {
   uint64_t spills, spill_bytes; // routed allocations served externally
   uint64_t escapes, relearns, deviations;
   uint64_t pinned_bytes;  // escaped blocks still live
+  // version 5: blocks of an *automatic* workspace that outlived the cycle ndmem detected (an
+  // array kept across iterations, a result handed to another thread): ndmem's misprediction,
+  // not the program's error. They stay valid and their plan entries stop being routed. `escapes`
+  // counts only blocks that outlived a cycle the program declared (marks, named workspaces).
+  uint64_t outlived;
 } nd_rec_workspace_t;
-_Static_assert(sizeof(nd_rec_workspace_t) == 136, "workspace record layout");
+_Static_assert(sizeof(nd_rec_workspace_t) == 144, "workspace record layout");
 
 // A workspace block still live after its cycle ended (ND4J's "leaked workspace pointer").
 typedef struct nd_rec_ws_escape {
@@ -178,6 +198,27 @@ typedef struct nd_rec_ws_escape {
   uint64_t cycle_seen;    // the cycle in which it was found still live
 } nd_rec_ws_escape_t;
 _Static_assert(sizeof(nd_rec_ws_escape_t) == 72, "workspace escape record layout");
+
+// A site found growing while the job ran (version 5): the floor of its live bytes (its lowest
+// value in a flush window) rose in `rises` windows from `base_bytes` at cycle `base_cycle` to
+// `floor_bytes` at cycle `cycle`. Written once per site, when the shim warned about it.
+typedef struct nd_rec_growth {
+  uint64_t mono_ns;
+  uint32_t stack_id;
+  uint16_t kind;
+  uint16_t flags;       // ND_SITE_SAMPLED: estimates
+  uint64_t cycle, base_cycle;     // cycle clock now and when the growth began (0: no cycles)
+  uint64_t base_ns;               // when the growth began
+  uint64_t base_bytes, floor_bytes;
+  uint64_t rises;                 // windows in which the floor rose
+} nd_rec_growth_t;
+_Static_assert(sizeof(nd_rec_growth_t) == 64, "growth record layout");
+
+// The payload sizes of records that version 5 lengthened, as versions 1 to 4 wrote them.
+#define ND_REC_SITE_V4_SIZE 48u
+#define ND_REC_BLOCK_V4_SIZE 40u
+#define ND_REC_FLUSH_V4_SIZE 16u
+#define ND_REC_WORKSPACE_V4_SIZE 136u
 
 // ---------------------------------------------------------------- limits (version 3)
 

@@ -24,8 +24,9 @@ _Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer ho
 
 static const char *const tag_names[ND_REC_TAG_MAX] = {
     "?",   "MODULE",    "STACK",     "SITE",   "COUNTERS", "BLOCK",    "FLUSH",
-    "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE", "EXIT"};
-_Static_assert(ND_REC_TAG_MAX == 15, "a name for every record tag");
+    "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE", "EXIT",
+    "GROWTH"};
+_Static_assert(ND_REC_TAG_MAX == 16, "a name for every record tag");
 
 static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;
@@ -420,17 +421,20 @@ static void order_snapshots(nd_trace_t *t) {
   }
 }
 
-// The payload size a tag allows: exact for fixed records, a minimum (and *var set) otherwise.
-static uint32_t fixed_size(unsigned tag, int *var) {
+// The payload size a tag allows in a trace of `version`: exact for fixed records, a minimum (and
+// *var set) otherwise. Version 5 lengthened four records (trace_format.h).
+static uint32_t fixed_size(unsigned tag, uint32_t version, int *var) {
   *var = 0;
+  int old = version < 5;
   switch (tag) {
   case ND_REC_MODULE: *var = 1; return sizeof(nd_rec_module_t);
   case ND_REC_STACK: *var = 1; return sizeof(nd_rec_stack_t);
-  case ND_REC_SITE: return sizeof(nd_rec_site_t);
+  case ND_REC_SITE: return old ? ND_REC_SITE_V4_SIZE : sizeof(nd_rec_site_t);
   case ND_REC_COUNTERS: return sizeof(nd_rec_counters_t);
-  case ND_REC_BLOCK: return sizeof(nd_rec_block_t);
-  case ND_REC_FLUSH: return sizeof(nd_rec_flush_t);
-  case ND_REC_WORKSPACE: return sizeof(nd_rec_workspace_t);
+  case ND_REC_BLOCK: return old ? ND_REC_BLOCK_V4_SIZE : sizeof(nd_rec_block_t);
+  case ND_REC_FLUSH: return old ? ND_REC_FLUSH_V4_SIZE : sizeof(nd_rec_flush_t);
+  case ND_REC_WORKSPACE: return old ? ND_REC_WORKSPACE_V4_SIZE : sizeof(nd_rec_workspace_t);
+  case ND_REC_GROWTH: return sizeof(nd_rec_growth_t);
   case ND_REC_WS_ESCAPE: return sizeof(nd_rec_ws_escape_t);
   case ND_REC_LIMITS: return sizeof(nd_rec_limits_t);
   case ND_REC_BREACH: return sizeof(nd_rec_breach_t);
@@ -457,12 +461,15 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
   if (t->hdr.version < 4 && r->tag == ND_REC_EXIT)
     return fail(t, off, "EXIT record in a version %u trace (version 4 introduced it)",
                 t->hdr.version);
+  if (t->hdr.version < 5 && r->tag == ND_REC_GROWTH)
+    return fail(t, off, "GROWTH record in a version %u trace (version 5 introduced it)",
+                t->hdr.version);
   if (r->tag == ND_REC_EXIT && t->have_exit) return fail(t, off, "a second EXIT record");
   if (r->size > ND_TRACE_MAX_RECORD)
     return fail(t, off, "%s record size %u above the maximum %u", tag_names[r->tag], r->size,
                 ND_TRACE_MAX_RECORD);
   int var;
-  uint32_t want = fixed_size(r->tag, &var);
+  uint32_t want = fixed_size(r->tag, t->hdr.version, &var);
   if (var ? r->size < want : r->size != want)
     return fail(t, off, "%s record size %u impossible (%s%u)", tag_names[r->tag], r->size,
                 var ? "at least " : "", want);
@@ -477,6 +484,16 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
 }
 
 static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p) {
+  // A record that version 5 lengthened, in its older short form: the new fields read as 0.
+  char full[sizeof(nd_rec_workspace_t)]; // the largest of them
+  _Static_assert(sizeof full >= sizeof(nd_rec_site_t) && sizeof full >= sizeof(nd_rec_block_t) &&
+                     sizeof full >= sizeof(nd_rec_flush_t), "room for every lengthened record");
+  if (t->hdr.version < 5 && (r->tag == ND_REC_SITE || r->tag == ND_REC_BLOCK ||
+                             r->tag == ND_REC_FLUSH || r->tag == ND_REC_WORKSPACE)) {
+    memset(full, 0, sizeof full);
+    memcpy(full, p, r->size);
+    p = full;
+  }
   switch (r->tag) {
   case ND_REC_MODULE: return on_module(t, off, p, r->size);
   case ND_REC_STACK: return on_stack(t, off, p, r->size);

@@ -26,7 +26,10 @@ static nd_tw_t w;
 #define MS 1000000ull
 #define T0 1000000000ull // start, CLOCK_MONOTONIC ns
 
+static uint32_t ver; // the version being written: records version 5 lengthened are short before
+
 static void header(const char *exe, uint64_t pid, uint32_t version) {
+  ver = version;
   nd_trace_header_t h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, ND_TRACE_MAGIC, sizeof h.magic);
@@ -57,19 +60,19 @@ static void stack(uint32_t id, uint32_t depth, const uint64_t *ips) {
 
 static void site(uint32_t stack_id, uint16_t kind, uint16_t flags, uint64_t allocs,
                  uint64_t frees, uint64_t alloc_bytes, uint64_t free_bytes, uint64_t peak) {
-  nd_rec_site_t s = {stack_id, kind, flags, allocs, frees, alloc_bytes, free_bytes, peak};
-  nd_tw_record(&w, ND_REC_SITE, &s, sizeof s, NULL, 0);
+  nd_rec_site_t s = {stack_id, kind, flags, allocs, frees, alloc_bytes, free_bytes, peak, 0, 0};
+  nd_tw_record(&w, ND_REC_SITE, &s, ver < 5 ? ND_REC_SITE_V4_SIZE : sizeof s, NULL, 0);
 }
 
 static void block(uint32_t stack_id, uint16_t kind, uint16_t flags, uint64_t addr,
                   uint64_t size, uint64_t weight, uint64_t ns) {
-  nd_rec_block_t b = {stack_id, kind, flags, addr, size, weight, ns};
-  nd_tw_record(&w, ND_REC_BLOCK, &b, sizeof b, NULL, 0);
+  nd_rec_block_t b = {stack_id, kind, flags, addr, size, weight, ns, 0};
+  nd_tw_record(&w, ND_REC_BLOCK, &b, ver < 5 ? ND_REC_BLOCK_V4_SIZE : sizeof b, NULL, 0);
 }
 
 static void flush(uint64_t seq, uint64_t ns) {
-  nd_rec_flush_t f = {ns, seq};
-  nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+  nd_rec_flush_t f = {ns, seq, 0, 0};
+  nd_tw_record(&w, ND_REC_FLUSH, &f, ver < 5 ? ND_REC_FLUSH_V4_SIZE : sizeof f, NULL, 0);
   nd_tw_flush(&w);
 }
 
@@ -201,7 +204,7 @@ static void synthetic(int killed) {
 // A WORKSPACE record; `name` is copied with its `n` bytes (bytes after a NUL are allowed).
 static void workspace(nd_rec_workspace_t r, const char *name, size_t n) {
   memcpy(r.name, name, n);
-  nd_tw_record(&w, ND_REC_WORKSPACE, &r, sizeof r, NULL, 0);
+  nd_tw_record(&w, ND_REC_WORKSPACE, &r, ver < 5 ? ND_REC_WORKSPACE_V4_SIZE : sizeof r, NULL, 0);
 }
 
 static void escape(uint32_t tid, const char *name, uint32_t stack_id, uint64_t addr,
@@ -312,7 +315,7 @@ static void bad_trace(const char *which) {
   } else { // bad-ws-size: one byte short
     nd_rec_workspace_t r;
     memset(&r, 0, sizeof r);
-    nd_tw_record(&w, ND_REC_WORKSPACE, &r, sizeof r - 1, NULL, 0);
+    nd_tw_record(&w, ND_REC_WORKSPACE, &r, ND_REC_WORKSPACE_V4_SIZE - 1, NULL, 0);
   }
   end(T0 + 20 * MS, 0);
 }
