@@ -41,6 +41,9 @@ const nd_option_t nd_options[] = {
         "smaller blocks are sampled, one per this many bytes on average; 0 samples none"),
     OPT("NDMEM_FLUSH_MS", ND_OPT_INT, flush_ms, 1000, 10, 60000,
         "the trace is flushed at least this often (milliseconds) and at exit"),
+    OPT("NDMEM_GROWTH_CYCLES", ND_OPT_INT, growth_cycles, 20, 0, 1000000000,
+        "a site whose lowest live bytes keep rising for this many cycles (flush windows when "
+        "no cycle is found) is named on stderr and in the trace while the job runs; 0: never"),
     OPT("NDMEM_WORKSPACES", ND_OPT_BOOL, workspaces, 1, 0, 1,
         "route learned cyclic allocations into planned per-thread workspaces; 0: account only"),
     OPT("NDMEM_WS_MIN", ND_OPT_SIZE, ws_min, 64 * 1024, 1, INT64_MAX,

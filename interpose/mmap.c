@@ -15,6 +15,7 @@
 #include "regions.h"
 #include "sites.h"
 #include "trace.h"
+#include "ws.h"
 
 #include <errno.h>
 #include <linux/mman.h>
@@ -68,15 +69,17 @@ static void untrack(nd_tls_t *t, uintptr_t s, uintptr_t e) {
 
 static void track(nd_tls_t *t, uintptr_t s, uintptr_t e) {
   nd_site_t *site = t->shard ? nd_track_site_here(NDMEM_KIND_MMAP) : NULL;
-  if (nd_regions_add(&maps, s, e, site) != 0) return;
+  if (nd_regions_add_born(&maps, s, e, site, site ? nd_os_mono_ns() : 0,
+                          __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED)) != 0)
+    return;
   map_acct(t, 1, e - s, 0, 0, NDMEM_FN_MMAP);
   if (site) nd_site_add(site, 1, e - s);
 }
 
 // Every live tracked mapping (for the trace's leaks at exit).
-void nd_mmap_each_live(void (*fn)(void *ctx, uintptr_t start, uintptr_t end, void *tag), void *ctx) {
+void nd_mmap_each_live(void (*fn)(void *ctx, const nd_range_t *r), void *ctx) {
   nd_os_mutex_lock(&map_lock);
-  for (size_t i = 0; i < maps.n; i++) fn(ctx, maps.v[i].start, maps.v[i].end, maps.v[i].tag);
+  for (size_t i = 0; i < maps.n; i++) fn(ctx, &maps.v[i]);
   pthread_mutex_unlock(&map_lock);
 }
 

@@ -32,19 +32,23 @@ static int reserve(nd_regions_t *t, size_t need) {
   return 0;
 }
 
-static void insert_at(nd_regions_t *t, size_t i, uintptr_t start, uintptr_t end, void *tag) {
+static void insert_at(nd_regions_t *t, size_t i, const nd_range_t *r) {
   memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof t->v[0]);
-  t->v[i].start = start;
-  t->v[i].end = end;
-  t->v[i].tag = tag;
+  t->v[i] = *r;
   t->n++;
 }
 
-int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag) {
+int nd_regions_add_born(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag, uint64_t born,
+                        uint64_t cycle) {
   if (start >= end) return 0;
   if (reserve(t, t->n + 1)) return -1;
-  insert_at(t, lower_bound(t, start), start, end, tag);
+  nd_range_t r = {start, end, tag, born, cycle};
+  insert_at(t, lower_bound(t, start), &r);
   return 0;
+}
+
+int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag) {
+  return nd_regions_add_born(t, start, end, tag, 0, 0);
 }
 
 void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t *bytes,
@@ -65,11 +69,13 @@ void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t
       continue;
     }
     if (lo > r->start && hi < r->end) { // middle: split in two
-      uintptr_t tail_end = r->end;
+      nd_range_t tail = *r;
       void *tag = r->tag;
+      uintptr_t tail_end = r->end;
       r->end = lo;
+      tail.start = hi;
       if (reserve(t, t->n + 1) == 0) {
-        insert_at(t, i + 1, hi, tail_end, tag);
+        insert_at(t, i + 1, &tail);
         (*split)++;
         if (on_piece) on_piece(ctx, tag, hi - lo, ND_PIECE_SPLIT);
       } else {

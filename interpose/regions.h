@@ -12,6 +12,7 @@
 typedef struct nd_range {
   uintptr_t start, end;
   void *tag; // the caller's (the allocation site); both halves of a split keep it
+  uint64_t born, cycle; // when it was mapped (monotonic ns) and the cycle clock then; kept too
 } nd_range_t;
 
 // Called for each piece a removal takes: its tag, the bytes taken and what became of the region.
@@ -26,6 +27,9 @@ typedef struct nd_regions {
 // Adds [start, end). The range must not overlap a tracked one (remove it first). Returns 0, or -1
 // when no memory could be had for the table (the region then goes untracked).
 int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag);
+// The same with its birth time and cycle (nd_range_t.born, .cycle).
+int nd_regions_add_born(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag, uint64_t born,
+                        uint64_t cycle);
 
 // Removes whatever part of [start, end) is tracked. *bytes gets the bytes removed, *gone the
 // regions that disappeared entirely and *split the regions created by cutting one in two.

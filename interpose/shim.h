@@ -129,6 +129,7 @@ void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_
 void nd_mmap_atfork_prepare(void);
 void nd_mmap_atfork_parent(void);
 void nd_mmap_atfork_child(void);
-void nd_mmap_each_live(void (*fn)(void *ctx, uintptr_t start, uintptr_t end, void *tag), void *ctx);
+struct nd_range;
+void nd_mmap_each_live(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
 
 #endif

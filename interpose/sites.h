@@ -14,6 +14,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The growth detector's state of one site (growth.c; the trace writer's thread only).
+typedef struct nd_growth {
+  uint64_t last_floor;          // the floor of the previous closed window
+  uint64_t base_floor, base_cycle, base_ns, base_count; // where the current rise began
+  uint64_t close_cycle, close_ns, close_count; // the previous window's close (count: live blocks)
+  uint64_t last_rise_cycle;
+  uint32_t rises, windows;      // windows since the rise began, and how many of them rose
+  uint32_t last_rise_window;    // the window (counted from the rise's start) that last rose
+  uint32_t warned;              // said once
+} nd_growth_t;
+
 typedef struct nd_site {
   uint64_t hash;
   uint32_t id;
@@ -22,6 +33,9 @@ typedef struct nd_site {
   uint8_t depth;
   uint64_t allocs, frees, alloc_bytes, free_bytes; // atomic
   int64_t peak;                                    // atomic: high-water of live bytes
+  int64_t floor; // atomic: lowest live bytes since the current window began (the trace writer
+                 // closes windows at flushes: nd_site_window)
+  nd_growth_t g;
   uint32_t dirty;                                  // changed since the last flush
   uint32_t written;                                // its STACK record is in the trace
   uintptr_t ips[];                                 // depth frames, innermost first
@@ -41,6 +55,9 @@ nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth
 nd_site_t *nd_site_here(int kind, int sampled);   // capture + intern; NULL when out of memory
 void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes);
 void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes);
+// Closes the site's window: its floor (lowest live bytes since the window began) into *floor and
+// live bytes into *live; the next window begins at the live bytes now.
+void nd_site_window(nd_site_t *s, uint64_t *floor, uint64_t *live);
 uint32_t nd_sites_count(void);
 nd_site_t *nd_site_by_id(uint32_t id);
 void nd_sites_mark_unwritten(void);               // fork child: a new trace needs every site again
@@ -56,6 +73,7 @@ typedef struct nd_block {
   uint64_t weight; // bytes it stands for (== size unless sampled)
   uint64_t count;  // blocks it stands for (1 unless sampled)
   uint64_t mono_ns;
+  uint64_t cycle;  // the cycle clock at its allocation (nd_cycle_clock)
 } nd_block_t;
 
 void nd_blocks_insert(const nd_block_t *b);

@@ -14,7 +14,9 @@
 #include "trace.h"
 
 #include "fmt.h"
+#include "growth.h"
 #include "limits.h"
+#include "regions.h"
 #include "os.h"
 #include "shim.h"
 #include "sites.h"
@@ -59,6 +61,7 @@ static struct {
   nd_trace_header_t hdr;
   double sample_mean;
   nd_rec_exit_t exit; // how the process ended (final flush)
+  uint64_t win_cycle; // the cycle clock when the sites' windows last closed
 } tr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 // ---------------------------------------------------------------- sampling
@@ -106,7 +109,8 @@ void nd_track_alloc(nd_tls_t *t, void *p, size_t req, int kind) {
   nd_site_t *site = nd_site_here(kind, !exact);
   if (!site) return;
   nd_site_add(site, count, weight);
-  nd_block_t b = {(uintptr_t)p, site, req, weight, count, nd_os_mono_ns()};
+  nd_block_t b = {(uintptr_t)p, site, req, weight, count, nd_os_mono_ns(),
+                  __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED)};
   nd_blocks_insert(&b);
   if (!__atomic_load_n(&tr.thread_started, __ATOMIC_RELAXED)) start_thread();
 }
@@ -395,7 +399,14 @@ static void write_counters(void) {
   nd_tw_record(&tr.w, ND_REC_COUNTERS, &c, sizeof c, NULL, 0);
 }
 
+// Sites whose totals changed since the last flush, each with its window's floor. The windows
+// close at this flush when the cycle clock moved since they last did (a window holds at least
+// one whole cycle, so a cycle's temporaries are back at their floor somewhere in it), or at every
+// flush in a job without cycles; a closed window goes to the growth detector.
 static void write_sites(void) {
+  uint64_t clock = __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), now = nd_os_mono_ns();
+  int close = clock == 0 || clock != tr.win_cycle;
+  tr.win_cycle = clock;
   uint32_t n = nd_sites_count();
   for (uint32_t i = 0; i < n; i++) {
     nd_site_t *s = nd_site_by_id(i);
@@ -411,8 +422,19 @@ static void write_sites(void) {
                        __atomic_load_n(&s->frees, __ATOMIC_RELAXED),
                        __atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED),
                        __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED),
-                       (uint64_t)__atomic_load_n(&s->peak, __ATOMIC_RELAXED), 0, 0};
+                       (uint64_t)__atomic_load_n(&s->peak, __ATOMIC_RELAXED), 0, clock};
+    uint64_t live = 0;
+    if (close) {
+      nd_site_window(s, &r.floor_bytes, &live);
+    } else {
+      int64_t f = __atomic_load_n(&s->floor, __ATOMIC_RELAXED);
+      r.floor_bytes = f > 0 ? (uint64_t)f : 0;
+    }
     nd_tw_record(&tr.w, ND_REC_SITE, &r, sizeof r, NULL, 0);
+    nd_rec_growth_t g;
+    if (close && nd_growth_window(s, r.floor_bytes, r.allocs - r.frees, clock, now,
+                                  (uint64_t)nd_cfg.growth_cycles, &g))
+      nd_tw_record(&tr.w, ND_REC_GROWTH, &g, sizeof g, NULL, 0);
   }
 }
 
@@ -424,16 +446,17 @@ static void ws_record(void *ctx, uint16_t tag, const void *payload, uint32_t siz
 static void block_record(void *ctx, const nd_block_t *b) {
   uint64_t *count = ctx;
   nd_rec_block_t r = {b->site->id, b->site->kind, b->site->sampled ? ND_SITE_SAMPLED : 0,
-                      b->addr, b->size, b->weight, b->mono_ns, 0};
+                      b->addr, b->size, b->weight, b->mono_ns, b->cycle};
   nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
   (*count)++;
 }
 
-static void region_record(void *ctx, uintptr_t start, uintptr_t end, void *tag) {
-  nd_site_t *site = tag;
+static void region_record(void *ctx, const nd_range_t *m) {
+  nd_site_t *site = m->tag;
   if (!site) return;
   uint64_t *count = ctx;
-  nd_rec_block_t r = {site->id, site->kind, 0, start, end - start, end - start, 0, 0};
+  uint64_t size = m->end - m->start;
+  nd_rec_block_t r = {site->id, site->kind, 0, m->start, size, size, m->born, m->cycle};
   nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
   (*count)++;
 }
@@ -467,7 +490,8 @@ void nd_trace_flush(int final) {
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
   nd_limits_write_records(ws_record, NULL); // and snapshots theirs
   write_counters();
-  nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq, 0, 0};
+  nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq, __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED),
+                      __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
   if (final) {
     uint64_t blocks = 0;

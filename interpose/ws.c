@@ -36,6 +36,17 @@ size_t nd_ws_min = SIZE_MAX;
 uintptr_t nd_ws_lo = UINTPTR_MAX, nd_ws_hi = 0;
 int nd_ws_recording;
 int64_t nd_ws_arena_total, nd_ws_live_total;
+uint64_t nd_cycle_clock, nd_steady_ns;
+
+void nd_ws_cycle_closed(uint64_t cycles) {
+  uint64_t c = __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), zero = 0;
+  while (cycles > c && !__atomic_compare_exchange_n(&nd_cycle_clock, &c, cycles, 1,
+                                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  if (!__atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED))
+    __atomic_compare_exchange_n(&nd_steady_ns, &zero, nd_os_mono_ns(), 0, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+}
 
 #define ALIGN 64
 #define MAX_ARENAS 256
@@ -778,13 +789,13 @@ void *nd_ws_alloc(nd_tls_t *t, size_t req, size_t align, uintptr_t ra, uint64_t 
     if (s->mode == WSM_RECORD && !s->recording) {
       start_recording(s);
     } else if (s->mode == WSM_RECORD) {
-      s->st.cycles++;
+      nd_ws_cycle_closed(++s->st.cycles);
       finish_recording(s);
     } else if (s->mode == WSM_PLANNED) {
-      s->st.cycles++;
+      nd_ws_cycle_closed(++s->st.cycles);
       end_cycle(s);
     } else if (s->mode == WSM_BUMP) {
-      if (s->nd.open) s->st.cycles++;
+      if (s->nd.open) nd_ws_cycle_closed(++s->st.cycles);
       bump_cycle(s);
     }
     s->in_cycle = 0;
@@ -1041,7 +1052,7 @@ void nd_ws_cycle_end(void) {
   ws_thread_t *w = t->ws;
   if (!w || !w->depth) return;
   space_t *s = w->stack[--w->depth];
-  s->st.cycles++;
+  nd_ws_cycle_closed(++s->st.cycles);
   if (s->mode == WSM_RECORD && s->recording) finish_recording(s);
   else if (s->mode == WSM_PLANNED) s->closed = 1;
   else if (s->mode == WSM_BUMP && s->nd.open) ws_nd4j_close(&s->nd);

@@ -53,6 +53,10 @@ static inline int64_t nd_ws_idle_bytes(void) {
 // Relief for the limits: unmaps the calling thread's arenas that hold no live block (a planned
 // workspace keeps its plan and maps its arena again when next used). Returns the bytes released.
 uint64_t nd_ws_relieve(void);
+// The cycle clock: the most cycles any thread's workspace has closed (automatic or marked), and
+// when the first one closed (the steady state begins there; 0: not yet). Both atomic.
+extern uint64_t nd_cycle_clock, nd_steady_ns;
+void nd_ws_cycle_closed(uint64_t cycles); // a space closed its cycles-th cycle
 typedef void (*nd_ws_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
 void nd_ws_write_records(nd_ws_record_fn rec, void *ctx); // for the trace writer, at each flush
 

@@ -22,9 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lifetime.h"
+
 #define USAGE                                                                                      \
-  "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] [--brief] "     \
-  "[--workspaces] [--limits] [--no-symbols] FILE"
+  "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] "               \
+  "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--no-symbols] FILE"
 
 static const char *const kind_names[ND_TRACE_KINDS] = {
     "heap",     "mmap",     "pinned",   "managed",  "device0",  "device1",  "device2",
@@ -42,7 +44,7 @@ static const char *const limit_keys[ND_LIMIT_COUNT] = {"max_bytes", "max_physica
 static const char *const action_names[3] = {"fail", "warn", "abort"};
 
 typedef struct opts {
-  bool json, brief, fail_on_leak, symbols;
+  bool json, brief, fail_on_leak, fail_on_growth, symbols;
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
   size_t top, frames; // frames: per stack in text output, 0 = all
@@ -187,6 +189,7 @@ typedef struct report {
   uint32_t *group_order;  // group indices by bytes
   size_t ngroups;
   uint64_t esc_bytes;     // over the escapes kept
+  nd_lifetimes_t life;    // what was live at exit, by class (a normal exit)
 } report_t;
 
 static uint64_t site_live(const nd_rec_site_t *s) {
@@ -314,6 +317,8 @@ static int analyse_ws(report_t *r) {
   return 0;
 }
 
+static bool leaks_known(const nd_trace_t *t);
+
 static int analyse(report_t *r) {
   const nd_trace_t *t = r->t;
   size_t n = t->nsites ? t->nsites : 1;
@@ -343,6 +348,7 @@ static int analyse(report_t *r) {
     if (t->leaks[i].sampled_blocks) r->leak_est = true;
   }
   qsort_r(r->leaks, t->nleaks, sizeof *r->leaks, by_leak, (void *)t);
+  if (leaks_known(t) && nd_lifetimes(t, NULL, NULL, &r->life)) return -1;
   return analyse_ws(r);
 }
 
@@ -563,6 +569,150 @@ static void text_limits_line(FILE *o, const nd_trace_t *t) {
   fputc('\n', o);
 }
 
+// ---------------------------------------------------------------- what was live at exit
+
+static void text_bytes_blocks(FILE *o, uint64_t bytes, uint64_t blocks, bool est) {
+  print_bytes(o, bytes, est);
+  fprintf(o, " in %s%llu %s", est ? "~" : "", (unsigned long long)blocks,
+          plural(blocks, "block", "blocks"));
+}
+
+// The summary's leaks line: one line per class present, growth first; "none" when nothing was.
+static void text_life_totals(FILE *o, const nd_lifetimes_t *l) {
+  bool any = false;
+  for (int c = 0; c < ND_LIFE_CLASSES; c++) {
+    if (!l->entries[c]) continue;
+    if (any) fprintf(o, "  %-10s  ", "");
+    fprintf(o, "%s ", nd_life_names[c]);
+    if (c == ND_LIFE_TEARDOWN) print_bytes(o, l->bytes[c], l->est[c]);
+    else text_bytes_blocks(o, l->bytes[c], l->blocks[c], l->est[c]);
+    fprintf(o, " (%llu %s)\n", (unsigned long long)l->entries[c],
+            plural(l->entries[c], "stack", "stacks"));
+    any = true;
+  }
+  if (l->untracked_blocks) {
+    if (any) fprintf(o, "  %-10s  ", "");
+    fprintf(o, "untracked %llu small %s live at exit (see below)\n",
+            (unsigned long long)l->untracked_blocks, plural(l->untracked_blocks, "block", "blocks"));
+    any = true;
+  }
+  if (!any) fputs("none\n", o);
+}
+
+static void print_pct(FILE *o, double f) { fprintf(o, "%.0f %%", f * 100); }
+
+// The evidence line of an entry: its growth, or when its blocks were born.
+static void text_life_evidence(FILE *o, const nd_life_t *e, const nd_lifetimes_t *l) {
+  bool est = e->samples > 0;
+  fputs("      ", o);
+  if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN) {
+    if (e->cls == ND_LIFE_GROWING && e->per_cycles && e->grew_blocks) {
+      fputs("+", o);
+      print_bytes(o, e->grew / e->grew_blocks, est);
+      fprintf(o, " per %llu %s over %llu cycles", (unsigned long long)e->per_cycles,
+              plural(e->per_cycles, "cycle", "cycles"), (unsigned long long)e->cycles);
+    } else if (e->cycles) {
+      fputs("+", o);
+      print_bytes(o, e->grew, est);
+      fprintf(o, " over %llu cycles", (unsigned long long)e->cycles);
+    } else if (e->cls == ND_LIFE_GROWING && e->secs > 0) {
+      fputs("+", o);
+      print_bytes(o, e->grew, est);
+      fprintf(o, " over %.3f s", e->secs);
+    } else {
+      fputs("+", o);
+      print_bytes(o, e->grew, est);
+      fputs(" during the run", o);
+    }
+    if (e->cls == ND_LIFE_TEARDOWN) fputs("; freed only at exit", o);
+  }
+  if (e->cls != ND_LIFE_TEARDOWN) {
+    if (e->cls == ND_LIFE_GROWING) fputs("; ", o);
+    fputs(e->born_first == e->born_last ? "born at " : "births ", o);
+    print_pct(o, e->born_first);
+    if (e->born_first != e->born_last) {
+      fputs("-", o);
+      print_pct(o, e->born_last);
+    }
+    fputs(" of the run", o);
+  }
+  if (e->flagged) fputs("; flagged while running", o);
+  fputc('\n', o);
+  (void)l;
+}
+
+static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
+  bool est = e->samples > 0;
+  fprintf(o, "#%-3zu %-8s ", rank, kind_names[e->kind]);
+  if (e->cls == ND_LIFE_TEARDOWN) {
+    print_bytes(o, e->bytes, est);
+    fputs(" at the last cycle", o);
+  } else {
+    text_bytes_blocks(o, e->bytes, e->blocks, est);
+  }
+  fprintf(o, "  [stack %u]\n", r->t->stacks[e->stack].id);
+  if (e->samples)
+    fprintf(o, "      estimate from %llu %s%s\n", (unsigned long long)e->samples,
+            plural(e->samples, "sample", "samples"),
+            e->capped ? ", lowered to what the exact counters show live" : "");
+  text_life_evidence(o, e, &r->life);
+  return text_stack(o, r, e->stack);
+}
+
+static const char *const life_heads[ND_LIFE_CLASSES] = {
+    "growing: live bytes rose across the run",
+    "released at teardown: grew during the run, freed only at exit",
+    "live at exit: not freed, not growing (no reachability scan: not proven lost)",
+    "held since start-up", "suppressed"};
+
+// The classes in turn: growth first, then what was merely live at exit; start-up and suppressed
+// memory fold into one line each.
+static int text_lifetimes(FILE *o, report_t *r) {
+  const nd_lifetimes_t *l = &r->life;
+  size_t at = 0, rank = 0;
+  bool any = false;
+  for (int c = 0; c < ND_LIFE_CLASSES; c++) {
+    size_t n = l->entries[c], shown = list_len(r, n);
+    if (!n) {
+      at += n;
+      continue;
+    }
+    any = true;
+    if (c != ND_LIFE_STARTUP && c != ND_LIFE_SUPPRESSED) fprintf(o, "\n== %s", life_heads[c]);
+    else fprintf(o, "\n== %s: ", nd_life_names[c]);
+    if (c == ND_LIFE_STARTUP || c == ND_LIFE_SUPPRESSED) {
+      text_bytes_blocks(o, l->bytes[c], l->blocks[c], l->est[c]);
+      fprintf(o, " from %zu %s\n", n, plural(n, "stack", "stacks"));
+      if (c == ND_LIFE_STARTUP) {
+        fputs("   born before the steady state began (the first cycle, at ", o);
+        print_secs(o, l->steady_ns);
+        fputs(") and kept\n", o);
+      }
+      for (size_t i = 0; c == ND_LIFE_SUPPRESSED && i < shown; i++)
+        fprintf(o, "   %s\n", l->v[at + i].suppressed_by);
+      at += n;
+      continue;
+    }
+    fputc('\n', o);
+    if (shown < n) fprintf(o, "   (top %zu of %zu)\n", shown, n);
+    for (size_t i = 0; i < shown; i++)
+      if (text_life(o, r, ++rank, &l->v[at + i])) return -1;
+    at += n;
+  }
+  if (l->untracked_blocks) {
+    any = true;
+    fprintf(o, "\n== untracked: %llu small %s live at exit\n",
+            (unsigned long long)l->untracked_blocks, plural(l->untracked_blocks, "block", "blocks"));
+    fputs("   are in no entry above: blocks under ", o);
+    print_bytes(o, r->t->hdr.track_min, false);
+    fputs(" are sampled (~1 per ", o);
+    print_bytes(o, r->t->hdr.sample_interval, false);
+    fputs(").\n   Run with --exact (NDMEM_TRACK_MIN=0) to list every block exactly.\n", o);
+  }
+  if (!any) fputs("\n== leaks at exit: none\n", o);
+  return 0;
+}
+
 static void text_summary(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -648,13 +798,8 @@ static void text_summary(FILE *o, report_t *r) {
     fputs("unknown (no normal exit); tracked sites hold ", o);
     print_bytes(o, r->live_bytes, r->live_est);
     fprintf(o, " at the last flush in %zu %s\n", r->nlive, plural(r->nlive, "site", "sites"));
-  } else if (!t->nleaks) {
-    fputs("none\n", o);
   } else {
-    print_bytes(o, r->leak_bytes, r->leak_est);
-    fprintf(o, " in %s%llu %s from %zu %s\n", r->leak_est ? "~" : "",
-            (unsigned long long)r->leak_blocks, plural(r->leak_blocks, "block", "blocks"),
-            t->nleaks, plural(t->nleaks, "stack", "stacks"));
+    text_life_totals(o, &r->life);
   }
   if (t->nws || t->nescapes || t->escapes_dropped) text_ws_line(o, r);
   if (has_limits(t)) text_limits_line(o, t);
@@ -710,17 +855,6 @@ static int text_site(FILE *o, report_t *r, size_t rank, uint32_t si, enum rank_b
     return 0;
   }
   return text_stack(o, r, s->stack);
-}
-
-static int text_leak(FILE *o, report_t *r, size_t rank, const nd_leak_t *l) {
-  bool est = l->sampled_blocks > 0;
-  fprintf(o, "#%-3zu %-8s ", rank, kind_names[l->kind]);
-  print_bytes(o, leak_bytes(l), est);
-  uint64_t n = leak_blocks(l);
-  fprintf(o, " in %s%llu %s", est ? "~" : "", (unsigned long long)n, plural(n, "block", "blocks"));
-  if (est) fprintf(o, " (%llu sampled)", (unsigned long long)l->sampled_blocks);
-  fprintf(o, "  [stack %u]\n", r->t->stacks[l->stack].id);
-  return text_stack(o, r, l->stack);
 }
 
 // sum / peak to two decimals, rounded half up ("4.00"), or "n/a" for a zero peak.
@@ -1036,20 +1170,7 @@ static int text_main(FILE *o, report_t *r) {
     free(peak_rank);
   }
   if (leaks_known(t)) {
-    size_t n = list_len(r, t->nleaks);
-    if (!t->nleaks) {
-      fputs("\n== leaks at exit: none\n", o);
-      return 0;
-    }
-    fputs("\n== leaks at exit: ", o);
-    print_bytes(o, r->leak_bytes, r->leak_est);
-    fprintf(o, " in %s%llu %s from %zu %s", r->leak_est ? "~" : "",
-            (unsigned long long)r->leak_blocks, plural(r->leak_blocks, "block", "blocks"),
-            t->nleaks, plural(t->nleaks, "stack", "stacks"));
-    if (n < t->nleaks) fprintf(o, "; top %zu", n);
-    fputc('\n', o);
-    for (size_t i = 0; i < n; i++)
-      if (text_leak(o, r, i + 1, &t->leaks[r->leaks[i]])) return -1;
+    return text_lifetimes(o, r);
   } else {
     size_t n = list_len(r, r->nlive);
     fputs("\n== live at the last flush (no normal exit, so leaks are unknown): ", o);
@@ -1311,6 +1432,94 @@ static int json_limits(FILE *o, report_t *r, bool last) {
   return 0;
 }
 
+// Sites the shim found growing while the job ran (GROWTH records, version 5).
+static int json_growth(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  size_t n = list_len(r, t->ngrowth);
+  fprintf(o, "  \"growth_while_running\": {\"count\": %llu, \"sites\": [%s",
+          (unsigned long long)(t->ngrowth + t->growth_dropped), n ? "\n" : "");
+  for (size_t i = 0; i < n; i++) {
+    const nd_rec_growth_t *g = &t->growth[i].rec;
+    fprintf(o,
+            "    {\"stack_id\": %u, \"kind\": \"%s\", \"estimated\": %s, \"at_ns\": %llu, "
+            "\"cycle\": %llu, \"base_cycle\": %llu, \"base_ns\": %llu, \"base_bytes\": %llu, "
+            "\"floor_bytes\": %llu, \"rises\": %llu,\n     ",
+            g->stack_id, kind_names[g->kind], g->flags & ND_SITE_SAMPLED ? "true" : "false",
+            (unsigned long long)since_start(t, g->mono_ns), (unsigned long long)g->cycle,
+            (unsigned long long)g->base_cycle, (unsigned long long)since_start(t, g->base_ns),
+            (unsigned long long)g->base_bytes, (unsigned long long)g->floor_bytes,
+            (unsigned long long)g->rises);
+    if (json_stack(o, r, t->growth[i].stack, "     ")) return -1;
+    fputs(i + 1 < n ? "},\n" : "}\n", o);
+  }
+  fprintf(o, "%s]},\n", n ? "  " : "");
+  return 0;
+}
+
+// What was live at exit, by class: totals per class, then the entries (each class's first --top).
+static int json_lifetimes(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  const nd_lifetimes_t *l = &r->life;
+  fprintf(o,
+          "  \"leaks\": {\"known\": true, \"bytes\": %llu, \"blocks\": %llu, \"estimated\": %s, "
+          "\"stacks\": %zu, \"steady_state\": ",
+          (unsigned long long)r->leak_bytes, (unsigned long long)r->leak_blocks,
+          r->leak_est ? "true" : "false", t->nleaks);
+  if (l->steady)
+    fprintf(o, "{\"start_ns\": %llu, \"cycles\": %llu}", (unsigned long long)l->steady_ns,
+            (unsigned long long)l->cycles);
+  else fputs("null", o);
+  fprintf(o, ", \"untracked_blocks\": %llu,\n   \"classes\": {",
+          (unsigned long long)l->untracked_blocks);
+  for (int c = 0; c < ND_LIFE_CLASSES; c++)
+    fprintf(o, "%s\"%s\": {\"bytes\": %llu, \"blocks\": %llu, \"stacks\": %llu, "
+               "\"estimated\": %s}",
+            c ? ",\n               " : "", nd_life_keys[c], (unsigned long long)l->bytes[c],
+            (unsigned long long)l->blocks[c], (unsigned long long)l->entries[c],
+            l->est[c] ? "true" : "false");
+  fputs("},\n   \"groups\": [", o);
+  size_t at = 0;
+  bool first = true;
+  for (int c = 0; c < ND_LIFE_CLASSES; c++) {
+    size_t n = l->entries[c], shown = list_len(r, n);
+    for (size_t i = 0; i < shown; i++) {
+      const nd_life_t *e = &l->v[at + i];
+      const nd_leak_t *k = e->leak >= 0 ? &t->leaks[e->leak] : NULL;
+      fprintf(o,
+              "%s    {\"class\": \"%s\", \"stack_id\": %u, \"kind\": \"%s\", \"bytes\": %llu, "
+              "\"blocks\": %llu, \"estimated\": %s, \"capped\": %s, \"exact_bytes\": %llu, "
+              "\"exact_blocks\": %llu, \"sampled_blocks\": %llu, \"estimated_bytes\": %llu,\n"
+              "     \"births\": ",
+              first ? "\n" : ",\n", nd_life_keys[e->cls], t->stacks[e->stack].id,
+              kind_names[e->kind], (unsigned long long)e->bytes, (unsigned long long)e->blocks,
+              e->samples ? "true" : "false", e->capped ? "true" : "false",
+              (unsigned long long)(k ? k->exact_bytes : 0),
+              (unsigned long long)(k ? k->exact_blocks : 0), (unsigned long long)e->samples,
+              (unsigned long long)(e->bytes - (k ? k->exact_bytes : 0)));
+      if (k) fprintf(o, "{\"first\": %.4f, \"last\": %.4f}", e->born_first, e->born_last);
+      else fputs("null", o);
+      fputs(", \"growth\": ", o);
+      if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN)
+        fprintf(o, "{\"bytes\": %llu, \"blocks\": %llu, \"cycles\": %llu, "
+                   "\"cycles_per_block\": %llu, \"seconds\": %.6f}",
+                (unsigned long long)e->grew, (unsigned long long)e->grew_blocks,
+                (unsigned long long)e->cycles, (unsigned long long)e->per_cycles, e->secs);
+      else fputs("null", o);
+      fprintf(o, ", \"flagged_while_running\": %s, \"suppressed_by\": ",
+              e->flagged ? "true" : "false");
+      if (e->suppressed_by) json_str(o, e->suppressed_by);
+      else fputs("null", o);
+      fputs(",\n     ", o);
+      if (json_stack(o, r, e->stack, "     ")) return -1;
+      fputs("}", o);
+      first = false;
+    }
+    at += n;
+  }
+  fprintf(o, "%s]}", first ? "" : "\n  ");
+  return 0;
+}
+
 static int json_report(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -1392,27 +1601,10 @@ static int json_report(FILE *o, report_t *r) {
       return -1;
     fputs("  },\n", o);
   }
+  if (json_growth(o, r)) return -1;
   if (leaks_known(t)) {
-    size_t n = list_len(r, t->nleaks);
-    fprintf(o,
-            "  \"leaks\": {\"known\": true, \"bytes\": %llu, \"blocks\": %llu, \"estimated\": %s, "
-            "\"stacks\": %zu, \"groups\": [%s",
-            (unsigned long long)r->leak_bytes, (unsigned long long)r->leak_blocks,
-            r->leak_est ? "true" : "false", t->nleaks, n ? "\n" : "");
-    for (size_t i = 0; i < n; i++) {
-      const nd_leak_t *l = &t->leaks[r->leaks[i]];
-      fprintf(o,
-              "    {\"stack_id\": %u, \"kind\": \"%s\", \"bytes\": %llu, \"blocks\": %llu, "
-              "\"estimated\": %s, \"exact_bytes\": %llu, \"exact_blocks\": %llu, "
-              "\"sampled_blocks\": %llu, \"estimated_bytes\": %llu,\n     ",
-              t->stacks[l->stack].id, kind_names[l->kind], (unsigned long long)leak_bytes(l),
-              (unsigned long long)leak_blocks(l), l->sampled_blocks ? "true" : "false",
-              (unsigned long long)l->exact_bytes, (unsigned long long)l->exact_blocks,
-              (unsigned long long)l->sampled_blocks, (unsigned long long)l->est_bytes);
-      if (json_stack(o, r, l->stack, "     ")) return -1;
-      fputs(i + 1 < n ? "},\n" : "}\n", o);
-    }
-    fprintf(o, "%s]},\n  \"live_at_last_flush\": null\n}\n", n ? "  " : "");
+    if (json_lifetimes(o, r)) return -1;
+    fputs(",\n  \"live_at_last_flush\": null\n}\n", o);
   } else {
     size_t n = list_len(r, r->nlive);
     fprintf(o, "  \"leaks\": {\"known\": false},\n");
@@ -1478,7 +1670,10 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
               "  --brief             summary, the 5 largest leaks and leaked workspace\n"
               "                      pointers, and the first breach of a limit only\n"
-              "  --fail-on-leak      exit 1 when a block was still live at a normal exit\n"
+              "  --fail-on-leak      exit 1 on growth, or on memory live at a normal exit\n"
+              "                      that was not held since start-up nor suppressed\n"
+              "  --fail-on-growth    exit 1 on growth only (growing, released at teardown,\n"
+              "                      or, without a normal exit, found growing while running)\n"
               "  --workspaces        only the summary's trace and workspaces lines, then per\n"
               "                      workspace its cycles, plan, hits, spills and escapes,\n"
               "                      and the leaked workspace pointers with their stacks\n"
@@ -1486,7 +1681,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      limits and their totals, the logged breaches, and the\n"
               "                      snapshots of live memory with their top sites' stacks\n"
               "  --no-symbols        do not open modules: frames print as path+offset\n"
-              "Exit status: 0, 1 (--fail-on-leak and a leak), 2 (bad usage or trace).\n",
+              "Exit status: 0, 1 (--fail-on-leak or --fail-on-growth and a finding),\n"
+              "2 (bad usage or trace).\n",
               USAGE);
       return -1;
     } else if (IS("--format")) {
@@ -1500,6 +1696,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       if (parse_count(err, "--frames", VALUE(), &o->frames)) return 2;
     } else if (!strcmp(a, "--fail-on-leak")) {
       o->fail_on_leak = true;
+    } else if (!strcmp(a, "--fail-on-growth")) {
+      o->fail_on_growth = true;
     } else if (!strcmp(a, "--brief")) {
       o->brief = true;
     } else if (!strcmp(a, "--workspaces")) {
@@ -1540,6 +1738,17 @@ static void on_progress(void *arg, uint64_t done, uint64_t total) {
   fflush(p->err);
 }
 
+// --fail-on-growth: growth, or (no normal exit, so no classes) a site found growing while running;
+// --fail-on-leak: that, or memory live at exit that was not held since start-up nor suppressed.
+static bool failed(const opts_t *o, const report_t *r) {
+  const nd_lifetimes_t *l = &r->life;
+  bool known = leaks_known(r->t);
+  bool growth = known ? l->entries[ND_LIFE_GROWING] || l->entries[ND_LIFE_TEARDOWN]
+                      : r->t->ngrowth > 0;
+  if (o->fail_on_growth && growth) return true;
+  return o->fail_on_leak && (growth || (known && l->entries[ND_LIFE_LIVE]));
+}
+
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   opts_t o;
   int rc = parse_args(argc, argv, &o, out, err);
@@ -1576,9 +1785,10 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   } else if (fflush(out) || ferror(out)) {
     fprintf(err, "ndmemreport: cannot write the report: %s\n", strerror(errno));
     rc = 2;
-  } else if (o.fail_on_leak && leaks_known(t) && t->nleaks) {
+  } else if (failed(&o, &r)) {
     rc = 1;
   }
+  nd_lifetimes_free(&r.life);
   free(r.by_peak);
   free(r.by_total);
   free(r.live);

@@ -195,6 +195,32 @@ static uint64_t site_key(uint32_t stack_id, uint16_t kind) {
   return (uint64_t)stack_id << 16 | kind;
 }
 
+// Folds a SITE record into its site's history (nd_site_hist_t).
+static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_site_t *s) {
+  if (h->records) { // the previous latest record's move now belongs to the run
+    if (h->move > 0) h->rises_any++;
+    if (h->move < 0) h->drops_any++;
+    if (h->cycle >= 1 && h->move > 0) h->rises++;
+    if (h->cycle >= 1 && h->move < 0) h->drops++;
+    h->move = s->floor_bytes > h->floor ? 1 : s->floor_bytes < h->floor ? -1 : 0;
+    h->prev_floor = h->floor;
+    h->prev_cycle = h->cycle;
+  }
+  h->records++;
+  h->seq = t->flushes + 1;
+  h->floor = s->floor_bytes;
+  h->cycle = s->cycle;
+  if (s->cycle >= 1 && !h->steady) {
+    h->steady = true;
+    h->steady_floor = s->floor_bytes;
+    h->steady_cycle = s->cycle;
+  }
+  if (s->floor_bytes > h->peak_floor || h->records == 1) {
+    h->peak_floor = s->floor_bytes;
+    h->peak_cycle = s->cycle;
+  }
+}
+
 static int on_site(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_site_t s;
   memcpy(&s, p, sizeof s);
@@ -203,6 +229,7 @@ static int on_site(nd_trace_t *t, uint64_t off, const char *p) {
   long i = map_get(&t->site_keys, key);
   if (i >= 0) { // a site's stack is known: it was checked when the site first appeared
     t->sites[i].rec = s;
+    site_history(t, &t->sites[i].h, &s);
     return 0;
   }
   long st = map_get(&t->stack_ids, s.stack_id);
@@ -211,8 +238,13 @@ static int on_site(nd_trace_t *t, uint64_t off, const char *p) {
       grow(&t->sites, &t->sites_cap, t->nsites + 1, sizeof *t->sites) ||
       map_put(&t->site_keys, key, (uint32_t)t->nsites))
     return fail(t, off, "out of memory");
-  t->sites[t->nsites++] = (nd_site_t){.stack = (uint32_t)st, .rec = s};
+  t->sites[t->nsites] = (nd_site_t){.stack = (uint32_t)st, .rec = s};
+  site_history(t, &t->sites[t->nsites++].h, &s);
   return 0;
+}
+
+long nd_trace_site_of(const nd_trace_t *t, uint32_t stack_id, uint16_t kind) {
+  return map_get((nd_map_t *)&t->site_keys, site_key(stack_id, kind));
 }
 
 static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
@@ -232,6 +264,16 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
     t->leaks[i] = (nd_leak_t){.stack = (uint32_t)st, .kind = b.kind};
   }
   nd_leak_t *l = &t->leaks[i];
+  bool first = !l->exact_blocks && !l->sampled_blocks;
+  if (first || b.mono_ns < l->born_first_ns) l->born_first_ns = b.mono_ns;
+  if (first || b.mono_ns > l->born_last_ns) l->born_last_ns = b.mono_ns;
+  if (!t->flush.steady_ns || b.mono_ns >= t->flush.steady_ns) {
+    if (!l->steady_blocks || b.mono_ns < l->steady_first_ns) l->steady_first_ns = b.mono_ns;
+    if (!l->steady_blocks || b.cycle < l->steady_first_cycle) l->steady_first_cycle = b.cycle;
+    if (!l->steady_blocks || b.cycle > l->steady_last_cycle) l->steady_last_cycle = b.cycle;
+    l->steady_blocks++;
+    l->steady_bytes += b.flags & ND_SITE_SAMPLED ? b.weight : b.size;
+  }
   if (b.flags & ND_SITE_SAMPLED) {
     l->est_bytes += b.weight;
     l->sampled_blocks++;
@@ -312,6 +354,27 @@ static void resolve_escapes(nd_trace_t *t) {
 
 static void saw_time(nd_trace_t *t, uint64_t ns) {
   if (ns > t->last_ns) t->last_ns = ns;
+}
+
+// A GROWTH record (version 5): kept (up to ND_TRACE_MAX_GROWTH). The writer puts it after the
+// SITE record of its site, so its stack is known.
+static int on_growth(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_growth_t g;
+  memcpy(&g, p, sizeof g);
+  if (g.kind >= ND_TRACE_KINDS) return fail(t, off, "GROWTH memory kind %u out of range", g.kind);
+  if (g.floor_bytes < g.base_bytes || g.cycle < g.base_cycle)
+    return fail(t, off, "GROWTH record that does not grow");
+  long st = map_get(&t->stack_ids, g.stack_id);
+  if (st < 0) return fail(t, off, "GROWTH names unknown stack %u", g.stack_id);
+  saw_time(t, g.mono_ns);
+  if (t->ngrowth >= ND_TRACE_MAX_GROWTH) {
+    t->growth_dropped++;
+    return 0;
+  }
+  if (grow(&t->growth, &t->growth_cap, t->ngrowth + 1, sizeof *t->growth))
+    return fail(t, off, "out of memory");
+  t->growth[t->ngrowth++] = (nd_growth_t){.rec = g, .stack = (uint32_t)st};
+  return 0;
 }
 
 // ---------------------------------------------------------------- limits (version 3)
@@ -517,9 +580,11 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
     t->have_exit = true;
     saw_time(t, t->exit.mono_ns);
     return 0;
+  case ND_REC_GROWTH: return on_growth(t, off, p);
   case ND_REC_FLUSH:
     memcpy(&t->flush, p, sizeof t->flush);
     t->have_flush = true;
+    t->flushes++;
     saw_time(t, t->flush.mono_ns);
     return 0;
   default: // ND_REC_END
@@ -734,6 +799,7 @@ void nd_trace_free(nd_trace_t *t) {
   free(t->ws);
   map_free(&t->ws_keys);
   free(t->escapes);
+  free(t->growth);
   free(t->breaches);
   for (size_t i = 0; i < 1 + ND_TRACE_SNAP_LAST; i++) free(t->snap[i].sites);
   memset(t, 0, sizeof *t);

@@ -32,9 +32,27 @@ typedef struct nd_stack {
   size_t first; // index of its innermost frame in nd_trace_t.frames
 } nd_stack_t;
 
+// The history of a site's floor (its lowest live bytes in each flush window, version 5), folded
+// as its SITE records arrive: how often it rose and fell, where the steady state found it and its
+// highest value. The latest record's move is kept apart: when it is the final flush's (after a
+// normal exit) it is the teardown, not the run.
+typedef struct nd_site_hist {
+  uint64_t records;       // SITE records of the site
+  uint64_t seq;           // the flush the latest record belongs to (1: the first)
+  uint64_t floor, cycle;  // the latest record's floor and cycle clock
+  uint64_t prev_floor, prev_cycle; // the record's before it (records >= 2)
+  int move;               // the latest record's floor against the one before: -1, 0, 1
+  uint32_t rises, drops;  // moves of the floor before the latest record, in the steady state
+  uint32_t rises_any, drops_any; // the same over all records (a job without cycles)
+  bool steady;            // a record in the steady state (cycle clock >= 1) was seen
+  uint64_t steady_floor, steady_cycle; // the first of them
+  uint64_t peak_floor, peak_cycle;     // the highest floor and its cycle
+} nd_site_hist_t;
+
 typedef struct nd_site {
   uint32_t stack; // index into nd_trace_t.stacks
   nd_rec_site_t rec; // the latest SITE record of (stack id, kind)
+  nd_site_hist_t h;
 } nd_site_t;
 
 // Blocks live at exit (BLOCK records) of one stack and kind. Sampled blocks stand for `weight`
@@ -46,6 +64,12 @@ typedef struct nd_leak {
   uint64_t exact_bytes, exact_blocks;
   uint64_t est_bytes, sampled_blocks;
   double est_blocks;
+  // Births (version 5 traces give every block one; mappings from older ones have 0): the
+  // earliest and latest, and those of the blocks born in the steady state (the latest FLUSH's
+  // steady_ns; every block when the job had no cycles).
+  uint64_t born_first_ns, born_last_ns;
+  uint64_t steady_blocks, steady_bytes; // blocks (records) born in the steady state, their bytes
+  uint64_t steady_first_ns, steady_first_cycle, steady_last_cycle;
 } nd_leak_t;
 
 // A leaked workspace pointer (WS_ESCAPE record). Its stack is resolved after the whole trace is
@@ -56,6 +80,13 @@ typedef struct nd_ws_escape {
 } nd_ws_escape_t;
 
 #define ND_TRACE_MAX_ESCAPES 100000 // WS_ESCAPE records kept; later ones are only counted
+
+// A site the shim found growing while the job ran (GROWTH record, version 5).
+typedef struct nd_growth {
+  nd_rec_growth_t rec;
+  uint32_t stack; // index into nd_trace_t.stacks
+} nd_growth_t;
+#define ND_TRACE_MAX_GROWTH 100000 // GROWTH records kept (the writer: one per site)
 
 #define ND_TRACE_MAX_BREACHES 1024 // BREACH records kept (the writer logs ~64 per limit at most)
 #define ND_TRACE_SNAP_LAST 4       // snapshots kept besides the first: the latest ones
@@ -102,6 +133,7 @@ typedef struct nd_trace {
   nd_rec_counters_t counters; // the latest COUNTERS record
   bool have_flush;
   nd_rec_flush_t flush;     // the latest FLUSH record
+  uint64_t flushes;         // FLUSH records read
   uint64_t after_flush;     // complete records after it
   uint64_t last_ns;         // latest time in a COUNTERS, FLUSH, END, BREACH or SNAPSHOT record
 
@@ -133,6 +165,9 @@ typedef struct nd_trace {
   nd_ws_escape_t *escapes;  // the first ND_TRACE_MAX_ESCAPES WS_ESCAPE records, in trace order
   size_t nescapes, escapes_cap;
   uint64_t escapes_dropped; // WS_ESCAPE records beyond ND_TRACE_MAX_ESCAPES
+  nd_growth_t *growth;      // the first ND_TRACE_MAX_GROWTH GROWTH records, in trace order
+  size_t ngrowth, growth_cap;
+  uint64_t growth_dropped;
 
   bool have_limits;
   nd_rec_limits_t limits;     // the latest LIMITS record
@@ -162,6 +197,9 @@ typedef void (*nd_progress_fn)(void *arg, uint64_t done, uint64_t total);
 // nd_trace_free releases `t` in either case.
 int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void *arg);
 void nd_trace_free(nd_trace_t *t);
+
+// The site of (stack id, kind): an index into t->sites, or -1.
+long nd_trace_site_of(const nd_trace_t *t, uint32_t stack_id, uint16_t kind);
 
 // The module of an instruction pointer: the most recently written one whose [lo, hi) holds it,
 // or NULL. Valid after a successful nd_trace_read.

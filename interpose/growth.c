@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// growth.c: finding a site that keeps growing while the job runs, hours before the OOM killer.
+//
+// A site's live bytes swing within a cycle (its temporaries), so they say little; its *floor* —
+// the lowest live bytes in a window — does not: temporaries return to it, retained blocks raise
+// it. The trace writer closes every site's window at each flush where the cycle clock moved (or
+// at every flush in a job without cycles) and hands the floor here. A site is growing when its
+// floor rose in at least 3 windows, over at least NDMEM_GROWTH_CYCLES cycles (windows when there
+// are no cycles), in at least half of the windows since the rise began, never fell in between,
+// and rose again recently (within the second half of that span): a start-up ramp that has
+// stopped, or a cache that fills and then evicts, does not qualify. It is said once per site
+// (the root process only, as every remark) and written as a GROWTH record.
+#include "growth.h"
+
+#include "fmt.h"
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#define MIN_RISES 3
+
+static const char *base_name(const char *path) {
+  const char *s = path ? strrchr(path, '/') : NULL;
+  return s ? s + 1 : path ? path : "?";
+}
+
+// "function (module+0xoffset)" from the loader's dynamic symbols (ndmemreport gives file:line).
+static void put_frame(nd_buf_t *b, uintptr_t ip) {
+  Dl_info di;
+  if (!dladdr((void *)(ip - 1), &di) || !di.dli_fname) {
+    nd_buf_hex(b, ip);
+    return;
+  }
+  if (di.dli_sname) {
+    nd_buf_strn(b, di.dli_sname, 60);
+    nd_buf_str(b, " (");
+  }
+  nd_buf_strn(b, base_name(di.dli_fname), 40);
+  nd_buf_str(b, "+");
+  nd_buf_hex(b, ip - (uintptr_t)di.dli_fbase);
+  if (di.dli_sname) nd_buf_str(b, ")");
+}
+
+// The slope in words: "+1.00 MiB per 5 cycles" (k: cycles per retained block, so a leak every
+// fifth cycle reads as such), or per second in a job without cycles.
+static void put_kind(nd_buf_t *b, int kind) {
+  static const char *const names[] = {"heap", "mmap", "pinned", "managed"};
+  if (kind < NDMEM_KIND_DEVICE0) {
+    nd_buf_str(b, names[kind]);
+    return;
+  }
+  nd_buf_str(b, "device");
+  nd_buf_u64(b, (uint64_t)(kind - NDMEM_KIND_DEVICE0));
+}
+
+static void say(const nd_site_t *s, const nd_rec_growth_t *r, uint64_t count) {
+  if (nd_quiet()) return;
+  const char *est = s->sampled ? "~" : "";
+  uint64_t grew = r->floor_bytes - r->base_bytes, retained = count - s->g.base_count;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: growing: ");
+  put_kind(&b, s->kind);
+  nd_buf_str(&b, " site [stack ");
+  nd_buf_u64(&b, s->id);
+  nd_buf_str(&b, "] holds ");
+  nd_buf_str(&b, est);
+  nd_buf_ubytes(&b, r->floor_bytes);
+  nd_buf_str(&b, " at its lowest, +");
+  nd_buf_str(&b, est);
+  if (r->cycle > r->base_cycle) {
+    uint64_t span = r->cycle - r->base_cycle;
+    uint64_t k = retained && retained <= span ? (span + retained / 2) / retained : 1;
+    nd_buf_ubytes(&b, (uint64_t)((double)grew * (double)k / (double)span + 0.5));
+    nd_buf_str(&b, " per ");
+    if (k > 1) {
+      nd_buf_u64(&b, k);
+      nd_buf_str(&b, " cycles");
+    } else {
+      nd_buf_str(&b, "cycle");
+    }
+    nd_buf_str(&b, " over ");
+    nd_buf_u64(&b, span);
+    nd_buf_str(&b, " cycles");
+  } else {
+    double secs = (double)(r->mono_ns - r->base_ns) / 1e9;
+    nd_buf_ubytes(&b, (uint64_t)((double)grew / (secs > 0.001 ? secs : 0.001) + 0.5));
+    nd_buf_str(&b, " per second over ");
+    nd_buf_u64(&b, r->rises);
+    nd_buf_str(&b, " rises");
+  }
+  for (int i = 0; i < s->depth && i < 3; i++) {
+    nd_buf_str(&b, i ? " < " : ": ");
+    put_frame(&b, s->ips[i]);
+  }
+  nd_buf_line(&b, 2);
+}
+
+int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycle,
+                     uint64_t now_ns, uint64_t every, nd_rec_growth_t *out) {
+  nd_growth_t *g = &s->g;
+  if (!g->close_ns) { // the site's first window: nothing to compare with yet
+    g->last_floor = floor;
+    g->close_cycle = cycle;
+    g->close_ns = now_ns;
+    g->close_count = count;
+    return 0;
+  }
+  if (floor < g->last_floor) {
+    g->rises = g->windows = 0; // it fell: whatever rose was not retained
+  } else if (floor > g->last_floor) {
+    if (!g->rises) { // a rise begins at the previous window's close
+      g->base_floor = g->last_floor;
+      g->base_cycle = g->close_cycle;
+      g->base_ns = g->close_ns;
+      g->base_count = g->close_count;
+      g->windows = 0;
+    }
+    g->rises++;
+    g->last_rise_cycle = cycle;
+    g->last_rise_window = g->windows + 1;
+  }
+  if (g->rises) g->windows++;
+  g->last_floor = floor;
+  g->close_cycle = cycle;
+  g->close_ns = now_ns;
+  g->close_count = count;
+  if (g->warned || !every || g->rises < MIN_RISES || g->rises * 2 < g->windows) return 0;
+  int cycles = cycle > g->base_cycle;
+  uint64_t span = cycles ? cycle - g->base_cycle : g->windows;
+  uint64_t quiet = cycles ? cycle - g->last_rise_cycle : g->windows - g->last_rise_window;
+  if (span < every || quiet * 2 > span) return 0;
+  g->warned = 1;
+  memset(out, 0, sizeof *out);
+  out->mono_ns = now_ns;
+  out->stack_id = s->id;
+  out->kind = s->kind;
+  out->flags = s->sampled ? ND_SITE_SAMPLED : 0;
+  out->cycle = cycles ? cycle : 0;
+  out->base_cycle = cycles ? g->base_cycle : 0;
+  out->base_ns = g->base_ns;
+  out->base_bytes = g->base_floor;
+  out->floor_bytes = floor;
+  out->rises = g->rises;
+  say(s, out, count);
+  return 1;
+}

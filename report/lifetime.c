@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+// lifetime.c: the classes of what was live at exit (see lifetime.h). Every claim rests on what
+// the trace proves: a block's birth time and cycle, the steady state's start (the first cycle
+// any workspace closed), and the floor history of its site. Where the evidence is missing (an
+// older trace, a job without cycles, a run too short for a second flush), an entry stays "live
+// at exit": a missed growth costs less than a false one.
+#include "lifetime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const nd_life_names[ND_LIFE_CLASSES] = {
+    "growing", "released at teardown", "live at exit", "held since start-up", "suppressed"};
+const char *const nd_life_keys[ND_LIFE_CLASSES] = {
+    "growing", "released_at_teardown", "live_at_exit", "held_since_startup", "suppressed"};
+
+#define MIN_BLOCKS 3 // retained blocks born in the steady state before a site can be growing
+#define MIN_RISES 2  // floor rises (and no fall) before a site's history shows growth
+
+typedef struct run {
+  const nd_trace_t *t;
+  uint64_t t0, end, steady; // monotonic ns: start, end, steady state (0: none)
+  uint64_t flushes;         // the final flush's number (after a normal exit)
+} run_t;
+
+static double frac(const run_t *r, uint64_t ns) {
+  if (!ns || r->end <= r->t0) return 0;
+  if (ns <= r->t0) return 0;
+  return ns >= r->end ? 1.0 : (double)(ns - r->t0) / (double)(r->end - r->t0);
+}
+
+// The moves of a site's floor over the run: the latest record's move counts unless it is the
+// final flush's (the teardown).
+static void moves(const run_t *r, const nd_site_hist_t *h, bool *final, uint32_t *rises,
+                  uint32_t *drops) {
+  *final = r->t->ended && h->records >= 2 && h->seq == r->flushes;
+  bool st = r->steady != 0;
+  *rises = st ? h->rises : h->rises_any;
+  *drops = st ? h->drops : h->drops_any;
+  if (!*final && h->records >= 2 && (!st || h->cycle >= 1)) {
+    if (h->move > 0) (*rises)++;
+    if (h->move < 0) (*drops)++;
+  }
+}
+
+// A leak whose blocks were born across the steady state and whose site shows retention. With
+// cycles, the births must span at least MIN_BLOCKS cycles and a quarter of the steady state's
+// cycles, and the site must have kept every block it made (its live bytes rose at each birth) or
+// its floor must have risen and never fallen. Without cycles only the floor's history counts: a
+// burst of allocations within one flush window is not growth, however it is spread in time.
+static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_life_t *e) {
+  if (l->steady_blocks < MIN_BLOCKS || !l->born_last_ns || !s) return false;
+  uint64_t from = r->steady ? r->steady : r->t0;
+  if (r->end <= from || l->born_last_ns <= l->steady_first_ns) return false;
+  if ((l->born_last_ns - l->steady_first_ns) * 4 < r->end - from) return false; // a burst
+  bool final;
+  uint32_t rises, drops;
+  moves(r, &s->h, &final, &rises, &drops);
+  bool floor_rose = rises >= MIN_RISES && !drops;
+  if (r->steady) {
+    uint64_t spread = l->steady_last_cycle - l->steady_first_cycle, all = r->t->flush.cycles;
+    if (spread + 1 < MIN_BLOCKS || spread * 4 < all) return false;
+    // A site that never freed a block retained every one: its live bytes rose at each birth.
+    if (!floor_rose && (s->rec.frees || (s->rec.flags & ND_SITE_SAMPLED))) return false;
+  } else if (!floor_rose) {
+    return false;
+  }
+  e->grew = l->steady_bytes;
+  e->grew_blocks = l->steady_blocks;
+  e->cycles = l->steady_last_cycle - l->steady_first_cycle;
+  e->per_cycles = e->cycles && l->steady_blocks > 1
+                      ? (e->cycles + (l->steady_blocks - 1) / 2) / (l->steady_blocks - 1)
+                      : 0;
+  e->secs = (double)(l->born_last_ns - l->steady_first_ns) / 1e9;
+  return true;
+}
+
+// A site whose floor rose through the run and fell only in the final (teardown) window.
+static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
+  const nd_site_hist_t *h = &s->h;
+  bool final;
+  uint32_t rises, drops;
+  moves(r, h, &final, &rises, &drops);
+  if (!final || h->move >= 0 || rises < MIN_RISES || drops) return false;
+  if (h->prev_floor < h->peak_floor) return false; // its highest floor came before the last cycle
+  uint64_t base = r->steady && h->steady ? h->steady_floor : 0;
+  if (h->prev_floor <= base) return false;
+  e->bytes = h->prev_floor;
+  e->grew = h->prev_floor - base;
+  e->cycles = r->steady && h->prev_cycle > h->steady_cycle ? h->prev_cycle - h->steady_cycle : 0;
+  return true;
+}
+
+static int by_class(const void *a, const void *b) {
+  const nd_life_t *x = a, *y = b;
+  if (x->cls != y->cls) return x->cls < y->cls ? -1 : 1;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static bool flagged(const nd_trace_t *t, uint32_t stack, uint16_t kind) {
+  for (size_t i = 0; i < t->ngrowth; i++)
+    if (t->growth[i].stack == stack && t->growth[i].rec.kind == kind) return true;
+  return false;
+}
+
+// Sampled estimates may not claim more than the exact counters show live beyond the exact
+// entries (a sample of a 100 B block stands for ~512 KiB); what the counters show beyond every
+// entry is untracked.
+static void cap_estimates(const nd_trace_t *t, nd_lifetimes_t *out) {
+  for (int k = 0; k < ND_TRACE_KINDS; k++) {
+    const nd_rec_kind_totals_t *c = &t->counters.kind[k];
+    uint64_t live_n = c->live_count > 0 ? (uint64_t)c->live_count : 0;
+    uint64_t live_b = c->live_bytes > 0 ? (uint64_t)c->live_bytes : 0;
+    uint64_t exact_n = 0, exact_b = 0, est_n = 0, est_b = 0;
+    for (size_t i = 0; i < out->n; i++) {
+      const nd_life_t *e = &out->v[i];
+      if (e->kind != k || e->leak < 0) continue;
+      const nd_leak_t *l = &t->leaks[e->leak];
+      exact_n += l->exact_blocks;
+      exact_b += l->exact_bytes;
+      est_n += e->blocks - l->exact_blocks;
+      est_b += e->bytes - l->exact_bytes;
+    }
+    if (!t->have_counters) continue;
+    uint64_t cap_n = live_n > exact_n ? live_n - exact_n : 0;
+    uint64_t cap_b = live_b > exact_b ? live_b - exact_b : 0;
+    for (size_t i = 0; (est_n > cap_n || est_b > cap_b) && i < out->n; i++) {
+      nd_life_t *e = &out->v[i];
+      if (e->kind != k || e->leak < 0 || !e->samples) continue;
+      const nd_leak_t *l = &t->leaks[e->leak];
+      uint64_t n = e->blocks - l->exact_blocks, b = e->bytes - l->exact_bytes;
+      if (est_n > cap_n) n = (uint64_t)((double)n * (double)cap_n / (double)est_n);
+      if (est_b > cap_b) b = (uint64_t)((double)b * (double)cap_b / (double)est_b);
+      if (!n && cap_n) n = 1; // a sample stands for at least its own block
+      e->blocks = l->exact_blocks + n;
+      e->bytes = l->exact_bytes + b;
+      e->capped = true;
+    }
+    if (est_n > cap_n) est_n = cap_n;
+    if (est_b > cap_b) est_b = cap_b;
+    if (k == 0 || k == 1) out->untracked_blocks += cap_n - est_n; // kinds with small blocks
+  }
+}
+
+int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out) {
+  memset(out, 0, sizeof *out);
+  run_t r = {t, t->hdr.start_mono_ns, t->ended ? t->end.mono_ns : t->last_ns, t->flush.steady_ns,
+             t->flushes};
+  out->steady = r.steady != 0;
+  out->steady_ns = r.steady > r.t0 ? r.steady - r.t0 : 0;
+  out->cycles = t->flush.cycles;
+  size_t cap = t->nleaks + t->nsites;
+  out->v = calloc(cap ? cap : 1, sizeof *out->v);
+  if (!out->v) return -1;
+  for (size_t i = 0; i < t->nleaks; i++) {
+    const nd_leak_t *l = &t->leaks[i];
+    nd_life_t *e = &out->v[out->n++];
+    e->stack = l->stack;
+    e->kind = l->kind;
+    e->leak = (long)i;
+    e->site = nd_trace_site_of(t, t->stacks[l->stack].id, l->kind);
+    e->bytes = l->exact_bytes + l->est_bytes;
+    e->blocks = l->exact_blocks + (uint64_t)(l->est_blocks + 0.5);
+    e->samples = l->sampled_blocks;
+    e->born_first = frac(&r, l->born_first_ns);
+    e->born_last = frac(&r, l->born_last_ns);
+    e->flagged = flagged(t, l->stack, l->kind);
+    const nd_site_t *s = e->site >= 0 ? &t->sites[e->site] : NULL;
+    if (supp && (e->suppressed_by = supp(ctx, l->stack)) != NULL) e->cls = ND_LIFE_SUPPRESSED;
+    else if (r.steady && l->born_last_ns && l->born_last_ns < r.steady) e->cls = ND_LIFE_STARTUP;
+    else if (growing(&r, l, s, e)) e->cls = ND_LIFE_GROWING;
+    else e->cls = ND_LIFE_LIVE;
+  }
+  cap_estimates(t, out);
+  for (size_t i = 0; t->ended && i < t->nsites; i++) {
+    const nd_site_t *s = &t->sites[i];
+    nd_life_t e = {.cls = ND_LIFE_TEARDOWN, .stack = s->stack, .kind = s->rec.kind, .leak = -1,
+                   .site = (long)i};
+    if (!teardown(&r, s, &e)) continue;
+    e.samples = s->rec.flags & ND_SITE_SAMPLED ? 1 : 0;
+    e.flagged = flagged(t, s->stack, s->rec.kind);
+    if (supp && (e.suppressed_by = supp(ctx, s->stack)) != NULL) e.cls = ND_LIFE_SUPPRESSED;
+    out->v[out->n++] = e;
+  }
+  qsort(out->v, out->n, sizeof *out->v, by_class);
+  for (size_t i = 0; i < out->n; i++) {
+    const nd_life_t *e = &out->v[i];
+    out->bytes[e->cls] += e->bytes;
+    out->blocks[e->cls] += e->blocks;
+    out->entries[e->cls]++;
+    if (e->samples) out->est[e->cls] = true;
+  }
+  return 0;
+}
+
+void nd_lifetimes_free(nd_lifetimes_t *l) {
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}

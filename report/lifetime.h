@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// lifetime.h: what was live at exit, classified by the evidence the trace carries (block birth
+// times and cycles, the steady state's start, the history of every site's floor):
+//
+//   growing               live bytes rose across the run: blocks born in the steady state, their
+//                         births spread over it, and the site either never freed a block or its
+//                         floor (lowest live bytes per flush window) rose and never fell
+//   released at teardown  a site whose floor rose through the run and that freed it only at exit
+//                         (interpreter shutdown, static destructors): growth all the same
+//   live at exit          the rest; ndmem does no reachability scan, so this is not "lost"
+//   held since start-up   every block born before the steady state began (the first closed
+//                         cycle): tables, pools and buffers a program keeps for its lifetime
+//   suppressed            matched a suppression rule (built-in or the user's)
+//
+// Sampled entries are estimates; they are capped by what the exact counters show live, and
+// what the counters show live beyond every entry is reported as untracked.
+#ifndef ND_LIFETIME_H
+#define ND_LIFETIME_H
+
+#include "trace_read.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum nd_life_class {
+  ND_LIFE_GROWING = 0,
+  ND_LIFE_TEARDOWN,
+  ND_LIFE_LIVE,
+  ND_LIFE_STARTUP,
+  ND_LIFE_SUPPRESSED,
+  ND_LIFE_CLASSES
+};
+extern const char *const nd_life_names[ND_LIFE_CLASSES]; // "growing", "released at teardown", ...
+extern const char *const nd_life_keys[ND_LIFE_CLASSES];  // JSON: "growing", "released_at_teardown"
+
+typedef struct nd_life {
+  int cls;             // enum nd_life_class
+  uint32_t stack;      // index into nd_trace_t.stacks
+  uint16_t kind;
+  long leak, site;     // indices into t->leaks / t->sites, or -1
+  uint64_t bytes, blocks; // live at exit; released at teardown: its highest floor
+  uint64_t samples;    // sampled blocks among them (their figures are estimates)
+  bool capped;         // an estimate lowered to what the exact counters show live
+  // Growth (growing, released at teardown): `grew` bytes over `cycles` cycles (0: the job had no
+  // cycles; then over `secs`), one retained block per `per_cycles` cycles on average.
+  uint64_t grew, grew_blocks, cycles, per_cycles;
+  double secs;
+  double born_first, born_last; // births, as fractions of the run (growing, live, start-up)
+  bool flagged;        // the shim found it growing while the job ran (a GROWTH record)
+  const char *suppressed_by;
+} nd_life_t;
+
+typedef struct nd_lifetimes {
+  nd_life_t *v; // by class, then by bytes
+  size_t n;
+  uint64_t bytes[ND_LIFE_CLASSES], blocks[ND_LIFE_CLASSES], entries[ND_LIFE_CLASSES];
+  bool est[ND_LIFE_CLASSES];
+  bool steady;             // the job had cycles (steady_ns below)
+  uint64_t steady_ns;      // when the first cycle closed, relative to the start
+  uint64_t cycles;         // the cycle clock at the end
+  // Live at exit by the exact counters but in no entry: small blocks the sampler did not pick.
+  uint64_t untracked_blocks;
+} nd_lifetimes_t;
+
+// A suppression lookup: the rule that matches a stack (index into t->stacks), or NULL.
+typedef const char *(*nd_life_supp_fn)(void *ctx, uint32_t stack);
+
+// Classifies what the trace shows live at exit (and the sites released at teardown). The trace
+// must have ended normally (leaks known). 0, or -1 out of memory.
+int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out);
+void nd_lifetimes_free(nd_lifetimes_t *l);
+
+#endif
