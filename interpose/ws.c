@@ -59,7 +59,9 @@ typedef struct inst {
   uint8_t *live;        // per entry, atomic
   uint8_t *escaped;     // per entry: it escaped or outlived its cycle (kept valid, not routed)
   uint8_t *which;       // per entry: which arena (guard mode alternates 0/1)
-  uint64_t *born;       // per entry: the generation it was served in
+  uint64_t *born;       // per entry and arena, born[2 * e + which]: the cycle in which its latest
+                        // block in that arena was served (0: never), so guard mode can name a
+                        // dead block after its entry was served again in the other arena
   char *arena[2];
   uint64_t arena_size;
   // ND4J's unplanned modes (learning none, circular): an arena the reference model bump-allocates
@@ -500,7 +502,7 @@ static void finish_recording(space_t *s) {
   pi->live = nd_os_map(n);
   pi->escaped = nd_os_map(n);
   pi->which = nd_os_map(n);
-  pi->born = nd_os_map(n * sizeof *pi->born);
+  pi->born = nd_os_map(2 * n * sizeof *pi->born);
   if (!pi->preqs || !pi->by_off || !pi->live || !pi->escaped || !pi->which || !pi->born) {
     s->mode = WSM_OFF;
     return;
@@ -585,7 +587,7 @@ static void end_cycle(space_t *s) {
     if (!__atomic_load_n(&s->pi->live[e], __ATOMIC_ACQUIRE) || s->pi->escaped[e]) continue;
     s->pi->escaped[e] = 1; // kept valid; never routed again; its range stays taken while it lives
     uintptr_t addr = (uintptr_t)(s->pi->arena[s->pi->which[e]] + s->pi->plan.offset[e]);
-    outlived_cycle(s, addr, s->pi->preqs[e].size, s->pi->born[e]);
+    outlived_cycle(s, addr, s->pi->preqs[e].size, s->pi->born[2 * e + s->pi->which[e]]);
   }
   if (s->cycle_spills && s->cfg.spill == WS_SPILL_REALLOCATE) {
     // REALLOCATE: an arena that could not hold the cycle is re-planned from the next one.
@@ -621,7 +623,7 @@ static int entry_free_to_use(space_t *s, uint32_t k) {
 static void *serve(space_t *s, uint32_t k, uint64_t *usable) {
   int which = s->cur_which;
   s->pi->which[k] = (uint8_t)which;
-  s->pi->born[k] = s->st.cycles + 1; // the cycle number, from 1 (learning cycles count too)
+  s->pi->born[2 * k + which] = s->st.cycles + 1; // the cycle, from 1 (learning cycles count too)
   __atomic_store_n(&s->pi->live[k], 1, __ATOMIC_RELEASE);
   s->st.hits++;
   *usable = s->pi->preqs[k].size;
@@ -1086,10 +1088,14 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
     inst_t *pi = G.arenas[a].inst;
     space_t *s = pi->space;
     uint64_t off = addr - G.arenas[a].lo;
+    // The dead block: of the entries whose range holds the address, the one served last in this
+    // arena (its entry may have been served again since, in the other one).
     int64_t hit = -1;
-    for (uint32_t e = 0; e < pi->plan.n && hit < 0; e++)
+    int w = G.arenas[a].which;
+    for (uint32_t e = 0; e < pi->plan.n; e++)
       if (pi->plan.offset[e] < TOO_BIG && off >= pi->plan.offset[e] &&
-          off < pi->plan.offset[e] + pi->preqs[e].size && pi->which[e] == G.arenas[a].which)
+          off < pi->plan.offset[e] + pi->preqs[e].size && pi->born[2 * e + w] &&
+          (hit < 0 || pi->born[2 * e + w] > pi->born[2 * hit + w]))
         hit = e;
     nd_buf_t b;
     nd_buf_reset(&b);
@@ -1103,7 +1109,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
       nd_buf_str(&b, " B (plan entry ");
       nd_buf_u64(&b, (uint64_t)hit);
       nd_buf_str(&b, ") allocated in cycle ");
-      nd_buf_u64(&b, pi->born[hit]);
+      nd_buf_u64(&b, pi->born[2 * hit + w]);
     }
     nd_buf_str(&b, "; the workspace is now in cycle ");
     nd_buf_u64(&b, s->st.cycles + 1);
