@@ -115,6 +115,14 @@ NDMEM_API void ndmem_workspace_leave(void);
 // or -1 when an option is unknown or its value bad (one stderr line each; the rest apply).
 NDMEM_API int ndmem_workspace_configure(const char *name, const char *options);
 
+// A block still live after its cycle ended stays valid and its plan position is no longer
+// routed. Where the program declared the cycle (ndmem_cycle_begin/end, named workspaces) it is a
+// leaked workspace pointer, counted in `escapes` and reported. In the automatic workspace ("auto":
+// cycles ndmem found in the allocation stream) the program declared nothing, so such a block
+// merely *outlived* ndmem's guess of the cycle: it is not an escape, and is never reported as one.
+// Outlived blocks are counted in the trace (ndmemreport's workspaces view, "outlived"), not in
+// this struct: ndmem_ws_stats writes an array of it, so it cannot grow without breaking programs
+// built against an older header. `pinned_bytes` holds both kinds while they are live.
 typedef struct ndmem_ws_stats {
   char name[32];
   uint64_t cycles;          // cycles closed
@@ -124,10 +132,10 @@ typedef struct ndmem_ws_stats {
   uint64_t plan_sum_bytes;  // the learned cycle's sum of sizes (ND4J's arena)
   uint64_t hits;            // allocations served from the arena
   uint64_t spills, spill_bytes; // routed allocations served externally (external, spilled)
-  uint64_t escapes;         // blocks that outlived their cycle (leaked workspace pointers)
+  uint64_t escapes;         // blocks that outlived a declared cycle (leaked workspace pointers)
   uint64_t relearns;        // plans dropped because the stream changed
   uint64_t deviations;      // allocations that did not match the plan
-  uint64_t pinned_bytes;    // external (pinned): escaped blocks kept valid
+  uint64_t pinned_bytes;    // external (pinned): escaped or outlived blocks kept valid, live
 } ndmem_ws_stats_t;
 
 // Statistics of the calling thread's workspaces: fills up to `max` entries, returns how many

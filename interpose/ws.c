@@ -11,9 +11,14 @@
 // it matches the plan (same symbol, no larger) and every allocation that shares its range is free
 // — the safety invariant, never traded: no two live blocks overlap. Anything else is a deviation,
 // served per the spill policy; a cycle of mostly deviations drops the plan and learning restarts.
-// A block still live when its cycle has ended is an escaped (leaked) workspace pointer: logged
-// once, kept valid, its entry no longer routed. Guard mode alternates two arenas and makes the
-// one of the finished cycle inaccessible, so a stale pointer faults and is named.
+// A block still live when its cycle has ended is kept valid and its entry is no longer routed.
+// Where the program declared the cycle (marks, named workspaces) that is ND4J's leaked workspace
+// pointer, an *escape*: logged once and written to the trace. Under automatic cycles the program
+// declared nothing: the block *outlived* the cycle ndmem detected (an array kept across
+// iterations, a result handed to another thread, a boundary in the wrong place), ndmem's
+// misprediction; it is counted, never reported as the program's error. Guard mode alternates two
+// arenas and makes the one of the finished cycle inaccessible (blocks that escaped or outlived it
+// excepted), so a stale pointer faults and is named.
 #include "ws.h"
 
 #include "fmt.h"
@@ -63,9 +68,11 @@ typedef struct inst {
   ws_plan_t plan;
   uint32_t *by_off;     // entries sorted by offset
   uint8_t *live;        // per entry, atomic
-  uint8_t *escaped;     // per entry
+  uint8_t *escaped;     // per entry: it escaped or outlived its cycle (kept valid, not routed)
   uint8_t *which;       // per entry: which arena (guard mode alternates 0/1)
-  uint64_t *born;       // per entry: the generation it was served in
+  uint64_t *born;       // per entry and arena, born[2 * e + which]: the cycle in which its latest
+                        // block in that arena was served (0: never), so guard mode can name a
+                        // dead block after its entry was served again in the other arena
   char *arena[2];
   uint64_t arena_size;
   // ND4J's unplanned modes (learning none, circular): an arena the reference model bump-allocates
@@ -75,11 +82,12 @@ typedef struct inst {
   uint64_t *bsize;    // and sizes
   uint32_t nblive, capblive;
   uint64_t *bborn;    // the cycle each was allocated in
-  uint8_t *bescaped;
+  uint8_t *bescaped;  // escaped or outlived its cycle
 } inst_t;
 
 typedef struct space {
-  ndmem_ws_stats_t st;
+  ndmem_ws_stats_t st;  // st.escapes: declared cycles only; st.pinned_bytes: escaped + outlived
+  uint64_t outlived;    // automatic: blocks that outlived a detected cycle (not in ndmem.h)
   pid_t tid;
   struct space *all;    // registry of every space (the trace writes their statistics)
   int mode;
@@ -505,7 +513,7 @@ static void finish_recording(space_t *s) {
   pi->live = nd_os_map(n);
   pi->escaped = nd_os_map(n);
   pi->which = nd_os_map(n);
-  pi->born = nd_os_map(n * sizeof *pi->born);
+  pi->born = nd_os_map(2 * n * sizeof *pi->born);
   if (!pi->preqs || !pi->by_off || !pi->live || !pi->escaped || !pi->which || !pi->born) {
     s->mode = WSM_OFF;
     return;
@@ -538,11 +546,17 @@ static void finish_recording(space_t *s) {
 
 static void guard_protect(space_t *s, int which, int prot);
 
-// A block still live after its cycle ended: counted, said once on stderr (with its allocation
+// A block still live after its cycle ended (once per block): kept valid, its bytes pinned while it
+// lives. An automatic workspace counts it as outlived and says nothing: the cycle was ndmem's
+// guess. A declared cycle's block is an escape: counted, said once on stderr (with its allocation
 // stack's id when it is tracked) and queued for the trace. Takes G.lock: call without it.
-static void report_escape(space_t *s, uintptr_t addr, uint64_t size, uint64_t born) {
-  s->st.escapes++;
+static void outlived_cycle(space_t *s, uintptr_t addr, uint64_t size, uint64_t born) {
   s->st.pinned_bytes += size;
+  if (s->automatic) {
+    s->outlived++;
+    return;
+  }
+  s->st.escapes++;
   nd_block_t blk;
   uint32_t stack = nd_blocks_find(addr, &blk) ? blk.site->id : UINT32_MAX;
   nd_buf_t b;
@@ -577,14 +591,14 @@ static void report_escape(space_t *s, uintptr_t addr, uint64_t size, uint64_t bo
   nd_spin_unlock(&G.lock);
 }
 
-// A cycle of a PLANNED space ended: blocks still live from it have escaped.
+// A cycle of a PLANNED space ended: blocks still live from it escaped or outlived it.
 static void end_cycle(space_t *s) {
   if (s->mode != WSM_PLANNED) return;
   for (uint32_t e = 0; e < s->pi->plan.n; e++) {
     if (!__atomic_load_n(&s->pi->live[e], __ATOMIC_ACQUIRE) || s->pi->escaped[e]) continue;
     s->pi->escaped[e] = 1; // kept valid; never routed again; its range stays taken while it lives
     uintptr_t addr = (uintptr_t)(s->pi->arena[s->pi->which[e]] + s->pi->plan.offset[e]);
-    report_escape(s, addr, s->pi->preqs[e].size, s->pi->born[e]);
+    outlived_cycle(s, addr, s->pi->preqs[e].size, s->pi->born[2 * e + s->pi->which[e]]);
   }
   if (s->cycle_spills && s->cfg.spill == WS_SPILL_REALLOCATE) {
     // REALLOCATE: an arena that could not hold the cycle is re-planned from the next one.
@@ -620,7 +634,7 @@ static int entry_free_to_use(space_t *s, uint32_t k) {
 static void *serve(space_t *s, uint32_t k, uint64_t *usable) {
   int which = s->cur_which;
   s->pi->which[k] = (uint8_t)which;
-  s->pi->born[k] = s->st.cycles + 1; // the cycle number, from 1 (learning cycles count too)
+  s->pi->born[2 * k + which] = s->st.cycles + 1; // the cycle, from 1 (learning cycles count too)
   __atomic_store_n(&s->pi->live[k], 1, __ATOMIC_RELEASE);
   s->st.hits++;
   *usable = s->pi->preqs[k].size;
@@ -678,12 +692,12 @@ static inst_t *bump_inst(space_t *s, uint64_t size) {
 }
 
 // A cycle of an ND4J-mode space begins: the previous one closes (learning, REALLOCATE growth),
-// blocks still live from it have escaped.
+// blocks still live from it escaped or outlived it.
 static void bump_cycle(space_t *s) {
   if (s->nd.open) ws_nd4j_close(&s->nd);
   inst_t *pi = s->pi;
   // The live list is guarded by G.lock, a leaf lock: take the new escapes out in small batches,
-  // then report each without it (report_escape looks up the block's stack).
+  // then report each without it (outlived_cycle looks up the block's stack).
   for (uint32_t found = pi ? 1 : 0; found;) {
     struct { uintptr_t addr; uint64_t size, born; } batch[32];
     found = 0;
@@ -697,7 +711,8 @@ static void bump_cycle(space_t *s) {
       found++;
     }
     nd_spin_unlock(&G.lock);
-    for (uint32_t i = 0; i < found; i++) report_escape(s, batch[i].addr, batch[i].size, batch[i].born);
+    for (uint32_t i = 0; i < found; i++)
+      outlived_cycle(s, batch[i].addr, batch[i].size, batch[i].born);
   }
   ws_nd4j_enter(&s->nd);
 }
@@ -1065,7 +1080,8 @@ static void guard_protect(space_t *s, int which, int prot) {
   if (!a) return;
   mprotect(a, s->pi->arena_size, prot);
   if (prot != PROT_NONE) return;
-  // Escaped blocks stay valid: their pages stay accessible.
+  // Blocks that escaped or outlived the cycle stay valid: their pages stay accessible (a stale
+  // pointer into a dead block that shares a page with one of them does not fault).
   long page = (long)nd_os_page_size();
   for (uint32_t e = 0; e < s->pi->plan.n; e++) {
     if (!s->pi->escaped[e] || s->pi->which[e] != which || !__atomic_load_n(&s->pi->live[e], __ATOMIC_ACQUIRE)) continue;
@@ -1083,10 +1099,14 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
     inst_t *pi = G.arenas[a].inst;
     space_t *s = pi->space;
     uint64_t off = addr - G.arenas[a].lo;
+    // The dead block: of the entries whose range holds the address, the one served last in this
+    // arena (its entry may have been served again since, in the other one).
     int64_t hit = -1;
-    for (uint32_t e = 0; e < pi->plan.n && hit < 0; e++)
+    int w = G.arenas[a].which;
+    for (uint32_t e = 0; e < pi->plan.n; e++)
       if (pi->plan.offset[e] < TOO_BIG && off >= pi->plan.offset[e] &&
-          off < pi->plan.offset[e] + pi->preqs[e].size && pi->which[e] == G.arenas[a].which)
+          off < pi->plan.offset[e] + pi->preqs[e].size && pi->born[2 * e + w] &&
+          (hit < 0 || pi->born[2 * e + w] > pi->born[2 * hit + w]))
         hit = e;
     nd_buf_t b;
     nd_buf_reset(&b);
@@ -1100,7 +1120,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
       nd_buf_str(&b, " B (plan entry ");
       nd_buf_u64(&b, (uint64_t)hit);
       nd_buf_str(&b, ") allocated in cycle ");
-      nd_buf_u64(&b, pi->born[hit]);
+      nd_buf_u64(&b, pi->born[2 * hit + w]);
     }
     nd_buf_str(&b, "; the workspace is now in cycle ");
     nd_buf_u64(&b, s->st.cycles + 1);
@@ -1233,6 +1253,7 @@ void nd_ws_write_records(nd_ws_record_fn rec, void *ctx) {
     r.relearns = s->st.relearns;
     r.deviations = s->st.deviations;
     r.pinned_bytes = s->st.pinned_bytes;
+    r.outlived = s->outlived;
     rec(ctx, ND_REC_WORKSPACE, &r, sizeof r);
   }
   nd_rec_ws_escape_t copy[sizeof G.pending / sizeof G.pending[0]];

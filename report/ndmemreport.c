@@ -431,11 +431,15 @@ static uint64_t esc_records(const nd_trace_t *t) {
 static void text_ws_line(FILE *o, const report_t *r) {
   const nd_trace_t *t = r->t;
   fprintf(o, "  %-10s  ", "workspaces");
-  if (t->nws)
-    fprintf(o, "%zu (hits %llu, spills %llu, escapes %llu)\n", t->nws,
+  uint64_t outlived = 0; // automatic cycles' blocks that lived on: never counted as escapes
+  for (size_t i = 0; i < t->nws; i++) outlived = sat_add(outlived, t->ws[i].outlived);
+  if (t->nws) {
+    fprintf(o, "%zu (hits %llu, spills %llu, escapes %llu", t->nws,
             (unsigned long long)r->ws_hits, (unsigned long long)r->ws_spills,
             (unsigned long long)r->ws_escapes);
-  else
+    if (outlived) fprintf(o, ", outlived %llu", (unsigned long long)outlived);
+    fputs(")\n", o);
+  } else
     fprintf(o, "none recorded (%llu leaked workspace %s)\n",
             (unsigned long long)esc_records(t), plural(esc_records(t), "pointer", "pointers"));
 }
@@ -899,6 +903,11 @@ static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w) {
   fputs(" / external (pinned) ", o);
   print_bytes(o, w->pinned_bytes, false);
   fputc('\n', o);
+  if (w->outlived) // only automatic workspaces have them (and only traces of version 5)
+    fprintf(o,
+            "      outlived %llu (kept valid, no longer routed)\n"
+            "      ndmem's misprediction of the automatic cycle, not the program's error\n",
+            (unsigned long long)w->outlived);
 }
 
 static int text_esc_group(FILE *o, report_t *r, size_t rank, const esc_group_t *g) {
@@ -1277,6 +1286,7 @@ static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool more) {
   json_u64(o, "spills", w->spills, true);
   json_u64(o, "spill_bytes", w->spill_bytes, true);
   json_u64(o, "escapes", w->escapes, true);
+  json_u64(o, "outlived", w->outlived, true);
   json_u64(o, "relearns", w->relearns, true);
   json_u64(o, "deviations", w->deviations, true);
   json_u64(o, "pinned_bytes", w->pinned_bytes, false);
