@@ -127,7 +127,9 @@ int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycl
   g->close_ns = now_ns;
   g->close_count = count;
   if (g->warned || !every || g->rises < MIN_RISES || g->rises * 2 < g->windows) return 0;
-  int cycles = cycle > g->base_cycle;
+  // Counted in cycles where the cycle clock kept pace with the windows; in windows where it
+  // stalled (a stream the detector lost) or the job has no cycles.
+  int cycles = cycle - g->base_cycle >= g->windows;
   uint64_t span = cycles ? cycle - g->base_cycle : g->windows;
   uint64_t quiet = cycles ? cycle - g->last_rise_cycle : g->windows - g->last_rise_window;
   if (span < every || quiet * 2 > span) return 0;

@@ -62,6 +62,7 @@ static struct {
   double sample_mean;
   nd_rec_exit_t exit; // how the process ended (final flush)
   uint64_t win_cycle; // the cycle clock when the sites' windows last closed
+  unsigned win_flushes; // flushes since they last closed
 } tr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 // ---------------------------------------------------------------- sampling
@@ -401,11 +402,14 @@ static void write_counters(void) {
 
 // Sites whose totals changed since the last flush, each with its window's floor. The windows
 // close at this flush when the cycle clock moved since they last did (a window holds at least
-// one whole cycle, so a cycle's temporaries are back at their floor somewhere in it), or at every
-// flush in a job without cycles; a closed window goes to the growth detector.
+// one whole cycle, so a cycle's temporaries are back at their floor somewhere in it), at every
+// flush in a job without cycles, and after WINDOW_FLUSHES flushes in one whose cycles stalled
+// (a stream the detector lost: time windows then); a closed window goes to the growth detector.
+#define WINDOW_FLUSHES 4
 static void write_sites(void) {
   uint64_t clock = __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), now = nd_os_mono_ns();
-  int close = clock == 0 || clock != tr.win_cycle;
+  int close = clock == 0 || clock != tr.win_cycle || ++tr.win_flushes >= WINDOW_FLUSHES;
+  if (close) tr.win_flushes = 0;
   tr.win_cycle = clock;
   uint32_t n = nd_sites_count();
   for (uint32_t i = 0; i < n; i++) {

@@ -16,6 +16,7 @@ const char *const nd_life_keys[ND_LIFE_CLASSES] = {
 
 #define MIN_BLOCKS 3 // retained blocks born in the steady state before a site can be growing
 #define MIN_RISES 2  // floor rises (and no fall) before a site's history shows growth
+#define MIN_CYCLES 8 // fewer cycles in the whole run: the floor history decides, not the cycles
 
 typedef struct run {
   const nd_trace_t *t;
@@ -29,11 +30,14 @@ static double frac(const run_t *r, uint64_t ns) {
   return ns >= r->end ? 1.0 : (double)(ns - r->t0) / (double)(r->end - r->t0);
 }
 
-// The moves of a site's floor over the run: the latest record's move counts unless it is the
-// final flush's (the teardown).
+// The moves of a site's floor over the run: the latest record's move counts unless it is a fall
+// at the teardown: in the final flush, or (a job with cycles) after the last cycle closed, as an
+// interpreter's shutdown runs after its loop.
 static void moves(const run_t *r, const nd_site_hist_t *h, bool *final, uint32_t *rises,
                   uint32_t *drops) {
-  *final = r->t->ended && h->records >= 2 && h->seq == r->flushes;
+  const nd_trace_t *t = r->t;
+  *final = t->ended && h->records >= 2 && h->move < 0 &&
+           (h->seq == r->flushes || (t->flush.cycles >= MIN_CYCLES && h->cycle == t->flush.cycles));
   bool st = r->steady != 0;
   *rises = st ? h->rises : h->rises_any;
   *drops = st ? h->drops : h->drops_any;
@@ -57,7 +61,7 @@ static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_l
   uint32_t rises, drops;
   moves(r, &s->h, &final, &rises, &drops);
   bool floor_rose = rises >= MIN_RISES && !drops;
-  if (r->steady) {
+  if (r->steady && r->t->flush.cycles >= MIN_CYCLES) {
     uint64_t spread = l->steady_last_cycle - l->steady_first_cycle, all = r->t->flush.cycles;
     if (spread + 1 < MIN_BLOCKS || spread * 4 < all) return false;
     // A site that never freed a block retained every one: its live bytes rose at each birth.
@@ -81,13 +85,23 @@ static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
   bool final;
   uint32_t rises, drops;
   moves(r, h, &final, &rises, &drops);
-  if (!final || h->move >= 0 || rises < MIN_RISES || drops) return false;
+  if (!final || rises < MIN_RISES || drops) return false;
   if (h->prev_floor < h->peak_floor) return false; // its highest floor came before the last cycle
+  // ... and it was still rising late in the run, not on a plateau since a warm-up: the peak was
+  // first reached in the last quarter of the steady state's cycles (of the site's records in a
+  // job without enough cycles; a site is recorded only in windows where it changed).
+  if (r->steady && r->t->flush.cycles >= MIN_CYCLES && h->steady) {
+    uint64_t from = h->steady_cycle, last = h->cycle; // flat until the teardown's record
+    if (last <= from || (h->peak_cycle - from) * 4 < (last - from) * 3) return false;
+  } else {
+    uint64_t from = h->steady ? h->steady_rec : 1, last = h->records - 1; // before the teardown
+    if (last <= from || (h->peak_rec - from) * 4 < (last - from) * 3) return false;
+  }
   uint64_t base = r->steady && h->steady ? h->steady_floor : 0;
   if (h->prev_floor <= base) return false;
   e->bytes = h->prev_floor;
   e->grew = h->prev_floor - base;
-  e->cycles = r->steady && h->prev_cycle > h->steady_cycle ? h->prev_cycle - h->steady_cycle : 0;
+  e->cycles = r->steady && h->peak_cycle > h->steady_cycle ? h->peak_cycle - h->steady_cycle : 0;
   return true;
 }
 

@@ -617,8 +617,8 @@ static void text_life_evidence(FILE *o, const nd_life_t *e, const nd_lifetimes_t
               plural(e->per_cycles, "cycle", "cycles"), (unsigned long long)e->cycles);
     } else if (e->cycles) {
       fputs("+", o);
-      print_bytes(o, e->grew, est);
-      fprintf(o, " over %llu cycles", (unsigned long long)e->cycles);
+      print_bytes(o, e->grew / e->cycles, est);
+      fprintf(o, " per cycle over %llu cycles", (unsigned long long)e->cycles);
     } else if (e->cls == ND_LIFE_GROWING && e->secs > 0) {
       fputs("+", o);
       print_bytes(o, e->grew, est);

@@ -214,10 +214,12 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     h->steady = true;
     h->steady_floor = s->floor_bytes;
     h->steady_cycle = s->cycle;
+    h->steady_rec = h->records;
   }
   if (s->floor_bytes > h->peak_floor || h->records == 1) {
     h->peak_floor = s->floor_bytes;
     h->peak_cycle = s->cycle;
+    h->peak_rec = h->records;
   }
 }
 

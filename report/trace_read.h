@@ -46,7 +46,8 @@ typedef struct nd_site_hist {
   uint32_t rises_any, drops_any; // the same over all records (a job without cycles)
   bool steady;            // a record in the steady state (cycle clock >= 1) was seen
   uint64_t steady_floor, steady_cycle; // the first of them
-  uint64_t peak_floor, peak_cycle;     // the highest floor and its cycle
+  uint64_t steady_rec;    // the record number (from 1) of that first steady-state record
+  uint64_t peak_floor, peak_cycle, peak_rec; // the highest floor, when it was first reached
 } nd_site_hist_t;
 
 typedef struct nd_site {

@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: MIT
+# t_corpus: the planted-leak corpus (t_corpus.c, np_teardown.py) under the shim, each case's
+# report checked against its known truth: class, bytes, blocks and file:line (the LEAK:<name>
+# marker's line), plus the exit status of --fail-on-leak and --fail-on-growth.
+# usage: python3 t_corpus.py LIBNDMEM T_CORPUS NDMEMREPORT T_CORPUS_C NP_TEARDOWN_PY NUMPY_PYTHON
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+lib, prog, rep, src, np_script, np_python = sys.argv[1:7]
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg, file=sys.stderr)
+
+
+def marker_line(path, name):
+    for i, line in enumerate(open(path), 1):
+        if re.search(r"LEAK:%s\b" % re.escape(name), line):
+            return i
+    raise SystemExit("no LEAK:%s marker in %s" % (name, path))
+
+
+def run(tmp, case, argv, extra_env=None):
+    trace = os.path.join(tmp, case + ".trace")
+    env = dict(os.environ, LD_PRELOAD=lib, NDMEM_OUTPUT=trace, NDMEM_SUMMARY="0",
+               NDMEM_FLUSH_MS="20")
+    env.update(extra_env or {})
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        fail("%s: exit %d: %s" % (case, p.returncode, p.stderr[-400:]))
+    if "leaked workspace pointer" in p.stderr:
+        fail("%s: a false escape on stderr: %s" % (case, p.stderr[-400:]))
+    r = subprocess.run([rep, "--format", "json", "--top", "1000", trace], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        fail("%s: ndmemreport exit %d: %s" % (case, r.returncode, r.stderr))
+        return None, trace, p
+    return json.loads(r.stdout), trace, p
+
+
+def status(trace, flag):
+    return subprocess.run([rep, flag, trace], capture_output=True).returncode
+
+
+def groups_at(report, fname, line):
+    out = []
+    for g in report["leaks"]["groups"]:
+        if any(f["file"] and f["file"].endswith(fname) and f["line"] == line for f in g["frames"]):
+            out.append(g)
+    return out
+
+
+def expect(case, report, fname, line, cls, bytes_, blocks):
+    gs = groups_at(report, fname, line)
+    if len(gs) != 1:
+        fail("%s: %d groups at %s:%d, want 1: %s" % (case, len(gs), fname, line,
+             [(g["class"], g["bytes"]) for g in report["leaks"]["groups"]]))
+        return None
+    g = gs[0]
+    got = (g["class"], g["bytes"], g["blocks"], g["estimated"])
+    want = (cls, bytes_, blocks, False)
+    if got != want:
+        fail("%s: %s:%d is %s, want %s" % (case, fname, line, got, want))
+    return g
+
+
+def classes(report):
+    return {k: v["stacks"] for k, v in report["leaks"]["classes"].items() if v["stacks"]}
+
+
+def no_other(case, report, allowed):
+    for g in report["leaks"]["groups"]:
+        if g["class"] in ("growing", "released_at_teardown") and g["class"] not in allowed:
+            fail("%s: unexpected %s group of %d B" % (case, g["class"], g["bytes"]))
+
+
+base = os.path.basename(src)
+with tempfile.TemporaryDirectory() as tmp:
+    # 1 MiB kept every 5th iteration: growing, 12 blocks; a varying stream: no false escape.
+    rep_, trace, _ = run(tmp, "grow", [prog, "grow"])
+    if rep_:
+        g = expect("grow", rep_, base, marker_line(src, "grow"), "growing", 12 << 20, 12)
+        no_other("grow", rep_, {"growing"})
+        if rep_["workspaces"]["totals"]["escapes"] if "totals" in rep_["workspaces"] else 0:
+            fail("grow: escapes reported")
+        for flag in ("--fail-on-leak", "--fail-on-growth"):
+            if status(trace, flag) != 1:
+                fail("grow: %s did not exit 1" % flag)
+    # The same with a short growth horizon: named on stderr while it runs, once, and recorded.
+    rep_, trace, p = run(tmp, "grow-live", [prog, "grow"], {"NDMEM_GROWTH_CYCLES": "3"})
+    if rep_:
+        lines = [l for l in p.stderr.splitlines() if l.startswith("ndmem: growing:")]
+        if len(lines) != 1 or "t_corpus" not in lines[0]:
+            fail("grow-live: want one 'ndmem: growing:' line naming t_corpus, got %r" % p.stderr)
+        if rep_["growth_while_running"]["count"] != 1:
+            fail("grow-live: %d GROWTH records" % rep_["growth_while_running"]["count"])
+    # A lifetime table made before the loop: held since start-up, exact; not a failure.
+    rep_, trace, _ = run(tmp, "table", [prog, "table"])
+    if rep_:
+        expect("table", rep_, base, marker_line(src, "table"), "held_since_startup", 4 << 20, 1)
+        expect("table", rep_, base, marker_line(src, "names"), "held_since_startup", 96 << 10, 1)
+        no_other("table", rep_, set())
+        for flag in ("--fail-on-leak", "--fail-on-growth"):
+            if status(trace, flag) != 0:
+                fail("table: %s did not exit 0" % flag)
+    # A leak on one thread only.
+    rep_, trace, _ = run(tmp, "thread", [prog, "thread"])
+    if rep_:
+        expect("thread", rep_, base, marker_line(src, "thread"), "growing", 40 * 131072, 40)
+        no_other("thread", rep_, {"growing"})
+    # Temporaries only: nothing growing, --fail-on-leak passes (exact mode: the stdio buffer is
+    # the libc's, suppressed or held).
+    rep_, trace, _ = run(tmp, "clean", [prog, "clean"])
+    if rep_:
+        no_other("clean", rep_, set())
+        if status(trace, "--fail-on-growth") != 0:
+            fail("clean: --fail-on-growth did not exit 0")
+    # 1000 x 100 B kept in a loop, exactly under --exact (NDMEM_TRACK_MIN=0).
+    rep_, trace, _ = run(tmp, "small-exact", [prog, "small"], {"NDMEM_TRACK_MIN": "0"})
+    if rep_:
+        expect("small-exact", rep_, base, marker_line(src, "small"), "growing", 100000, 1000)
+        if rep_["leaks"]["untracked_blocks"] != 0:
+            fail("small-exact: %d untracked blocks" % rep_["leaks"]["untracked_blocks"])
+    # Sampled: never more blocks than exist, and what the samples miss is said to be untracked.
+    rep_, trace, _ = run(tmp, "small-sampled", [prog, "small"])
+    if rep_:
+        gs = groups_at(rep_, base, marker_line(src, "small"))
+        listed = sum(g["blocks"] for g in gs)
+        untracked = rep_["leaks"]["untracked_blocks"]
+        if listed > 1001 or listed + untracked < 1000:
+            fail("small-sampled: %d listed + %d untracked blocks for 1000 live" % (listed, untracked))
+        if any(not g["estimated"] for g in gs):
+            fail("small-sampled: a sampled group is not marked estimated")
+    # numpy: a list that keeps a copy of an activation every step, freed at shutdown.
+    if np_python == "-":
+        print("SKIP numpy cases: no interpreter with numpy", file=sys.stderr)
+    else:
+        sizes = {}
+        for steps in (40, 80):
+            case = "np-teardown-%d" % steps
+            rep_, trace, _ = run(tmp, case, [np_python, np_script, str(steps)])
+            if not rep_:
+                continue
+            gs = [g for g in rep_["leaks"]["groups"] if g["class"] == "released_at_teardown"]
+            if len(gs) != 1:
+                fail("%s: %d released-at-teardown groups: %s" % (case, len(gs), classes(rep_)))
+                continue
+            b = gs[0]["bytes"]
+            if b % 262144 or not steps // 2 * 262144 <= b <= steps * 262144:
+                fail("%s: released at teardown %d B, want a multiple of 262144 in [%d, %d]" %
+                     (case, b, steps // 2 * 262144, steps * 262144))
+            sizes[steps] = b
+            for flag in ("--fail-on-leak", "--fail-on-growth"):
+                if status(trace, flag) != 1:
+                    fail("%s: %s did not exit 1" % (case, flag))
+        if len(sizes) == 2 and sizes[80] <= sizes[40]:
+            fail("np-teardown: 80 steps report %d B, not more than 40 steps' %d B" %
+                 (sizes[80], sizes[40]))
+if failures:
+    sys.exit(1)
+print("corpus: all cases hold")
