@@ -3,6 +3,7 @@
 # report checked against its known truth: class, bytes, blocks and file:line (the LEAK:<name>
 # marker's line), plus the exit status of --fail-on-leak and --fail-on-growth.
 # usage: python3 t_corpus.py LIBNDMEM T_CORPUS NDMEMREPORT T_CORPUS_C NP_TEARDOWN_PY NUMPY_PYTHON
+#                           TRAIN_NUMPY_PY
 import json
 import os
 import re
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-lib, prog, rep, src, np_script, np_python = sys.argv[1:7]
+lib, prog, rep, src, np_script, np_python, train = sys.argv[1:8]
 failures = []
 
 
@@ -159,6 +160,17 @@ with tempfile.TemporaryDirectory() as tmp:
             for flag in ("--fail-on-leak", "--fail-on-growth"):
                 if status(trace, flag) != 1:
                     fail("%s: %s did not exit 1" % (case, flag))
+        # The main job, a healthy numpy training loop: OpenBLAS's buffers, Python's arenas and
+        # tables are held since start-up; nothing grows; --fail-on-leak passes.
+        rep_, trace, _ = run(tmp, "train-numpy", [np_python, train, "--steps", "150"])
+        if rep_:
+            no_other("train-numpy", rep_, set())
+            c = classes(rep_)
+            if c.get("live_at_exit") or not c.get("held_since_startup"):
+                fail("train-numpy: classes %s, want only held_since_startup (and suppressed)" % c)
+            for flag in ("--fail-on-leak", "--fail-on-growth"):
+                if status(trace, flag) != 0:
+                    fail("train-numpy: %s did not exit 0" % flag)
         if len(sizes) == 2 and sizes[80] <= sizes[40]:
             fail("np-teardown: 80 steps report %d B, not more than 40 steps' %d B" %
                  (sizes[80], sizes[40]))
