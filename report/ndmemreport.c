@@ -606,43 +606,38 @@ static void text_life_totals(FILE *o, const nd_lifetimes_t *l) {
 static void print_pct(FILE *o, double f) { fprintf(o, "%.0f %%", f * 100); }
 
 // The evidence line of an entry: its growth, or when its blocks were born.
-static void text_life_evidence(FILE *o, const nd_life_t *e, const nd_lifetimes_t *l) {
+// The evidence lines of an entry: its growth (growing, released at teardown), then when its
+// blocks were born and whether the shim flagged it while the job ran.
+static void text_life_evidence(FILE *o, const nd_life_t *e) {
   bool est = e->samples > 0;
-  fputs("      ", o);
   if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN) {
+    fputs("      +", o);
     if (e->cls == ND_LIFE_GROWING && e->per_cycles && e->grew_blocks) {
-      fputs("+", o);
       print_bytes(o, e->grew / e->grew_blocks, est);
-      fprintf(o, " per %llu %s over %llu cycles", (unsigned long long)e->per_cycles,
-              plural(e->per_cycles, "cycle", "cycles"), (unsigned long long)e->cycles);
+      if (e->per_cycles > 1) fprintf(o, " per %llu cycles", (unsigned long long)e->per_cycles);
+      else fputs(" per cycle", o);
+      fprintf(o, " over %llu cycles", (unsigned long long)e->cycles);
     } else if (e->cycles) {
-      fputs("+", o);
       print_bytes(o, e->grew / e->cycles, est);
       fprintf(o, " per cycle over %llu cycles", (unsigned long long)e->cycles);
     } else if (e->cls == ND_LIFE_GROWING && e->secs > 0) {
-      fputs("+", o);
       print_bytes(o, e->grew, est);
       fprintf(o, " over %.3f s", e->secs);
     } else {
-      fputs("+", o);
       print_bytes(o, e->grew, est);
       fputs(" during the run", o);
     }
-    if (e->cls == ND_LIFE_TEARDOWN) fputs("; freed only at exit", o);
+    fputs(e->cls == ND_LIFE_TEARDOWN ? "; freed only at exit" : "", o);
+    fputs(e->cls == ND_LIFE_TEARDOWN && e->flagged ? "; flagged while running\n" : "\n", o);
   }
-  if (e->cls != ND_LIFE_TEARDOWN) {
-    if (e->cls == ND_LIFE_GROWING) fputs("; ", o);
-    fputs(e->born_first == e->born_last ? "born at " : "births ", o);
-    print_pct(o, e->born_first);
-    if (e->born_first != e->born_last) {
-      fputs("-", o);
-      print_pct(o, e->born_last);
-    }
-    fputs(" of the run", o);
+  if (e->cls == ND_LIFE_TEARDOWN) return;
+  fputs(e->born_first == e->born_last ? "      born at " : "      births ", o);
+  print_pct(o, e->born_first);
+  if (e->born_first != e->born_last) {
+    fputs("-", o);
+    print_pct(o, e->born_last);
   }
-  if (e->flagged) fputs("; flagged while running", o);
-  fputc('\n', o);
-  (void)l;
+  fputs(e->flagged ? " of the run; flagged while running\n" : " of the run\n", o);
 }
 
 static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
@@ -659,7 +654,7 @@ static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
     fprintf(o, "      estimate from %llu %s%s\n", (unsigned long long)e->samples,
             plural(e->samples, "sample", "samples"),
             e->capped ? ", lowered to what the exact counters show live" : "");
-  text_life_evidence(o, e, &r->life);
+  text_life_evidence(o, e);
   return text_stack(o, r, e->stack);
 }
 
@@ -709,9 +704,9 @@ static int text_lifetimes(FILE *o, report_t *r) {
             (unsigned long long)l->untracked_blocks, plural(l->untracked_blocks, "block", "blocks"));
     fputs("   are in no entry above: blocks under ", o);
     print_bytes(o, r->t->hdr.track_min, false);
-    fputs(" are sampled (~1 per ", o);
+    fputs(" are sampled,\n   about 1 per ", o);
     print_bytes(o, r->t->hdr.sample_interval, false);
-    fputs(").\n   Run with --exact (NDMEM_TRACK_MIN=0) to list every block exactly.\n", o);
+    fputs(" allocated.\n   Run with --exact (NDMEM_TRACK_MIN=0) to list every block exactly.\n", o);
   }
   if (!any) fputs("\n== leaks at exit: none\n", o);
   return 0;
