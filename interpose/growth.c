@@ -6,14 +6,13 @@
 // it. The trace writer closes every site's window at each flush where the cycle clock moved (or
 // at every flush in a job without cycles) and hands the floor here. A site is growing when its
 // floor rose in at least 3 windows, over at least NDMEM_GROWTH_CYCLES cycles (windows when there
-// are no cycles), in at least half of the windows since the rise began, never fell in between,
-// and rose again recently (within the second half of that span): a start-up ramp that has
-// stopped, or a cache that fills and then evicts, does not qualify. It is said once per site
+// are no cycles), never fell in between, and rose again recently (within the second half of that
+// span): a start-up ramp that has stopped, or a cache that fills and then evicts, does not. It is said once per site
 // (the root process only, as every remark) and written as a GROWTH record.
 #include "growth.h"
 
 #include "fmt.h"
-#include "shim.h"
+#include "ndmem.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -54,8 +53,8 @@ static void put_kind(nd_buf_t *b, int kind) {
   nd_buf_u64(b, (uint64_t)(kind - NDMEM_KIND_DEVICE0));
 }
 
-static void say(const nd_site_t *s, const nd_rec_growth_t *r, uint64_t count) {
-  if (nd_quiet()) return;
+static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t count) {
+  if (fd < 0) return;
   const char *est = s->sampled ? "~" : "";
   uint64_t grew = r->floor_bytes - r->base_bytes, retained = count - s->g.base_count;
   nd_buf_t b;
@@ -94,11 +93,11 @@ static void say(const nd_site_t *s, const nd_rec_growth_t *r, uint64_t count) {
     nd_buf_str(&b, i ? " < " : ": ");
     put_frame(&b, s->ips[i]);
   }
-  nd_buf_line(&b, 2);
+  nd_buf_line(&b, fd);
 }
 
 int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycle,
-                     uint64_t now_ns, uint64_t every, nd_rec_growth_t *out) {
+                     uint64_t now_ns, uint64_t every, int fd, nd_rec_growth_t *out) {
   nd_growth_t *g = &s->g;
   if (!g->close_ns) { // the site's first window: nothing to compare with yet
     g->last_floor = floor;
@@ -126,7 +125,7 @@ int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycl
   g->close_cycle = cycle;
   g->close_ns = now_ns;
   g->close_count = count;
-  if (g->warned || !every || g->rises < MIN_RISES || g->rises * 2 < g->windows) return 0;
+  if (g->warned || !every || g->rises < MIN_RISES) return 0;
   // Counted in cycles where the cycle clock kept pace with the windows; in windows where it
   // stalled (a stream the detector lost) or the job has no cycles.
   int cycles = cycle - g->base_cycle >= g->windows;
@@ -145,6 +144,6 @@ int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycl
   out->base_bytes = g->base_floor;
   out->floor_bytes = floor;
   out->rises = g->rises;
-  say(s, out, count);
+  say(fd, s, out, count);
   return 1;
 }

@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 // A window of site s closed with this floor (lowest live bytes), `count` live blocks, the cycle
-// clock and the time; `every` is NDMEM_GROWTH_CYCLES. Returns 1 when s was just found growing:
-// the line has been said and *out holds the GROWTH record to write.
+// clock and the time; `every` is NDMEM_GROWTH_CYCLES (0: never). Returns 1 when s was just found
+// growing: the line has been written to fd (-1: not said) and *out holds the GROWTH record.
 int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycle,
-                     uint64_t now_ns, uint64_t every, nd_rec_growth_t *out);
+                     uint64_t now_ns, uint64_t every, int fd, nd_rec_growth_t *out);
 
 #endif

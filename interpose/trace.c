@@ -437,7 +437,7 @@ static void write_sites(void) {
     nd_tw_record(&tr.w, ND_REC_SITE, &r, sizeof r, NULL, 0);
     nd_rec_growth_t g;
     if (close && nd_growth_window(s, r.floor_bytes, r.allocs - r.frees, clock, now,
-                                  (uint64_t)nd_cfg.growth_cycles, &g))
+                                  (uint64_t)nd_cfg.growth_cycles, nd_quiet() ? -1 : 2, &g))
       nd_tw_record(&tr.w, ND_REC_GROWTH, &g, sizeof g, NULL, 0);
   }
 }

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// test_growth: the growth detector (interpose/growth.c) on window sequences with a known answer:
+// a steady leak is named once, exactly when its rise spans NDMEM_GROWTH_CYCLES cycles, with the
+// record's figures; a warm-up ramp that stops, a floor that swings, a fall that resets, a job
+// without cycles (windows count) and a stalled cycle clock.
+#include "../check.h"
+#include "growth.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1ull << 20)
+
+static nd_site_t *site(void) {
+  nd_site_t *s = calloc(1, sizeof *s);
+  s->id = 7;
+  return s;
+}
+
+// Feeds windows (floor, count, cycle) and returns the index of the window that was named, or -1.
+static int feed(nd_site_t *s, uint64_t (*w)[3], int n, uint64_t every, nd_rec_growth_t *g) {
+  int named = -1;
+  for (int i = 0; i < n; i++) {
+    nd_rec_growth_t r;
+    if (nd_growth_window(s, w[i][0], w[i][1], w[i][2], 1000 + (uint64_t)i * 10, every, -1, &r)) {
+      CHECK(named < 0); // once per site
+      named = i;
+      *g = r;
+    }
+  }
+  return named;
+}
+
+int main(void) {
+  nd_rec_growth_t g;
+  uint64_t w[200][3];
+
+  // A leak of 1 MiB every 5 cycles, a window per cycle: named once the rise spans 20 cycles.
+  nd_site_t *s = site();
+  for (int i = 0; i < 60; i++) w[i][0] = (uint64_t)(i / 5) * MIB, w[i][1] = (uint64_t)i / 5, w[i][2] = (uint64_t)i + 1;
+  int at = feed(s, w, 60, 20, &g);
+  // The first rise is at window 5 (cycle 6), from the close of window 4 (cycle 5): 20 cycles later
+  // is cycle 25 (window 24), and the last rise (window 20, cycle 21) is recent enough.
+  CHECK_EQ(at, 24);
+  CHECK_EQ(g.base_cycle, 5);
+  CHECK_EQ(g.cycle, 25);
+  CHECK_EQ(g.base_bytes, 0);
+  CHECK_EQ(g.floor_bytes, 4 * MIB);
+  CHECK_EQ(g.rises, 4);
+  CHECK_EQ(g.stack_id, 7);
+  free(s);
+
+  // A warm-up ramp over 4 cycles, then flat for 100: never named.
+  s = site();
+  for (int i = 0; i < 104; i++) w[i][0] = (uint64_t)(i < 4 ? i : 4) * MIB, w[i][1] = 0, w[i][2] = (uint64_t)i + 1;
+  CHECK_EQ(feed(s, w, 104, 20, &g), -1);
+  free(s);
+
+  // A floor that swings up and down (variable temporaries): never named.
+  s = site();
+  for (int i = 0; i < 100; i++) w[i][0] = (uint64_t)(i % 3) * MIB, w[i][1] = 0, w[i][2] = (uint64_t)i + 1;
+  CHECK_EQ(feed(s, w, 100, 20, &g), -1);
+  free(s);
+
+  // Rises interrupted by a fall every 10 windows (a cache that fills and is flushed): never.
+  s = site();
+  for (int i = 0; i < 100; i++) w[i][0] = (uint64_t)(i % 10) * MIB, w[i][1] = 0, w[i][2] = (uint64_t)i + 1;
+  CHECK_EQ(feed(s, w, 100, 20, &g), -1);
+  free(s);
+
+  // No cycles (the clock stays 0): counted in windows; named at the 5th window of the rise.
+  s = site();
+  for (int i = 0; i < 20; i++) w[i][0] = (uint64_t)i * MIB, w[i][1] = (uint64_t)i, w[i][2] = 0;
+  CHECK_EQ(feed(s, w, 20, 5, &g), 5);
+  CHECK_EQ(g.cycle, 0);
+  CHECK_EQ(g.base_cycle, 0);
+  CHECK_EQ(g.floor_bytes, 5 * MIB);
+  free(s);
+
+  // A stalled clock (one cycle, then the detector lost the stream): windows count.
+  s = site();
+  for (int i = 0; i < 20; i++) w[i][0] = (uint64_t)i * MIB, w[i][1] = (uint64_t)i, w[i][2] = 1;
+  CHECK_EQ(feed(s, w, 20, 5, &g), 5);
+  free(s);
+
+  // NDMEM_GROWTH_CYCLES=0: never.
+  s = site();
+  for (int i = 0; i < 60; i++) w[i][0] = (uint64_t)i * MIB, w[i][1] = 0, w[i][2] = (uint64_t)i + 1;
+  CHECK_EQ(feed(s, w, 60, 0, &g), -1);
+  free(s);
+  return CHECK_DONE();
+}
