@@ -182,7 +182,7 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     e->flagged = flagged(t, l->stack, l->kind);
     const nd_site_t *s = e->site >= 0 ? &t->sites[e->site] : NULL;
     if (supp && (e->suppressed_by = supp(ctx, l->stack)) != NULL) e->cls = ND_LIFE_SUPPRESSED;
-    else if (r.steady && l->born_last_ns && l->born_last_ns < r.steady) e->cls = ND_LIFE_STARTUP;
+    else if (r.steady && l->born_last_ns && !l->born_last_cycle) e->cls = ND_LIFE_STARTUP;
     else if (growing(&r, l, s, e)) e->cls = ND_LIFE_GROWING;
     else e->cls = ND_LIFE_LIVE;
   }

@@ -269,7 +269,10 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
   bool first = !l->exact_blocks && !l->sampled_blocks;
   if (first || b.mono_ns < l->born_first_ns) l->born_first_ns = b.mono_ns;
   if (first || b.mono_ns > l->born_last_ns) l->born_last_ns = b.mono_ns;
-  if (!t->flush.steady_ns || b.mono_ns >= t->flush.steady_ns) {
+  if (first || b.cycle > l->born_last_cycle) l->born_last_cycle = b.cycle;
+  // The steady state: from the first closed cycle, by the block's birth cycle (exact, whatever
+  // the resolution of its birth time); every block in a job without cycles.
+  if (!t->flush.steady_ns || b.cycle >= 1) {
     if (!l->steady_blocks || b.mono_ns < l->steady_first_ns) l->steady_first_ns = b.mono_ns;
     if (!l->steady_blocks || b.cycle < l->steady_first_cycle) l->steady_first_cycle = b.cycle;
     if (!l->steady_blocks || b.cycle > l->steady_last_cycle) l->steady_last_cycle = b.cycle;

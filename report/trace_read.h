@@ -69,6 +69,7 @@ typedef struct nd_leak {
   // earliest and latest, and those of the blocks born in the steady state (the latest FLUSH's
   // steady_ns; every block when the job had no cycles).
   uint64_t born_first_ns, born_last_ns;
+  uint64_t born_last_cycle;             // the latest birth cycle (0: all before the first cycle)
   uint64_t steady_blocks, steady_bytes; // blocks (records) born in the steady state, their bytes
   uint64_t steady_first_ns, steady_first_cycle, steady_last_cycle;
 } nd_leak_t;

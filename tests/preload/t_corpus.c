@@ -3,7 +3,7 @@
 // runs each under the shim and checks ndmemreport's JSON exactly: class, bytes, blocks and the
 // line marked LEAK:<name>). Each mode runs a training-like loop whose per-iteration temporaries
 // (64 KiB and more, freed within the iteration) give ndmem its cycles.
-//   grow      1 MiB kept every 5th iteration of 60: growing, 12 blocks
+//   grow [N]  1 MiB kept every 5th iteration of N (60): growing, N / 5 blocks
 //   table     a 4 MiB table and a 96 KiB one made before the loop, kept to exit: held since start-up
 //   thread    a worker thread keeps 128 KiB per iteration while the main thread's loop only makes
 //             temporaries: growing on the worker's line only, 40 blocks
@@ -38,8 +38,8 @@ static void step(int i) {
 static void *kept[4096];
 static int nkept;
 
-static void grow(void) {
-  for (int i = 0; i < 60; i++) {
+static void grow(int n) {
+  for (int i = 0; i < n; i++) {
     step(i);
     if (i % 5 == 3) {
       char *p = malloc(1 << 20); // LEAK:grow 12 x 1048576
@@ -100,7 +100,7 @@ static void small(void) {
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
-  if (!strcmp(mode, "grow")) grow();
+  if (!strcmp(mode, "grow")) grow(argc > 2 ? atoi(argv[2]) : 60);
   else if (!strcmp(mode, "table")) table_mode();
   else if (!strcmp(mode, "thread")) thread_mode();
   else if (!strcmp(mode, "small")) small();

@@ -94,7 +94,7 @@ with tempfile.TemporaryDirectory() as tmp:
             if status(trace, flag) != 1:
                 fail("grow: %s did not exit 1" % flag)
     # The same with a short growth horizon: named on stderr while it runs, once, and recorded.
-    rep_, trace, p = run(tmp, "grow-live", [prog, "grow"], {"NDMEM_GROWTH_CYCLES": "3"})
+    rep_, trace, p = run(tmp, "grow-live", [prog, "grow", "150"], {"NDMEM_GROWTH_CYCLES": "3"})
     if rep_:
         lines = [l for l in p.stderr.splitlines() if l.startswith("ndmem: growing:")]
         if len(lines) != 1 or "t_corpus" not in lines[0]:
