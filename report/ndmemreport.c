@@ -45,7 +45,7 @@ typedef struct opts {
   bool json, brief, fail_on_leak, symbols;
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
-  size_t top, frames; // frames: per stack in text output, 0 = all
+  size_t top, frames; // entries per list, frames per stack in text output; 0 = all
   const char *file;
 } opts_t;
 
@@ -346,9 +346,10 @@ static int analyse(report_t *r) {
   return analyse_ws(r);
 }
 
+// Entries of a list shown: --top (0: all, as --frames 0 is every frame), 5 with --brief.
 static size_t list_len(const report_t *r, size_t n) {
   size_t top = r->o->brief ? 5 : r->o->top;
-  return n < top ? n : top;
+  return top && top < n ? top : n;
 }
 
 // ---------------------------------------------------------------- text
@@ -1474,7 +1475,7 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "Reads a trace written by libndmem.so and reports what it allocated.\n"
               "  --format text|json  output format (default text)\n"
               "  --top N             sites, leaks, leaked workspace pointers, breaches and\n"
-              "                      each snapshot's sites listed (default 10)\n"
+              "                      each snapshot's sites listed (default 10, 0 = all)\n"
               "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
               "  --brief             summary, the 5 largest leaks and leaked workspace\n"
               "                      pointers, and the first breach of a limit only\n"
