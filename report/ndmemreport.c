@@ -13,6 +13,7 @@
 #include "symbolize.h"
 #include "trace_read.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,6 +188,7 @@ typedef struct report {
   uint32_t *group_order;  // group indices by bytes
   size_t ngroups;
   uint64_t esc_bytes;     // over the escapes kept
+  int running;            // no END record: RUN_YES / RUN_NO / RUN_UNKNOWN (process_running)
 } report_t;
 
 static uint64_t site_live(const nd_rec_site_t *s) {
@@ -466,6 +468,75 @@ static bool leaks_known(const nd_trace_t *t) {
          !(t->have_exit && (t->exit.how == ND_EXIT_SIGNAL || t->exit.how == ND_EXIT_LIMIT_ABORT));
 }
 
+// ---------------------------------------------------------------- is the process still running?
+
+enum { RUN_NO, RUN_YES, RUN_UNKNOWN };
+
+#define RUN_SLACK_NS 2000000000ull // start times compared: clock ticks, clock adjustments
+
+// Whether a process (`dir`: its /proc/PID/fd) holds `path` open, as the shim keeps its trace
+// open while it runs. False when that cannot be told (no such file, another user's process).
+static bool holds_file(const char *dir, const char *path) {
+  struct stat want, st;
+  if (stat(path, &want) || !S_ISREG(want.st_mode)) return false;
+  DIR *d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  char link[96];
+  for (struct dirent *e; !found && (e = readdir(d));) {
+    if (e->d_name[0] == '.' || snprintf(link, sizeof link, "%s/%s", dir, e->d_name) >= 96)
+      continue;
+    found = !stat(link, &st) && st.st_dev == want.st_dev && st.st_ino == want.st_ino;
+  }
+  closedir(d);
+  return found;
+}
+
+// For a trace without an END record: does the process that wrote it still run? Only a process
+// on this host can be looked at (the header's host is gethostname's); RUN_UNKNOWN elsewhere. Its
+// pid must name a live process (not a zombie) that is the same one: pids are unique among
+// live processes, so a process with that pid that already existed when the trace started (its
+// start time, from /proc/PID/stat's clock ticks since boot, at most RUN_SLACK_NS after the
+// header's) is the writer; no lower bound, as the program may have been exec'd long after its
+// process started (a launcher script's `exec`). A process that started later is a reused pid,
+// unless it holds the trace file open (a fork child's trace carries its parent's start time).
+static int process_running(const nd_trace_t *t, const char *path) {
+  char host[sizeof t->host];
+  if (gethostname(host, sizeof host)) return RUN_UNKNOWN;
+  host[sizeof host - 1] = 0;
+  if (strncmp(host, t->host, sizeof t->hdr.host - 1)) return RUN_UNKNOWN;
+  uint64_t pid = t->hdr.pid;
+  if (!pid || pid > 0x7fffffff) return RUN_NO;
+  char name[64], buf[1024];
+  snprintf(name, sizeof name, "/proc/%llu/stat", (unsigned long long)pid);
+  FILE *f = fopen(name, "re");
+  if (!f) return RUN_NO;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  // "pid (comm) state ppid ... starttime": comm may hold spaces and ')'; starttime is field 22,
+  // the 20th after the last ')'.
+  char *p = strrchr(buf, ')');
+  if (!p) return RUN_NO;
+  char state = 0;
+  unsigned long long start = 0;
+  if (sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                    "%*s %llu",
+             &state, &start) != 2 ||
+      state == 'Z' || state == 'X')
+    return RUN_NO;
+  struct timespec rt, bt;
+  long tck = sysconf(_SC_CLK_TCK);
+  if (tck <= 0 || clock_gettime(CLOCK_REALTIME, &rt) || clock_gettime(CLOCK_BOOTTIME, &bt))
+    return RUN_NO;
+  // Boot time on the real-time clock, then the process's start.
+  double boot = ((double)rt.tv_sec - (double)bt.tv_sec) * 1e9 + ((double)rt.tv_nsec - bt.tv_nsec);
+  double began = boot + (double)start * (1e9 / (double)tck);
+  if (began <= (double)t->hdr.start_realtime_ns + (double)RUN_SLACK_NS) return RUN_YES;
+  snprintf(name, sizeof name, "/proc/%llu/fd", (unsigned long long)pid);
+  return holds_file(name, path) ? RUN_YES : RUN_NO;
+}
+
 // The EXIT record in words (version 4 traces).
 static void text_exit_how(FILE *o, const nd_trace_t *t) {
   const nd_rec_exit_t *e = &t->exit;
@@ -584,23 +655,32 @@ static void text_summary(FILE *o, report_t *r) {
     fputc('\n', o);
   } else if (t->ended) {
     fprintf(o, "  %-10s  normal (END record)\n", "exit");
+  } else if (r->running == RUN_YES) {
+    fprintf(o, "  %-10s  none yet: the process is still running (pid %llu on this host); leaks "
+               "cannot be known yet, live figures are at the last flush",
+            "exit", (unsigned long long)h->pid);
+    if (!t->have_flush) fputs(" (there was none yet: the trace holds its header only)", o);
   } else {
-    // Version 4 writers end every trace they can (exit, _exit, fatal signals): what remains is
-    // SIGKILL, the OOM killer, or a process still running.
-    const char *why = aborted(t) ? "aborted on a breach of a limit"
-                      : t->hdr.version >= 4 ? "killed by SIGKILL or the OOM killer, or still running"
-                                            : "killed, crashed or _exit";
-    fprintf(o, "  %-10s  NOT normal: no END record (%s); leaks cannot be known, live figures are "
-               "at the last flush",
-            "exit", why);
-    if (!t->have_flush) fputs(" (there was none: the trace holds its header only)", o);
-    if (t->have_flush) {
-      fprintf(o, " (#%llu at ", (unsigned long long)t->flush.seq);
-      print_secs(o, t->flush.mono_ns > h->start_mono_ns ? t->flush.mono_ns - h->start_mono_ns : 0);
-      fputc(')', o);
+    // Version 4 writers end every trace they can (exit, _exit, fatal signals with their default
+    // action): what remains is SIGKILL, the OOM killer, or a crash the shim could not see.
+    fprintf(o, "  %-10s  NOT normal: ", "exit");
+    if (aborted(t)) fputs("no END record (aborted on a breach of a limit)", o);
+    else if (t->hdr.version < 4) fputs("no END record (killed, crashed or _exit)", o);
+    else fputs("ended without an END record: killed (SIGKILL, the OOM killer) or crashed", o);
+    if (r->running == RUN_UNKNOWN && !aborted(t)) {
+      fputs(", unless it still runs on ", o);
+      print_text(o, t->host[0] ? t->host : "?");
+      fputs(" (another host: not checked)", o);
     }
-    fputc('\n', o);
+    fputs("; leaks cannot be known, live figures are at the last flush", o);
+    if (!t->have_flush) fputs(" (there was none: the trace holds its header only)", o);
   }
+  if (!t->ended && t->have_flush) {
+    fprintf(o, " (#%llu at ", (unsigned long long)t->flush.seq);
+    print_secs(o, t->flush.mono_ns > h->start_mono_ns ? t->flush.mono_ns - h->start_mono_ns : 0);
+    fputc(')', o);
+  }
+  if (!t->ended) fputc('\n', o);
   text_trace_line(o, t);
   fprintf(o, "  %-10s  ", "tracking");
   char a[48], b[48];
@@ -1343,10 +1423,11 @@ static int json_report(FILE *o, report_t *r) {
   json_str(o, t->host);
   fprintf(o,
           ", \"start_realtime_ns\": %llu, \"start\": \"%s\", \"duration_ns\": %llu, "
-          "\"exited_normally\": %s",
+          "\"exited_normally\": %s, \"running\": %s",
           (unsigned long long)h->start_realtime_ns, start,
           (unsigned long long)(t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0),
-          leaks_known(t) ? "true" : "false");
+          leaks_known(t) ? "true" : "false",
+          t->ended || r->running == RUN_NO ? "false" : r->running == RUN_YES ? "true" : "null");
   if (t->have_exit) {
     static const char *const how[] = {"exit", "_exit", "signal", "limit_abort"};
     fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u}", how[t->exit.how],
@@ -1565,7 +1646,8 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
     free(t);
     return 2;
   }
-  report_t r = {.t = t, .o = &o};
+  report_t r = {.t = t, .o = &o, .running = RUN_NO};
+  if (!t->ended) r.running = process_running(t, o.file);
   r.sym = nd_sym_new(t, o.symbols);
   rc = 0;
   if (!r.sym || analyse(&r)) {
