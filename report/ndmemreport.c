@@ -23,9 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
+// USAGE on one line follows a usage error; USAGE_HELP, the same wrapped to 80 columns, heads --help.
 #define USAGE                                                                                      \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] [--brief] "     \
   "[--workspaces] [--limits] [--no-symbols] FILE"
+#define USAGE_HELP                                                                                 \
+  "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak]\n"              \
+  "                   [--brief] [--workspaces] [--limits] [--no-symbols] FILE"
 
 static const char *const kind_names[ND_TRACE_KINDS] = {
     "heap",     "mmap",     "pinned",   "managed",  "device0",  "device1",  "device2",
@@ -163,6 +167,178 @@ static void json_str(FILE *o, const char *s) {
 
 static void json_hex(FILE *o, uint64_t v) { fprintf(o, "\"0x%llx\"", (unsigned long long)v); }
 
+// ---------------------------------------------------------------- 80 columns
+
+// The text report goes through a stdio stream (fopencookie) that breaks every line wider than
+// TEXT_WIDTH columns, as the help does: at the last "; " that fits, else the last ", ", else
+// before a " (" or "  [", else at the last space, continuing under the line's value (wrap_indent).
+// A word wider than the line is never cut. Frames (text_stack) pass through as they are: a
+// function name or a path is copied from the report whole.
+#define TEXT_WIDTH 80
+
+typedef struct wrap {
+  FILE *out;
+  char *line; // the line being written, not yet ended
+  size_t len, cap;
+  bool raw;   // frames: written as they are
+  bool oom;   // the line could not be kept: it is written as it comes
+} wrap_t;
+
+// Where a wrapped line continues: under the value of "  label   value", under the text of a
+// "== " heading, at the indent of an entry's detail lines (6) for a "#N" entry, two columns in
+// from a detail line's own indent.
+static size_t wrap_indent(const char *s, size_t n) {
+  if (n >= 3 && !memcmp(s, "== ", 3)) return 3;
+  if (n && s[0] == '#') return 6;
+  size_t k = 0;
+  while (k < n && s[k] == ' ') k++;
+  if (k == 2) {
+    for (size_t i = 3; i + 1 < n && i < 40; i++) {
+      if (s[i] != ' ' || s[i + 1] != ' ') continue;
+      while (i < n && s[i] == ' ') i++;
+      return i < n && i <= 40 ? i : 4;
+    }
+    return 4;
+  }
+  return k + 2;
+}
+
+// Columns of s[0, n): UTF-8 continuation bytes take none.
+static size_t wrap_cols(const char *s, size_t n) {
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xc0) != 0x80;
+  return c;
+}
+
+// Whether the space at s[i] must not break: after a bare number ("400 blocks", "3.000 s") or
+// before an exact value in parentheses ("28.23 MiB (29606488 B)").
+static bool wrap_glued(const char *s, size_t n, size_t i) {
+  size_t w = i;
+  while (w > 0 && s[w - 1] != ' ') w--;
+  if (w < i && s[w] == '(') w++;
+  if (w < i && s[w] == '~') w++;
+  bool number = w < i && s[w] >= '0' && s[w] <= '9';
+  for (size_t k = w; number && k < i; k++) number = (s[k] >= '0' && s[k] <= '9') || s[k] == '.';
+  if (number) return true;
+  if (i + 2 >= n || s[i + 1] != '(') return false;
+  size_t k = i + 2 + (s[i + 2] == '~');
+  if (k >= n || s[k] < '0' || s[k] > '9') return false;
+  for (size_t e = k; e < n && e < i + 24; e++)
+    if (s[e] == ')') return true;
+  return false;
+}
+
+// Writes one line (without its '\n') broken to TEXT_WIDTH. Where to break: a space outside
+// parentheses, best after ';' (where the line holds at least a fifth of the width past the
+// indent), then after ',' or before " / ", then before '(' or "  [" (two fifths); otherwise the
+// last space outside parentheses, or the last space, that fits.
+static void wrap_line(FILE *o, const char *s, size_t n) {
+  size_t indent = wrap_indent(s, n), at = 0;
+  bool first = true;
+  int depth = 0; // parentheses open at s[at]
+  while (at < n) {
+    size_t lead = first ? 0 : indent;
+    if (lead + wrap_cols(s + at, n - at) > TEXT_WIDTH) {
+      size_t best = 0, last = 0, outside = 0, avail = TEXT_WIDTH - indent;
+      int best_score = -1, d = depth, last_d = 0, best_d = 0;
+      for (size_t i = at; i < n; i++) {
+        if (i > at && lead + wrap_cols(s + at, i - at) > TEXT_WIDTH && (last || best_score >= 0))
+          break;
+        if (s[i] == '(') d++;
+        else if (s[i] == ')' && d > 0) d--;
+        if (s[i] != ' ' || i == at || s[i - 1] == ' ' || (first && i <= indent) ||
+            wrap_glued(s, n, i))
+          continue;
+        bool fits = lead + wrap_cols(s + at, i - at) <= TEXT_WIDTH;
+        if (!fits && !last) { // a word wider than the line: broken after it
+          last = i;
+          last_d = d;
+          break;
+        }
+        last = i;
+        last_d = d;
+        if (!d) outside = i;
+        int score = d > 0                                           ? 0
+                    : s[i - 1] == ';'                               ? 3
+                    : s[i - 1] == ',' || (s[i + 1] == '/' && s[i + 2] == ' ') ? 2
+                    : s[i + 1] == '(' || (s[i + 1] == ' ' && s[i + 2] == '[') ? 1
+                                                                    : 0;
+        size_t used = wrap_cols(s + at, i - at) - (first ? indent : 0);
+        if (score > 0 && used * 5 >= avail * (score == 3 ? 1 : 2) && score >= best_score) {
+          best = i;
+          best_score = score;
+          best_d = d;
+        }
+      }
+      if (best_score < 0 && outside) {
+        best = outside;
+        best_d = 0;
+      } else if (best_score < 0) {
+        best = last;
+        best_d = last_d;
+      }
+      if (best) {
+        fprintf(o, "%*s%.*s\n", (int)lead, "", (int)(best - at), s + at);
+        at = best;
+        depth = best_d;
+        while (at < n && s[at] == ' ') at++;
+        first = false;
+        continue;
+      }
+    }
+    fprintf(o, "%*s%.*s", (int)lead, "", (int)(n - at), s + at);
+    break;
+  }
+  fputc('\n', o);
+}
+
+static ssize_t wrap_write(void *cookie, const char *buf, size_t n) {
+  wrap_t *w = cookie;
+  for (size_t i = 0; i < n; i++) {
+    if (w->raw || w->oom) {
+      fputc(buf[i], w->out);
+      if (buf[i] == '\n') w->oom = false;
+      continue;
+    }
+    if (buf[i] == '\n') {
+      wrap_line(w->out, w->line, w->len);
+      w->len = 0;
+      continue;
+    }
+    if (w->len == w->cap) {
+      size_t cap = w->cap ? w->cap * 2 : 256;
+      char *p = realloc(w->line, cap);
+      if (!p) { // the rest of this line as it comes
+        fwrite(w->line, 1, w->len, w->out);
+        fputc(buf[i], w->out);
+        w->len = 0;
+        w->oom = true;
+        continue;
+      }
+      w->line = p;
+      w->cap = cap;
+    }
+    w->line[w->len++] = buf[i];
+  }
+  return ferror(w->out) ? -1 : (ssize_t)n;
+}
+
+static int wrap_close(void *cookie) {
+  wrap_t *w = cookie;
+  if (w->len) fwrite(w->line, 1, w->len, w->out); // an unended last line: as it is
+  free(w->line);
+  w->line = NULL;
+  w->len = w->cap = 0;
+  return ferror(w->out) ? EOF : 0;
+}
+
+// Frames are written as they are: between text_raw(.., true) and text_raw(.., false).
+static void text_raw(FILE *o, wrap_t *w, bool raw) {
+  if (!w) return;
+  fflush(o);
+  w->raw = raw;
+}
+
 // ---------------------------------------------------------------- analysis
 
 // The leaked workspace pointers of one (workspace, stack id).
@@ -189,6 +365,7 @@ typedef struct report {
   size_t ngroups;
   uint64_t esc_bytes;     // over the escapes kept
   int running;            // no END record: RUN_YES / RUN_NO / RUN_UNKNOWN (process_running)
+  wrap_t *wrap;           // text: the 80-column stream, or NULL
 } report_t;
 
 static uint64_t site_live(const nd_rec_site_t *s) {
@@ -390,6 +567,7 @@ static int text_stack(FILE *o, report_t *r, uint32_t stack) {
   const uint64_t *ips = nd_stack_frames(r->t, s);
   size_t n = s->depth, show = r->o->frames && r->o->frames < n ? r->o->frames : n;
   if (!n) fputs("      (no frames)\n", o);
+  text_raw(o, r->wrap, true);
   for (size_t i = 0; i < show; i++) {
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
@@ -397,6 +575,7 @@ static int text_stack(FILE *o, report_t *r, uint32_t stack) {
     text_frame(o, f);
     fputc('\n', o);
   }
+  text_raw(o, r->wrap, false);
   if (show < n) fprintf(o, "      (%zu more frames)\n", n - show);
   return 0;
 }
@@ -1073,6 +1252,20 @@ static int text_limits(FILE *o, report_t *r, bool settings) {
 }
 
 static int text_main(FILE *o, report_t *r);
+static int text_report(FILE *o, report_t *r);
+
+// The text report through the 80-column stream (as it is where that cannot be made).
+static int text_report_80(FILE *out, report_t *r) {
+  wrap_t w = {.out = out};
+  static const cookie_io_functions_t io = {.write = wrap_write, .close = wrap_close};
+  FILE *o = fopencookie(&w, "w", io);
+  if (!o) return text_report(out, r);
+  r->wrap = &w;
+  int rc = text_report(o, r);
+  if (fclose(o)) rc = rc ? rc : 0; // a write error shows on `out`, checked by the caller
+  r->wrap = NULL;
+  return rc;
+}
 
 static int text_report(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
@@ -1569,7 +1762,7 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      snapshots of live memory with their top sites' stacks\n"
               "  --no-symbols        do not open modules: frames print as path+offset\n"
               "Exit status: 0, 1 (--fail-on-leak and a leak), 2 (bad usage or trace).\n",
-              USAGE);
+              USAGE_HELP);
       return -1;
     } else if (IS("--format")) {
       const char *v = VALUE();
@@ -1653,7 +1846,7 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   if (!r.sym || analyse(&r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
     rc = 2;
-  } else if (o.json ? json_report(out, &r) : text_report(out, &r)) {
+  } else if (o.json ? json_report(out, &r) : text_report_80(out, &r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
     rc = 2;
   } else if (fflush(out) || ferror(out)) {

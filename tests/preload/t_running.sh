@@ -33,7 +33,9 @@ running() {
 }
 exit_lines "$tmp/t.trace" >"$tmp/got"
 cat >"$tmp/want" <<'WANT'
-  exit        none yet: the process is still running (pid PID on this host); leaks cannot be known yet, live figures are at the last flush (#N at T s)
+  exit        none yet: the process is still running (pid PID on this host);
+              leaks cannot be known yet, live figures are at the last flush
+              (#N at T s)
 WANT
 diff -u "$tmp/want" "$tmp/got" || no "running: text"
 [ "$(running "$tmp/t.trace")" = "false true" ] || no "running: JSON says '$(running "$tmp/t.trace")'"
@@ -64,7 +66,10 @@ kill -9 $pid
 wait $pid 2>/dev/null
 exit_lines "$tmp/t.trace" >"$tmp/got"
 cat >"$tmp/want" <<'WANT'
-  exit        NOT normal: ended without an END record: killed (SIGKILL, the OOM killer) or crashed; leaks cannot be known, live figures are at the last flush (#N at T s)
+  exit        NOT normal: ended without an END record: killed
+              (SIGKILL, the OOM killer) or crashed;
+              leaks cannot be known, live figures are at the last flush
+              (#N at T s)
 WANT
 diff -u "$tmp/want" "$tmp/got" || no "killed: text"
 [ "$(running "$tmp/t.trace")" = "false false" ] || no "killed: JSON says '$(running "$tmp/t.trace")'"
