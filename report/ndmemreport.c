@@ -1262,7 +1262,7 @@ static int text_report_80(FILE *out, report_t *r) {
   if (!o) return text_report(out, r);
   r->wrap = &w;
   int rc = text_report(o, r);
-  if (fclose(o)) rc = rc ? rc : 0; // a write error shows on `out`, checked by the caller
+  fclose(o); // a write error shows on `out`, which the caller checks
   r->wrap = NULL;
   return rc;
 }
