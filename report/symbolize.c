@@ -2,7 +2,8 @@
 // symbolize.c: IP -> function, file:line with libdwfl (see symbolize.h). Every trace module gets
 // its own Dwfl session holding that one ELF file, so modules that overlapped in the process over
 // time (dlclose, then dlopen of another library at the same address) never conflict. Only
-// absolute paths to regular files are opened; anything else prints as path+offset.
+// absolute paths to regular files are opened; anything else prints as path+offset. Function
+// names are demangled here, once per frame (frames are cached per IP).
 #include "symbolize.h"
 
 #include <dwarf.h>
@@ -60,9 +61,11 @@ void nd_sym_free(nd_sym_t *s) {
   for (size_t i = 0; i < s->nframes; i++) {
     nd_frame_t *f = s->frames[i];
     free((char *)f->at.function);
+    free((char *)f->at.mangled);
     free((char *)f->at.file);
     for (size_t k = 0; k < f->ninlined; k++) {
       free((char *)f->inlined_into[k].function);
+      free((char *)f->inlined_into[k].mangled);
       free((char *)f->inlined_into[k].file);
     }
     free(f->inlined_into);
@@ -107,6 +110,56 @@ static Dwfl *module_dwfl(nd_sym_t *s, const nd_module_t *m) {
 }
 
 static char *dup_or_null(const char *p) { return p ? strdup(p) : NULL; }
+
+#ifdef ND_HAVE_CXA_DEMANGLE
+// The Itanium C++ ABI's demangler, from the C++ runtime ndmemreport is linked with (libstdc++;
+// libc++abi has the same), declared here so that this file stays C. It returns a malloc'd string.
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+#endif
+
+char *nd_sym_demangle(const char *name) {
+#ifdef ND_HAVE_CXA_DEMANGLE
+  if (!name || name[0] != '_' || name[1] != 'Z') return NULL;
+  // "_Znwm@@GLIBCXX_3.4": the version is not part of the mangling; demangled without it, then
+  // appended as it was ("operator new(unsigned long)@@GLIBCXX_3.4").
+  const char *at = strchr(name, '@');
+  char *base = at ? strndup(name, (size_t)(at - name)) : NULL;
+  if (at && !base) return NULL;
+  int status = -1;
+  char *d = __cxa_demangle(base ? base : name, NULL, NULL, &status);
+  free(base);
+  if (status != 0 || !d) {
+    free(d);
+    return NULL;
+  }
+  if (at) {
+    size_t dl = strlen(d), vl = strlen(at);
+    char *v = realloc(d, dl + vl + 1);
+    if (!v) {
+      free(d);
+      return NULL;
+    }
+    memcpy(v + dl, at, vl + 1);
+    d = v;
+  }
+  return d;
+#else
+  (void)name;
+  return NULL;
+#endif
+}
+
+// l->function from a symbol or linkage name: demangled, with the name kept in l->mangled.
+static void set_function(nd_loc_t *l, const char *name) {
+  char *d = nd_sym_demangle(name);
+  char *m = d ? strdup(name) : NULL;
+  if (d && !m) { // out of memory: the name as it is
+    free(d);
+    d = NULL;
+  }
+  l->function = d ? d : dup_or_null(name);
+  l->mangled = m;
+}
 
 // A DWARF function's name, following abstract origins; the linkage name first, which matches
 // the ELF symbol names used for frames that are not inlined.
@@ -164,11 +217,12 @@ static void inline_chain(Dwfl_Module *mod, Dwarf_Addr pc, nd_frame_t *f, const c
     size_t nfiles = 0;
     if (dwarf_getsrcfiles(cu, &files, &nfiles)) nfiles = 0;
     free((char *)f->at.function);
-    f->at.function = dup_or_null(die_name(fn[0]));
+    free((char *)f->at.mangled);
+    set_function(&f->at, die_name(fn[0]));
     for (size_t i = 0; i < callers; i++) {
       nd_loc_t *l = &f->inlined_into[i];
       bool outermost = i + 1 == callers;
-      l->function = dup_or_null(outermost && symbol ? symbol : die_name(fn[i + 1]));
+      set_function(l, outermost && symbol ? symbol : die_name(fn[i + 1]));
       // fn[i] was inlined at its DW_AT_call_file:DW_AT_call_line, in its caller
       Dwarf_Attribute a;
       Dwarf_Word file = 0, line = 0;
@@ -197,7 +251,7 @@ static void resolve(nd_sym_t *s, nd_frame_t *f) {
   GElf_Off off;
   GElf_Sym sym;
   const char *symbol = dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
-  f->at.function = dup_or_null(symbol);
+  set_function(&f->at, symbol);
   Dwfl_Line *line = dwfl_module_getsrc(mod, pc);
   if (line) {
     int lineno = 0;

@@ -2,7 +2,9 @@
 // symbolize.h: offline symbolization of trace instruction pointers with elfutils' libdwfl.
 // Each module of the trace is opened (at most once) from its recorded path at its recorded load
 // bias; results are cached per IP. A module that cannot be opened, or an IP outside every module,
-// still yields a frame (path+offset, or the bare address): symbolization never fails.
+// still yields a frame (path+offset, or the bare address): symbolization never fails. C++ names
+// are demangled (the C++ runtime's __cxa_demangle, where ndmemreport was linked with it); a name
+// that does not demangle is kept as it is.
 #ifndef ND_SYMBOLIZE_H
 #define ND_SYMBOLIZE_H
 
@@ -13,7 +15,9 @@
 
 // A function and a source position in it.
 typedef struct nd_loc {
-  const char *function; // NULL if unknown
+  const char *function; // NULL if unknown; demangled ("ns::Foo::bar(int)") where it could be
+  const char *mangled;  // the linkage name `function` was demangled from ("_ZN2ns3Foo3barEi"),
+                        // or NULL: `function` is the symbol as it is (C, or not demangled)
   const char *file;     // NULL if unknown
   int line;             // 0 if unknown
 } nd_loc_t;
@@ -39,5 +43,10 @@ nd_sym_t *nd_sym_new(const nd_trace_t *t, bool debuginfo);
 // memory.
 const nd_frame_t *nd_sym_frame(nd_sym_t *s, uint64_t ip);
 void nd_sym_free(nd_sym_t *s);
+
+// `name` demangled, in a new malloc'd string: a C++ linkage name ("_Z..."), keeping a symbol
+// version ("@@GLIBCXX_3.4") and clone suffixes ("[clone .cold]") as the demangler gives them.
+// NULL when `name` is not a C++ name, does not demangle, or this build has no demangler.
+char *nd_sym_demangle(const char *name);
 
 #endif

@@ -35,7 +35,8 @@ snap='
 == limit breaches: none
 
 == snapshot 1 of 1 at 0.020 s: the warning watermark was crossed
-  tracked 8.00 MiB (8388608 B); physical 9.00 MiB (9437184 B); watermark 9.00 MiB (9437184 B)
+  tracked 8.00 MiB (8388608 B); physical 9.00 MiB (9437184 B);
+    watermark 9.00 MiB (9437184 B)
   2 of 3 sites (the trace ends inside the snapshot), live 8.00 MiB (8388608 B)
 #1   heap     live 5.00 MiB (5242880 B) in 5 blocks  [stack 1]
       #0  /nonexistent/bin/limits_cut+0x1900
@@ -43,7 +44,9 @@ snap='
       #0  /nonexistent/bin/limits_cut+0x1900'
 for t in cut cut-boundary; do
   if [ $t = cut ]; then
-    line='TRUNCATED: 631 bytes, the last record cut short at offset 611; read the 6 whole records before it (3 after the last flush, included)'
+    line='TRUNCATED: 631 bytes, the last record cut short at offset 611;
+              read the 6 whole records before it
+              (3 after the last flush, included)'
   else
     line='complete: 611 bytes, 6 records (3 after the last flush, included)'
   fi
@@ -70,18 +73,21 @@ done
 rc=$?
 [ $rc = 0 ] || no "many-limits: exit status $rc"
 [ ! -s err ] || no "many-limits: stderr: $(cat err)"
-grep '^== \|^  snapshots \|^  4097 sites' out >got
+grep '^== \|^   [^ ]\|^  snapshots \|^  4097 sites\|^    1 more' out >got
 cat >want <<'EOF'
 == summary
 == limits
   snapshots         7 taken; 7 in the trace, the first and the last 4 kept
-== limit breaches: 1030 breaches, 1030 logged (the 1st, 2nd, 4th, 8th, ... of each limit); 6 more not kept (over 1024); first 1
+== limit breaches: 1030 breaches, 1030 logged
+   (the 1st, 2nd, 4th, 8th, ... of each limit); 6 more not kept (over 1024);
+   first 1
 == snapshot 1 of 7 at 2.001 s: the warning watermark was crossed
 == snapshot 4 of 7 at 2.004 s: the warning watermark was crossed
 == snapshot 5 of 7 at 2.005 s: the warning watermark was crossed
 == snapshot 6 of 7 at 2.006 s: the warning watermark was crossed
 == snapshot 7 of 7 at 3.000 s: the warning watermark was crossed
-  4097 sites, live 8.00 MiB (8390656 B) in the 4096 kept; 1 more not kept (over 4096); top 1
+  4097 sites, live 8.00 MiB (8390656 B) in the 4096 kept;
+    1 more not kept (over 4096); top 1
 EOF
 diff -u want got || no "many-limits: output differs"
 grep -qx '#1   mmap     live 4.00 KiB (4096 B) in 1 mapping  \[stack 1\]' out ||

@@ -27,10 +27,13 @@ cat >want <<'EOF'
   trace       complete: 8000901 bytes, 100008 records
   workspaces  1 (hits 100004, spills 0, escapes 100003)
 
-== leaked workspace pointers: 100000 blocks, 390.63 MiB (409608192 B), from 2 (workspace, stack) pairs; 3 more not kept (over 100000)
-#1   [w] on thread 77: 99998 escapes, 390.62 MiB (409591808 B); first born in cycle 1, first seen in cycle 2  [stack unknown]
+== leaked workspace pointers: 100000 blocks, 390.63 MiB (409608192 B),
+   from 2 (workspace, stack) pairs; 3 more not kept (over 100000)
+#1   [w] on thread 77: 99998 escapes, 390.62 MiB (409591808 B);
+      first born in cycle 1, first seen in cycle 2  [stack unknown]
       (frames unknown: the block's allocation was not tracked)
-#2   [w] on thread 77: 2 escapes, 16.00 KiB (16384 B); first born in cycle 4, first seen in cycle 6  [stack 3]
+#2   [w] on thread 77: 2 escapes, 16.00 KiB (16384 B);
+      first born in cycle 4, first seen in cycle 6  [stack 3]
       #0  /nonexistent/bin/many+0x1800
 EOF
 diff -u want out || no "many-escapes: output differs"
