@@ -30,21 +30,19 @@ static double frac(const run_t *r, uint64_t ns) {
   return ns >= r->end ? 1.0 : (double)(ns - r->t0) / (double)(r->end - r->t0);
 }
 
-// The moves of a site's floor over the run: the latest record's move counts unless it is a fall
-// at the teardown: in the final flush, or (a job with cycles) after the last cycle closed, as an
-// interpreter's shutdown runs after its loop.
+// The moves of a site's floor over the run. The trailing falls are the teardown when they began
+// after the last cycle closed (a job with cycles: an interpreter's shutdown runs after its loop)
+// or are the final flush's fall; they are then left out of the run's moves (*final set).
 static void moves(const run_t *r, const nd_site_hist_t *h, bool *final, uint32_t *rises,
                   uint32_t *drops) {
   const nd_trace_t *t = r->t;
-  *final = t->ended && h->records >= 2 && h->move < 0 &&
-           (h->seq == r->flushes || (t->flush.cycles >= MIN_CYCLES && h->cycle == t->flush.cycles));
-  bool st = r->steady != 0;
-  *rises = st ? h->rises : h->rises_any;
-  *drops = st ? h->drops : h->drops_any;
-  if (!*final && h->records >= 2 && (!st || h->cycle >= 1)) {
-    if (h->move > 0) (*rises)++;
-    if (h->move < 0) (*drops)++;
-  }
+  bool st = r->steady != 0, counts = h->records >= 2 && (!st || h->cycle >= 1);
+  *rises = (st ? h->rises : h->rises_any) + (counts && h->move > 0);
+  *drops = (st ? h->drops : h->drops_any) + (counts && h->move < 0);
+  *final = t->ended && h->tail_drops && h->move < 0 &&
+           ((h->tail_drops == 1 && h->seq == r->flushes) ||
+            (t->flush.cycles >= MIN_CYCLES && h->tail_cycle == t->flush.cycles));
+  if (*final) *drops -= *drops < h->tail_drops ? *drops : h->tail_drops;
 }
 
 // A leak whose blocks were born across the steady state and whose site shows retention. With
@@ -86,7 +84,7 @@ static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
   uint32_t rises, drops;
   moves(r, h, &final, &rises, &drops);
   if (!final || rises < MIN_RISES || drops) return false;
-  if (h->prev_floor < h->peak_floor) return false; // its highest floor came before the last cycle
+  if (h->tail_floor < h->peak_floor) return false; // its highest floor came before the last cycle
   // ... and it was still rising late in the run, not on a plateau since a warm-up: the peak was
   // first reached in the last quarter of the steady state's cycles (of the site's records in a
   // job without enough cycles; a site is recorded only in windows where it changed).
@@ -94,13 +92,13 @@ static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
     uint64_t from = h->steady_cycle, last = h->cycle; // flat until the teardown's record
     if (last <= from || (h->peak_cycle - from) * 4 < (last - from) * 3) return false;
   } else {
-    uint64_t from = h->steady ? h->steady_rec : 1, last = h->records - 1; // before the teardown
+    uint64_t from = h->steady ? h->steady_rec : 1, last = h->records - h->tail_drops;
     if (last <= from || (h->peak_rec - from) * 4 < (last - from) * 3) return false;
   }
   uint64_t base = r->steady && h->steady ? h->steady_floor : 0;
-  if (h->prev_floor <= base) return false;
-  e->bytes = h->prev_floor;
-  e->grew = h->prev_floor - base;
+  if (h->tail_floor <= base) return false;
+  e->bytes = h->tail_floor;
+  e->grew = h->tail_floor - base;
   e->cycles = r->steady && h->peak_cycle > h->steady_cycle ? h->peak_cycle - h->steady_cycle : 0;
   return true;
 }

@@ -203,6 +203,12 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     if (h->cycle >= 1 && h->move > 0) h->rises++;
     if (h->cycle >= 1 && h->move < 0) h->drops++;
     h->move = s->floor_bytes > h->floor ? 1 : s->floor_bytes < h->floor ? -1 : 0;
+    if (h->move > 0) {
+      h->tail_drops = 0;
+    } else if (h->move < 0 && !h->tail_drops++) {
+      h->tail_floor = h->floor;
+      h->tail_cycle = s->cycle;
+    }
     h->prev_floor = h->floor;
     h->prev_cycle = h->cycle;
   }

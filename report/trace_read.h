@@ -42,6 +42,10 @@ typedef struct nd_site_hist {
   uint64_t floor, cycle;  // the latest record's floor and cycle clock
   uint64_t prev_floor, prev_cycle; // the record's before it (records >= 2)
   int move;               // the latest record's floor against the one before: -1, 0, 1
+  // The trailing run of falls (no rise since): how many, the floor before the first and the
+  // cycle clock at the first. A teardown may free a structure over several flush windows.
+  uint32_t tail_drops;
+  uint64_t tail_floor, tail_cycle;
   uint32_t rises, drops;  // moves of the floor before the latest record, in the steady state
   uint32_t rises_any, drops_any; // the same over all records (a job without cycles)
   bool steady;            // a record in the steady state (cycle clock >= 1) was seen

@@ -45,6 +45,17 @@ def run(tmp, case, argv, extra_env=None):
     return json.loads(r.stdout), trace, p
 
 
+def text_fits(case, trace):
+    """The text report (every entry) fits 80 columns; frames print whole (a module path or a
+    C++ name is not broken), as in the stored traces' check (tests/golden/t_width.sh)."""
+    r = subprocess.run([rep, "--top", "0", "--frames", "0", trace], capture_output=True)
+    for line in r.stdout.decode("utf-8", "replace").splitlines():
+        if re.match(r"\s+(#\d+ |inlined into )", line):
+            continue
+        if len(line) > 80:
+            fail("%s: a text line of %d columns: %s" % (case, len(line), line))
+
+
 def status(trace, flag):
     return subprocess.run([rep, flag, trace], capture_output=True).returncode
 
@@ -88,6 +99,7 @@ with tempfile.TemporaryDirectory() as tmp:
     if rep_:
         g = expect("grow", rep_, base, marker_line(src, "grow"), "growing", 12 << 20, 12)
         no_other("grow", rep_, {"growing"})
+        text_fits("grow", trace)
         if rep_["workspaces"]["totals"]["escapes"] if "totals" in rep_["workspaces"] else 0:
             fail("grow: escapes reported")
         for flag in ("--fail-on-leak", "--fail-on-growth"):
@@ -126,6 +138,7 @@ with tempfile.TemporaryDirectory() as tmp:
     rep_, trace, _ = run(tmp, "small-exact", [prog, "small"], {"NDMEM_TRACK_MIN": "0"})
     if rep_:
         expect("small-exact", rep_, base, marker_line(src, "small"), "growing", 100000, 1000)
+        text_fits("small-exact", trace)
         if rep_["leaks"]["untracked_blocks"] != 0:
             fail("small-exact: %d untracked blocks" % rep_["leaks"]["untracked_blocks"])
     # Sampled: never more blocks than exist, and what the samples miss is said to be untracked.
@@ -150,13 +163,19 @@ with tempfile.TemporaryDirectory() as tmp:
                 continue
             gs = [g for g in rep_["leaks"]["groups"] if g["class"] == "released_at_teardown"]
             if len(gs) != 1:
-                fail("%s: %d released-at-teardown groups: %s" % (case, len(gs), classes(rep_)))
+                fail("%s: %d released-at-teardown groups: %s; steady state %s; growth while "
+                     "running %s" % (case, len(gs), classes(rep_), rep_["leaks"]["steady_state"],
+                                     rep_["growth_while_running"]["count"]))
+                keep = os.environ.get("NDMEM_TEST_KEEP")
+                if keep:
+                    subprocess.run(["cp", trace, keep])
                 continue
             b = gs[0]["bytes"]
             if b % 262144 or not steps // 2 * 262144 <= b <= steps * 262144:
                 fail("%s: released at teardown %d B, want a multiple of 262144 in [%d, %d]" %
                      (case, b, steps // 2 * 262144, steps * 262144))
             sizes[steps] = b
+            text_fits(case, trace)
             for flag in ("--fail-on-leak", "--fail-on-growth"):
                 if status(trace, flag) != 1:
                     fail("%s: %s did not exit 1" % (case, flag))
