@@ -10,6 +10,7 @@
 // --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace.
 #include "fmt.h"
 #include "ndmemreport.h"
+#include "suppress.h"
 #include "symbolize.h"
 #include "trace_read.h"
 
@@ -26,10 +27,12 @@
 // USAGE on one line follows a usage error; USAGE_HELP, the same wrapped to 80 columns, heads --help.
 #define USAGE                                                                                      \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] [--brief] "     \
-  "[--workspaces] [--limits] [--no-symbols] FILE"
+  "[--workspaces] [--limits] [--no-symbols] [--suppressions FILE]... "                             \
+  "[--no-builtin-suppressions] FILE"
 #define USAGE_HELP                                                                                 \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak]\n"              \
-  "                   [--brief] [--workspaces] [--limits] [--no-symbols] FILE"
+  "                   [--brief] [--workspaces] [--limits] [--no-symbols]\n"                        \
+  "                   [--suppressions FILE]... [--no-builtin-suppressions] FILE"
 
 static const char *const kind_names[ND_TRACE_KINDS] = {
     "heap",     "mmap",     "pinned",   "managed",  "device0",  "device1",  "device2",
@@ -52,6 +55,9 @@ typedef struct opts {
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
   size_t top, frames; // entries per list, frames per stack in text output; 0 = all
   const char *file;
+  const char **supp_files; // --suppressions, in order (malloc'd; freed by nd_report_main)
+  size_t nsupp_files;
+  bool builtin_supp;       // the built-in suppressions (not --no-builtin-suppressions)
 } opts_t;
 
 // ---------------------------------------------------------------- formatting helpers
@@ -365,6 +371,7 @@ typedef struct report {
   size_t ngroups;
   uint64_t esc_bytes;     // over the escapes kept
   int running;            // no END record: RUN_YES / RUN_NO / RUN_UNKNOWN (process_running)
+  nd_supp_t *supp;        // leak suppressions: the built-ins (unless off), then each file's
   wrap_t *wrap;           // text: the 80-column stream, or NULL
 } report_t;
 
@@ -1728,7 +1735,7 @@ static int parse_count(FILE *err, const char *opt, const char *v, size_t *out) {
 
 // 0: run; 2: bad usage (reported); -1: --help was printed.
 static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
-  *o = (opts_t){.symbols = true, .top = 10, .frames = 8};
+  *o = (opts_t){.symbols = true, .top = 10, .frames = 8, .builtin_supp = true};
   bool dashdash = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -1761,6 +1768,15 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      limits and their totals, the logged breaches, and the\n"
               "                      snapshots of live memory with their top sites' stacks\n"
               "  --no-symbols        do not open modules: frames print as path+offset\n"
+              "  --suppressions FILE leaks whose stack matches a rule of FILE are not\n"
+              "                      reported: LeakSanitizer's format, one leak:PATTERN a\n"
+              "                      line (* wildcards, ^ and $ anchors; against each\n"
+              "                      frame's function, source file and module), # comments;\n"
+              "                      may be given more than once\n"
+              "  --no-builtin-suppressions\n"
+              "                      report the C and C++ runtimes' lifetime allocations\n"
+              "                      too (libstdc++'s exception pool, stdio buffers, the\n"
+              "                      loader's and the locale's state, ...)\n"
               "Exit status: 0, 1 (--fail-on-leak and a leak), 2 (bad usage or trace).\n",
               USAGE_HELP);
       return -1;
@@ -1783,6 +1799,14 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       o->limits = true;
     } else if (!strcmp(a, "--no-symbols")) {
       o->symbols = false;
+    } else if (IS("--suppressions")) {
+      const char *v = VALUE();
+      if (!v || !*v) return usage_error(err, "--suppressions needs a FILE");
+      if (!o->supp_files && !(o->supp_files = calloc((size_t)argc, sizeof *o->supp_files)))
+        return usage_error(err, "out of memory");
+      o->supp_files[o->nsupp_files++] = v;
+    } else if (!strcmp(a, "--no-builtin-suppressions")) {
+      o->builtin_supp = false;
     } else {
       return usage_error(err, "unknown option '%s'", a);
     }
@@ -1815,13 +1839,38 @@ static void on_progress(void *arg, uint64_t done, uint64_t total) {
   fflush(p->err);
 }
 
+// The suppressions: the built-ins unless off, then each --suppressions file. NULL after an
+// error, reported on `err`.
+static nd_supp_t *load_suppressions(const opts_t *o, FILE *err) {
+  nd_supp_t *s = nd_supp_new();
+  if (!s || (o->builtin_supp && nd_supp_builtin(s))) {
+    fputs("ndmemreport: out of memory\n", err);
+    nd_supp_free(s);
+    return NULL;
+  }
+  char msg[4096 + 256];
+  for (size_t i = 0; i < o->nsupp_files; i++) {
+    if (nd_supp_load(s, o->supp_files[i], msg, sizeof msg)) {
+      fprintf(err, "ndmemreport: %s\n", msg);
+      nd_supp_free(s);
+      return NULL;
+    }
+  }
+  return s;
+}
+
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   opts_t o;
   int rc = parse_args(argc, argv, &o, out, err);
+  nd_supp_t *supp = rc ? NULL : load_suppressions(&o, err);
+  free(o.supp_files); // only loading reads them
+  o.supp_files = NULL;
   if (rc) return rc < 0 ? 0 : rc;
+  if (!supp) return 2;
   nd_trace_t *t = malloc(sizeof *t);
   if (!t) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
+    nd_supp_free(supp);
     return 2;
   }
   progress_t prog = {.err = err, .last = -1};
@@ -1837,9 +1886,10 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
               (unsigned long long)t->err_off);
     nd_trace_free(t);
     free(t);
+    nd_supp_free(supp);
     return 2;
   }
-  report_t r = {.t = t, .o = &o, .running = RUN_NO};
+  report_t r = {.t = t, .o = &o, .running = RUN_NO, .supp = supp};
   if (!t->ended) r.running = process_running(t, o.file);
   r.sym = nd_sym_new(t, o.symbols);
   rc = 0;
@@ -1863,6 +1913,7 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   free(r.groups);
   free(r.group_order);
   nd_sym_free(r.sym);
+  nd_supp_free(r.supp);
   nd_trace_free(t);
   free(t);
   return rc;
