@@ -10,6 +10,7 @@
 // --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace.
 #include "fmt.h"
 #include "ndmemreport.h"
+#include "suppress.h"
 #include "symbolize.h"
 #include "trace_read.h"
 
@@ -28,11 +29,13 @@
 // USAGE on one line follows a usage error; USAGE_HELP, the same wrapped to 80 columns, heads --help.
 #define USAGE                                                                                      \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] "               \
-  "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--no-symbols] FILE"
+  "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--no-symbols] "                         \
+  "[--suppressions FILE]... [--no-builtin-suppressions] FILE"
 #define USAGE_HELP                                                                                 \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak]\n"              \
   "                   [--fail-on-growth] [--brief] [--workspaces] [--limits]\n"                    \
-  "                   [--no-symbols] FILE"
+  "                   [--no-symbols] [--suppressions FILE]...\n"                           \
+  "                   [--no-builtin-suppressions] FILE"
 
 static const char *const kind_names[ND_TRACE_KINDS] = {
     "heap",     "mmap",     "pinned",   "managed",  "device0",  "device1",  "device2",
@@ -55,6 +58,9 @@ typedef struct opts {
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
   size_t top, frames; // entries per list, frames per stack in text output; 0 = all
   const char *file;
+  const char **supp_files; // --suppressions, in order (malloc'd; freed by nd_report_main)
+  size_t nsupp_files;
+  bool builtin_supp;       // the built-in suppressions (not --no-builtin-suppressions)
 } opts_t;
 
 // ---------------------------------------------------------------- formatting helpers
@@ -369,6 +375,7 @@ typedef struct report {
   uint64_t esc_bytes;     // over the escapes kept
   nd_lifetimes_t life;    // what was live at exit, by class (a normal exit)
   int running;            // no END record: RUN_YES / RUN_NO / RUN_UNKNOWN (process_running)
+  nd_supp_t *supp;        // leak suppressions: the built-ins (unless off), then each file's
   wrap_t *wrap;           // text: the 80-column stream, or NULL
 } report_t;
 
@@ -499,6 +506,34 @@ static int analyse_ws(report_t *r) {
 
 static bool leaks_known(const nd_trace_t *t);
 
+// The suppression rule a stack matches (nd_life_supp_fn): a built-in as "builtin:NAME", a file's
+// rule as "FILE:LINE"; NULL when none does (or out of memory: then it is reported).
+static const char *suppressed_by(void *ctx, uint32_t stack) {
+  report_t *r = ctx;
+  if (!r->supp || !nd_supp_count(r->supp)) return NULL;
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  size_t n = 0, cap = 0;
+  nd_frame_view_t *v = NULL;
+  for (size_t i = 0; i < s->depth; i++) {
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) break;
+    size_t need = nd_supp_views(f, NULL, 0);
+    if (n + need > cap) {
+      size_t c = (n + need) * 2;
+      nd_frame_view_t *w = realloc(v, c * sizeof *w);
+      if (!w) break;
+      v = w;
+      cap = c;
+    }
+    n += nd_supp_views(f, v + n, cap - n);
+  }
+  const nd_supp_rule_t *rule = n ? nd_supp_match(r->supp, v, n) : NULL;
+  free(v);
+  if (!rule) return NULL;
+  return rule->reason ? rule->text : rule->name;
+}
+
 static int analyse(report_t *r) {
   const nd_trace_t *t = r->t;
   size_t n = t->nsites ? t->nsites : 1;
@@ -528,7 +563,7 @@ static int analyse(report_t *r) {
     if (t->leaks[i].sampled_blocks) r->leak_est = true;
   }
   qsort_r(r->leaks, t->nleaks, sizeof *r->leaks, by_leak, (void *)t);
-  if (leaks_known(t) && nd_lifetimes(t, NULL, NULL, &r->life)) return -1;
+  if (leaks_known(t) && nd_lifetimes(t, suppressed_by, r, &r->life)) return -1;
   return analyse_ws(r);
 }
 
@@ -939,8 +974,22 @@ static int text_lifetimes(FILE *o, report_t *r) {
         print_secs(o, l->steady_ns);
         fputs(") and kept\n", o);
       }
-      for (size_t i = 0; c == ND_LIFE_SUPPRESSED && i < shown; i++)
-        fprintf(o, "   %s\n", l->v[at + i].suppressed_by);
+      // Suppressed: bytes and blocks per rule, in the order of their largest entry.
+      for (size_t i = 0; c == ND_LIFE_SUPPRESSED && i < n; i++) {
+        const char *rule = l->v[at + i].suppressed_by;
+        bool seen = false, est = false;
+        uint64_t bytes = 0, blocks = 0, stacks = 0;
+        for (size_t j = 0; j < n && !seen; j++) seen = j < i && l->v[at + j].suppressed_by == rule;
+        for (size_t j = i; j < n && !seen; j++) {
+          const nd_life_t *e = &l->v[at + j];
+          if (e->suppressed_by != rule) continue;
+          bytes += e->bytes, blocks += e->blocks, stacks++, est |= e->samples > 0;
+        }
+        if (seen) continue;
+        fprintf(o, "   %s: ", rule);
+        text_bytes_blocks(o, bytes, blocks, est);
+        fprintf(o, " from %llu %s\n", (unsigned long long)stacks, plural(stacks, "stack", "stacks"));
+      }
       at += n;
       continue;
     }
@@ -1926,7 +1975,7 @@ static int parse_count(FILE *err, const char *opt, const char *v, size_t *out) {
 
 // 0: run; 2: bad usage (reported); -1: --help was printed.
 static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
-  *o = (opts_t){.symbols = true, .top = 10, .frames = 8};
+  *o = (opts_t){.symbols = true, .top = 10, .frames = 8, .builtin_supp = true};
   bool dashdash = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -1962,6 +2011,15 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      limits and their totals, the logged breaches, and the\n"
               "                      snapshots of live memory with their top sites' stacks\n"
               "  --no-symbols        do not open modules: frames print as path+offset\n"
+              "  --suppressions FILE leaks whose stack matches a rule of FILE are not\n"
+              "                      reported: LeakSanitizer's format, one leak:PATTERN a\n"
+              "                      line (* wildcards, ^ and $ anchors; against each\n"
+              "                      frame's function, source file and module), # comments;\n"
+              "                      may be given more than once\n"
+              "  --no-builtin-suppressions\n"
+              "                      report the C and C++ runtimes' lifetime allocations\n"
+              "                      too (libstdc++'s exception pool, stdio buffers, the\n"
+              "                      loader's and the locale's state, ...)\n"
               "Exit status: 0, 1 (--fail-on-leak or --fail-on-growth and a finding),\n"
               "2 (bad usage or trace).\n",
               USAGE_HELP);
@@ -1987,6 +2045,14 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       o->limits = true;
     } else if (!strcmp(a, "--no-symbols")) {
       o->symbols = false;
+    } else if (IS("--suppressions")) {
+      const char *v = VALUE();
+      if (!v || !*v) return usage_error(err, "--suppressions needs a FILE");
+      if (!o->supp_files && !(o->supp_files = calloc((size_t)argc, sizeof *o->supp_files)))
+        return usage_error(err, "out of memory");
+      o->supp_files[o->nsupp_files++] = v;
+    } else if (!strcmp(a, "--no-builtin-suppressions")) {
+      o->builtin_supp = false;
     } else {
       return usage_error(err, "unknown option '%s'", a);
     }
@@ -2030,13 +2096,38 @@ static bool failed(const opts_t *o, const report_t *r) {
   return o->fail_on_leak && (growth || (known && l->entries[ND_LIFE_LIVE]));
 }
 
+// The suppressions: the built-ins unless off, then each --suppressions file. NULL after an
+// error, reported on `err`.
+static nd_supp_t *load_suppressions(const opts_t *o, FILE *err) {
+  nd_supp_t *s = nd_supp_new();
+  if (!s || (o->builtin_supp && nd_supp_builtin(s))) {
+    fputs("ndmemreport: out of memory\n", err);
+    nd_supp_free(s);
+    return NULL;
+  }
+  char msg[4096 + 256];
+  for (size_t i = 0; i < o->nsupp_files; i++) {
+    if (nd_supp_load(s, o->supp_files[i], msg, sizeof msg)) {
+      fprintf(err, "ndmemreport: %s\n", msg);
+      nd_supp_free(s);
+      return NULL;
+    }
+  }
+  return s;
+}
+
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   opts_t o;
   int rc = parse_args(argc, argv, &o, out, err);
+  nd_supp_t *supp = rc ? NULL : load_suppressions(&o, err);
+  free(o.supp_files); // only loading reads them
+  o.supp_files = NULL;
   if (rc) return rc < 0 ? 0 : rc;
+  if (!supp) return 2;
   nd_trace_t *t = malloc(sizeof *t);
   if (!t) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
+    nd_supp_free(supp);
     return 2;
   }
   progress_t prog = {.err = err, .last = -1};
@@ -2052,9 +2143,10 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
               (unsigned long long)t->err_off);
     nd_trace_free(t);
     free(t);
+    nd_supp_free(supp);
     return 2;
   }
-  report_t r = {.t = t, .o = &o, .running = RUN_NO};
+  report_t r = {.t = t, .o = &o, .running = RUN_NO, .supp = supp};
   if (!t->ended) r.running = process_running(t, o.file);
   r.sym = nd_sym_new(t, o.symbols);
   rc = 0;
@@ -2079,6 +2171,7 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   free(r.groups);
   free(r.group_order);
   nd_sym_free(r.sym);
+  nd_supp_free(r.supp);
   nd_trace_free(t);
   free(t);
   return rc;

@@ -3,7 +3,7 @@
 # report checked against its known truth: class, bytes, blocks and file:line (the LEAK:<name>
 # marker's line), plus the exit status of --fail-on-leak and --fail-on-growth.
 # usage: python3 t_corpus.py LIBNDMEM T_CORPUS NDMEMREPORT T_CORPUS_C NP_TEARDOWN_PY NUMPY_PYTHON
-#                           TRAIN_NUMPY_PY
+#                           TRAIN_NUMPY_PY T_IOSTREAM ('-' for NUMPY_PYTHON or T_IOSTREAM: none)
 import json
 import os
 import re
@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-lib, prog, rep, src, np_script, np_python, train = sys.argv[1:8]
+lib, prog, rep, src, np_script, np_python, train, iostream = sys.argv[1:9]
 failures = []
 
 
@@ -58,6 +58,10 @@ def text_fits(case, trace):
 
 def status(trace, flag):
     return subprocess.run([rep, flag, trace], capture_output=True).returncode
+
+
+def status_args(trace, args):
+    return subprocess.run([rep] + args + [trace], capture_output=True).returncode
 
 
 def groups_at(report, fname, line):
@@ -134,6 +138,24 @@ with tempfile.TemporaryDirectory() as tmp:
         no_other("clean", rep_, set())
         if status(trace, "--fail-on-growth") != 0:
             fail("clean: --fail-on-growth did not exit 0")
+    # A healthy C++ iostream program: only the runtime's lifetime allocations (suppressed by the
+    # built-in rules) are live at exit, by default and under --exact.
+    for case, env in (("iostream", {}), ("iostream-exact", {"NDMEM_TRACK_MIN": "0"})):
+        if iostream == "-":
+            print("SKIP %s: no C++ compiler" % case, file=sys.stderr)
+            continue
+        rep_, trace, _ = run(tmp, case, [iostream], env)
+        if rep_:
+            c = classes(rep_)
+            if set(c) != {"suppressed"}:
+                fail("%s: classes %s, want only suppressed" % (case, c))
+            rules = {g["suppressed_by"] for g in rep_["leaks"]["groups"]}
+            if "builtin:libstdc++-eh-pool" not in rules:
+                fail("%s: the emergency pool is not suppressed: %s" % (case, rules))
+            if status(trace, "--fail-on-leak") != 0:
+                fail("%s: --fail-on-leak did not exit 0" % case)
+            if status_args(trace, ["--fail-on-leak", "--no-builtin-suppressions"]) != 1:
+                fail("%s: --fail-on-leak --no-builtin-suppressions did not exit 1" % case)
     # 1000 x 100 B kept in a loop, exactly under --exact (NDMEM_TRACK_MIN=0).
     rep_, trace, _ = run(tmp, "small-exact", [prog, "small"], {"NDMEM_TRACK_MIN": "0"})
     if rep_:
