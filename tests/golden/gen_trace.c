@@ -594,6 +594,89 @@ static inline __attribute__((always_inline)) void self(void) {
   end(T0 + 20 * MS, 1);
 }
 
+
+// ---------------------------------------------------------------- lifetimes (version 5)
+
+static void site5(uint32_t stack_id, uint16_t flags, uint64_t allocs, uint64_t frees,
+                  uint64_t alloc_bytes, uint64_t free_bytes, uint64_t peak, uint64_t floor,
+                  uint64_t cycle) {
+  nd_rec_site_t s = {stack_id, 0, flags, allocs, frees, alloc_bytes, free_bytes, peak, floor,
+                     cycle};
+  nd_tw_record(&w, ND_REC_SITE, &s, sizeof s, NULL, 0);
+}
+
+static void block5(uint32_t stack_id, uint16_t flags, uint64_t addr, uint64_t size,
+                   uint64_t weight, uint64_t cycle) {
+  // A cycle closes every 20 ms from T0 + 20 ms: cycle c begins at T0 + 20c ms.
+  nd_rec_block_t b = {stack_id, 0, flags, addr, size, weight, T0 + (cycle * 20 + 3) * MS, cycle};
+  nd_tw_record(&w, ND_REC_BLOCK, &b, sizeof b, NULL, 0);
+}
+
+#define LT_KIB 1024ull
+#define LT_MIB (1024ull * 1024)
+
+// A job with 100 cycles (5 per 100 ms flush, the first closed at T0 + 20 ms) and one site of each
+// lifetime class, with the truth in the comments (golden lifetimes.txt / lifetimes.json):
+//   20  growing: 1 MiB kept every 10 cycles from cycle 10, never freed: 10 MiB in 10 blocks,
+//       +1.00 MiB per 10 cycles over 90 cycles, births 9 %-93 % of the run
+//   21  released at teardown: its floor +256 KiB per flush to 5 MiB, freed in the final flush
+//   22  held since start-up: a 4 MiB table born before the first cycle
+//   23  live at exit: temporaries, and one 64 KiB block kept at cycle 50
+//   24  none: a floor that rose for 3 flushes (a warm-up), flat since, freed at exit
+//   25  live at exit, sampled: 2 samples (~10486 blocks) lowered to the counters' 50
+//   26  live at exit: an LRU cache of 8 x 16 KiB, births spread, its floor flat
+//   27  live at exit: a burst of 5 x 32 KiB in one cycle, never freed
+static void lifetimes_trace(void) {
+  header("/nonexistent/bin/lifetimes", 7171, 5);
+  module(0, "/nonexistent/bin/lifetimes", EXE, EXE, EXE + 0x8000);
+  for (uint32_t s = 20; s <= 27; s++) {
+    const uint64_t ips[] = {EXE + 0x2000 + 0x100 * (s - 20), EXE + 0x3000};
+    stack(s, 2, ips);
+  }
+  uint64_t calls[ND_TRACE_FNS] = {[MALLOC] = 100000, [FREE] = 99900};
+  for (uint64_t k = 1; k <= 21; k++) { // flush k at T0 + 100k ms; the 21st is the final one
+    uint64_t cyc = k < 21 ? 5 * k : 100, kk = k < 21 ? k : 20;
+    uint64_t grown = cyc / 10, before = (k > 1 ? 5 * (k - 1) : 0) / 10;
+    site5(20, 0, grown, 0, grown * LT_MIB, 0, grown * LT_MIB, before * LT_MIB, cyc);
+    uint64_t b_floor = k < 21 ? 256 * LT_KIB * k : 0, b_live = k < 21 ? b_floor : 0;
+    site5(21, 0, 100 * k, 100 * k - (k < 21 ? k : 0), 100 * k * 256 * LT_KIB,
+          100 * k * 256 * LT_KIB - b_live, b_floor + 256 * LT_KIB, b_floor, cyc);
+    if (k == 1) site5(22, 0, 1, 0, 4 * LT_MIB, 0, 4 * LT_MIB, 4 * LT_MIB, cyc);
+    uint64_t d_kept = cyc >= 50 ? 64 * LT_KIB : 0;
+    site5(23, 0, 10 * k + (d_kept ? 1 : 0), 10 * k, 10 * k * 64 * LT_KIB + d_kept,
+          10 * k * 64 * LT_KIB, 128 * LT_KIB, d_kept, cyc);
+    uint64_t e_floor = k < 21 ? 128 * LT_KIB * (kk < 3 ? kk : 3) : 0;
+    site5(24, 0, 3, k < 21 ? 0 : 3, 3 * 128 * LT_KIB, k < 21 ? 384 * LT_KIB - e_floor : 384 * LT_KIB,
+          384 * LT_KIB, e_floor, cyc);
+    site5(25, ND_SITE_SAMPLED, 2 * 5243, 0, 2 * 524288, 0, 2 * 524288, k > 1 ? 524288 : 0, cyc);
+    site5(26, 0, 8 + k, k, (8 + k) * 16 * LT_KIB, k * 16 * LT_KIB, 128 * LT_KIB, 112 * LT_KIB, cyc);
+    if (k >= 12) site5(27, 0, 5, 0, 5 * 32 * LT_KIB, 0, 5 * 32 * LT_KIB, k > 12 ? 160 * LT_KIB : 0, cyc);
+    if (k == 8) {
+      nd_rec_growth_t g = {T0 + 800 * MS, 20, 0, 0, 40, 10, T0 + 200 * MS, 0, 3 * LT_MIB, 3};
+      nd_tw_record(&w, ND_REC_GROWTH, &g, sizeof g, NULL, 0);
+    }
+    int64_t exact = (int64_t)(grown * LT_MIB + 4 * LT_MIB + d_kept + 8 * 16 * LT_KIB +
+                              (k >= 12 ? 160 * LT_KIB : 0));
+    int64_t count = (int64_t)(grown + 1 + (d_kept ? 1 : 0) + 8 + (k >= 12 ? 5 : 0)) + 50;
+    counters(T0 + (100 * k - 1) * MS, 1, (kt_t){exact + 5000, exact + 6 * LT_MIB, count, 1000 * k, 900 * k},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    nd_rec_flush_t f = {T0 + 100 * k * MS, k, cyc, T0 + 20 * MS};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    nd_tw_flush(&w);
+  }
+  uint64_t n = 0, a = 0x600000000000ull;
+  for (uint64_t c = 10; c <= 100; c += 10, n++) block5(20, 0, a += LT_MIB, LT_MIB, LT_MIB, c);
+  block5(22, 0, a += LT_MIB, 4 * LT_MIB, 4 * LT_MIB, 0), n++;
+  block5(23, 0, a += LT_MIB, 64 * LT_KIB, 64 * LT_KIB, 50), n++;
+  block5(25, ND_SITE_SAMPLED, a += LT_MIB, 100, 524288, 40), n++;
+  block5(25, ND_SITE_SAMPLED, a += LT_MIB, 100, 524288, 80), n++;
+  for (uint64_t c = 65; c <= 100; c += 5, n++) block5(26, 0, a += LT_MIB, 16 * LT_KIB, 16 * LT_KIB, c);
+  for (int i = 0; i < 5; i++, n++) block5(27, 0, a += LT_MIB, 32 * LT_KIB, 32 * LT_KIB, 60);
+  nd_rec_exit_t x = {T0 + 2140 * MS, ND_EXIT_NORMAL, 0, 7171, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 2150 * MS, n);
+}
+
 int main(int argc, char **argv) {
   static const char *const modes[] = {
       "basic",           "killed",           "ws",              "self",
@@ -601,7 +684,8 @@ int main(int argc, char **argv) {
       "bad-escape-name", "bad-ws-size",      "limits",          "limits-aborted",
       "many-limits",     "limits-cut",       "bad-v2-limits",   "bad-limits-action",
       "bad-breach-limit", "bad-breach-fn",   "bad-breach-size", "bad-snap-reason",
-      "bad-snap-site-alone", "bad-snap-too-few", "bad-snap-too-many", "bad-snap-stack"};
+      "bad-snap-site-alone", "bad-snap-too-few", "bad-snap-too-many", "bad-snap-stack",
+      "lifetimes"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -620,6 +704,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "self")) self(); // SELF_INLINED
   else if (!strcmp(argv[1], "ws")) ws_trace();
   else if (!strcmp(argv[1], "many-escapes")) many_escapes();
+  else if (!strcmp(argv[1], "lifetimes")) lifetimes_trace();
   else if (!strcmp(argv[1], "limits")) limits_trace();
   else if (!strcmp(argv[1], "limits-aborted")) limits_aborted();
   else if (!strcmp(argv[1], "many-limits")) many_limits();
