@@ -10,11 +10,12 @@
 // --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace.
 #include "fmt.h"
 #include "ndmemreport.h"
+#include "running.h"
 #include "suppress.h"
 #include "symbolize.h"
+#include "textwrap.h"
 #include "trace_read.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@
 
 #include "lifetime.h"
 
-// USAGE on one line follows a usage error; USAGE_HELP, the same wrapped to 80 columns, heads --help.
+// USAGE, on one line, follows a usage error; USAGE_HELP, the same in 80 columns, heads --help.
 #define USAGE                                                                                      \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] "               \
   "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--no-symbols] "                         \
@@ -176,178 +177,6 @@ static void json_str(FILE *o, const char *s) {
 
 static void json_hex(FILE *o, uint64_t v) { fprintf(o, "\"0x%llx\"", (unsigned long long)v); }
 
-// ---------------------------------------------------------------- 80 columns
-
-// The text report goes through a stdio stream (fopencookie) that breaks every line wider than
-// TEXT_WIDTH columns, as the help does: at the last "; " that fits, else the last ", ", else
-// before a " (" or "  [", else at the last space, continuing under the line's value (wrap_indent).
-// A word wider than the line is never cut. Frames (text_stack) pass through as they are: a
-// function name or a path is copied from the report whole.
-#define TEXT_WIDTH 80
-
-typedef struct wrap {
-  FILE *out;
-  char *line; // the line being written, not yet ended
-  size_t len, cap;
-  bool raw;   // frames: written as they are
-  bool oom;   // the line could not be kept: it is written as it comes
-} wrap_t;
-
-// Where a wrapped line continues: under the value of "  label   value", under the text of a
-// "== " heading, at the indent of an entry's detail lines (6) for a "#N" entry, two columns in
-// from a detail line's own indent.
-static size_t wrap_indent(const char *s, size_t n) {
-  if (n >= 3 && !memcmp(s, "== ", 3)) return 3;
-  if (n && s[0] == '#') return 6;
-  size_t k = 0;
-  while (k < n && s[k] == ' ') k++;
-  if (k == 2) {
-    for (size_t i = 3; i + 1 < n && i < 40; i++) {
-      if (s[i] != ' ' || s[i + 1] != ' ') continue;
-      while (i < n && s[i] == ' ') i++;
-      return i < n && i <= 40 ? i : 4;
-    }
-    return 4;
-  }
-  return k + 2;
-}
-
-// Columns of s[0, n): UTF-8 continuation bytes take none.
-static size_t wrap_cols(const char *s, size_t n) {
-  size_t c = 0;
-  for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xc0) != 0x80;
-  return c;
-}
-
-// Whether the space at s[i] must not break: after a bare number ("400 blocks", "3.000 s") or
-// before an exact value in parentheses ("28.23 MiB (29606488 B)").
-static bool wrap_glued(const char *s, size_t n, size_t i) {
-  size_t w = i;
-  while (w > 0 && s[w - 1] != ' ') w--;
-  if (w < i && s[w] == '(') w++;
-  if (w < i && s[w] == '~') w++;
-  bool number = w < i && s[w] >= '0' && s[w] <= '9';
-  for (size_t k = w; number && k < i; k++) number = (s[k] >= '0' && s[k] <= '9') || s[k] == '.';
-  if (number) return true;
-  if (i + 2 >= n || s[i + 1] != '(') return false;
-  size_t k = i + 2 + (s[i + 2] == '~');
-  if (k >= n || s[k] < '0' || s[k] > '9') return false;
-  for (size_t e = k; e < n && e < i + 24; e++)
-    if (s[e] == ')') return true;
-  return false;
-}
-
-// Writes one line (without its '\n') broken to TEXT_WIDTH. Where to break: a space outside
-// parentheses, best after ';' (where the line holds at least a fifth of the width past the
-// indent), then after ',' or before " / ", then before '(' or "  [" (two fifths); otherwise the
-// last space outside parentheses, or the last space, that fits.
-static void wrap_line(FILE *o, const char *s, size_t n) {
-  size_t indent = wrap_indent(s, n), at = 0;
-  bool first = true;
-  int depth = 0; // parentheses open at s[at]
-  while (at < n) {
-    size_t lead = first ? 0 : indent;
-    if (lead + wrap_cols(s + at, n - at) > TEXT_WIDTH) {
-      size_t best = 0, last = 0, outside = 0, avail = TEXT_WIDTH - indent;
-      int best_score = -1, d = depth, last_d = 0, best_d = 0;
-      for (size_t i = at; i < n; i++) {
-        if (i > at && lead + wrap_cols(s + at, i - at) > TEXT_WIDTH && (last || best_score >= 0))
-          break;
-        if (s[i] == '(') d++;
-        else if (s[i] == ')' && d > 0) d--;
-        if (s[i] != ' ' || i == at || s[i - 1] == ' ' || (first && i <= indent) ||
-            wrap_glued(s, n, i))
-          continue;
-        bool fits = lead + wrap_cols(s + at, i - at) <= TEXT_WIDTH;
-        if (!fits && !last) { // a word wider than the line: broken after it
-          last = i;
-          last_d = d;
-          break;
-        }
-        last = i;
-        last_d = d;
-        if (!d) outside = i;
-        int score = d > 0                                           ? 0
-                    : s[i - 1] == ';'                               ? 3
-                    : s[i - 1] == ',' || (s[i + 1] == '/' && s[i + 2] == ' ') ? 2
-                    : s[i + 1] == '(' || (s[i + 1] == ' ' && s[i + 2] == '[') ? 1
-                                                                    : 0;
-        size_t used = wrap_cols(s + at, i - at) - (first ? indent : 0);
-        if (score > 0 && used * 5 >= avail * (score == 3 ? 1 : 2) && score >= best_score) {
-          best = i;
-          best_score = score;
-          best_d = d;
-        }
-      }
-      if (best_score < 0 && outside) {
-        best = outside;
-        best_d = 0;
-      } else if (best_score < 0) {
-        best = last;
-        best_d = last_d;
-      }
-      if (best) {
-        fprintf(o, "%*s%.*s\n", (int)lead, "", (int)(best - at), s + at);
-        at = best;
-        depth = best_d;
-        while (at < n && s[at] == ' ') at++;
-        first = false;
-        continue;
-      }
-    }
-    fprintf(o, "%*s%.*s", (int)lead, "", (int)(n - at), s + at);
-    break;
-  }
-  fputc('\n', o);
-}
-
-static ssize_t wrap_write(void *cookie, const char *buf, size_t n) {
-  wrap_t *w = cookie;
-  for (size_t i = 0; i < n; i++) {
-    if (w->raw || w->oom) {
-      fputc(buf[i], w->out);
-      if (buf[i] == '\n') w->oom = false;
-      continue;
-    }
-    if (buf[i] == '\n') {
-      wrap_line(w->out, w->line, w->len);
-      w->len = 0;
-      continue;
-    }
-    if (w->len == w->cap) {
-      size_t cap = w->cap ? w->cap * 2 : 256;
-      char *p = realloc(w->line, cap);
-      if (!p) { // the rest of this line as it comes
-        fwrite(w->line, 1, w->len, w->out);
-        fputc(buf[i], w->out);
-        w->len = 0;
-        w->oom = true;
-        continue;
-      }
-      w->line = p;
-      w->cap = cap;
-    }
-    w->line[w->len++] = buf[i];
-  }
-  return ferror(w->out) ? -1 : (ssize_t)n;
-}
-
-static int wrap_close(void *cookie) {
-  wrap_t *w = cookie;
-  if (w->len) fwrite(w->line, 1, w->len, w->out); // an unended last line: as it is
-  free(w->line);
-  w->line = NULL;
-  w->len = w->cap = 0;
-  return ferror(w->out) ? EOF : 0;
-}
-
-// Frames are written as they are: between text_raw(.., true) and text_raw(.., false).
-static void text_raw(FILE *o, wrap_t *w, bool raw) {
-  if (!w) return;
-  fflush(o);
-  w->raw = raw;
-}
-
 // ---------------------------------------------------------------- analysis
 
 // The leaked workspace pointers of one (workspace, stack id).
@@ -374,9 +203,9 @@ typedef struct report {
   size_t ngroups;
   uint64_t esc_bytes;     // over the escapes kept
   nd_lifetimes_t life;    // what was live at exit, by class (a normal exit)
-  int running;            // no END record: RUN_YES / RUN_NO / RUN_UNKNOWN (process_running)
+  int running;            // no END record: ND_RUN_YES / _NO / _UNKNOWN (running.h)
   nd_supp_t *supp;        // leak suppressions: the built-ins (unless off), then each file's
-  wrap_t *wrap;           // text: the 80-column stream, or NULL
+  nd_wrap_t *wrap;        // text: the 80-column stream's state (textwrap.h), or NULL
 } report_t;
 
 static uint64_t site_live(const nd_rec_site_t *s) {
@@ -609,7 +438,7 @@ static int text_stack(FILE *o, report_t *r, uint32_t stack) {
   const uint64_t *ips = nd_stack_frames(r->t, s);
   size_t n = s->depth, show = r->o->frames && r->o->frames < n ? r->o->frames : n;
   if (!n) fputs("      (no frames)\n", o);
-  text_raw(o, r->wrap, true);
+  nd_wrap_raw(o, r->wrap, true); // frames whole
   for (size_t i = 0; i < show; i++) {
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
@@ -617,7 +446,7 @@ static int text_stack(FILE *o, report_t *r, uint32_t stack) {
     text_frame(o, f);
     fputc('\n', o);
   }
-  text_raw(o, r->wrap, false);
+  nd_wrap_raw(o, r->wrap, false);
   if (show < n) fprintf(o, "      (%zu more frames)\n", n - show);
   return 0;
 }
@@ -691,75 +520,6 @@ static bool has_limits(const nd_trace_t *t) {
 static bool leaks_known(const nd_trace_t *t) {
   return t->ended &&
          !(t->have_exit && (t->exit.how == ND_EXIT_SIGNAL || t->exit.how == ND_EXIT_LIMIT_ABORT));
-}
-
-// ---------------------------------------------------------------- is the process still running?
-
-enum { RUN_NO, RUN_YES, RUN_UNKNOWN };
-
-#define RUN_SLACK_NS 2000000000ull // start times compared: clock ticks, clock adjustments
-
-// Whether a process (`dir`: its /proc/PID/fd) holds `path` open, as the shim keeps its trace
-// open while it runs. False when that cannot be told (no such file, another user's process).
-static bool holds_file(const char *dir, const char *path) {
-  struct stat want, st;
-  if (stat(path, &want) || !S_ISREG(want.st_mode)) return false;
-  DIR *d = opendir(dir);
-  if (!d) return false;
-  bool found = false;
-  char link[96];
-  for (struct dirent *e; !found && (e = readdir(d));) {
-    if (e->d_name[0] == '.' || snprintf(link, sizeof link, "%s/%s", dir, e->d_name) >= 96)
-      continue;
-    found = !stat(link, &st) && st.st_dev == want.st_dev && st.st_ino == want.st_ino;
-  }
-  closedir(d);
-  return found;
-}
-
-// For a trace without an END record: does the process that wrote it still run? Only a process
-// on this host can be looked at (the header's host is gethostname's); RUN_UNKNOWN elsewhere. Its
-// pid must name a live process (not a zombie) that is the same one: pids are unique among
-// live processes, so a process with that pid that already existed when the trace started (its
-// start time, from /proc/PID/stat's clock ticks since boot, at most RUN_SLACK_NS after the
-// header's) is the writer; no lower bound, as the program may have been exec'd long after its
-// process started (a launcher script's `exec`). A process that started later is a reused pid,
-// unless it holds the trace file open (a fork child's trace carries its parent's start time).
-static int process_running(const nd_trace_t *t, const char *path) {
-  char host[sizeof t->host];
-  if (gethostname(host, sizeof host)) return RUN_UNKNOWN;
-  host[sizeof host - 1] = 0;
-  if (strncmp(host, t->host, sizeof t->hdr.host - 1)) return RUN_UNKNOWN;
-  uint64_t pid = t->hdr.pid;
-  if (!pid || pid > 0x7fffffff) return RUN_NO;
-  char name[64], buf[1024];
-  snprintf(name, sizeof name, "/proc/%llu/stat", (unsigned long long)pid);
-  FILE *f = fopen(name, "re");
-  if (!f) return RUN_NO;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  // "pid (comm) state ppid ... starttime": comm may hold spaces and ')'; starttime is field 22,
-  // the 20th after the last ')'.
-  char *p = strrchr(buf, ')');
-  if (!p) return RUN_NO;
-  char state = 0;
-  unsigned long long start = 0;
-  if (sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                    "%*s %llu",
-             &state, &start) != 2 ||
-      state == 'Z' || state == 'X')
-    return RUN_NO;
-  struct timespec rt, bt;
-  long tck = sysconf(_SC_CLK_TCK);
-  if (tck <= 0 || clock_gettime(CLOCK_REALTIME, &rt) || clock_gettime(CLOCK_BOOTTIME, &bt))
-    return RUN_NO;
-  // Boot time on the real-time clock, then the process's start.
-  double boot = ((double)rt.tv_sec - (double)bt.tv_sec) * 1e9 + ((double)rt.tv_nsec - bt.tv_nsec);
-  double began = boot + (double)start * (1e9 / (double)tck);
-  if (began <= (double)t->hdr.start_realtime_ns + (double)RUN_SLACK_NS) return RUN_YES;
-  snprintf(name, sizeof name, "/proc/%llu/fd", (unsigned long long)pid);
-  return holds_file(name, path) ? RUN_YES : RUN_NO;
 }
 
 // The EXIT record in words (version 4 traces).
@@ -1033,7 +793,7 @@ static void text_summary(FILE *o, report_t *r) {
     fputc('\n', o);
   } else if (t->ended) {
     fprintf(o, "  %-10s  normal (END record)\n", "exit");
-  } else if (r->running == RUN_YES) {
+  } else if (r->running == ND_RUN_YES) {
     fprintf(o, "  %-10s  none yet: the process is still running (pid %llu on this host); leaks "
                "cannot be known yet, live figures are at the last flush",
             "exit", (unsigned long long)h->pid);
@@ -1045,7 +805,7 @@ static void text_summary(FILE *o, report_t *r) {
     if (aborted(t)) fputs("no END record (aborted on a breach of a limit)", o);
     else if (t->hdr.version < 4) fputs("no END record (killed, crashed or _exit)", o);
     else fputs("ended without an END record: killed (SIGKILL, the OOM killer) or crashed", o);
-    if (r->running == RUN_UNKNOWN && !aborted(t)) {
+    if (r->running == ND_RUN_UNKNOWN && !aborted(t)) {
       fputs(", unless it still runs on ", o);
       print_text(o, t->host[0] ? t->host : "?");
       fputs(" (another host: not checked)", o);
@@ -1444,11 +1204,8 @@ static int text_report(FILE *o, report_t *r);
 
 // The text report through the 80-column stream (as it is where that cannot be made).
 static int text_report_80(FILE *out, report_t *r) {
-  wrap_t w = {.out = out};
-  static const cookie_io_functions_t io = {.write = wrap_write, .close = wrap_close};
-  FILE *o = fopencookie(&w, "w", io);
+  FILE *o = nd_wrap_open(out, &r->wrap);
   if (!o) return text_report(out, r);
-  r->wrap = &w;
   int rc = text_report(o, r);
   fclose(o); // a write error shows on `out`, which the caller checks
   r->wrap = NULL;
@@ -1884,7 +1641,9 @@ static int json_report(FILE *o, report_t *r) {
           (unsigned long long)h->start_realtime_ns, start,
           (unsigned long long)(t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0),
           leaks_known(t) ? "true" : "false",
-          t->ended || r->running == RUN_NO ? "false" : r->running == RUN_YES ? "true" : "null");
+          t->ended || r->running == ND_RUN_NO    ? "false"
+          : r->running == ND_RUN_YES             ? "true"
+                                                 : "null");
   if (t->have_exit) {
     static const char *const how[] = {"exit", "_exit", "signal", "limit_abort"};
     fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u}", how[t->exit.how],
@@ -2011,7 +1770,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      limits and their totals, the logged breaches, and the\n"
               "                      snapshots of live memory with their top sites' stacks\n"
               "  --no-symbols        do not open modules: frames print as path+offset\n"
-              "  --suppressions FILE leaks whose stack matches a rule of FILE are not\n"
+              "  --suppressions FILE\n"
+              "                      leaks whose stack matches a rule of FILE are not\n"
               "                      reported: LeakSanitizer's format, one leak:PATTERN a\n"
               "                      line (* wildcards, ^ and $ anchors; against each\n"
               "                      frame's function, source file and module), # comments;\n"
@@ -2146,8 +1906,8 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
     nd_supp_free(supp);
     return 2;
   }
-  report_t r = {.t = t, .o = &o, .running = RUN_NO, .supp = supp};
-  if (!t->ended) r.running = process_running(t, o.file);
+  report_t r = {.t = t, .o = &o, .running = ND_RUN_NO, .supp = supp};
+  if (!t->ended) r.running = nd_trace_running(t, o.file);
   r.sym = nd_sym_new(t, o.symbols);
   rc = 0;
   if (!r.sym || analyse(&r)) {
