@@ -7,7 +7,8 @@
 // at every flush in a job without cycles) and hands the floor here. A site is growing when its
 // floor rose in at least 3 windows, over at least NDMEM_GROWTH_CYCLES cycles (windows when there
 // are no cycles), never fell in between, and rose again recently (within the second half of that
-// span): a start-up ramp that has stopped, or a cache that fills and then evicts, does not. It is said once per site
+// span): a start-up ramp that has stopped, or a cache that fills and then evicts, does not.
+// At most MAX_SAID sites are named on stderr; the rest are recorded only. It is said once per site
 // (the root process only, as every remark) and written as a GROWTH record.
 #include "growth.h"
 
@@ -53,8 +54,18 @@ static void put_kind(nd_buf_t *b, int kind) {
   nd_buf_u64(b, (uint64_t)(kind - NDMEM_KIND_DEVICE0));
 }
 
+#define MAX_SAID 8 // lines per process; later growing sites are recorded in the trace only
+
 static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t count) {
-  if (fd < 0) return;
+  static unsigned said; // the trace writer's thread only
+  if (fd < 0 || said > MAX_SAID) return;
+  if (said++ == MAX_SAID) {
+    nd_buf_t b;
+    nd_buf_reset(&b);
+    nd_buf_str(&b, "ndmem: growing: more sites grow; the trace records each (ndmemreport)");
+    nd_buf_line(&b, fd);
+    return;
+  }
   const char *est = s->sampled ? "~" : "";
   uint64_t grew = r->floor_bytes - r->base_bytes, retained = count - s->g.base_count;
   nd_buf_t b;
