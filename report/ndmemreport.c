@@ -1234,6 +1234,35 @@ static int text_report(FILE *o, report_t *r) {
 
 // The summary, the site lists (unless brief), and the leaks or, without a normal exit, the sites
 // live at the last flush.
+// The sites the shim named growing while the job ran (GROWTH records): the evidence that remains
+// when the job did not end normally, and a note of growth that was later released.
+static int text_growth(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  size_t n = list_len(r, t->ngrowth);
+  uint64_t all = t->ngrowth + t->growth_dropped;
+  fprintf(o, "\n== found growing while the job ran: %llu %s\n", (unsigned long long)all,
+          plural(all, "site", "sites"));
+  for (size_t i = 0; i < n; i++) {
+    const nd_rec_growth_t *g = &t->growth[i].rec;
+    bool est = g->flags & ND_SITE_SAMPLED;
+    fprintf(o, "#%-3zu %-8s ", i + 1, kind_names[g->kind]);
+    print_bytes(o, g->base_bytes, est);
+    fputs(" -> ", o);
+    print_bytes(o, g->floor_bytes, est);
+    fprintf(o, " at its lowest  [stack %u]\n      ", g->stack_id);
+    if (g->cycle > g->base_cycle)
+      fprintf(o, "cycles %llu to %llu", (unsigned long long)g->base_cycle,
+              (unsigned long long)g->cycle);
+    else
+      fputs("no cycles", o);
+    fputs(", named at ", o);
+    print_secs(o, since_start(t, g->mono_ns));
+    fprintf(o, "; rose in %llu flush windows\n", (unsigned long long)g->rises);
+    if (text_stack(o, r, t->growth[i].stack)) return -1;
+  }
+  return 0;
+}
+
 static int text_main(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   text_summary(o, r);
@@ -1254,6 +1283,7 @@ static int text_main(FILE *o, report_t *r) {
     }
     free(peak_rank);
   }
+  if (t->ngrowth && text_growth(o, r)) return -1;
   if (leaks_known(t)) {
     return text_lifetimes(o, r);
   } else {
