@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 lib, prog, rep, src, np_script, np_python, train, iostream = sys.argv[1:9]
 failures = []
@@ -117,6 +119,33 @@ with tempfile.TemporaryDirectory() as tmp:
             fail("grow-live: want one 'ndmem: growing:' line naming t_corpus, got %r" % p.stderr)
         if rep_["growth_while_running"]["count"] != 1:
             fail("grow-live: %d GROWTH records" % rep_["growth_while_running"]["count"])
+    # Killed by SIGKILL once named growing: no leaks can be known, but the GROWTH record is
+    # evidence, and --fail-on-growth fails on it.
+    trace = os.path.join(tmp, "grow-killed.trace")
+    env = dict(os.environ, LD_PRELOAD=lib, NDMEM_OUTPUT=trace, NDMEM_SUMMARY="0",
+               NDMEM_FLUSH_MS="20", NDMEM_GROWTH_CYCLES="3")
+    child = subprocess.Popen([prog, "grow", "100000"], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    guard = threading.Timer(30, child.kill)  # no growth line in 30 s: a failure, not a hang
+    guard.start()
+    line = child.stderr.readline()  # the growth line, written before the flush that records it
+    guard.cancel()
+    time.sleep(0.2)                 # the next flushes
+    child.kill()
+    child.wait()
+    if not line.startswith("ndmem: growing:"):
+        fail("grow-killed: want a growth line first, got %r" % line)
+    r = subprocess.run([rep, "--format", "json", trace], capture_output=True, text=True)
+    if r.returncode == 0:
+        k = json.loads(r.stdout)
+        if k["leaks"]["known"] or k["growth_while_running"]["count"] != 1:
+            fail("grow-killed: leaks known %s, %d GROWTH records" %
+                 (k["leaks"]["known"], k["growth_while_running"]["count"]))
+    else:
+        fail("grow-killed: ndmemreport exit %d: %s" % (r.returncode, r.stderr))
+    for flag in ("--fail-on-growth", "--fail-on-leak"):
+        if status(trace, flag) != 1:
+            fail("grow-killed: %s did not exit 1" % flag)
     # A lifetime table made before the loop: held since start-up, exact; not a failure.
     rep_, trace, _ = run(tmp, "table", [prog, "table"])
     if rep_:
