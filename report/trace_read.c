@@ -297,6 +297,20 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
   return 0;
 }
 
+// A bounded list of records (escapes, growth, breaches): *slot is the next element of *arr, or
+// NULL when `max` are kept already (then *dropped counts it). 0, or -1 out of memory.
+static int keep(nd_trace_t *t, uint64_t off, void **arr, size_t *n, size_t *cap, size_t size,
+                size_t max, uint64_t *dropped, void **slot) {
+  *slot = NULL;
+  if (*n >= max) {
+    (*dropped)++;
+    return 0;
+  }
+  if (grow(arr, cap, *n + 1, size)) return fail(t, off, "out of memory");
+  *slot = (char *)*arr + (*n)++ * size;
+  return 0;
+}
+
 // A workspace name must end within its 32 bytes; what follows the NUL is zeroed, so that names
 // compare (and hash) by their bytes.
 static int check_name(nd_trace_t *t, uint64_t off, const char *what, char *name, size_t n) {
@@ -343,13 +357,11 @@ static int on_ws_escape(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_ws_escape_t e;
   memcpy(&e, p, sizeof e);
   if (check_name(t, off, "WS_ESCAPE", e.name, sizeof e.name)) return -1;
-  if (t->nescapes >= ND_TRACE_MAX_ESCAPES) {
-    t->escapes_dropped++;
-    return 0;
-  }
-  if (grow(&t->escapes, &t->escapes_cap, t->nescapes + 1, sizeof *t->escapes))
-    return fail(t, off, "out of memory");
-  t->escapes[t->nescapes++] = (nd_ws_escape_t){.rec = e, .stack = UINT32_MAX};
+  nd_ws_escape_t *slot;
+  if (keep(t, off, (void **)&t->escapes, &t->nescapes, &t->escapes_cap, sizeof *slot,
+           ND_TRACE_MAX_ESCAPES, &t->escapes_dropped, (void **)&slot))
+    return -1;
+  if (slot) *slot = (nd_ws_escape_t){.rec = e, .stack = UINT32_MAX};
   return 0;
 }
 
@@ -378,13 +390,11 @@ static int on_growth(nd_trace_t *t, uint64_t off, const char *p) {
   long st = map_get(&t->stack_ids, g.stack_id);
   if (st < 0) return fail(t, off, "GROWTH names unknown stack %u", g.stack_id);
   saw_time(t, g.mono_ns);
-  if (t->ngrowth >= ND_TRACE_MAX_GROWTH) {
-    t->growth_dropped++;
-    return 0;
-  }
-  if (grow(&t->growth, &t->growth_cap, t->ngrowth + 1, sizeof *t->growth))
-    return fail(t, off, "out of memory");
-  t->growth[t->ngrowth++] = (nd_growth_t){.rec = g, .stack = (uint32_t)st};
+  nd_growth_t *slot;
+  if (keep(t, off, (void **)&t->growth, &t->ngrowth, &t->growth_cap, sizeof *slot,
+           ND_TRACE_MAX_GROWTH, &t->growth_dropped, (void **)&slot))
+    return -1;
+  if (slot) *slot = (nd_growth_t){.rec = g, .stack = (uint32_t)st};
   return 0;
 }
 
@@ -407,13 +417,11 @@ static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
     return fail(t, off, "BREACH action %u out of range", b.action);
   if (b.fn >= ND_TRACE_FNS) return fail(t, off, "BREACH function %u out of range", b.fn);
   saw_time(t, b.mono_ns);
-  if (t->nbreaches >= ND_TRACE_MAX_BREACHES) {
-    t->breaches_dropped++;
-    return 0;
-  }
-  if (grow(&t->breaches, &t->breaches_cap, t->nbreaches + 1, sizeof *t->breaches))
-    return fail(t, off, "out of memory");
-  t->breaches[t->nbreaches++] = b;
+  nd_rec_breach_t *slot;
+  if (keep(t, off, (void **)&t->breaches, &t->nbreaches, &t->breaches_cap, sizeof *slot,
+           ND_TRACE_MAX_BREACHES, &t->breaches_dropped, (void **)&slot))
+    return -1;
+  if (slot) *slot = b;
   return 0;
 }
 
