@@ -34,11 +34,26 @@ struct dl_phdr_info;
 // [lo, hi) spanned by a loaded object's PT_LOAD segments (hi == 0: none)
 void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 extern int nd_sites_depth;                        // NDMEM_DEPTH
+extern int nd_sites_want; // frames asked of the unwinder: NDMEM_DEPTH + ndmem's own frames seen
 int nd_sites_init(int depth);                     // libunwind setup, our own text range
 int nd_sites_is_unwinder(const void *ra); // ra lies in libunwind (nd_sites_init found it)
 int nd_stack_capture(uintptr_t *ips, int max);    // frames outside libndmem, innermost first
 nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth);
-nd_site_t *nd_site_here(int kind, int sampled);   // capture + intern; NULL when out of memory
+// The site of a capture of `want` frames that returned n: ndmem's own frames skipped (captured
+// again when they left the program less than NDMEM_DEPTH), then the thread's cache of recent
+// sites (the whole stack compared: exact), then the intern table. NULL when out of memory.
+nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int want);
+int unw_backtrace(void **buffer, int size); // libunwind's (libunwind-common.h)
+
+// Capture + intern; NULL when out of memory. Inlined into its caller, so that the unwinder starts
+// in the function that tracks the block: every frame costs the unwinder ~100 instructions, and
+// ndmem's own frames are thrown away.
+static inline __attribute__((always_inline)) nd_site_t *nd_site_here(int kind, int sampled) {
+  uintptr_t frames[ND_CAPTURE_MAX];
+  int want = __atomic_load_n(&nd_sites_want, __ATOMIC_RELAXED);
+  int n = unw_backtrace((void **)frames, want);
+  return nd_site_frames(kind, sampled, frames, n, want);
+}
 void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes);
 void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes);
 uint32_t nd_sites_count(void);
