@@ -37,8 +37,9 @@ static uintptr_t self_lo, self_hi;
 static uintptr_t unw_lo, unw_hi; // libunwind's own code (exits.c refuses its pipe)
 
 
+// Sites are cache-line aligned (sites.h); chunks are whole pages.
 static void *arena_alloc(size_t n) {
-  n = (n + 15) & ~(size_t)15;
+  n = (n + 63) & ~(size_t)63;
   nd_spin_lock(&arena_lock);
   if (arena_left < n) {
     size_t chunk = n > (1u << 20) ? n : (1u << 20);

@@ -14,16 +14,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Two parts on separate cache lines: the totals, written by every tracked allocation and free
+// of the site (from any thread), and the identity, read by every thread that looks the site up
+// (nd_site_frames compares the whole stack) and never written after creation. Sharing a line made
+// each lookup on one thread miss whenever another thread had just counted a block of the site.
 typedef struct nd_site {
-  uint64_t hash;
-  uint32_t id;
-  uint16_t kind;
-  uint8_t sampled;
-  uint8_t depth;
   uint64_t allocs, frees, alloc_bytes, free_bytes; // atomic
   int64_t peak;                                    // atomic: high-water of live bytes
   uint32_t dirty;                                  // changed since the last flush
   uint32_t written;                                // its STACK record is in the trace
+  _Alignas(64) uint64_t hash;                      // identity: constant once created
+  uint32_t id;
+  uint16_t kind;
+  uint8_t sampled;
+  uint8_t depth;
   uintptr_t ips[];                                 // depth frames, innermost first
 } nd_site_t;
 
