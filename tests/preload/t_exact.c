@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: MIT
 // t_exact: under NDMEM_TRACK_MIN=0 (`ndmem run --exact`) every block is tracked, however small.
 // Leaks of a few bytes at known lines through each allocating function (malloc, calloc, realloc
-// moving a block, memalign, posix_memalign, aligned_alloc, valloc, mmap) and 10000 small blocks
-// that are freed; t_exact.sh checks the leak groups exactly (check_report.py reads the LEAK/TEMP
-// markers) and that the trace's blocks and sites add up to the shim's own counters.
+// moving a block, memalign, posix_memalign, aligned_alloc, valloc, mmap), one line reached from
+// two callers (VIA: two stacks), and 10000 small blocks that are freed; t_exact.sh checks the
+// leak groups exactly (check_report.py reads the LEAK/TEMP markers, t_exact.sh the VIA ones) and
+// that the trace's blocks and sites add up to the shim's own counters.
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-static void *keep[1100];
+static void *keep[1200];
 static volatile unsigned sink;
 
 static void *leak_one(void) {
   return malloc(100); // LEAK:small 1000 x 100
+}
+
+// One allocating line reached from two callers at the same stack depth (the same return address
+// and stack pointer at the malloc): two stacks, two sites, never merged.
+static __attribute__((noinline)) void *leak_via(void) {
+  return malloc(40);
 }
 
 int main(void) {
@@ -26,6 +33,10 @@ int main(void) {
     p[0] = (char)i;
     sink += (unsigned char)p[0];
     free(p);
+  }
+  for (int i = 0; i < 30; i++) {
+    if (i % 3) keep[k++] = leak_via(); // VIA:a 20 x 40
+    else keep[k++] = leak_via();       // VIA:b 10 x 40
   }
   for (int i = 0; i < 10; i++) keep[k++] = calloc(3, 8); // LEAK:calloc 10 x 24
   for (int i = 0; i < 7; i++) {

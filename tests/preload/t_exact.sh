@@ -15,10 +15,22 @@ NDMEM_SUMMARY=0 "$tool" run --exact --lib "$lib" --no-report --output="$tmp/t.tr
   { echo "program failed" >&2; exit 1; }
 "$rep" --format json --top 1000 "$tmp/t.trace" >"$tmp/r.json" || { echo "ndmemreport failed" >&2; exit 1; }
 "$py" "$check" "$tmp/r.json" "$src" leaks "$(getconf PAGESIZE)" || exit 1
-"$py" - "$tmp/r.json" <<'PY' || exit 1
-import json, sys
+"$py" - "$tmp/r.json" "$src" <<'PY' || exit 1
+import json, os, re, sys
 doc = json.load(open(sys.argv[1]))
 errors = []
+# VIA:name N x SIZE: the one group (among the leaks) whose stack passes through that line
+base = os.path.basename(sys.argv[2])
+for n, text in enumerate(open(sys.argv[2]), 1):
+    m = re.search(r"//\s*VIA:(\S+) (\d+) x (\d+)", text)
+    if not m:
+        continue
+    want = (int(m.group(2)), int(m.group(2)) * int(m.group(3)))
+    got = [(g["blocks"], g["bytes"]) for g in doc["leaks"]["groups"]
+           if any(fr.get("file") and os.path.basename(fr["file"]) == base and fr["line"] == n
+                  for fr in g["frames"])]
+    if got != [want]:
+        errors.append("%s:%d (%s): want one group %s, got %s" % (base, n, m.group(1), want, got))
 if doc["tracking"]["track_min"] != 0:
     errors.append("track_min %r, want 0 (--exact)" % doc["tracking"]["track_min"])
 kinds = {k["kind"]: k for k in doc["counters"]["kinds"]}
