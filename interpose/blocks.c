@@ -71,6 +71,14 @@ void nd_blocks_insert(const nd_block_t *b) {
   unlock(s);
 }
 
+void nd_blocks_prefetch(uintptr_t addr) {
+  stripe_t *s = &stripes[stripe_of(addr)];
+  nd_block_t *v = __atomic_load_n(&s->v, __ATOMIC_RELAXED);
+  size_t cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED);
+  // A racing resize leaves v an old array: still mapped (never unmapped), so the hint is harmless.
+  if (v && cap) __builtin_prefetch(&v[slot_of(addr, cap)], 1, 3);
+}
+
 int nd_blocks_maybe(uintptr_t addr) {
   return __atomic_load_n(&stripes[stripe_of(addr)].n, __ATOMIC_RELAXED) != 0;
 }

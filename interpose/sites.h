@@ -78,6 +78,10 @@ typedef struct nd_block {
 } nd_block_t;
 
 void nd_blocks_insert(const nd_block_t *b);
+// Starts loading the slot an insert of addr will write (a hint, nothing changes): the table is
+// large and hashed by address, so that slot is seldom in cache; the tracking work between the
+// hint and the insert (unwinding, the site lookup) then hides the miss.
+void nd_blocks_prefetch(uintptr_t addr);
 int nd_blocks_maybe(uintptr_t addr); // cheap filter: 0 means certainly not tracked
 int nd_blocks_take(uintptr_t addr, nd_block_t *out);
 int nd_blocks_find(uintptr_t addr, nd_block_t *out); // like take, but the block stays

@@ -100,6 +100,7 @@ static inline uint64_t birth_ns(void) {
 
 void nd_track_alloc(nd_tls_t *t, void *p, size_t req, int kind) {
   if (!tr.on) return;
+  nd_blocks_prefetch((uintptr_t)p);
   int exact = req >= nd_track_min;
   uint64_t weight = req, count = 1;
   if (!exact) {
