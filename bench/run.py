@@ -1170,8 +1170,18 @@ def exact_configs(shim, ht):
     return configs
 
 
+def children_cpu():
+    """User + system seconds of this process's children that ended and were waited for (a
+    wrapper's own children included: heaptrack's compressor)."""
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def bench_exact_churn(build, churn, configs, ops, reps):
-    """churn under every configuration (and --ideal), interleaved and rotated per repetition."""
+    """churn under every configuration (and --ideal), interleaved and rotated per repetition.
+    Returns churn's own ns/op (wall, per thread) and the CPU time of the whole run per op (all
+    threads and processes: heaptrack --raw hands its events to a zstd process)."""
     configs = configs + [Config("ideal", [], ideal=True)]
     for cfg in configs:
         what = "churn/%s (check)" % cfg.name
@@ -1188,6 +1198,7 @@ def bench_exact_churn(build, churn, configs, ops, reps):
             verify_churn_config(churn, cfg)
     log("exact: churn configurations verified (%s)" % ", ".join(c.name for c in configs))
     ns = {(c.name, t): [] for c in configs for t in THREADS}
+    cpu = {(c.name, t): [] for c in configs for t in THREADS}
     sums = {t: {} for t in THREADS}
     jobs = [(c, t) for t in THREADS for c in configs]
     for rep in range(reps):
@@ -1195,7 +1206,9 @@ def bench_exact_churn(build, churn, configs, ops, reps):
         t0 = time.perf_counter()
         for cfg, t in jobs[k:] + jobs[:k]:
             what = "churn/%s --threads %d" % (cfg.name, t)
+            c0 = children_cpu()
             p, _ = run(churn_cmd(churn, cfg, t, ops), cfg.env(), what, 900)
+            cpu[(cfg.name, t)].append((children_cpu() - c0) * 1e9 / (ops * t))
             v, s = parse_churn(p.stdout, what)
             ns[(cfg.name, t)].append(v)
             sums[t][cfg.name] = s
@@ -1207,26 +1220,29 @@ def bench_exact_churn(build, churn, configs, ops, reps):
         if len(set(sums[t].values())) != 1:
             raise SetupError("churn --threads %d: checksums differ between configurations: %r"
                              % (t, sums[t]))
-    return configs, ns
+    return configs, ns, cpu
 
 
 EXACT_PAIRS = [("ndmem exact", "glibc"), ("heaptrack", "glibc"), ("ndmem exact", "heaptrack"),
                ("ndmem exact", "ndmem"), ("ndmem", "glibc")]
 
 
-def report_exact_churn(configs, ns, ops, reps, htver):
+def report_exact_churn(configs, ns, cpu, ops, reps, htver):
     names = [c.name for c in configs]
     out = ["exact: churn, %d ops/thread, %d repetitions; ndmem exact = NDMEM_TRACK_MIN=0 (every "
            "block tracked with its stack), heaptrack = %s --raw (record only); median ns/op per "
-           "thread (+-half range)" % (ops, reps, htver if "heaptrack" in names else "not found")]
+           "thread (+-half range) by churn's clock, and CPU ns/op of the whole run (all threads "
+           "and processes)" % (ops, reps, htver if "heaptrack" in names else "not found")]
     out.append("  %-16s" % "config" + "".join("%18s" % ("%d thread%s" % (t, "s" if t > 1 else ""))
                                                for t in THREADS)
-               + "".join("%12s" % ("%dT / glibc" % t) for t in THREADS))
+               + "".join("%12s" % ("%dT / glibc" % t) for t in THREADS)
+               + "".join("%11s" % ("%dT CPU" % t) for t in THREADS))
     for n in names:
         row = "  %-16s" % n + "".join("%18s" % ("%.2f (+-%.0f%%)" % (
             median(ns[(n, t)]), spread(ns[(n, t)]))) for t in THREADS)
         row += "".join("%12s" % ("%.2fx" % ratio(ns[(n, t)], ns[("glibc", t)])
                                  if n != "glibc" else "-") for t in THREADS)
+        row += "".join("%11.1f" % median(cpu[(n, t)]) for t in THREADS)
         out.append(row)
     noisy = [n for n in names if n != "ideal" and any(spread(ns[(n, t)]) > NOISY for t in THREADS)]
     if noisy:
@@ -1245,6 +1261,12 @@ def report_exact_churn(configs, ns, ops, reps, htver):
             worst = max(rat[(a, b, t)] for t in THREADS)
             row += " target <= %.1fx: %s" % (EXACT_TARGET, verdict(worst, EXACT_TARGET))
         out.append(row.rstrip())
+    if ("ndmem exact", "heaptrack") in [(a, b) for a, b, _ in rat]:
+        row = "  %-28s" % "ndmem exact / heaptrack, CPU"
+        for t in THREADS:
+            row += "  %dT %5.2fx %-14s" % (t, ratio(cpu[("ndmem exact", t)], cpu[("heaptrack", t)]),
+                                         "")
+        out.append(row.rstrip())
     if "heaptrack" not in names:
         out.append("  heaptrack: not found (apt-get install heaptrack, or --heaptrack PATH); its "
                    "rows are skipped")
@@ -1257,6 +1279,12 @@ def report_exact_churn(configs, ns, ops, reps, htver):
             tail = " (target <= %.1fx: %s)" % (EXACT_TARGET, verdict(worst, EXACT_TARGET))
         summary.append("  %s / %s 1T/2T: %s%s" % (a, b, "/".join(
             "%.2fx" % rat[(a, b, t)] for t in THREADS), tail))
+    if "heaptrack" in names:
+        summary.append("  CPU ns/op 1T/2T (whole run): %s; ndmem exact / heaptrack %s" % (
+            ", ".join("%s %s" % (n, "/".join("%.1f" % median(cpu[(n, t)]) for t in THREADS))
+                      for n in names if n != "ideal"),
+            "/".join("%.2fx" % ratio(cpu[("ndmem exact", t)], cpu[("heaptrack", t)])
+                     for t in THREADS)))
     return out, summary
 
 
@@ -1379,8 +1407,8 @@ def bench_exact(args, build, shim, churn, ops, steps, reps):
     configs = exact_configs(shim, ht)
     report, summary, ok = [], [], True
     if not args.no_churn:
-        cc, ns = bench_exact_churn(build, churn, configs, ops, reps)
-        lines, lines2 = report_exact_churn(cc, ns, ops, reps, htver)
+        cc, ns, cpu = bench_exact_churn(build, churn, configs, ops, reps)
+        lines, lines2 = report_exact_churn(cc, ns, cpu, ops, reps, htver)
         report += lines + [""]
         summary += lines2
     if not args.no_numpy:
