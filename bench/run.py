@@ -1263,9 +1263,10 @@ def report_exact_churn(configs, ns, cpu, ops, reps, htver):
         out.append(row.rstrip())
     if ("ndmem exact", "heaptrack") in [(a, b) for a, b, _ in rat]:
         row = "  %-28s" % "ndmem exact / heaptrack, CPU"
-        for t in THREADS:
-            row += "  %dT %5.2fx %-14s" % (t, ratio(cpu[("ndmem exact", t)], cpu[("heaptrack", t)]),
-                                         "")
+        rs = [ratio(cpu[("ndmem exact", t)], cpu[("heaptrack", t)]) for t in THREADS]
+        for t, r in zip(THREADS, rs):
+            row += "  %dT %5.2fx %-14s" % (t, r, "")
+        row += " target <= %.1fx: %s" % (EXACT_TARGET, verdict(max(rs), EXACT_TARGET))
         out.append(row.rstrip())
     if "heaptrack" not in names:
         out.append("  heaptrack: not found (apt-get install heaptrack, or --heaptrack PATH); its "
@@ -1280,11 +1281,14 @@ def report_exact_churn(configs, ns, cpu, ops, reps, htver):
         summary.append("  %s / %s 1T/2T: %s%s" % (a, b, "/".join(
             "%.2fx" % rat[(a, b, t)] for t in THREADS), tail))
     if "heaptrack" in names:
-        summary.append("  CPU ns/op 1T/2T (whole run): %s; ndmem exact / heaptrack %s" % (
-            ", ".join("%s %s" % (n, "/".join("%.1f" % median(cpu[(n, t)]) for t in THREADS))
-                      for n in names if n != "ideal"),
-            "/".join("%.2fx" % ratio(cpu[("ndmem exact", t)], cpu[("heaptrack", t)])
-                     for t in THREADS)))
+        rs = [ratio(cpu[("ndmem exact", t)], cpu[("heaptrack", t)]) for t in THREADS]
+        summary.append("  CPU ns/op 1T/2T (whole run): %s; ndmem exact / heaptrack %s (target "
+                       "<= %.1fx: %s)" % (
+                           ", ".join("%s %s" % (n, "/".join("%.1f" % median(cpu[(n, t)])
+                                                            for t in THREADS))
+                                     for n in names if n != "ideal"),
+                           "/".join("%.2fx" % r for r in rs), EXACT_TARGET,
+                           verdict(max(rs), EXACT_TARGET)))
     return out, summary
 
 
