@@ -3,6 +3,7 @@
 """Benchmark driver for ndmem: allocator churn and a numpy training loop, with and without the shim.
 
     python3 bench/run.py --build build [--reps 5] [--quick] [--report] [--workspace] [--limits] [--stress]
+                         [--exact | --exact-only]
 
 --report adds the ndmemreport benchmark: a synthetic trace of 1 GiB (and one a quarter of that
 size) is written to a temporary directory, read by ndmemreport in text and JSON, and deleted.
@@ -15,6 +16,8 @@ NDMEM_MAX_PHYSICAL_BYTES and NDMEM_WARN_AT (resident memory read by step and by 
 --stress adds threads that come and go: stress and larson (blocks of 8 B-8 MiB freed by other
 threads) under glibc, ndmem with workspaces on and off, jemalloc, ndmem+jemalloc and mimalloc,
 each run under ndmem also checking that ndmem's counters equal the program's calls.
+--exact adds exact mode against heaptrack: churn and numpy under glibc, ndmem, ndmem with every
+block tracked (NDMEM_TRACK_MIN=0) and heaptrack --raw (record only); --exact-only runs just that.
 
 Standard library only; any python3 runs it. Configurations are interleaved within every
 repetition (the machine may be noisy) and results are medians over the repetitions; ratios are
@@ -198,7 +201,7 @@ class Config:
 
 
 def churn_cmd(churn, cfg, threads, ops):
-    cmd = [str(churn), "--threads", str(threads), "--ops", str(ops)]
+    cmd = list(getattr(cfg, "wrap", ())) + [str(churn), "--threads", str(threads), "--ops", str(ops)]
     return cmd + ["--ideal"] if cfg.ideal else cmd
 
 
@@ -1089,6 +1092,348 @@ def report_stress(configs, workloads, secs, reps, checked, je, mi):
     return out + [""], summary
 
 
+# ------------------------------------------------------------------------------------ exact
+
+EXACT_TARGET = 0.5  # churn, ndmem exact / heaptrack: "well below heaptrack", read as at most half
+
+
+class WrapConfig(EnvConfig):
+    """A configuration whose command runs under a wrapper program (heaptrack CMD)."""
+
+    def __init__(self, name, wrap, extra_env=None, check=None):
+        EnvConfig.__init__(self, name, [], extra_env, check=check)
+        self.wrap = list(wrap)
+
+
+def heaptrack_out():
+    """heaptrack's -o argument: one file in the private trace folder, rewritten by every run."""
+    return os.path.join(trace_dir(), "heaptrack")
+
+
+def heaptrack_version(ht):
+    try:
+        p = subprocess.run([ht, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return (p.stdout.strip().splitlines() or ["?"])[-1]
+
+
+def heaptrack_events(what):
+    """Allocations (`+` lines) in the raw file heaptrack --raw wrote: proof that it recorded."""
+    files = [f for f in os.listdir(trace_dir()) if f.startswith("heaptrack.raw.")]
+    if len(files) != 1:
+        raise SetupError("%s: heaptrack wrote no raw file in %s (found %r)"
+                         % (what, trace_dir(), files))
+    path = os.path.join(trace_dir(), files[0])
+    tool = {"zst": "zstd", "gz": "gzip"}.get(path.rsplit(".", 1)[-1])
+    if not tool or not shutil.which(tool):
+        raise SetupError("%s: cannot read %s (%s not found)" % (what, path, tool or "format"))
+    p = subprocess.Popen([tool, "-dc", path], stdout=subprocess.PIPE)
+    n = sum(1 for line in p.stdout if line.startswith(b"+ "))
+    if p.wait() != 0:
+        raise SetupError("%s: %s -dc %s failed" % (what, tool, path))
+    os.unlink(path)
+    return n
+
+
+def exact_trace_check(build, env, cmd, what, min_allocs):
+    """One run under ndmem exact whose trace must show every heap allocation tracked: the
+    exact sites' allocations equal the counters', and at least min_allocs of them."""
+    env = dict(env, NDMEM_OUTPUT=os.path.join(trace_dir(), "exact-check.%p.trace"))
+    run(cmd, env, what, 600)
+    traces = [f for f in os.listdir(trace_dir()) if f.startswith("exact-check.")]
+    if len(traces) != 1:
+        raise SetupError("%s: expected one trace, found %r" % (what, traces))
+    path = os.path.join(trace_dir(), traces[0])
+    p, _ = run([str(build / "report" / "ndmemreport"), "--format", "json", "--top", "1000000",
+                path], base_env(), "ndmemreport (%s)" % what, 600)
+    os.unlink(path)
+    doc = json.loads(p.stdout)
+    heap = [k for k in doc["counters"]["kinds"] if k["kind"] == "heap"][0]
+    sites = [s for s in doc["sites"]["by_peak"] if s["kind"] == "heap"]
+    tracked = sum(s["allocs"] for s in sites if not s["sampled"])
+    if (doc["tracking"]["track_min"] != 0 or any(s["sampled"] for s in sites)
+            or tracked != heap["allocs"] or tracked < min_allocs):
+        raise SetupError("%s: not every allocation was tracked exactly: track_min %r, %d exact "
+                         "site allocations, %d counted (want equal and >= %d)" % (
+                             what, doc["tracking"]["track_min"], tracked, heap["allocs"],
+                             min_allocs))
+    return tracked
+
+
+def exact_configs(shim, ht):
+    configs = [EnvConfig("glibc", []), EnvConfig("ndmem", [str(shim)]),
+               EnvConfig("ndmem exact", [str(shim)], {"NDMEM_TRACK_MIN": "0"})]
+    if ht:
+        configs.append(WrapConfig("heaptrack", [ht, "--raw", "-o", heaptrack_out()],
+                                  check="heaptrack"))
+    return configs
+
+
+def children_cpu():
+    """User + system seconds of this process's children that ended and were waited for (a
+    wrapper's own children included: heaptrack's compressor)."""
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def bench_exact_churn(build, churn, configs, ops, reps):
+    """churn under every configuration (and --ideal), interleaved and rotated per repetition.
+    Returns churn's own ns/op (wall, per thread) and the CPU time of the whole run per op (all
+    threads and processes: heaptrack --raw hands its events to a zstd process)."""
+    configs = configs + [Config("ideal", [], ideal=True)]
+    for cfg in configs:
+        what = "churn/%s (check)" % cfg.name
+        if cfg.check == "heaptrack":
+            run(churn_cmd(churn, cfg, 1, 20000), cfg.env(), what, 300)
+            n = heaptrack_events(what)
+            if n < 20000:
+                raise SetupError("%s: heaptrack recorded %d allocations, churn made at least "
+                                 "20000" % (what, n))
+        elif cfg.name == "ndmem exact":
+            verify_churn_config(churn, cfg)
+            exact_trace_check(build, cfg.env(), churn_cmd(churn, cfg, 1, 20000), what, 20000)
+        else:
+            verify_churn_config(churn, cfg)
+    log("exact: churn configurations verified (%s)" % ", ".join(c.name for c in configs))
+    ns = {(c.name, t): [] for c in configs for t in THREADS}
+    cpu = {(c.name, t): [] for c in configs for t in THREADS}
+    sums = {t: {} for t in THREADS}
+    jobs = [(c, t) for t in THREADS for c in configs]
+    for rep in range(reps):
+        k = rep % len(jobs)
+        t0 = time.perf_counter()
+        for cfg, t in jobs[k:] + jobs[:k]:
+            what = "churn/%s --threads %d" % (cfg.name, t)
+            c0 = children_cpu()
+            p, _ = run(churn_cmd(churn, cfg, t, ops), cfg.env(), what, 900)
+            cpu[(cfg.name, t)].append((children_cpu() - c0) * 1e9 / (ops * t))
+            v, s = parse_churn(p.stdout, what)
+            ns[(cfg.name, t)].append(v)
+            sums[t][cfg.name] = s
+            if cfg.check == "heaptrack":
+                heaptrack_events(what)  # proves it recorded, and removes the file
+        log("exact: churn repetition %d/%d done (%.1f s)" % (rep + 1, reps,
+                                                            time.perf_counter() - t0))
+    for t in THREADS:
+        if len(set(sums[t].values())) != 1:
+            raise SetupError("churn --threads %d: checksums differ between configurations: %r"
+                             % (t, sums[t]))
+    return configs, ns, cpu
+
+
+EXACT_PAIRS = [("ndmem exact", "glibc"), ("heaptrack", "glibc"), ("ndmem exact", "heaptrack"),
+               ("ndmem exact", "ndmem"), ("ndmem", "glibc")]
+
+
+def report_exact_churn(configs, ns, cpu, ops, reps, htver):
+    names = [c.name for c in configs]
+    out = ["exact: churn, %d ops/thread, %d repetitions; ndmem exact = NDMEM_TRACK_MIN=0 (every "
+           "block tracked with its stack), heaptrack = %s --raw (record only); median ns/op per "
+           "thread (+-half range) by churn's clock, and CPU ns/op of the whole run (all threads "
+           "and processes)" % (ops, reps, htver if "heaptrack" in names else "not found")]
+    out.append("  %-16s" % "config" + "".join("%18s" % ("%d thread%s" % (t, "s" if t > 1 else ""))
+                                               for t in THREADS)
+               + "".join("%12s" % ("%dT / glibc" % t) for t in THREADS)
+               + "".join("%11s" % ("%dT CPU" % t) for t in THREADS))
+    for n in names:
+        row = "  %-16s" % n + "".join("%18s" % ("%.2f (+-%.0f%%)" % (
+            median(ns[(n, t)]), spread(ns[(n, t)]))) for t in THREADS)
+        row += "".join("%12s" % ("%.2fx" % ratio(ns[(n, t)], ns[("glibc", t)])
+                                 if n != "glibc" else "-") for t in THREADS)
+        row += "".join("%11.1f" % median(cpu[(n, t)]) for t in THREADS)
+        out.append(row)
+    noisy = [n for n in names if n != "ideal" and any(spread(ns[(n, t)]) > NOISY for t in THREADS)]
+    if noisy:
+        out.append("  note: spread above +-%.0f%% for %s: the machine was busy; the paired ratios "
+                   "are more robust than the medians" % (NOISY, ", ".join(noisy)))
+    out.append("")
+    out.append("  ratios (median of per-repetition ratios; extra = median added ns/op)")
+    rat = {}
+    for a, b in [pr for pr in EXACT_PAIRS if pr[0] in names and pr[1] in names]:
+        row = "  %-28s" % ("%s / %s" % (a, b))
+        for t in THREADS:
+            rat[(a, b, t)] = ratio(ns[(a, t)], ns[(b, t)])
+            d = paired(ns[(a, t)], ns[(b, t)], lambda x, y: x - y)
+            row += "  %dT %5.2fx %-14s" % (t, rat[(a, b, t)], "(%+.1f ns)" % d)
+        if (a, b) == ("ndmem exact", "heaptrack"):
+            worst = max(rat[(a, b, t)] for t in THREADS)
+            row += " target <= %.1fx: %s" % (EXACT_TARGET, verdict(worst, EXACT_TARGET))
+        out.append(row.rstrip())
+    if ("ndmem exact", "heaptrack") in [(a, b) for a, b, _ in rat]:
+        row = "  %-28s" % "ndmem exact / heaptrack, CPU"
+        rs = [ratio(cpu[("ndmem exact", t)], cpu[("heaptrack", t)]) for t in THREADS]
+        for t, r in zip(THREADS, rs):
+            row += "  %dT %5.2fx %-14s" % (t, r, "")
+        row += " target <= %.1fx: %s" % (EXACT_TARGET, verdict(max(rs), EXACT_TARGET))
+        out.append(row.rstrip())
+    if "heaptrack" not in names:
+        out.append("  heaptrack: not found (apt-get install heaptrack, or --heaptrack PATH); its "
+                   "rows are skipped")
+    summary = ["exact churn (%d ops/thread, median ns/op 1T/2T): %s" % (ops, ", ".join(
+        "%s %s" % (n, "/".join("%.1f" % median(ns[(n, t)]) for t in THREADS)) for n in names))]
+    for a, b in [pr for pr in EXACT_PAIRS if (pr[0], pr[1], THREADS[0]) in rat]:
+        tail = ""
+        if (a, b) == ("ndmem exact", "heaptrack"):
+            worst = max(rat[(a, b, t)] for t in THREADS)
+            tail = " (target <= %.1fx: %s)" % (EXACT_TARGET, verdict(worst, EXACT_TARGET))
+        summary.append("  %s / %s 1T/2T: %s%s" % (a, b, "/".join(
+            "%.2fx" % rat[(a, b, t)] for t in THREADS), tail))
+    if "heaptrack" in names:
+        rs = [ratio(cpu[("ndmem exact", t)], cpu[("heaptrack", t)]) for t in THREADS]
+        summary.append("  CPU ns/op 1T/2T (whole run): %s; ndmem exact / heaptrack %s (target "
+                       "<= %.1fx: %s)" % (
+                           ", ".join("%s %s" % (n, "/".join("%.1f" % median(cpu[(n, t)])
+                                                            for t in THREADS))
+                                     for n in names if n != "ideal"),
+                           "/".join("%.2fx" % r for r in rs), EXACT_TARGET,
+                           verdict(max(rs), EXACT_TARGET)))
+    return out, summary
+
+
+def exact_numpy_once(py, cfg, steps, what, env=None):
+    cmd = list(getattr(cfg, "wrap", ())) + [py, str(TRAIN), "--steps", str(steps)]
+    p, wall = run(cmd, env or cfg.env(), what, 1800)
+    m = re.search(r"^time ([0-9.]+) s", p.stderr, re.M)
+    loss = [ln for ln in p.stdout.splitlines() if ln.startswith("final loss")]
+    if not m or not loss:
+        raise SetupError("%s: missing 'time ... s' on stderr or 'final loss' on stdout" % what)
+    return wall, float(m.group(1)), loss[-1]
+
+
+def bench_exact_numpy(build, py, configs, steps, reps):
+    for cfg in configs:
+        what = "train_numpy.py (%s, check)" % cfg.name
+        if cfg.check == "heaptrack":
+            exact_numpy_once(py, cfg, 3, what)
+            if heaptrack_events(what) < 1000:
+                raise SetupError("%s: heaptrack recorded fewer than 1000 allocations" % what)
+        elif cfg.name == "ndmem exact":
+            cmd = [py, str(TRAIN), "--steps", "3"]
+            exact_trace_check(build, cfg.env(), cmd, what, 1000)
+        elif cfg.has_ndmem:
+            p, _ = run([py, str(TRAIN), "--steps", "3"], cfg.env(summary=True), what, 900)
+            if not ndmem_lines(p.stderr):
+                raise SetupError("%s: no 'ndmem[' line with NDMEM_SUMMARY=1: the shim is not "
+                                 "loaded" % what)
+        else:
+            exact_numpy_once(py, cfg, 3, what)  # warm-up
+    log("exact: numpy configurations verified (%s)" % ", ".join(c.name for c in configs))
+    res = {c.name: {"wall": [], "loop": [], "loss": []} for c in configs}
+    for rep in range(reps):
+        k = rep % len(configs)
+        for cfg in configs[k:] + configs[:k]:
+            what = "train_numpy.py (%s)" % cfg.name
+            wall, loop, loss = exact_numpy_once(py, cfg, steps, what)
+            res[cfg.name]["wall"].append(wall)
+            res[cfg.name]["loop"].append(loop)
+            res[cfg.name]["loss"].append(loss)
+            if cfg.check == "heaptrack":
+                heaptrack_events(what)
+        log("exact: numpy repetition %d/%d done" % (rep + 1, reps))
+    return res
+
+
+def exact_trace_stats(build, py, shim, steps):
+    """One more exact run of the loop, its trace read by ndmemreport: size, sites, blocks, and
+    what reading it costs (the trace of a run where every block is tracked)."""
+    env = base_env()
+    env.update({"LD_PRELOAD": str(shim), "NDMEM_TRACK_MIN": "0", "NDMEM_SUMMARY": "0",
+                "NDMEM_OUTPUT": os.path.join(trace_dir(), "exact-stats.%p.trace")})
+    exact_numpy_once(py, None, steps, "train_numpy.py (ndmem exact, trace)", env)
+    traces = [f for f in os.listdir(trace_dir()) if f.startswith("exact-stats.")]
+    if len(traces) != 1:
+        raise SetupError("exact: expected one trace of the numpy run, found %r" % traces)
+    path = os.path.join(trace_dir(), traces[0])
+    report = build / "report" / "ndmemreport"
+    # Seconds only: wait4's peak RSS of a child counts this driver's own high-water too (the
+    # exec of a vfork'ed child carries its parent's), which the JSON of the checks above raised.
+    secs = {fmt: measured([str(report), "--format", fmt, path], "ndmemreport (exact trace)", 600)[0]
+            for fmt in ("text", "json")}
+    p, _ = run([str(report), "--format", "json", path], base_env(), "ndmemreport (exact trace)",
+               600)
+    doc = json.loads(p.stdout)
+    st = {"bytes": os.path.getsize(path), "records": doc["trace"]["records"],
+          "sites": doc["sites"]["count"], "leak_blocks": doc["leaks"]["blocks"],
+          "leak_stacks": doc["leaks"]["stacks"], "complete": doc["trace"]["complete"],
+          "text": secs["text"], "json": secs["json"]}
+    os.unlink(path)
+    return st
+
+
+def report_exact_numpy(res, names, py, npver, steps, reps, st):
+    out = ["exact: numpy, examples/train_numpy.py --steps %d, %s (numpy %s), %d repetitions; "
+           "median seconds (+-half range), / glibc (median of per-repetition ratios)"
+           % (steps, py, npver, reps)]
+    out.append("  %-16s%18s%10s%18s%10s" % ("config", "training loop", "/ glibc",
+                                            "whole process", "/ glibc"))
+    for n in names:
+        row = "  %-16s" % n
+        for key in ("loop", "wall"):
+            xs = res[n][key]
+            row += "%18s%10s" % ("%.3f (+-%.0f%%)" % (median(xs), spread(xs)),
+                                 "%.3fx" % ratio(xs, res["glibc"][key]) if n != "glibc" else "-")
+        out.append(row)
+    if any(spread(res[n][k]) > NOISY for n in names for k in ("loop", "wall")):
+        out.append("  note: spread above +-%.0f%%: the machine was busy (OpenBLAS threads are "
+                   "sensitive to other load); rerun or raise --reps" % NOISY)
+    out.append("  ratios (median of per-repetition ratios), loop / whole process:")
+    rat = {}
+    for a, b in [pr for pr in EXACT_PAIRS if pr[0] in names and pr[1] in names]:
+        rat[(a, b)] = tuple(ratio(res[a][k], res[b][k]) for k in ("loop", "wall"))
+        out.append("  %-28s  %.3fx / %.3fx" % ("%s / %s" % (a, b), rat[(a, b)][0], rat[(a, b)][1]))
+    losses = set(l for n in names for l in res[n]["loss"])
+    ok = len(losses) == 1
+    msg = ("final loss identical in all %d runs" % (len(names) * reps) if ok
+           else "final loss DIFFERS between configurations: %s" % sorted(losses))
+    out.append("  " + msg)
+    trace = ("exact trace of one %d-step run: %.1f MiB, %d records, %d sites, %d blocks live at "
+             "exit (%d stacks)%s; ndmemreport reads it in %.2f s (text), %.2f s (json)"
+             % (steps, st["bytes"] / 1048576, st["records"], st["sites"], st["leak_blocks"],
+                st["leak_stacks"], "" if st["complete"] else " INCOMPLETE", st["text"],
+                st["json"]))
+    out.append("  " + trace)
+    summary = ["exact numpy (%d steps), median loop/wall s: %s" % (steps, ", ".join(
+        "%s %.3f/%.3f" % (n, median(res[n]["loop"]), median(res[n]["wall"])) for n in names))]
+    summary.append("  " + ", ".join("%s / %s %.3fx/%.3fx" % (a, b, r[0], r[1])
+                                    for (a, b), r in rat.items()) + " (loop/wall); " + msg)
+    summary.append("  " + trace)
+    return out, summary, ok
+
+
+def bench_exact(args, build, shim, churn, ops, steps, reps):
+    """The --exact section: churn and the numpy loop under glibc, ndmem (default settings), ndmem
+    with every block tracked (NDMEM_TRACK_MIN=0) and heaptrack recording (--raw: no analysis)."""
+    ht = None
+    if args.heaptrack != "":
+        ht = args.heaptrack or shutil.which("heaptrack")
+        if args.heaptrack and not os.access(ht, os.X_OK):
+            raise SetupError("heaptrack not found at %s" % ht)
+    htver = heaptrack_version(ht) if ht else None
+    configs = exact_configs(shim, ht)
+    report, summary, ok = [], [], True
+    if not args.no_churn:
+        cc, ns, cpu = bench_exact_churn(build, churn, configs, ops, reps)
+        lines, lines2 = report_exact_churn(cc, ns, cpu, ops, reps, htver)
+        report += lines + [""]
+        summary += lines2
+    if not args.no_numpy:
+        py, npver, why = find_numpy_python()
+        if py is None:
+            msg = "exact: numpy skipped: %s" % why
+            return report + [msg, ""], summary + [msg], ok
+        res = bench_exact_numpy(build, py, configs, steps, reps)
+        st = exact_trace_stats(build, py, shim, steps)
+        lines, lines2, ok = report_exact_numpy(res, [c.name for c in configs], py, npver, steps,
+                                               reps, st)
+        report += lines + [""]
+        summary += lines2
+    if not ht:
+        summary.append("  heaptrack not found: its rows are skipped")
+    return report, summary, ok
+
+
 # ------------------------------------------------------------------------------------ main
 
 def main():
@@ -1118,6 +1463,12 @@ def main():
     ap.add_argument("--stress", action="store_true", help="also benchmark threads that come "
                     "and go: stress and larson under glibc, ndmem (workspaces on and off), "
                     "jemalloc, ndmem+jemalloc and mimalloc, checking ndmem's counts in every run")
+    ap.add_argument("--exact", action="store_true", help="also benchmark exact mode: churn and "
+                    "numpy under glibc, ndmem, ndmem with every block tracked (NDMEM_TRACK_MIN=0) "
+                    "and heaptrack (record only)")
+    ap.add_argument("--exact-only", action="store_true", help="run only the --exact section")
+    ap.add_argument("--heaptrack", metavar="PATH", help="heaptrack to compare with under --exact "
+                    "(default: heaptrack on PATH; '' skips it)")
     ap.add_argument("--ws-iters", type=int, help="tensor_loop iterations for --workspace "
                     "(default: tensor_loop's own, 12; %d with --quick)" % WS_ITERS_QUICK)
     ap.add_argument("--ws-warmup", type=int, help="tensor_loop iterations left out of its "
@@ -1126,6 +1477,8 @@ def main():
     ap.add_argument("--tmpdir", default=tempfile.gettempdir(),
                     help="where --report writes its trace (default %(default)s)")
     args = ap.parse_args()
+    if args.exact_only:
+        args.exact = True
     reps = args.reps or (QUICK_REPS if args.quick else 5)
     ops = args.ops or (QUICK_OPS if args.quick else CHURN_OPS)
     steps = args.steps or (QUICK_STEPS if args.quick else TRAIN_STEPS)
@@ -1158,7 +1511,7 @@ def main():
 
     report, summary = [], []
     churn_rat = None
-    if not args.no_churn:
+    if not args.no_churn and not args.exact_only:
         je = find_lib(args.jemalloc, "libjemalloc.so.2")
         mi = find_lib(args.mimalloc, "libmimalloc.so.2")
         configs = [Config("glibc", []), Config("ndmem", [str(shim)])]
@@ -1192,7 +1545,7 @@ def main():
             for c in configs if c.name != "ideal"))
 
     loss_ok = True
-    if not args.no_numpy:
+    if not args.no_numpy and not args.exact_only:
         py, npver, why = find_numpy_python()
         if py is None:
             msg = "numpy: skipped: %s" % why
@@ -1224,6 +1577,12 @@ def main():
         report += lines
         summary += lines2
 
+    exact_ok = True
+    if args.exact:
+        lines, lines2, exact_ok = bench_exact(args, build, shim, churn, ops, steps, reps)
+        report += lines
+        summary += lines2
+
     if args.report:
         res = bench_report(build, report_size, reps, args.tmpdir)
         lines, line = report_report(res, reps)
@@ -1248,6 +1607,9 @@ def main():
         raise SetupError("train_numpy.py computes a different final loss with NDMEM_WORKSPACES=1")
     if not limits_ok:
         raise SetupError("train_numpy.py computes a different final loss with limits set")
+    if not exact_ok:
+        raise SetupError("train_numpy.py computes a different final loss in exact mode or under "
+                         "heaptrack")
 
 
 if __name__ == "__main__":

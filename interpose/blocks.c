@@ -71,13 +71,23 @@ void nd_blocks_insert(const nd_block_t *b) {
   unlock(s);
 }
 
+void nd_blocks_prefetch(uintptr_t addr) {
+  stripe_t *s = &stripes[stripe_of(addr)];
+  nd_block_t *v = __atomic_load_n(&s->v, __ATOMIC_RELAXED);
+  size_t cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED);
+  // A racing resize leaves v an old array: still mapped (never unmapped), so the hint is harmless.
+  if (v && cap) __builtin_prefetch(&v[slot_of(addr, cap)], 1, 3);
+}
+
 int nd_blocks_maybe(uintptr_t addr) {
   return __atomic_load_n(&stripes[stripe_of(addr)].n, __ATOMIC_RELAXED) != 0;
 }
 
-// Probe without the lock; returns 1 found, 0 not found, -1 the stripe changed meanwhile.
-static int probe_unlocked(stripe_t *s, uintptr_t addr) {
+// Probe without the lock; returns 1 found (its slot in *slot), 0 not found, -1 the stripe
+// changed meanwhile. *seq: the sequence the answer holds for.
+static int probe_unlocked(stripe_t *s, uintptr_t addr, unsigned *seq_out, size_t *slot) {
   unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+  *seq_out = seq;
   if (seq & 1) return -1;
   nd_block_t *v = __atomic_load_n(&s->v, __ATOMIC_ACQUIRE);
   size_t cap = __atomic_load_n(&s->cap, __ATOMIC_ACQUIRE);
@@ -88,6 +98,7 @@ static int probe_unlocked(stripe_t *s, uintptr_t addr) {
       if (!a) break;
       if (a == addr) {
         found = 1;
+        *slot = j;
         break;
       }
     }
@@ -99,15 +110,23 @@ static int probe_unlocked(stripe_t *s, uintptr_t addr) {
 int nd_blocks_take(uintptr_t addr, nd_block_t *out) {
   stripe_t *s = &stripes[stripe_of(addr)];
   if (!__atomic_load_n(&s->n, __ATOMIC_RELAXED)) return 0;
-  if (probe_unlocked(s, addr) == 0) return 0;
+  unsigned seq;
+  size_t j = 0;
+  int found = probe_unlocked(s, addr, &seq, &j);
+  if (found == 0) return 0;
   lock(s);
-  size_t cap = s->cap, j = slot_of(addr, cap);
-  int found = 0;
-  for (size_t k = 0; k < cap && s->v[j].addr; j = (j + 1) & (cap - 1), k++)
-    if (s->v[j].addr == addr) {
-      found = 1;
-      break;
-    }
+  size_t cap = s->cap;
+  // A hit whose stripe no writer touched since (lock made seq odd from exactly that value) is
+  // still in slot j: with every block tracked nearly every free hits, and probes only once.
+  if (found < 0 || s->seq != seq + 1) {
+    found = 0;
+    j = slot_of(addr, cap);
+    for (size_t k = 0; k < cap && s->v[j].addr; j = (j + 1) & (cap - 1), k++)
+      if (s->v[j].addr == addr) {
+        found = 1;
+        break;
+      }
+  }
   if (found) {
     *out = s->v[j];
     // Backward-shift deletion keeps every probe chain intact without tombstones.

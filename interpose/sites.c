@@ -2,7 +2,10 @@
 // sites.c: stack capture (libunwind) and the site intern table (see sites.h).
 // The table is striped 64 ways by stack hash, each stripe an open-addressing array under its own
 // spinlock: interning runs only for tracked blocks, never on the untracked fast path. Sites live
-// in ndmem's own pages and are never freed, so a site pointer stays valid for the process.
+// in ndmem's own pages and are never freed, so a site pointer stays valid for the process, which
+// lets each thread keep a lock-free cache of the sites it used last (nd_site_frames): with every
+// block tracked (NDMEM_TRACK_MIN=0) a repeated stack then costs its unwinding, a hash and a
+// compare, and no lock shared with other threads.
 #define UNW_LOCAL_ONLY
 #include "sites.h"
 
@@ -34,8 +37,9 @@ static uintptr_t self_lo, self_hi;
 static uintptr_t unw_lo, unw_hi; // libunwind's own code (exits.c refuses its pipe)
 
 
+// Sites are cache-line aligned (sites.h); chunks are whole pages.
 static void *arena_alloc(size_t n) {
-  n = (n + 15) & ~(size_t)15;
+  n = (n + 63) & ~(size_t)63;
   nd_spin_lock(&arena_lock);
   if (arena_left < n) {
     size_t chunk = n > (1u << 20) ? n : (1u << 20);
@@ -84,7 +88,7 @@ int nd_sites_is_unwinder(const void *ra) {
 }
 
 int nd_sites_init(int depth) {
-  (void)depth;
+  nd_sites_want = depth + 2 < ND_CAPTURE_MAX ? depth + 2 : ND_CAPTURE_MAX;
   find_t self = {(uintptr_t)&nd_sites_init, &self_lo, &self_hi};
   find_t unw = {(uintptr_t)&unw_backtrace, &unw_lo, &unw_hi};
   dl_iterate_phdr(find_module, &self);
@@ -107,20 +111,35 @@ int nd_stack_capture(uintptr_t *ips, int max) {
   return d;
 }
 
-static uint64_t hash_stack(int kind, int sampled, const uintptr_t *ips, int depth) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)(kind * 2 + sampled);
-  for (int i = 0; i < depth; i++) {
-    h ^= ips[i];
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
+// Two independent multiply chains (half the latency of one over a deep stack), then a final mix
+// so that both the low bits (table slots, the thread cache) and the high bits (stripes) spread.
+static inline __attribute__((always_inline)) uint64_t hash_stack(int kind, int sampled,
+                                                                  const uintptr_t *ips, int depth) {
+  uint64_t a = 0x9e3779b97f4a7c15ull ^ (uint64_t)(kind * 2 + sampled);
+  uint64_t b = 0xc2b2ae3d27d4eb4full ^ (uint64_t)depth;
+  int i = 0;
+  for (; i + 1 < depth; i += 2) {
+    a = (a ^ ips[i]) * 0xff51afd7ed558ccdull;
+    b = (b ^ ips[i + 1]) * 0xc4ceb9fe1a85ec53ull;
+    a = a << 23 | a >> 41;
+    b = b << 29 | b >> 35;
   }
+  if (i < depth) a = (a ^ ips[i]) * 0xff51afd7ed558ccdull;
+  uint64_t h = a ^ (b * 0x9e3779b97f4a7c15ull);
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ull;
+  h ^= h >> 32;
   return h ? h : 1;
 }
 
-static int same(const nd_site_t *s, uint64_t h, int kind, int sampled, const uintptr_t *ips,
-                int depth) {
-  return s->hash == h && s->kind == kind && s->sampled == sampled && s->depth == depth &&
-         memcmp(s->ips, ips, (size_t)depth * sizeof *ips) == 0;
+// Word by word: stacks are short and usually differ in their first frames (a memcmp call costs
+// more than the compare).
+static inline __attribute__((always_inline)) int same(const nd_site_t *s, uint64_t h, int kind,
+                                                      int sampled, const uintptr_t *ips, int depth) {
+  if (s->hash != h || s->kind != kind || s->sampled != sampled || s->depth != depth) return 0;
+  for (int i = 0; i < depth; i++)
+    if (s->ips[i] != ips[i]) return 0;
+  return 1;
 }
 
 static int grow(stripe_t *st) {
@@ -140,8 +159,7 @@ static int grow(stripe_t *st) {
   return 0;
 }
 
-nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth) {
-  uint64_t h = hash_stack(kind, sampled, ips, depth);
+static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips, int depth) {
   stripe_t *st = &stripes[(h >> 58) % STRIPES];
   nd_spin_lock(&st->lock);
   if (st->cap) {
@@ -195,13 +213,50 @@ out:
   return s;
 }
 
-nd_site_t *nd_site_here(int kind, int sampled) {
-  uintptr_t ips[ND_CAPTURE_MAX];
-  int depth = nd_stack_capture(ips, nd_sites_depth);
-  return nd_site_intern(kind, sampled, ips, depth);
+nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth) {
+  return intern(hash_stack(kind, sampled, ips, depth), kind, sampled, ips, depth);
 }
 
 int nd_sites_depth = 32;
+// The hooks' paths into nd_site_here have 2 to 4 frames of ndmem's own (nd_track_alloc and the
+// hook's nd_malloc; realloc, workspace and mmap paths one or two more). Asking for a fixed 8 more
+// than NDMEM_DEPTH made every deep stack unwind frames that were thrown away; this is instead the
+// most ndmem frames seen so far in a capture that was cut short, so a deep stack unwinds at most
+// what it keeps plus the own frames of the deepest path.
+int nd_sites_want = 32 + 2;
+
+// The thread's recently used sites, by stack hash (direct-mapped): a hit is checked against the
+// whole stack, so it is exact; a miss interns (one stripe lock) and takes the slot. Sites are
+// never freed, and a hook never re-enters this on the same thread (mode BUSY), so no lock.
+#define CACHE_SLOTS 256
+static __thread nd_site_t *site_cache[CACHE_SLOTS];
+
+static int own_frame(uintptr_t ip) { return ip >= self_lo && ip < self_hi; }
+
+nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int want) {
+  int own = 0;
+  while (own < n && own_frame(frames[own])) own++;
+  if (n == want && n - own < nd_sites_depth && want < ND_CAPTURE_MAX) {
+    // Cut short with ndmem's own frames counted in: capture again with room for them (and this
+    // function's frame), and keep asking for that many from now on.
+    int more = nd_sites_depth + own + 1;
+    if (more > ND_CAPTURE_MAX) more = ND_CAPTURE_MAX;
+    int seen = __atomic_load_n(&nd_sites_want, __ATOMIC_RELAXED);
+    while (seen < more && !__atomic_compare_exchange_n(&nd_sites_want, &seen, more, 1,
+                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    n = unw_backtrace((void **)frames, more);
+    for (own = 0; own < n && own_frame(frames[own]);) own++;
+  }
+  const uintptr_t *ips = frames + own;
+  int depth = n - own < nd_sites_depth ? n - own : nd_sites_depth;
+  uint64_t h = hash_stack(kind, sampled, ips, depth);
+  nd_site_t **slot = &site_cache[h & (CACHE_SLOTS - 1)], *s = *slot;
+  if (s && same(s, h, kind, sampled, ips, depth)) return s;
+  s = intern(h, kind, sampled, ips, depth);
+  if (s) *slot = s;
+  return s;
+}
 
 void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes) {
   __atomic_fetch_add(&s->allocs, count, __ATOMIC_RELAXED);

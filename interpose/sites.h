@@ -25,12 +25,11 @@ typedef struct nd_growth {
   uint32_t warned;              // said once
 } nd_growth_t;
 
+// Two parts on separate cache lines: the totals, written by every tracked allocation and free
+// of the site (from any thread), and the identity, read by every thread that looks the site up
+// (nd_site_frames compares the whole stack) and never written after creation. Sharing a line made
+// each lookup on one thread miss whenever another thread had just counted a block of the site.
 typedef struct nd_site {
-  uint64_t hash;
-  uint32_t id;
-  uint16_t kind;
-  uint8_t sampled;
-  uint8_t depth;
   uint64_t allocs, frees, alloc_bytes, free_bytes; // atomic
   int64_t peak;                                    // atomic: high-water of live bytes
   int64_t floor; // atomic: lowest live bytes since the current window began (the trace writer
@@ -38,6 +37,11 @@ typedef struct nd_site {
   nd_growth_t g;
   uint32_t dirty;                                  // changed since the last flush
   uint32_t written;                                // its STACK record is in the trace
+  _Alignas(64) uint64_t hash;                      // identity: constant once created
+  uint32_t id;
+  uint16_t kind;
+  uint8_t sampled;
+  uint8_t depth;
   uintptr_t ips[];                                 // depth frames, innermost first
 } nd_site_t;
 
@@ -48,11 +52,26 @@ struct dl_phdr_info;
 // [lo, hi) spanned by a loaded object's PT_LOAD segments (hi == 0: none)
 void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 extern int nd_sites_depth;                        // NDMEM_DEPTH
+extern int nd_sites_want; // frames asked of the unwinder: NDMEM_DEPTH + ndmem's own frames seen
 int nd_sites_init(int depth);                     // libunwind setup, our own text range
 int nd_sites_is_unwinder(const void *ra); // ra lies in libunwind (nd_sites_init found it)
 int nd_stack_capture(uintptr_t *ips, int max);    // frames outside libndmem, innermost first
 nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth);
-nd_site_t *nd_site_here(int kind, int sampled);   // capture + intern; NULL when out of memory
+// The site of a capture of `want` frames that returned n: ndmem's own frames skipped (captured
+// again when they left the program less than NDMEM_DEPTH), then the thread's cache of recent
+// sites (the whole stack compared: exact), then the intern table. NULL when out of memory.
+nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int want);
+int unw_backtrace(void **buffer, int size); // libunwind's (libunwind-common.h)
+
+// Capture + intern; NULL when out of memory. Inlined into its caller, so that the unwinder starts
+// in the function that tracks the block: every frame costs the unwinder ~100 instructions, and
+// ndmem's own frames are thrown away.
+static inline __attribute__((always_inline)) nd_site_t *nd_site_here(int kind, int sampled) {
+  uintptr_t frames[ND_CAPTURE_MAX];
+  int want = __atomic_load_n(&nd_sites_want, __ATOMIC_RELAXED);
+  int n = unw_backtrace((void **)frames, want);
+  return nd_site_frames(kind, sampled, frames, n, want);
+}
 void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes);
 void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes);
 // Closes the site's window: its floor (lowest live bytes since the window began) into *floor and
@@ -77,6 +96,10 @@ typedef struct nd_block {
 } nd_block_t;
 
 void nd_blocks_insert(const nd_block_t *b);
+// Starts loading the slot an insert of addr will write (a hint, nothing changes): the table is
+// large and hashed by address, so that slot is seldom in cache; the tracking work between the
+// hint and the insert (unwinding, the site lookup) then hides the miss.
+void nd_blocks_prefetch(uintptr_t addr);
 int nd_blocks_maybe(uintptr_t addr); // cheap filter: 0 means certainly not tracked
 int nd_blocks_take(uintptr_t addr, nd_block_t *out);
 int nd_blocks_find(uintptr_t addr, nd_block_t *out); // like take, but the block stays
