@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # t_suppress_opts: ndmemreport's --suppressions FILE (repeatable, also --suppressions=FILE) and
 # --no-builtin-suppressions. Good files are read and their rules take the leaks they match (shown
-# per rule, and no longer failing --fail-on-leak); a bad line, a missing file or a missing value is refused before the
-# trace is read, with one line naming the file and line, and exit status 2; --help lists both.
+# per rule, and no longer failing --fail-on-leak); a bad line, a missing file or a missing value
+# is refused before the trace is read, with one line naming the file and line, and exit status
+# 2; --help lists both.
 # usage: t_suppress_opts.sh NDMEMREPORT TRACE
 set -u
 report=$1 trace=$2
