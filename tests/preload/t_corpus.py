@@ -232,15 +232,33 @@ with tempfile.TemporaryDirectory() as tmp:
                     fail("%s: %s did not exit 1" % (case, flag))
         # The main job, a healthy numpy training loop: OpenBLAS's buffers, Python's arenas and
         # tables are held since start-up; nothing grows; --fail-on-leak passes.
-        rep_, trace, _ = run(tmp, "train-numpy", [np_python, train, "--steps", "150"])
+        rep_, trace, p = run(tmp, "train-numpy", [np_python, train, "--steps", "150"])
         if rep_:
             no_other("train-numpy", rep_, set())
+            if "ndmem: growing:" in p.stderr:
+                fail("train-numpy: a growth line for a healthy loop: %s" % p.stderr[-300:])
             c = classes(rep_)
             if c.get("live_at_exit") or not c.get("held_since_startup"):
                 fail("train-numpy: classes %s, want only held_since_startup (and suppressed)" % c)
             for flag in ("--fail-on-leak", "--fail-on-growth"):
                 if status(trace, flag) != 0:
                     fail("train-numpy: %s did not exit 0" % flag)
+        # A healthy PyTorch CPU loop (Debian's python3-torch; skipped without it): the same.
+        torch_loop = os.path.join(os.path.dirname(np_script), "torch_loop.py")
+        probe = subprocess.run([np_python, "-c", "import torch"], capture_output=True)
+        if probe.returncode:
+            print("SKIP torch-loop: torch is not importable by %s" % np_python, file=sys.stderr)
+        else:
+            rep_, trace, p = run(tmp, "torch-loop", [np_python, torch_loop])
+            if rep_:
+                no_other("torch-loop", rep_, set())
+                if "ndmem: growing:" in p.stderr:
+                    fail("torch-loop: a growth line for a healthy loop: %s" % p.stderr[-300:])
+                if classes(rep_).get("live_at_exit"):
+                    fail("torch-loop: classes %s, want no live_at_exit" % classes(rep_))
+                for flag in ("--fail-on-leak", "--fail-on-growth"):
+                    if status(trace, flag) != 0:
+                        fail("torch-loop: %s did not exit 0" % flag)
         if len(sizes) == 2 and sizes[80] <= sizes[40]:
             fail("np-teardown: 80 steps report %d B, not more than 40 steps' %d B" %
                  (sizes[80], sizes[40]))
