@@ -41,7 +41,9 @@ size_t nd_track_min = SIZE_MAX;
 
 #define OUT_BUF (1u << 20)
 
-enum { TR_LATER, TR_OK, TR_OFF }; // file not created yet; created; failed (tracing stops)
+// File not created yet; created; failed (tracing stops); complete (the final flush wrote END:
+// a flush that comes later, the writer thread's or the limits', writes nothing after it).
+enum { TR_LATER, TR_OK, TR_OFF, TR_DONE };
 
 static struct {
   int on;     // tracing configured and set up
@@ -519,6 +521,8 @@ void nd_trace_flush(int final) {
   if (nd_tw_flush(&tr.w) != 0) {
     warn_once("cannot write trace", tr.path, tr.w.error);
     tr.state = TR_OFF;
+  } else if (final) {
+    tr.state = TR_DONE;
   }
   pthread_mutex_unlock(&tr.lock);
 }

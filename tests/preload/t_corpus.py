@@ -255,7 +255,10 @@ with tempfile.TemporaryDirectory() as tmp:
                 if "ndmem: growing:" in p.stderr:
                     fail("torch-loop: a growth line for a healthy loop: %s" % p.stderr[-300:])
                 if classes(rep_).get("live_at_exit"):
-                    fail("torch-loop: classes %s, want no live_at_exit" % classes(rep_))
+                    fail("torch-loop: classes %s, want no live_at_exit: %s" % (classes(rep_), [
+                        (g["bytes"], g["blocks"], g["estimated"], g["births"],
+                         [(f["function"], f["module"]) for f in g["frames"][:6]])
+                        for g in rep_["leaks"]["groups"] if g["class"] == "live_at_exit"]))
                 for flag in ("--fail-on-leak", "--fail-on-growth"):
                     if status(trace, flag) != 0:
                         fail("torch-loop: %s did not exit 0" % flag)
