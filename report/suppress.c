@@ -93,8 +93,8 @@ typedef struct builtin {
 
 #define ANY(fn) {{{.function = (fn)}}, 1, false}
 
-// Each built-in is an allocation glibc or libstdc++ makes once (or once per thread) and keeps
-// until exit, with the stacks it was observed with under the shim (Debian 12: glibc 2.36 with
+// Each built-in is an allocation glibc, libstdc++ or CPython makes once (or once per thread) and
+// keeps until exit, with the stacks it was observed with under the shim (Debian 12: glibc 2.36 with
 // libc6-dbg, GCC 12's libstdc++.so.6, stripped; NDMEM_TRACK_MIN=0; innermost frame first).
 // Without glibc's debug info only exported names appear; the alternatives say which is which.
 static const builtin_t builtins[] = {
@@ -176,6 +176,16 @@ static const builtin_t builtins[] = {
      "glibc's time zone data (TZ, /etc/localtime), loaded once by tzset and localtime",
      {ANY("^tzset_internal$"), ANY("^__tz_convert$"), ANY("^tzset$")},
      3},
+    // CPython 3.11 (Debian's /usr/bin/python3.11, exported names) ending a PyTorch loop; 1 MiB
+    // allocated while the interpreter was torn down and left for exit:
+    //   #0 python3.11+0x..  #1 python3.11+0x..  #2 _PyObject_GC_NewVar  #3 python3.11+0x..
+    //   #4 python3.11+0x..  #5 Py_FinalizeEx  ... Py_RunMain
+    // Whatever the interpreter allocates during its own shutdown outlives the program's work by
+    // definition; a leak of the program's shows with the program's frames, born before it.
+    {"python-finalize",
+     "CPython's interpreter shutdown (Py_FinalizeEx): what it allocates while tearing down",
+     {ANY("^Py_FinalizeEx$")},
+     1},
 };
 
 static bool frame_is(const frame_pat_t *p, const nd_frame_view_t *f) {

@@ -179,7 +179,7 @@ static void files(void) {
 static void builtins(void) {
   nd_supp_t *s = nd_supp_new();
   CHECK_EQ(nd_supp_builtin(s), 0);
-  CHECK_EQ(nd_supp_count(s), 7);
+  CHECK_EQ(nd_supp_count(s), 8);
   for (size_t i = 0; i < nd_supp_count(s); i++) {
     const nd_supp_rule_t *r = nd_supp_rule(s, i);
     CHECK(r->reason && *r->reason);
@@ -289,6 +289,16 @@ static void builtins(void) {
   nd_frame_view_t tz_strdup[] = {V("__strdup", NULL, LIBC), V("tzset_internal", NULL, LIBC),
                                  V("__tz_convert", NULL, LIBC), V("main", NULL, "/a")};
   CHECK_STR(match(s, tz_strdup, N(tz_strdup)), "libc-tz");
+
+  // CPython's shutdown; a program's Python-level work (Py_RunMain, no Py_FinalizeEx) is not
+#define PY "/usr/bin/python3.11"
+  nd_frame_view_t fin[] = {V(NULL, NULL, PY), V(NULL, NULL, PY), V("_PyObject_GC_NewVar", NULL, PY),
+                           V(NULL, NULL, PY), V(NULL, NULL, PY), V("Py_FinalizeEx", NULL, PY),
+                           V("Py_RunMain", NULL, PY)};
+  CHECK_STR(match(s, fin, N(fin)), "python-finalize");
+  nd_frame_view_t run[] = {V("_PyObject_GC_NewVar", NULL, PY),
+                           V("_PyEval_EvalFrameDefault", NULL, PY), V("Py_RunMain", NULL, PY)};
+  CHECK_STR(match(s, run, N(run)), "-");
 
   // a plain leak of the program, and a program's strdup
   nd_frame_view_t own[] = {V("make_buffer", "t_leaks.c", "/a"), V("main", "t_leaks.c", "/a"),
