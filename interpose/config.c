@@ -376,6 +376,10 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
   return warnings;
 }
 
+// NDMEM_* variables that are not the shim's settings but are documented elsewhere: the `ndmem`
+// wrapper's (NDMEM_LIB, the library it preloads). They are skipped without a remark.
+static const char *const not_settings[] = {"NDMEM_LIB"};
+
 static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn, void *ctx) {
   int warnings = 0;
   if (!envp) return 0;
@@ -391,6 +395,10 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
         value = rest + 1;
       }
     if (opt) cfg->given |= 1ull << (opt - nd_options);
+    int other = 0; // another tool's variable
+    for (size_t i = 0; !opt && i < sizeof not_settings / sizeof *not_settings; i++)
+      other |= has_prefix(*envp, not_settings[i], &rest) && *rest == '=';
+    if (other) continue;
     if (!opt) {
       nd_buf_t b;
       nd_buf_reset(&b);

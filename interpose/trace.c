@@ -560,6 +560,12 @@ void nd_trace_atfork_child(void) {
     tr.fd = -1;
   }
   if (tr.on && tr.state != TR_OFF) tr.state = TR_LATER;
+  // The child's trace starts at the fork (its duration, and ndmemreport's check that a running
+  // process is the trace's, go by the header's start).
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tr.hdr.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  tr.hdr.start_mono_ns = nd_os_mono_ns();
   tr.seq = 0;
   tr.module_ids = 0;
   tr.thread_started = 0;

@@ -146,6 +146,27 @@ with tempfile.TemporaryDirectory() as tmp:
     for flag in ("--fail-on-growth", "--fail-on-leak"):
         if status(trace, flag) != 1:
             fail("grow-killed: %s did not exit 1" % flag)
+    # A fork child's trace starts at the fork, not at its parent's start (its duration, and the
+    # check that a running process is the trace's, go by it).
+    fdir = os.path.join(tmp, "fork")
+    os.mkdir(fdir)
+    env = dict(os.environ, LD_PRELOAD=lib, NDMEM_OUTPUT=os.path.join(fdir, "t.%p.trace"),
+               NDMEM_SUMMARY="0")
+    code = ("import os, time\ntime.sleep(0.5)\npid = os.fork()\nif pid == 0:\n"
+            "    x = [bytearray(100000) for i in range(10)]\n    os._exit(0)\nos.waitpid(pid, 0)\n")
+    subprocess.run([sys.executable, "-c", code], env=env, timeout=60)
+    starts = {}
+    for f in os.listdir(fdir):
+        r = subprocess.run([rep, "--format", "json", os.path.join(fdir, f)], capture_output=True,
+                           text=True)
+        p = json.loads(r.stdout)["process"]
+        starts[p["exit"]["how"]] = p["start_realtime_ns"]  # the child ends by os._exit
+    if sorted(starts) != ["_exit", "exit"]:
+        fail("fork: traces ending by %s, want the parent's (exit) and the child's (_exit)" %
+             sorted(starts))
+    elif not 0.4e9 <= starts["_exit"] - starts["exit"] <= 30e9:
+        fail("fork: the child's trace starts %.3f s after its parent's, want ~0.5 s" %
+             ((starts["_exit"] - starts["exit"]) / 1e9))
     # A lifetime table made before the loop: held since start-up, exact; not a failure.
     rep_, trace, _ = run(tmp, "table", [prog, "table"])
     if rep_:
@@ -217,7 +238,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 fail("%s: %d released-at-teardown groups: %s; steady state %s; growth while "
                      "running %s" % (case, len(gs), classes(rep_), rep_["leaks"]["steady_state"],
                                      rep_["growth_while_running"]["count"]))
-                keep = os.environ.get("NDMEM_TEST_KEEP")
+                keep = os.environ.get("CORPUS_KEEP_TRACE")  # for a failing run, by hand
                 if keep:
                     subprocess.run(["cp", trace, keep])
                 continue

@@ -188,18 +188,20 @@ int main(int argc, char **argv) {
   CHECK_EQ(nd_parse_int("99999999999999999999", &v), -1);
 
   char *env[] = {"PATH=/bin", "NDMEM_SUMMARY=2", "NDMEM_ENABLED=no", "NDMEM_FOLLOW_FORK=maybe",
-                 "NDMEM_SUMMARYX=1", "NDMEM_SUMMARY", "XNDMEM_ENABLED=0", NULL};
+                 "NDMEM_SUMMARYX=1", "NDMEM_SUMMARY", "XNDMEM_ENABLED=0",
+                 "NDMEM_LIB=/opt/ndmem/libndmem.so", "NDMEM_LIBX=1", NULL};
   nd_config_t cfg;
   int n = nd_config_load(&cfg, env, 0, collect, NULL);
   CHECK_EQ(cfg.summary, 2);
   CHECK_EQ(cfg.enabled, 0);
   CHECK_EQ(cfg.follow_fork, 1);
-  CHECK_EQ(n, 3);
-  CHECK_EQ(nwarn, 3);
+  CHECK_EQ(n, 4); // NDMEM_LIB, the wrapper's, is not remarked on; NDMEM_LIBX is
+  CHECK_EQ(nwarn, 4);
   CHECK_STR(warnings[0], "ndmem: NDMEM_FOLLOW_FORK='maybe' is not a boolean (0/1, yes/no, "
                          "true/false, on/off); using 1");
   CHECK_STR(warnings[1], "ndmem: NDMEM_SUMMARYX is not a known setting; ignored (see `ndmem --help`)");
   CHECK_STR(warnings[2], "ndmem: NDMEM_SUMMARY is not a known setting; ignored (see `ndmem --help`)");
+  CHECK_STR(warnings[3], "ndmem: NDMEM_LIBX is not a known setting; ignored (see `ndmem --help`)");
   // NDMEM_ENABLED=0 is the off switch: what it silences is not listed
 
   // Every setting that cannot take effect says so, naming what it fell back to or what decides.
