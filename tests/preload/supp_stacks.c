@@ -2,7 +2,7 @@
 // supp_stacks: for each stack with blocks live at exit in a trace, the suppression rule that
 // matches it (report/suppress.c: the built-ins, and the files given), or "-" and its innermost
 // frame with a name ("function (file:line)", the file's folder left out); sorted and unique.
-// It does what the report's leak section (ndmemreport.c, suppressed_by) does with the rules, for
+// It does what the report's leak section (analyse.c, suppressed_by) does with the rules, for
 // t_suppress.sh.
 // usage: supp_stacks TRACE [SUPPRESSIONS...]
 #include "suppress.h"

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+// analyse.c: ndmemreport's model (report.h) before rendering: the name tables, the formatting
+// both renderers share (start time, ratios), the site, leak and workspace orderings
+// (nd_rep_analyse), the suppression rule a leak's stack matches (suppressed_by) and the
+// predicates on a trace that the text and JSON renderers both ask (leaks known, limits recorded,
+// escape records, snapshots).
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const nd_rep_kind_names[ND_TRACE_KINDS] = {
+    "heap",     "mmap",     "pinned",   "managed",  "device0",  "device1",  "device2",
+    "device3",  "device4",  "device5",  "device6",  "device7",  "device8",  "device9",
+    "device10", "device11", "device12", "device13", "device14", "device15"};
+const char *const nd_rep_fn_names[ND_TRACE_FNS] = {
+    "malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
+    "valloc", "pvalloc", "free",   "free_sized",   "free_aligned_sized", "mmap", "munmap",
+    "mremap"};
+const char *const nd_rep_fb_names[4] = {"bootstrap", "synthesized", "late-thread",
+                                        "untracked-free"};
+// Limits by their JavaCPP names in text, snake case in JSON; actions by NDMEM_ON_LIMIT's values.
+const char *const nd_rep_limit_names[ND_LIMIT_COUNT] = {"maxBytes", "maxPhysicalBytes"};
+const char *const nd_rep_limit_keys[ND_LIMIT_COUNT] = {"max_bytes", "max_physical_bytes"};
+const char *const nd_rep_action_names[3] = {"fail", "warn", "abort"};
+
+// ---------------------------------------------------------------- formatting: both renderers
+
+void nd_rep_format_start(char *out, size_t n, uint64_t realtime_ns) {
+  time_t sec = (time_t)(realtime_ns / 1000000000u);
+  struct tm tm;
+  if (!gmtime_r(&sec, &tm) || !strftime(out, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
+    snprintf(out, n, "?");
+}
+
+// sum / peak to two decimals, rounded half up ("4.00"), or "n/a" for a zero peak.
+void nd_rep_format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak) {
+  if (!peak) {
+    snprintf(out, n, "n/a");
+    return;
+  }
+  u128 h = ((u128)sum * 100 + peak / 2) / peak;
+  snprintf(out, n, "%llu.%02u", (unsigned long long)(h / 100), (unsigned)(h % 100));
+}
+
+// ---------------------------------------------------------------- analysis
+
+static uint64_t round_count(double x) {
+  if (!(x > 0)) return 0;
+  if (x >= 18446744073709549568.0) return UINT64_MAX;
+  return (uint64_t)(x + 0.5);
+}
+
+uint64_t nd_rep_site_live(const nd_rec_site_t *s) {
+  return s->alloc_bytes > s->free_bytes ? s->alloc_bytes - s->free_bytes : 0;
+}
+
+static uint64_t leak_bytes(const nd_leak_t *l) { return l->exact_bytes + l->est_bytes; }
+static uint64_t leak_blocks(const nd_leak_t *l) {
+  return l->exact_blocks + round_count(l->est_blocks);
+}
+
+static int cmp_u64_desc(uint64_t a, uint64_t b) { return a > b ? -1 : a < b; }
+
+// Ties: by stack id, then kind, so the order never depends on the trace's record order.
+static int cmp_site_tie(const nd_trace_t *t, uint32_t a, uint32_t b) {
+  const nd_rec_site_t *x = &t->sites[a].rec, *y = &t->sites[b].rec;
+  if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
+  return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+static int by_peak(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  int c = cmp_u64_desc(t->sites[i].rec.peak_live_bytes, t->sites[j].rec.peak_live_bytes);
+  return c ? c : cmp_site_tie(t, i, j);
+}
+
+static int by_total(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  int c = cmp_u64_desc(t->sites[i].rec.alloc_bytes, t->sites[j].rec.alloc_bytes);
+  return c ? c : cmp_site_tie(t, i, j);
+}
+
+static int by_live(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  int c = cmp_u64_desc(nd_rep_site_live(&t->sites[i].rec), nd_rep_site_live(&t->sites[j].rec));
+  return c ? c : cmp_site_tie(t, i, j);
+}
+
+static int by_leak(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  const nd_leak_t *x = &t->leaks[*(const uint32_t *)a], *y = &t->leaks[*(const uint32_t *)b];
+  int c = cmp_u64_desc(leak_bytes(x), leak_bytes(y));
+  if (c) return c;
+  uint32_t sx = t->stacks[x->stack].id, sy = t->stacks[y->stack].id;
+  if (sx != sy) return sx < sy ? -1 : 1;
+  return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+uint64_t nd_rep_sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
+// Workspaces: by thread id, then name (NUL-padded, so memcmp orders as strcmp does).
+static int by_ws(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  const nd_rec_workspace_t *x = &t->ws[*(const uint32_t *)a], *y = &t->ws[*(const uint32_t *)b];
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  return memcmp(x->name, y->name, sizeof x->name);
+}
+
+// Escapes by their group key (workspace, stack id), then trace order.
+static int by_esc_key(const void *a, const void *b, void *arg) {
+  const nd_trace_t *t = arg;
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  const nd_rec_ws_escape_t *x = &t->escapes[i].rec, *y = &t->escapes[j].rec;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  int c = memcmp(x->name, y->name, sizeof x->name);
+  if (c) return c;
+  if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+static int by_esc_group(const void *a, const void *b, void *arg) {
+  const report_t *r = arg;
+  const esc_group_t *x = &r->groups[*(const uint32_t *)a], *y = &r->groups[*(const uint32_t *)b];
+  int c = cmp_u64_desc(x->bytes, y->bytes);
+  if (!c) c = cmp_u64_desc(x->count, y->count);
+  if (c) return c;
+  uint32_t i = x->first, j = y->first; // the keys differ: by_esc_key orders them
+  return by_esc_key(&i, &j, (void *)r->t);
+}
+
+// The workspace totals, the workspaces in order, and the escapes grouped by (workspace, stack).
+static int analyse_ws(report_t *r) {
+  const nd_trace_t *t = r->t;
+  r->ws = malloc((t->nws ? t->nws : 1) * sizeof *r->ws);
+  size_t ne = t->nescapes ? t->nescapes : 1;
+  uint32_t *esc = malloc(ne * sizeof *esc);
+  r->groups = malloc(ne * sizeof *r->groups);
+  r->group_order = malloc(ne * sizeof *r->group_order);
+  if (!r->ws || !esc || !r->groups || !r->group_order) {
+    free(esc);
+    return -1;
+  }
+  for (size_t i = 0; i < t->nws; i++) {
+    const nd_rec_workspace_t *w = &t->ws[i];
+    r->ws[i] = (uint32_t)i;
+    r->ws_hits = nd_rep_sat_add(r->ws_hits, w->hits);
+    r->ws_spills = nd_rep_sat_add(r->ws_spills, w->spills);
+    r->ws_spill_bytes = nd_rep_sat_add(r->ws_spill_bytes, w->spill_bytes);
+    r->ws_escapes = nd_rep_sat_add(r->ws_escapes, w->escapes);
+  }
+  qsort_r(r->ws, t->nws, sizeof *r->ws, by_ws, (void *)t);
+  for (size_t i = 0; i < t->nescapes; i++) esc[i] = (uint32_t)i;
+  qsort_r(esc, t->nescapes, sizeof *esc, by_esc_key, (void *)t);
+  for (size_t i = 0; i < t->nescapes; i++) {
+    const nd_ws_escape_t *e = &t->escapes[esc[i]];
+    r->esc_bytes = nd_rep_sat_add(r->esc_bytes, e->rec.size);
+    esc_group_t *g = r->ngroups ? &r->groups[r->ngroups - 1] : NULL;
+    const nd_rec_ws_escape_t *k = g ? &t->escapes[g->first].rec : NULL;
+    if (!g || k->tid != e->rec.tid || k->stack_id != e->rec.stack_id ||
+        memcmp(k->name, e->rec.name, sizeof k->name)) {
+      r->group_order[r->ngroups] = (uint32_t)r->ngroups;
+      g = &r->groups[r->ngroups++];
+      *g = (esc_group_t){.first = esc[i], .born = e->rec.cycle_born, .seen = e->rec.cycle_seen};
+    }
+    g->count++;
+    g->bytes = nd_rep_sat_add(g->bytes, e->rec.size);
+    if (e->rec.cycle_born < g->born) g->born = e->rec.cycle_born;
+    if (e->rec.cycle_seen < g->seen) g->seen = e->rec.cycle_seen;
+  }
+  free(esc);
+  qsort_r(r->group_order, r->ngroups, sizeof *r->group_order, by_esc_group, r);
+  return 0;
+}
+
+// The suppression rule a stack matches (nd_life_supp_fn): a built-in as "builtin:NAME", a file's
+// rule as "FILE:LINE"; NULL when none does (or out of memory: then it is reported).
+static const char *suppressed_by(void *ctx, uint32_t stack) {
+  report_t *r = ctx;
+  if (!r->supp || !nd_supp_count(r->supp)) return NULL;
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  size_t n = 0, cap = 0;
+  nd_frame_view_t *v = NULL;
+  for (size_t i = 0; i < s->depth; i++) {
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) break;
+    size_t need = nd_supp_views(f, NULL, 0);
+    if (n + need > cap) {
+      size_t c = (n + need) * 2;
+      nd_frame_view_t *w = realloc(v, c * sizeof *w);
+      if (!w) break;
+      v = w;
+      cap = c;
+    }
+    n += nd_supp_views(f, v + n, cap - n);
+  }
+  const nd_supp_rule_t *rule = n ? nd_supp_match(r->supp, v, n) : NULL;
+  free(v);
+  if (!rule) return NULL;
+  return rule->reason ? rule->text : rule->name;
+}
+
+int nd_rep_analyse(report_t *r) {
+  const nd_trace_t *t = r->t;
+  size_t n = t->nsites ? t->nsites : 1;
+  r->by_peak = malloc(n * sizeof *r->by_peak);
+  r->by_total = malloc(n * sizeof *r->by_total);
+  r->live = malloc(n * sizeof *r->live);
+  r->leaks = malloc((t->nleaks ? t->nleaks : 1) * sizeof *r->leaks);
+  if (!r->by_peak || !r->by_total || !r->live || !r->leaks) return -1;
+  for (size_t i = 0; i < t->nsites; i++) {
+    r->by_peak[i] = r->by_total[i] = (uint32_t)i;
+    const nd_rec_site_t *s = &t->sites[i].rec;
+    if (nd_rep_site_live(s)) {
+      r->live[r->nlive++] = (uint32_t)i;
+      r->live_bytes += nd_rep_site_live(s);
+      if (s->flags & ND_SITE_SAMPLED) r->live_est = true;
+    }
+  }
+  if (!r->o->brief) {
+    qsort_r(r->by_peak, t->nsites, sizeof *r->by_peak, by_peak, (void *)t);
+    qsort_r(r->by_total, t->nsites, sizeof *r->by_total, by_total, (void *)t);
+  }
+  qsort_r(r->live, r->nlive, sizeof *r->live, by_live, (void *)t);
+  for (size_t i = 0; i < t->nleaks; i++) {
+    r->leaks[i] = (uint32_t)i;
+    r->leak_bytes += leak_bytes(&t->leaks[i]);
+    r->leak_blocks += leak_blocks(&t->leaks[i]);
+    if (t->leaks[i].sampled_blocks) r->leak_est = true;
+  }
+  qsort_r(r->leaks, t->nleaks, sizeof *r->leaks, by_leak, (void *)t);
+  if (nd_rep_leaks_known(t) && nd_lifetimes(t, suppressed_by, r, &r->life)) return -1;
+  return analyse_ws(r);
+}
+
+// Entries of a list shown: --top (0: all, as --frames 0 is every frame), 5 with --brief.
+size_t nd_rep_list_len(const report_t *r, size_t n) {
+  size_t top = r->o->brief ? 5 : r->o->top;
+  return top && top < n ? top : n;
+}
+
+// Escape records seen, kept or not.
+uint64_t nd_rep_esc_records(const nd_trace_t *t) {
+  return nd_rep_sat_add(t->nescapes, t->escapes_dropped);
+}
+
+// ---------------------------------------------------------------- limits: shared by text and JSON
+
+// Any record of limits: the LIMITS record is written with the totals, so a trace cut short may
+// hold breaches and snapshots without one.
+bool nd_rep_has_limits(const nd_trace_t *t) {
+  return t->have_limits || t->nbreaches || t->breaches_dropped || t->snap_records;
+}
+
+// Whether what was live at the end is a leak: the program ended on its own (exit, a return from
+// main, _exit). A fatal signal or NDMEM_ON_LIMIT=abort ends it before it could free anything.
+bool nd_rep_leaks_known(const nd_trace_t *t) {
+  return t->ended &&
+         !(t->have_exit && (t->exit.how == ND_EXIT_SIGNAL || t->exit.how == ND_EXIT_LIMIT_ABORT));
+}
+
+bool nd_rep_aborted(const nd_trace_t *t) {
+  return t->have_limits && (t->limits.flags & ND_LIMITS_ABORTED);
+}
+
+// Percentages of memory ("75%") are of RAM or of the cgroup's limit, whichever is smaller.
+bool nd_rep_pct_of_cgroup(const nd_rec_limits_t *l) {
+  return l->cgroup_bytes && (!l->ram_bytes || l->cgroup_bytes < l->ram_bytes);
+}
+
+// The limit a breach snapshot was taken for, by its threshold; -1 when it cannot be told.
+int nd_rep_snap_limit(const nd_trace_t *t, const nd_rec_snapshot_t *s) {
+  const nd_rec_limits_t *l = &t->limits;
+  if (s->reason != ND_SNAP_BREACH || !t->have_limits || !s->threshold) return -1;
+  bool b = s->threshold == l->max_bytes, p = s->threshold == l->max_physical_bytes;
+  return b == p ? -1 : b ? ND_LIMIT_BYTES : ND_LIMIT_PHYSICAL;
+}
+
+uint64_t nd_rep_since_start(const nd_trace_t *t, uint64_t ns) {
+  return ns > t->hdr.start_mono_ns ? ns - t->hdr.start_mono_ns : 0;
+}
+
+// The live bytes of a snapshot's kept sites; *est: some are estimates.
+uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est) {
+  uint64_t sum = 0;
+  *est = false;
+  for (size_t i = 0; i < s->nsites; i++) {
+    sum = nd_rep_sat_add(sum, s->sites[i].rec.live_bytes);
+    if (s->sites[i].rec.flags & ND_SITE_SAMPLED) *est = true;
+  }
+  return sum;
+}

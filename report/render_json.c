@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: MIT
+// render_json.c: ndmemreport's JSON report (nd_rep_json_report, report.h): one document, keys in
+// a fixed order; strings escaped and kept valid UTF-8 (json_str).
+#include "report.h"
+#include "running.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------- formatting helpers
+
+// JSON string: escapes, and valid UTF-8 only (an invalid byte becomes U+FFFD).
+static void json_str(FILE *o, const char *s) {
+  if (!s) {
+    fputs("null", o);
+    return;
+  }
+  fputc('"', o);
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned c = *p;
+    if (c == '"' || c == '\\') {
+      fputc('\\', o);
+      fputc((int)c, o);
+      p++;
+    } else if (c < 0x20 || c == 0x7f) {
+      fprintf(o, "\\u%04x", c);
+      p++;
+    } else if (c < 0x80) {
+      fputc((int)c, o);
+      p++;
+    } else {
+      // continuation bytes after the lead byte: 1 to 3, 0 for a byte that cannot lead
+      int n = c >= 0xf0 && c <= 0xf4 ? 3 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xc2 && c <= 0xdf;
+      bool ok = n > 0;
+      uint32_t cp = c & (0x3fu >> n);
+      for (int i = 1; ok && i <= n; i++) {
+        if ((p[i] & 0xc0) != 0x80) ok = false;
+        else cp = cp << 6 | (p[i] & 0x3fu);
+      }
+      if (ok && ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+                 (n == 3 && (cp < 0x10000 || cp > 0x10ffff))))
+        ok = false;
+      if (ok) {
+        fwrite(p, 1, (size_t)n + 1, o);
+        p += n + 1;
+      } else {
+        fputs("\\ufffd", o);
+        p++;
+      }
+    }
+  }
+  fputc('"', o);
+}
+
+static void json_hex(FILE *o, uint64_t v) { fprintf(o, "\"0x%llx\"", (unsigned long long)v); }
+
+// ---------------------------------------------------------------- JSON
+
+static void json_loc(FILE *o, const nd_loc_t *l) {
+  fputs("\"function\": ", o);
+  json_str(o, l->function);
+  fputs(", \"file\": ", o);
+  json_str(o, l->file);
+  if (l->file) fprintf(o, ", \"line\": %d", l->line);
+  else fputs(", \"line\": null", o);
+}
+
+static int json_stack(FILE *o, report_t *r, uint32_t stack, const char *ind) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  fputs("\"frames\": [", o);
+  for (size_t i = 0; i < s->depth; i++) {
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    fprintf(o, "%s\n%s  {\"ip\": ", i ? "," : "", ind);
+    json_hex(o, f->ip);
+    fputs(", \"module\": ", o);
+    json_str(o, f->module);
+    fputs(", \"offset\": ", o);
+    if (f->module) json_hex(o, f->offset);
+    else fputs("null", o);
+    fputs(", ", o);
+    json_loc(o, &f->at);
+    fputs(", \"inlined_into\": [", o);
+    for (size_t k = 0; k < f->ninlined; k++) {
+      fputs(k ? ", {" : "{", o);
+      json_loc(o, &f->inlined_into[k]);
+      fputc('}', o);
+    }
+    fputs("]}", o);
+  }
+  fprintf(o, s->depth ? "\n%s]" : "]", ind);
+  return 0;
+}
+
+static int json_site(FILE *o, report_t *r, uint32_t si, bool more) {
+  const nd_site_t *s = &r->t->sites[si];
+  const nd_rec_site_t *x = &s->rec;
+  fprintf(o,
+          "      {\"stack_id\": %u, \"kind\": \"%s\", \"sampled\": %s, \"allocs\": %llu, "
+          "\"frees\": %llu, \"alloc_bytes\": %llu, \"free_bytes\": %llu, \"live_bytes\": %llu, "
+          "\"peak_live_bytes\": %llu,\n       ",
+          x->stack_id, nd_rep_kind_names[x->kind], x->flags & ND_SITE_SAMPLED ? "true" : "false",
+          (unsigned long long)x->allocs, (unsigned long long)x->frees,
+          (unsigned long long)x->alloc_bytes, (unsigned long long)x->free_bytes,
+          (unsigned long long)nd_rep_site_live(x), (unsigned long long)x->peak_live_bytes);
+  if (json_stack(o, r, s->stack, "       ")) return -1;
+  fputs(more ? "},\n" : "}\n", o);
+  return 0;
+}
+
+static int json_sites(FILE *o, report_t *r, const char *key, const uint32_t *idx, size_t n,
+                      bool last) {
+  fprintf(o, "    \"%s\": [%s", key, n ? "\n" : "");
+  for (size_t i = 0; i < n; i++)
+    if (json_site(o, r, idx[i], i + 1 < n)) return -1;
+  fprintf(o, "%s]%s\n", n ? "    " : "", last ? "" : ",");
+  return 0;
+}
+
+static void json_kind(FILE *o, const nd_rec_kind_totals_t *k, int i, bool more) {
+  fprintf(o,
+          "      {\"kind\": \"%s\", \"peak_bytes\": %lld, \"live_bytes\": %lld, "
+          "\"live_count\": %lld, \"allocs\": %llu, \"frees\": %llu}%s\n",
+          nd_rep_kind_names[i], (long long)k->peak_bytes, (long long)k->live_bytes,
+          (long long)k->live_count, (unsigned long long)k->allocs, (unsigned long long)k->frees,
+          more ? "," : "");
+}
+
+static void json_u64(FILE *o, const char *key, uint64_t v, bool more) {
+  fprintf(o, "\"%s\": %llu%s", key, (unsigned long long)v, more ? ", " : "");
+}
+
+static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool more) {
+  char ratio[64];
+  nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
+  fprintf(o, "      {\"tid\": %u, \"name\": ", w->tid);
+  json_str(o, w->name);
+  fputs(", ", o);
+  json_u64(o, "cycles", w->cycles, true);
+  json_u64(o, "learned_cycles", w->learned_cycles, true);
+  json_u64(o, "arena_bytes", w->arena_bytes, true);
+  json_u64(o, "plan_peak_bytes", w->plan_peak_bytes, true);
+  json_u64(o, "plan_sum_bytes", w->plan_sum_bytes, true);
+  fprintf(o, "\"sum_over_peak\": %s,\n       ", w->plan_peak_bytes ? ratio : "null");
+  json_u64(o, "hits", w->hits, true);
+  json_u64(o, "spills", w->spills, true);
+  json_u64(o, "spill_bytes", w->spill_bytes, true);
+  json_u64(o, "escapes", w->escapes, true);
+  json_u64(o, "outlived", w->outlived, true);
+  json_u64(o, "relearns", w->relearns, true);
+  json_u64(o, "deviations", w->deviations, true);
+  json_u64(o, "pinned_bytes", w->pinned_bytes, false);
+  fputs(",\n       \"nd4j\": {", o);
+  json_u64(o, "allocated", w->arena_bytes, true);
+  json_u64(o, "external_spilled", w->spill_bytes, true);
+  json_u64(o, "external_pinned", w->pinned_bytes, false);
+  fprintf(o, "}}%s\n", more ? "," : "");
+}
+
+// "workspaces" and "leaked_workspace_pointers"; `last`: no key follows.
+static int json_ws(FILE *o, report_t *r, bool last) {
+  const nd_trace_t *t = r->t;
+  fprintf(o, "  \"workspaces\": {\"count\": %zu, ", t->nws);
+  json_u64(o, "hits", r->ws_hits, true);
+  json_u64(o, "spills", r->ws_spills, true);
+  json_u64(o, "spill_bytes", r->ws_spill_bytes, true);
+  json_u64(o, "escapes", r->ws_escapes, !r->o->brief);
+  if (!r->o->brief) {
+    fprintf(o, "\"list\": [%s", t->nws ? "\n" : "");
+    for (size_t i = 0; i < t->nws; i++) json_workspace(o, &t->ws[r->ws[i]], i + 1 < t->nws);
+    fputs(t->nws ? "    ]" : "]", o);
+  }
+  fputs("},\n  \"leaked_workspace_pointers\": {", o);
+  size_t n = nd_rep_list_len(r, r->ngroups);
+  json_u64(o, "records", nd_rep_esc_records(t), true);
+  json_u64(o, "not_kept", t->escapes_dropped, true);
+  json_u64(o, "bytes", r->esc_bytes, true);
+  fprintf(o, "\"pairs\": %zu, \"groups\": [%s", r->ngroups, n ? "\n" : "");
+  for (size_t i = 0; i < n; i++) {
+    const esc_group_t *g = &r->groups[r->group_order[i]];
+    const nd_ws_escape_t *e = &t->escapes[g->first];
+    fprintf(o, "    {\"tid\": %u, \"workspace\": ", e->rec.tid);
+    json_str(o, e->rec.name);
+    if (e->rec.stack_id == UINT32_MAX) fputs(", \"stack_id\": null, ", o);
+    else fprintf(o, ", \"stack_id\": %u, ", e->rec.stack_id);
+    json_u64(o, "count", g->count, true);
+    json_u64(o, "bytes", g->bytes, true);
+    json_u64(o, "first_cycle_born", g->born, true);
+    json_u64(o, "first_cycle_seen", g->seen, false);
+    fputs(",\n     ", o);
+    if (e->stack == UINT32_MAX) fputs("\"frames\": null", o);
+    else if (json_stack(o, r, e->stack, "     ")) return -1;
+    fputs(i + 1 < n ? "},\n" : "}\n", o);
+  }
+  fprintf(o, "%s]}%s\n", n ? "  " : "", last ? "" : ",");
+  return 0;
+}
+
+// "limits": null when the trace has no record of limits; else the LIMITS record's limits and
+// totals (null without one), what the reader kept, the logged breaches and the kept snapshots
+// with their top sites (brief: the first breach, no snapshots). `last`: no key follows.
+static int json_limits(FILE *o, report_t *r, bool last) {
+  const nd_trace_t *t = r->t;
+  const char *end = last ? "\n" : ",\n";
+  if (!nd_rep_has_limits(t)) {
+    fprintf(o, "  \"limits\": null%s", end);
+    return 0;
+  }
+  fputs("  \"limits\": {\n    \"limits\": ", o);
+  if (t->have_limits) {
+    const nd_rec_limits_t *l = &t->limits;
+    fputc('{', o);
+    json_u64(o, "max_bytes", l->max_bytes, true);
+    json_u64(o, "max_physical_bytes", l->max_physical_bytes, true);
+    json_u64(o, "warn_at", l->warn_at, true);
+    fprintf(o, "\"on_limit\": \"%s\", ", nd_rep_action_names[l->action]);
+    json_u64(o, "ram_bytes", l->ram_bytes, true);
+    json_u64(o, "cgroup_bytes", l->cgroup_bytes, true);
+    fprintf(o, "\"percent_of\": \"%s\", \"aborted\": %s},\n    \"totals\": {\"breaches\": {",
+            nd_rep_pct_of_cgroup(l) ? "cgroup" : "ram",
+            l->flags & ND_LIMITS_ABORTED ? "true" : "false");
+    json_u64(o, nd_rep_limit_keys[ND_LIMIT_BYTES], l->breaches[ND_LIMIT_BYTES], true);
+    json_u64(o, nd_rep_limit_keys[ND_LIMIT_PHYSICAL], l->breaches[ND_LIMIT_PHYSICAL], false);
+    fputs("}, ", o);
+    json_u64(o, "failed", l->failed, true);
+    json_u64(o, "reliefs", l->reliefs, true);
+    json_u64(o, "relief_bytes", l->relief_bytes, true);
+    json_u64(o, "peak_tracked", l->peak_tracked, true);
+    json_u64(o, "peak_physical", l->peak_physical, true);
+    json_u64(o, "physical_reads", l->physical_reads, true);
+    json_u64(o, "snapshots", l->snapshots, false);
+    fputs("},\n", o);
+  } else {
+    fputs("null,\n    \"totals\": null,\n", o);
+  }
+  fputs("    \"records\": {", o);
+  json_u64(o, "breaches", nd_rep_sat_add(t->nbreaches, t->breaches_dropped), true);
+  json_u64(o, "breaches_kept", t->nbreaches, true);
+  json_u64(o, "snapshots", t->snap_records, true);
+  json_u64(o, "snapshots_kept", t->nsnaps, false);
+  size_t n = r->o->brief ? (t->nbreaches ? 1 : 0) : nd_rep_list_len(r, t->nbreaches);
+  fprintf(o, "},\n    \"breaches\": [%s", n ? "\n" : "");
+  for (size_t i = 0; i < n; i++) {
+    const nd_rec_breach_t *b = &t->breaches[i];
+    fputs("      {", o);
+    json_u64(o, "mono_ns", b->mono_ns, true);
+    json_u64(o, "since_start_ns", nd_rep_since_start(t, b->mono_ns), true);
+    fprintf(o, "\"tid\": %u, \"limit\": \"%s\", \"action\": \"%s\", \"function\": \"%s\", ",
+            b->tid, nd_rep_limit_keys[b->limit], nd_rep_action_names[b->action],
+            nd_rep_fn_names[b->fn]);
+    json_u64(o, "requested", b->requested, true);
+    json_u64(o, "value", b->value, true);
+    json_u64(o, "limit_bytes", b->limit_bytes, true);
+    json_u64(o, "count", b->count, false);
+    fputs(i + 1 < n ? "},\n" : "}\n", o);
+  }
+  fprintf(o, "%s]", n ? "    " : "");
+  if (r->o->brief) {
+    fprintf(o, "\n  }%s", end);
+    return 0;
+  }
+  fprintf(o, ",\n    \"snapshots\": [%s", t->nsnaps ? "\n" : "");
+  for (size_t i = 0; i < t->nsnaps; i++) {
+    const nd_snapshot_t *s = t->snaps[i];
+    const nd_rec_snapshot_t *x = &s->rec;
+    int lim = nd_rep_snap_limit(t, x);
+    bool est;
+    uint64_t live = nd_rep_snap_live(s, &est);
+    fputs("      {", o);
+    json_u64(o, "seq", s->seq, true);
+    json_u64(o, "mono_ns", x->mono_ns, true);
+    json_u64(o, "since_start_ns", nd_rep_since_start(t, x->mono_ns), true);
+    fprintf(o, "\"reason\": \"%s\", \"limit\": ",
+            x->reason == ND_SNAP_WATERMARK ? "watermark" : "breach");
+    if (lim < 0) fputs("null, ", o);
+    else fprintf(o, "\"%s\", ", nd_rep_limit_keys[lim]);
+    json_u64(o, "tracked", x->tracked, true);
+    if (x->physical) json_u64(o, "physical", x->physical, true);
+    else fputs("\"physical\": null, ", o);
+    json_u64(o, "threshold", x->threshold, false);
+    fputs(",\n       ", o);
+    json_u64(o, "sites", x->sites, true);
+    json_u64(o, "sites_read", s->read, true);
+    json_u64(o, "sites_not_kept", s->read - s->nsites, true);
+    fprintf(o, "\"complete\": %s, ", s->read < x->sites ? "false" : "true");
+    json_u64(o, "live_bytes", live, true);
+    size_t k = nd_rep_list_len(r, s->nsites);
+    fprintf(o, "\"estimated\": %s, \"top\": [%s", est ? "true" : "false", k ? "\n" : "");
+    for (size_t j = 0; j < k; j++) {
+      const nd_snap_site_t *e = &s->sites[j];
+      fprintf(o, "        {\"stack_id\": %u, \"kind\": \"%s\", \"sampled\": %s, ",
+              e->rec.stack_id, nd_rep_kind_names[e->rec.kind],
+              e->rec.flags & ND_SITE_SAMPLED ? "true" : "false");
+      json_u64(o, "live_bytes", e->rec.live_bytes, true);
+      json_u64(o, "live_count", e->rec.live_count, false);
+      fputs(",\n         ", o);
+      if (json_stack(o, r, e->stack, "         ")) return -1;
+      fputs(j + 1 < k ? "},\n" : "}\n", o);
+    }
+    fprintf(o, "%s]}%s\n", k ? "      " : "", i + 1 < t->nsnaps ? "," : "");
+  }
+  fprintf(o, "%s]\n  }%s", t->nsnaps ? "    " : "", end);
+  return 0;
+}
+
+// Sites the shim found growing while the job ran (GROWTH records, version 5).
+static int json_growth(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  size_t n = nd_rep_list_len(r, t->ngrowth);
+  fprintf(o, "  \"growth_while_running\": {\"count\": %llu, \"sites\": [%s",
+          (unsigned long long)(t->ngrowth + t->growth_dropped), n ? "\n" : "");
+  for (size_t i = 0; i < n; i++) {
+    const nd_rec_growth_t *g = &t->growth[i].rec;
+    fprintf(o,
+            "    {\"stack_id\": %u, \"kind\": \"%s\", \"estimated\": %s, \"at_ns\": %llu, "
+            "\"cycle\": %llu, \"base_cycle\": %llu, \"base_ns\": %llu, \"base_bytes\": %llu, "
+            "\"floor_bytes\": %llu, \"rises\": %llu,\n     ",
+            g->stack_id, nd_rep_kind_names[g->kind], g->flags & ND_SITE_SAMPLED ? "true" : "false",
+            (unsigned long long)nd_rep_since_start(t, g->mono_ns), (unsigned long long)g->cycle,
+            (unsigned long long)g->base_cycle,
+            (unsigned long long)nd_rep_since_start(t, g->base_ns),
+            (unsigned long long)g->base_bytes, (unsigned long long)g->floor_bytes,
+            (unsigned long long)g->rises);
+    if (json_stack(o, r, t->growth[i].stack, "     ")) return -1;
+    fputs(i + 1 < n ? "},\n" : "}\n", o);
+  }
+  fprintf(o, "%s]},\n", n ? "  " : "");
+  return 0;
+}
+
+// What was live at exit, by class: totals per class, then the entries (each class's first --top).
+static int json_lifetimes(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  const nd_lifetimes_t *l = &r->life;
+  fprintf(o,
+          "  \"leaks\": {\"known\": true, \"bytes\": %llu, \"blocks\": %llu, \"estimated\": %s, "
+          "\"stacks\": %zu, \"steady_state\": ",
+          (unsigned long long)r->leak_bytes, (unsigned long long)r->leak_blocks,
+          r->leak_est ? "true" : "false", t->nleaks);
+  if (l->steady)
+    fprintf(o, "{\"start_ns\": %llu, \"cycles\": %llu}", (unsigned long long)l->steady_ns,
+            (unsigned long long)l->cycles);
+  else fputs("null", o);
+  fprintf(o, ", \"untracked_blocks\": %llu,\n   \"classes\": {",
+          (unsigned long long)l->untracked_blocks);
+  for (int c = 0; c < ND_LIFE_CLASSES; c++)
+    fprintf(o, "%s\"%s\": {\"bytes\": %llu, \"blocks\": %llu, \"stacks\": %llu, "
+               "\"estimated\": %s}",
+            c ? ",\n               " : "", nd_life_keys[c], (unsigned long long)l->bytes[c],
+            (unsigned long long)l->blocks[c], (unsigned long long)l->entries[c],
+            l->est[c] ? "true" : "false");
+  fputs("},\n   \"groups\": [", o);
+  size_t at = 0;
+  bool first = true;
+  for (int c = 0; c < ND_LIFE_CLASSES; c++) {
+    size_t n = l->entries[c], shown = nd_rep_list_len(r, n);
+    for (size_t i = 0; i < shown; i++) {
+      const nd_life_t *e = &l->v[at + i];
+      const nd_leak_t *k = e->leak >= 0 ? &t->leaks[e->leak] : NULL;
+      fprintf(o,
+              "%s    {\"class\": \"%s\", \"stack_id\": %u, \"kind\": \"%s\", \"bytes\": %llu, "
+              "\"blocks\": %llu, \"estimated\": %s, \"capped\": %s, \"exact_bytes\": %llu, "
+              "\"exact_blocks\": %llu, \"sampled_blocks\": %llu, \"estimated_bytes\": %llu,\n"
+              "     \"births\": ",
+              first ? "\n" : ",\n", nd_life_keys[e->cls], t->stacks[e->stack].id,
+              nd_rep_kind_names[e->kind], (unsigned long long)e->bytes,
+              (unsigned long long)e->blocks,
+              e->samples ? "true" : "false", e->capped ? "true" : "false",
+              (unsigned long long)(k ? k->exact_bytes : 0),
+              (unsigned long long)(k ? k->exact_blocks : 0), (unsigned long long)e->samples,
+              (unsigned long long)(e->bytes - (k ? k->exact_bytes : 0)));
+      if (k) fprintf(o, "{\"first\": %.4f, \"last\": %.4f}", e->born_first, e->born_last);
+      else fputs("null", o);
+      fputs(", \"growth\": ", o);
+      if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN)
+        fprintf(o, "{\"bytes\": %llu, \"blocks\": %llu, \"cycles\": %llu, "
+                   "\"cycles_per_block\": %llu, \"seconds\": %.6f}",
+                (unsigned long long)e->grew, (unsigned long long)e->grew_blocks,
+                (unsigned long long)e->cycles, (unsigned long long)e->per_cycles, e->secs);
+      else fputs("null", o);
+      fprintf(o, ", \"flagged_while_running\": %s, \"suppressed_by\": ",
+              e->flagged ? "true" : "false");
+      if (e->suppressed_by) json_str(o, e->suppressed_by);
+      else fputs("null", o);
+      fputs(",\n     ", o);
+      if (json_stack(o, r, e->stack, "     ")) return -1;
+      fputs("}", o);
+      first = false;
+    }
+    at += n;
+  }
+  fprintf(o, "%s]}", first ? "" : "\n  ");
+  return 0;
+}
+
+int nd_rep_json_report(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  const nd_trace_header_t *h = &t->hdr;
+  char start[64];
+  nd_rep_format_start(start, sizeof start, h->start_realtime_ns);
+  fputs("{\n  \"ndmemreport\": 1,\n  \"file\": ", o);
+  json_str(o, t->path);
+  fprintf(o,
+          ",\n  \"trace\": {\"version\": %u, \"bytes\": %llu, \"records\": %llu, "
+          "\"complete\": %s, \"read_to\": %llu, ",
+          h->version, (unsigned long long)t->file_size, (unsigned long long)t->records,
+          t->truncated ? "false" : "true", (unsigned long long)t->good_end);
+  if (t->have_flush)
+    fprintf(o, "\"last_flush\": {\"seq\": %llu, \"mono_ns\": %llu, \"records_after\": %llu}},\n",
+            (unsigned long long)t->flush.seq, (unsigned long long)t->flush.mono_ns,
+            (unsigned long long)t->after_flush);
+  else
+    fputs("\"last_flush\": null},\n", o);
+  if (r->o->workspaces || r->o->limits) {
+    if ((r->o->workspaces && json_ws(o, r, !r->o->limits)) ||
+        (r->o->limits && json_limits(o, r, true)))
+      return -1;
+    fputs("}\n", o);
+    return 0;
+  }
+  fprintf(o, "  \"process\": {\"pid\": %llu, \"exe\": ", (unsigned long long)h->pid);
+  json_str(o, t->exe);
+  fputs(", \"host\": ", o);
+  json_str(o, t->host);
+  fprintf(o,
+          ", \"start_realtime_ns\": %llu, \"start\": \"%s\", \"duration_ns\": %llu, "
+          "\"exited_normally\": %s, \"running\": %s",
+          (unsigned long long)h->start_realtime_ns, start,
+          (unsigned long long)(t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0),
+          nd_rep_leaks_known(t) ? "true" : "false",
+          t->ended || r->running == ND_RUN_NO    ? "false"
+          : r->running == ND_RUN_YES             ? "true"
+                                                 : "null");
+  if (t->have_exit) {
+    static const char *const how[] = {"exit", "_exit", "signal", "limit_abort"};
+    fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u}", how[t->exit.how],
+            t->exit.code, t->exit.tid);
+  }
+  fputs("},\n", o);
+  fprintf(o,
+          "  \"tracking\": {\"sample_interval\": %llu, \"track_min\": %llu, \"stack_depth\": %u, "
+          "\"page_size\": %u},\n",
+          (unsigned long long)h->sample_interval, (unsigned long long)h->track_min, h->depth,
+          h->page_size);
+  if (!t->have_counters) {
+    fputs("  \"counters\": null,\n", o);
+  } else {
+    const nd_rec_counters_t *c = &t->counters;
+    fprintf(o, "  \"counters\": {\n    \"mono_ns\": %llu,\n    \"threads\": %u,\n    \"calls\": {",
+            (unsigned long long)c->mono_ns, c->threads);
+    for (int i = 0; i < ND_TRACE_FNS; i++)
+      fprintf(o, "%s\"%s\": %llu", i ? ", " : "", nd_rep_fn_names[i],
+              (unsigned long long)c->calls[i]);
+    fputs("},\n    \"fallbacks\": {", o);
+    for (int i = 0; i < 4; i++)
+      fprintf(o, "%s\"%s\": %llu", i ? ", " : "", nd_rep_fb_names[i],
+              (unsigned long long)c->fallbacks[i]);
+    fputs("},\n    \"kinds\": [\n", o);
+    int last = 1;
+    for (int i = 2; i < ND_TRACE_KINDS; i++) {
+      const nd_rec_kind_totals_t *k = &c->kind[i];
+      if (k->allocs || k->frees || k->live_bytes || k->peak_bytes) last = i;
+    }
+    for (int i = 0; i <= last; i++) {
+      const nd_rec_kind_totals_t *k = &c->kind[i];
+      if (i > 1 && !k->allocs && !k->frees && !k->live_bytes && !k->peak_bytes) continue;
+      json_kind(o, k, i, i < last);
+    }
+    fputs("    ]\n  },\n", o);
+  }
+  if (h->version >= 2 && json_ws(o, r, false)) return -1; // absent from version 1 reports
+  if (h->version >= 3 && json_limits(o, r, false)) return -1; // and from version 2 reports
+  if (!r->o->brief) {
+    size_t n = nd_rep_list_len(r, t->nsites);
+    fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);
+    if (json_sites(o, r, "by_peak", r->by_peak, n, false) ||
+        json_sites(o, r, "by_total", r->by_total, n, true))
+      return -1;
+    fputs("  },\n", o);
+  }
+  if (json_growth(o, r)) return -1;
+  if (nd_rep_leaks_known(t)) {
+    if (json_lifetimes(o, r)) return -1;
+    fputs(",\n  \"live_at_last_flush\": null\n}\n", o);
+  } else {
+    size_t n = nd_rep_list_len(r, r->nlive);
+    fprintf(o, "  \"leaks\": {\"known\": false},\n");
+    fprintf(o,
+            "  \"live_at_last_flush\": {\"bytes\": %llu, \"estimated\": %s, \"sites\": %zu, "
+            "\"top\": [%s",
+            (unsigned long long)r->live_bytes, r->live_est ? "true" : "false", r->nlive,
+            n ? "\n" : "");
+    for (size_t i = 0; i < n; i++)
+      if (json_site(o, r, r->live[i], i + 1 < n)) return -1;
+    fprintf(o, "%s]}\n}\n", n ? "  " : "");
+  }
+  return 0;
+}
+

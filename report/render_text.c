@@ -1,0 +1,904 @@
+// SPDX-License-Identifier: MIT
+// render_text.c: ndmemreport's text report (nd_rep_text_report_80, report.h): the summary, the
+// site lists, what was live at exit by class, the workspaces and limits views, through the
+// 80-column stream (textwrap.h); and the helpers only text uses (human sizes, plural, seconds).
+#include "fmt.h"
+#include "report.h"
+#include "running.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------- formatting helpers
+
+// Human size exactly as the shim prints it (interpose/fmt.c): "512 B", "1.50 KiB", "28.23 MiB".
+static void human(char *out, size_t n, uint64_t v) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_ubytes(&b, v);
+  snprintf(out, n, "%s", nd_buf_cstr(&b));
+}
+
+// v / limit in percent to one decimal, rounded down so that "100.0 %" means the limit was reached.
+static void format_pct(char *out, size_t n, uint64_t v, uint64_t limit) {
+  u128 m = (u128)v * 1000 / (limit ? limit : 1);
+  if (m > (u128)UINT64_MAX) m = UINT64_MAX;
+  snprintf(out, n, "%llu.%u %%", (unsigned long long)(m / 10), (unsigned)(m % 10));
+}
+
+// "28.23 MiB (29606488 B)", or "512 B" below 1 KiB; `est` prefixes both numbers with '~'.
+static void print_bytes(FILE *o, uint64_t v, bool est) {
+  char h[48];
+  human(h, sizeof h, v);
+  const char *t = est ? "~" : "";
+  if (v < 1024) fprintf(o, "%s%s", t, h);
+  else fprintf(o, "%s%s (%s%llu B)", t, h, t, (unsigned long long)v);
+}
+
+static void print_sbytes(FILE *o, int64_t v) {
+  if (v < 0) {
+    fputc('-', o);
+    print_bytes(o, (uint64_t)0 - (uint64_t)v, false);
+  } else {
+    print_bytes(o, (uint64_t)v, false);
+  }
+}
+
+// Text from the trace (paths, host names) with control bytes shown as \xNN.
+static void print_text(FILE *o, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p < 0x20 || *p == 0x7f) fprintf(o, "\\x%02x", *p);
+    else fputc(*p, o);
+  }
+}
+
+static const char *plural(uint64_t n, const char *one, const char *many) {
+  return n == 1 ? one : many;
+}
+
+static void print_secs(FILE *o, uint64_t ns) {
+  fprintf(o, "%llu.%03llu s", (unsigned long long)(ns / 1000000000u),
+          (unsigned long long)(ns % 1000000000u / 1000000u));
+}
+
+// ---------------------------------------------------------------- text
+
+static void text_loc(FILE *o, const nd_loc_t *l, const nd_frame_t *f) {
+  if (l->function) {
+    print_text(o, l->function);
+    fputs(" (", o);
+  }
+  if (l->file) {
+    print_text(o, l->file);
+    fprintf(o, ":%d", l->line);
+  } else {
+    print_text(o, f->module);
+    fprintf(o, "+0x%llx", (unsigned long long)f->offset);
+  }
+  if (l->function) fputc(')', o);
+}
+
+// "function (file:line)", "function (module+0xOFF)", "module+0xOFF" or "0xIP", then one line per
+// function the call was inlined into.
+static void text_frame(FILE *o, const nd_frame_t *f) {
+  if (!f->module) {
+    fprintf(o, "0x%llx", (unsigned long long)f->ip);
+    return;
+  }
+  text_loc(o, &f->at, f);
+  for (size_t i = 0; i < f->ninlined; i++) {
+    fputs("\n          inlined into ", o);
+    text_loc(o, &f->inlined_into[i], f);
+  }
+}
+
+static int text_stack(FILE *o, report_t *r, uint32_t stack) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  size_t n = s->depth, show = r->o->frames && r->o->frames < n ? r->o->frames : n;
+  if (!n) fputs("      (no frames)\n", o);
+  nd_wrap_raw(o, r->wrap, true); // frames whole
+  for (size_t i = 0; i < show; i++) {
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    fprintf(o, "      #%-2zu ", i);
+    text_frame(o, f);
+    fputc('\n', o);
+  }
+  nd_wrap_raw(o, r->wrap, false);
+  if (show < n) fprintf(o, "      (%zu more frames)\n", n - show);
+  return 0;
+}
+
+static void text_kind(FILE *o, const nd_rec_kind_totals_t *k, const char *name, const char *when,
+                      const char *unit) {
+  fprintf(o, "  %-10s  peak ", name);
+  print_sbytes(o, k->peak_bytes);
+  fprintf(o, "; live %s ", when);
+  // More released than allocated: frees of blocks allocated where ndmem could not see them. A
+  // negative amount of memory is never shown; the discrepancy is.
+  print_sbytes(o, k->live_bytes > 0 ? k->live_bytes : 0);
+  fprintf(o, " in %lld %s%s; %llu allocated, %llu released",
+          (long long)(k->live_count > 0 ? k->live_count : 0), unit, k->live_count == 1 ? "" : "s",
+          (unsigned long long)k->allocs,
+          (unsigned long long)k->frees);
+  if (k->live_count < 0 || k->live_bytes < 0)
+    fprintf(o, " (%llu more released than ndmem saw allocated)",
+            0ull - (unsigned long long)k->live_count);
+  fputc('\n', o);
+}
+
+// The summary's line about workspaces.
+static void text_ws_line(FILE *o, const report_t *r) {
+  const nd_trace_t *t = r->t;
+  fprintf(o, "  %-10s  ", "workspaces");
+  uint64_t outlived = 0; // automatic cycles' blocks that lived on: never counted as escapes
+  for (size_t i = 0; i < t->nws; i++) outlived = nd_rep_sat_add(outlived, t->ws[i].outlived);
+  if (t->nws) {
+    fprintf(o, "%zu (hits %llu, spills %llu, escapes %llu", t->nws,
+            (unsigned long long)r->ws_hits, (unsigned long long)r->ws_spills,
+            (unsigned long long)r->ws_escapes);
+    if (outlived) fprintf(o, ", outlived %llu", (unsigned long long)outlived);
+    fputs(")\n", o);
+  } else
+    fprintf(o, "none recorded (%llu leaked workspace %s)\n",
+            (unsigned long long)nd_rep_esc_records(t),
+            plural(nd_rep_esc_records(t), "pointer", "pointers"));
+}
+
+// The summary's line about the file: complete or truncated.
+static void text_trace_line(FILE *o, const nd_trace_t *t) {
+  fprintf(o, "  %-10s  ", "trace");
+  if (t->truncated)
+    fprintf(o, "TRUNCATED: %llu bytes, the last record cut short at offset %llu; read the %llu "
+               "whole records before it",
+            (unsigned long long)t->file_size, (unsigned long long)t->good_end,
+            (unsigned long long)t->records);
+  else
+    fprintf(o, "complete: %llu bytes, %llu records", (unsigned long long)t->file_size,
+            (unsigned long long)t->records);
+  if (!t->ended && t->have_flush && t->after_flush)
+    fprintf(o, " (%llu after the last flush, included)", (unsigned long long)t->after_flush);
+  fputc('\n', o);
+}
+
+// ---------------------------------------------------------------- exit and limits: summary lines
+
+// The EXIT record in words (version 4 traces).
+static void text_exit_how(FILE *o, const nd_trace_t *t) {
+  const nd_rec_exit_t *e = &t->exit;
+  switch (e->how) {
+  case ND_EXIT_NORMAL: fputs("normal (END record)", o); break;
+  case ND_EXIT_UNDERSCORE:
+    fprintf(o, "_exit(%d) in thread %u: no atexit handlers or destructors ran; END record", e->code,
+            e->tid);
+    break;
+  case ND_EXIT_SIGNAL:
+    fprintf(o, "ended by signal %d (SIG%s) in thread %u; the trace was completed then (END "
+               "record); what was live is not a leak",
+            e->code, sigabbrev_np(e->code) ? sigabbrev_np(e->code) : "?", e->tid);
+    break;
+  default: fputs("stopped by NDMEM_ON_LIMIT=abort (SIGABRT); END record", o); break;
+  }
+}
+
+static uint64_t breaches_total(const nd_rec_limits_t *l) {
+  return nd_rep_sat_add(l->breaches[ND_LIMIT_BYTES], l->breaches[ND_LIMIT_PHYSICAL]);
+}
+
+// "maxBytes 64.00 MiB (peak tracked 63.99 MiB, 99.9 %)" or "maxBytes none".
+static void text_limit_short(FILE *o, int id, uint64_t limit, uint64_t peak) {
+  char a[48], b[48], pct[48];
+  fprintf(o, "%s ", nd_rep_limit_names[id]);
+  if (!limit) {
+    fputs("none", o);
+    return;
+  }
+  human(a, sizeof a, limit);
+  human(b, sizeof b, peak);
+  format_pct(pct, sizeof pct, peak, limit);
+  fprintf(o, "%s (peak %s %s, %s)", a, id == ND_LIMIT_BYTES ? "tracked" : "physical", b, pct);
+}
+
+// The summary's line about limits.
+static void text_limits_line(FILE *o, const nd_trace_t *t) {
+  fprintf(o, "  %-10s  ", "limits");
+  if (!t->have_limits) {
+    uint64_t nb = nd_rep_sat_add(t->nbreaches, t->breaches_dropped);
+    fprintf(o, "no LIMITS record; %llu logged %s, %llu %s\n",
+            (unsigned long long)nb, plural(nb, "breach", "breaches"),
+            (unsigned long long)t->snap_records, plural(t->snap_records, "snapshot", "snapshots"));
+    return;
+  }
+  const nd_rec_limits_t *l = &t->limits;
+  char h[48];
+  text_limit_short(o, ND_LIMIT_BYTES, l->max_bytes, l->peak_tracked);
+  fputs(", ", o);
+  text_limit_short(o, ND_LIMIT_PHYSICAL, l->max_physical_bytes, l->peak_physical);
+  human(h, sizeof h, l->warn_at);
+  if (l->warn_at) fprintf(o, "; warn at %s", h);
+  else fputs("; no warning watermark", o);
+  fprintf(o, "; on limit %s", nd_rep_action_names[l->action]);
+  uint64_t nb = breaches_total(l);
+  if (nb)
+    fprintf(o, "; %llu %s, %llu %s failed", (unsigned long long)nb,
+            plural(nb, "breach", "breaches"), (unsigned long long)l->failed,
+            plural(l->failed, "allocation", "allocations"));
+  else
+    fputs("; no breaches", o);
+  if (l->flags & ND_LIMITS_ABORTED) fputs("; aborted on a breach", o);
+  fputc('\n', o);
+}
+
+// ---------------------------------------------------------------- what was live at exit
+
+static void text_bytes_blocks(FILE *o, uint64_t bytes, uint64_t blocks, bool est) {
+  print_bytes(o, bytes, est);
+  fprintf(o, " in %s%llu %s", est ? "~" : "", (unsigned long long)blocks,
+          plural(blocks, "block", "blocks"));
+}
+
+// The summary's leaks line: one line per class present, growth first; "none" when nothing was.
+static void text_life_totals(FILE *o, const nd_lifetimes_t *l) {
+  bool any = false;
+  for (int c = 0; c < ND_LIFE_CLASSES; c++) {
+    if (!l->entries[c]) continue;
+    if (any) fprintf(o, "  %-10s  ", "");
+    fprintf(o, "%s ", nd_life_names[c]);
+    if (c == ND_LIFE_TEARDOWN) print_bytes(o, l->bytes[c], l->est[c]);
+    else text_bytes_blocks(o, l->bytes[c], l->blocks[c], l->est[c]);
+    fprintf(o, " (%llu %s)\n", (unsigned long long)l->entries[c],
+            plural(l->entries[c], "stack", "stacks"));
+    any = true;
+  }
+  if (l->untracked_blocks) {
+    if (any) fprintf(o, "  %-10s  ", "");
+    fprintf(o, "untracked %llu small %s live at exit (see below)\n",
+            (unsigned long long)l->untracked_blocks, plural(l->untracked_blocks, "block", "blocks"));
+    any = true;
+  }
+  if (!any) fputs("none\n", o);
+}
+
+static void print_pct(FILE *o, double f) { fprintf(o, "%.0f %%", f * 100); }
+
+// The evidence line of an entry: its growth, or when its blocks were born.
+// The evidence lines of an entry: its growth (growing, released at teardown), then when its
+// blocks were born and whether the shim flagged it while the job ran.
+static void text_life_evidence(FILE *o, const nd_life_t *e) {
+  bool est = e->samples > 0;
+  if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN) {
+    fputs("      +", o);
+    if (e->cls == ND_LIFE_GROWING && e->per_cycles && e->grew_blocks) {
+      print_bytes(o, e->grew / e->grew_blocks, est);
+      if (e->per_cycles > 1) fprintf(o, " per %llu cycles", (unsigned long long)e->per_cycles);
+      else fputs(" per cycle", o);
+      fprintf(o, " over %llu cycles", (unsigned long long)e->cycles);
+    } else if (e->cycles) {
+      print_bytes(o, e->grew / e->cycles, est);
+      fprintf(o, " per cycle over %llu cycles", (unsigned long long)e->cycles);
+    } else if (e->cls == ND_LIFE_GROWING && e->secs > 0) {
+      print_bytes(o, e->grew, est);
+      fprintf(o, " over %.3f s", e->secs);
+    } else {
+      print_bytes(o, e->grew, est);
+      fputs(" during the run", o);
+    }
+    fputs(e->cls == ND_LIFE_TEARDOWN ? "; freed only at exit" : "", o);
+    fputs(e->cls == ND_LIFE_TEARDOWN && e->flagged ? "; flagged while running\n" : "\n", o);
+  }
+  if (e->cls == ND_LIFE_TEARDOWN) return;
+  fputs(e->born_first == e->born_last ? "      born at " : "      births ", o);
+  print_pct(o, e->born_first);
+  if (e->born_first != e->born_last) {
+    fputs("-", o);
+    print_pct(o, e->born_last);
+  }
+  fputs(e->flagged ? " of the run; flagged while running\n" : " of the run\n", o);
+}
+
+static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
+  bool est = e->samples > 0;
+  fprintf(o, "#%-3zu %-8s ", rank, nd_rep_kind_names[e->kind]);
+  if (e->cls == ND_LIFE_TEARDOWN) {
+    print_bytes(o, e->bytes, est);
+    fputs(" at the last cycle", o);
+  } else {
+    text_bytes_blocks(o, e->bytes, e->blocks, est);
+  }
+  fprintf(o, "  [stack %u]\n", r->t->stacks[e->stack].id);
+  if (e->samples)
+    fprintf(o, "      estimate from %llu %s%s\n", (unsigned long long)e->samples,
+            plural(e->samples, "sample", "samples"),
+            e->capped ? ", lowered to what the exact counters show live" : "");
+  text_life_evidence(o, e);
+  return text_stack(o, r, e->stack);
+}
+
+static const char *const life_heads[ND_LIFE_CLASSES] = {
+    "growing: live bytes rose across the run",
+    "released at teardown: grew during the run, freed only at exit",
+    "live at exit: not freed, not growing (no reachability scan: not proven lost)",
+    "held since start-up", "suppressed"};
+
+// The classes in turn: growth first, then what was merely live at exit; start-up and suppressed
+// memory fold into one line each.
+static int text_lifetimes(FILE *o, report_t *r) {
+  const nd_lifetimes_t *l = &r->life;
+  size_t at = 0, rank = 0;
+  bool any = false;
+  for (int c = 0; c < ND_LIFE_CLASSES; c++) {
+    size_t n = l->entries[c], shown = nd_rep_list_len(r, n);
+    if (!n) {
+      at += n;
+      continue;
+    }
+    any = true;
+    if (c != ND_LIFE_STARTUP && c != ND_LIFE_SUPPRESSED) fprintf(o, "\n== %s", life_heads[c]);
+    else fprintf(o, "\n== %s: ", nd_life_names[c]);
+    if (c == ND_LIFE_STARTUP || c == ND_LIFE_SUPPRESSED) {
+      text_bytes_blocks(o, l->bytes[c], l->blocks[c], l->est[c]);
+      fprintf(o, " from %zu %s\n", n, plural(n, "stack", "stacks"));
+      if (c == ND_LIFE_STARTUP) {
+        fputs("   born before the steady state began (the first cycle, at ", o);
+        print_secs(o, l->steady_ns);
+        fputs(") and kept\n", o);
+      }
+      // Suppressed: bytes and blocks per rule, in the order of their largest entry.
+      for (size_t i = 0; c == ND_LIFE_SUPPRESSED && i < n; i++) {
+        const char *rule = l->v[at + i].suppressed_by;
+        bool seen = false, est = false;
+        uint64_t bytes = 0, blocks = 0, stacks = 0;
+        for (size_t j = 0; j < n && !seen; j++) seen = j < i && l->v[at + j].suppressed_by == rule;
+        for (size_t j = i; j < n && !seen; j++) {
+          const nd_life_t *e = &l->v[at + j];
+          if (e->suppressed_by != rule) continue;
+          bytes += e->bytes, blocks += e->blocks, stacks++, est |= e->samples > 0;
+        }
+        if (seen) continue;
+        fprintf(o, "   %s: ", rule);
+        text_bytes_blocks(o, bytes, blocks, est);
+        fprintf(o, " from %llu %s\n", (unsigned long long)stacks, plural(stacks, "stack", "stacks"));
+      }
+      at += n;
+      continue;
+    }
+    fputc('\n', o);
+    if (shown < n) fprintf(o, "   (top %zu of %zu)\n", shown, n);
+    for (size_t i = 0; i < shown; i++)
+      if (text_life(o, r, ++rank, &l->v[at + i])) return -1;
+    at += n;
+  }
+  if (l->untracked_blocks) {
+    any = true;
+    fprintf(o, "\n== untracked: %llu small %s live at exit\n",
+            (unsigned long long)l->untracked_blocks, plural(l->untracked_blocks, "block", "blocks"));
+    fputs("   are in no entry above: blocks under ", o);
+    print_bytes(o, r->t->hdr.track_min, false);
+    fputs(" are sampled,\n   about 1 per ", o);
+    print_bytes(o, r->t->hdr.sample_interval, false);
+    fputs(" allocated.\n   Run with --exact (NDMEM_TRACK_MIN=0) to list every block exactly.\n", o);
+  }
+  if (!any) fputs("\n== leaks at exit: none\n", o);
+  return 0;
+}
+
+static void text_summary(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  const nd_trace_header_t *h = &t->hdr;
+  char buf[64];
+  fputs("== summary\n", o);
+  fprintf(o, "  %-10s  pid %llu on ", "process", (unsigned long long)h->pid);
+  print_text(o, t->host[0] ? t->host : "?");
+  fputs(": ", o);
+  print_text(o, t->exe[0] ? t->exe : "?");
+  fputc('\n', o);
+  nd_rep_format_start(buf, sizeof buf, h->start_realtime_ns);
+  fprintf(o, "  %-10s  %s; duration ", "started", buf);
+  print_secs(o, t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0);
+  fputs(" (to the last record)\n", o);
+  if (t->ended && t->have_exit) {
+    fprintf(o, "  %-10s  ", "exit");
+    text_exit_how(o, t);
+    fputc('\n', o);
+  } else if (t->ended) {
+    fprintf(o, "  %-10s  normal (END record)\n", "exit");
+  } else if (r->running == ND_RUN_YES) {
+    fprintf(o, "  %-10s  none yet: the process is still running (pid %llu on this host); leaks "
+               "cannot be known yet, live figures are at the last flush",
+            "exit", (unsigned long long)h->pid);
+    if (!t->have_flush) fputs(" (there was none yet: the trace holds its header only)", o);
+  } else {
+    // Version 4 writers end every trace they can (exit, _exit, fatal signals with their default
+    // action): what remains is SIGKILL, the OOM killer, or a crash the shim could not see.
+    fprintf(o, "  %-10s  NOT normal: ", "exit");
+    if (nd_rep_aborted(t)) fputs("no END record (aborted on a breach of a limit)", o);
+    else if (t->hdr.version < 4) fputs("no END record (killed, crashed or _exit)", o);
+    else fputs("ended without an END record: killed (SIGKILL, the OOM killer) or crashed", o);
+    if (r->running == ND_RUN_UNKNOWN && !nd_rep_aborted(t)) {
+      fputs(", unless it still runs on ", o);
+      print_text(o, t->host[0] ? t->host : "?");
+      fputs(" (another host: not checked)", o);
+    }
+    fputs("; leaks cannot be known, live figures are at the last flush", o);
+    if (!t->have_flush) fputs(" (there was none: the trace holds its header only)", o);
+  }
+  if (!t->ended && t->have_flush) {
+    fprintf(o, " (#%llu at ", (unsigned long long)t->flush.seq);
+    print_secs(o, t->flush.mono_ns > h->start_mono_ns ? t->flush.mono_ns - h->start_mono_ns : 0);
+    fputc(')', o);
+  }
+  if (!t->ended) fputc('\n', o);
+  text_trace_line(o, t);
+  fprintf(o, "  %-10s  ", "tracking");
+  char a[48], b[48];
+  human(a, sizeof a, h->track_min);
+  human(b, sizeof b, h->sample_interval);
+  if (h->sample_interval)
+    fprintf(o, "blocks of %s or more exact, smaller ones sampled every ~%s (~: estimate)", a, b);
+  else if (h->track_min > 1)
+    fprintf(o, "blocks of %s or more exact, smaller ones not tracked", a);
+  else
+    fputs("every block exact", o);
+  fprintf(o, "; stack depth %u\n", h->depth);
+  if (!t->have_counters) {
+    fprintf(o, "  %-10s  none recorded\n", "counters");
+  } else {
+    const nd_rec_counters_t *c = &t->counters;
+    fprintf(o, "  %-10s ", "calls");
+    bool any = false;
+    for (int i = 0; i < ND_TRACE_FNS; i++) {
+      if (!c->calls[i]) continue;
+      fprintf(o, "%s %s %llu", any ? "," : "", nd_rep_fn_names[i], (unsigned long long)c->calls[i]);
+      any = true;
+    }
+    fprintf(o, "%s; threads %u\n", any ? "" : " none", c->threads);
+    fprintf(o, "  %-10s ", "fallbacks");
+    any = false;
+    for (int i = 0; i < 4; i++) {
+      if (!c->fallbacks[i]) continue;
+      fprintf(o, "%s %s %llu", any ? "," : "", nd_rep_fb_names[i],
+              (unsigned long long)c->fallbacks[i]);
+      any = true;
+    }
+    fputs(any ? "\n" : " none\n", o);
+    const char *when = t->ended ? "at exit" : "at last flush";
+    for (int i = 0; i < ND_TRACE_KINDS; i++) {
+      const nd_rec_kind_totals_t *k = &c->kind[i];
+      if (i > 1 && !k->allocs && !k->frees && !k->live_bytes && !k->peak_bytes) continue;
+      text_kind(o, k, nd_rep_kind_names[i], when, i == 1 ? "mapping" : "block");
+    }
+  }
+  fprintf(o, "  %-10s  ", "leaks");
+  if (t->ended && !nd_rep_leaks_known(t)) {
+    fputs("none reported (the process did not end on its own); tracked sites held ", o);
+    print_bytes(o, r->live_bytes, r->live_est);
+    fprintf(o, " at the end in %zu %s\n", r->nlive, plural(r->nlive, "site", "sites"));
+  } else if (!t->ended) {
+    fputs("unknown (no normal exit); tracked sites hold ", o);
+    print_bytes(o, r->live_bytes, r->live_est);
+    fprintf(o, " at the last flush in %zu %s\n", r->nlive, plural(r->nlive, "site", "sites"));
+  } else {
+    text_life_totals(o, &r->life);
+  }
+  if (t->nws || t->nescapes || t->escapes_dropped) text_ws_line(o, r);
+  if (nd_rep_has_limits(t)) text_limits_line(o, t);
+}
+
+// What a site list ranks by: its first line shows that figure, the second the others.
+enum rank_by { BY_PEAK, BY_TOTAL, BY_LIVE };
+
+static void text_allocs(FILE *o, const nd_rec_site_t *x, const char *e) {
+  fprintf(o, "%s%llu %s, %s%llu freed", e, (unsigned long long)x->allocs,
+          plural(x->allocs, "allocation", "allocations"), e, (unsigned long long)x->frees);
+}
+
+// `same`: the rank of this site in the by-peak list shown above (its stack is not repeated), or 0.
+static int text_site(FILE *o, report_t *r, size_t rank, uint32_t si, enum rank_by by,
+                     size_t same) {
+  const nd_site_t *s = &r->t->sites[si];
+  const nd_rec_site_t *x = &s->rec;
+  bool est = x->flags & ND_SITE_SAMPLED;
+  const char *e = est ? "~" : "";
+  fprintf(o, "#%-3zu %-8s ", rank, nd_rep_kind_names[x->kind]);
+  if (by == BY_PEAK) {
+    fputs("peak ", o);
+    print_bytes(o, x->peak_live_bytes, est);
+    fprintf(o, "  [stack %u]\n      total ", x->stack_id);
+    print_bytes(o, x->alloc_bytes, est);
+    fputs(" in ", o);
+    text_allocs(o, x, e);
+    fputs("; live ", o);
+    print_bytes(o, nd_rep_site_live(x), est);
+  } else if (by == BY_TOTAL) {
+    fputs("total ", o);
+    print_bytes(o, x->alloc_bytes, est);
+    fprintf(o, "  [stack %u]\n      ", x->stack_id);
+    text_allocs(o, x, e);
+    fputs("; peak ", o);
+    print_bytes(o, x->peak_live_bytes, est);
+    fputs(", live ", o);
+    print_bytes(o, nd_rep_site_live(x), est);
+  } else {
+    fputs("live ", o);
+    print_bytes(o, nd_rep_site_live(x), est);
+    fprintf(o, "  [stack %u]\n      peak ", x->stack_id);
+    print_bytes(o, x->peak_live_bytes, est);
+    fputs(", total ", o);
+    print_bytes(o, x->alloc_bytes, est);
+    fputs(" in ", o);
+    text_allocs(o, x, e);
+  }
+  fputc('\n', o);
+  if (same) {
+    fprintf(o, "      (stack as in #%zu by peak live bytes)\n", same);
+    return 0;
+  }
+  return text_stack(o, r, s->stack);
+}
+
+static void text_ws_name(FILE *o, const char *name, uint32_t tid) {
+  fputc('[', o);
+  print_text(o, name);
+  fprintf(o, "] on thread %u", tid);
+}
+
+static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w) {
+  char ratio[64];
+  nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
+  fprintf(o, "#%-3zu ", rank);
+  text_ws_name(o, w->name, w->tid);
+  fprintf(o,
+          "\n      cycles %llu, learned cycles %llu, re-learns %llu, deviations %llu\n"
+          "      arena ",
+          (unsigned long long)w->cycles, (unsigned long long)w->learned_cycles,
+          (unsigned long long)w->relearns, (unsigned long long)w->deviations);
+  print_bytes(o, w->arena_bytes, false);
+  fputs("; learned plan peak live ", o);
+  print_bytes(o, w->plan_peak_bytes, false);
+  fputs(", sum ", o);
+  print_bytes(o, w->plan_sum_bytes, false);
+  fprintf(o, "; sum/peak %s%s\n", ratio, w->plan_peak_bytes ? "x" : "");
+  fprintf(o, "      hits %llu; spills %llu, ", (unsigned long long)w->hits,
+          (unsigned long long)w->spills);
+  print_bytes(o, w->spill_bytes, false);
+  fprintf(o, "; escapes %llu\n      ND4J: allocated ", (unsigned long long)w->escapes);
+  print_bytes(o, w->arena_bytes, false);
+  fputs(" / external (spilled) ", o);
+  print_bytes(o, w->spill_bytes, false);
+  fputs(" / external (pinned) ", o);
+  print_bytes(o, w->pinned_bytes, false);
+  fputc('\n', o);
+  if (w->outlived) // only automatic workspaces have them (and only traces of version 5)
+    fprintf(o,
+            "      outlived %llu (kept valid, no longer routed)\n"
+            "      ndmem's misprediction of the automatic cycle, not the program's error\n",
+            (unsigned long long)w->outlived);
+}
+
+static int text_esc_group(FILE *o, report_t *r, size_t rank, const esc_group_t *g) {
+  const nd_ws_escape_t *e = &r->t->escapes[g->first];
+  fprintf(o, "#%-3zu ", rank);
+  text_ws_name(o, e->rec.name, e->rec.tid);
+  fprintf(o, ": %llu %s, ", (unsigned long long)g->count, plural(g->count, "escape", "escapes"));
+  print_bytes(o, g->bytes, false);
+  fprintf(o, "; %sborn in cycle %llu, %sseen in cycle %llu", g->count > 1 ? "first " : "",
+          (unsigned long long)g->born, g->count > 1 ? "first " : "", (unsigned long long)g->seen);
+  if (e->rec.stack_id == UINT32_MAX) {
+    fputs("  [stack unknown]\n      (frames unknown: the block's allocation was not tracked)\n", o);
+    return 0;
+  }
+  fprintf(o, "  [stack %u]\n", e->rec.stack_id);
+  if (e->stack == UINT32_MAX) {
+    fprintf(o, "      (frames unknown: stack %u is not in the trace)\n", e->rec.stack_id);
+    return 0;
+  }
+  return text_stack(o, r, e->stack);
+}
+
+// The workspaces view: every workspace (unless brief), then the leaked workspace pointers.
+static int text_workspaces(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!r->o->brief && t->nws) {
+    fprintf(o, "\n== workspaces: %zu (per thread and name%s)\n", t->nws,
+            t->ended ? "" : "; as last written, no normal exit");
+    for (size_t i = 0; i < t->nws; i++) text_workspace(o, i + 1, &t->ws[r->ws[i]]);
+  }
+  uint64_t nrec = nd_rep_esc_records(t);
+  if (!nrec) {
+    if (!r->o->brief && t->nws) fputs("\n== leaked workspace pointers: none\n", o);
+    return 0;
+  }
+  size_t n = nd_rep_list_len(r, r->ngroups);
+  fprintf(o, "\n== leaked workspace pointers: %zu %s, ", t->nescapes,
+          plural(t->nescapes, "block", "blocks"));
+  print_bytes(o, r->esc_bytes, false);
+  fprintf(o, ", from %zu (workspace, stack) %s", r->ngroups,
+          plural(r->ngroups, "pair", "pairs"));
+  if (t->escapes_dropped)
+    fprintf(o, "; %llu more not kept (over %u)", (unsigned long long)t->escapes_dropped,
+            (unsigned)ND_TRACE_MAX_ESCAPES);
+  if (n < r->ngroups) fprintf(o, "; top %zu", n);
+  fputc('\n', o);
+  for (size_t i = 0; i < n; i++)
+    if (text_esc_group(o, r, i + 1, &r->groups[r->group_order[i]])) return -1;
+  return 0;
+}
+
+// "  maxBytes          64.00 MiB (67108864 B); peak tracked 63.99 MiB (67098214 B), 99.9 %"
+static void text_limit_full(FILE *o, const nd_rec_limits_t *l, int id) {
+  uint64_t limit = id == ND_LIMIT_BYTES ? l->max_bytes : l->max_physical_bytes;
+  uint64_t peak = id == ND_LIMIT_BYTES ? l->peak_tracked : l->peak_physical;
+  fprintf(o, "  %-16s  ", nd_rep_limit_names[id]);
+  if (limit) print_bytes(o, limit, false);
+  else fputs("none", o);
+  fprintf(o, "; peak %s ", id == ND_LIMIT_BYTES ? "tracked" : "physical");
+  if (id == ND_LIMIT_PHYSICAL && !l->physical_reads) {
+    fputs("not read\n", o);
+    return;
+  }
+  print_bytes(o, peak, false);
+  if (limit) {
+    char pct[48];
+    format_pct(pct, sizeof pct, peak, limit);
+    fprintf(o, ", %s", pct);
+  }
+  fputc('\n', o);
+}
+
+// The limits in force, where their percentages came from, and the totals.
+static void text_limit_settings(FILE *o, const nd_trace_t *t) {
+  fputs("\n== limits\n", o);
+  if (!t->have_limits) {
+    fputs("  (no LIMITS record: the limits in force and the totals are unknown)\n", o);
+    return;
+  }
+  const nd_rec_limits_t *l = &t->limits;
+  text_limit_full(o, l, ND_LIMIT_BYTES);
+  text_limit_full(o, l, ND_LIMIT_PHYSICAL);
+  fprintf(o, "  %-16s  ", "warn at");
+  if (l->warn_at) {
+    print_bytes(o, l->warn_at, false);
+    fputs(" physical\n", o);
+  } else {
+    fputs("none\n", o);
+  }
+  fprintf(o, "  %-16s  %s\n", "on limit", nd_rep_action_names[l->action]);
+  fprintf(o, "  %-16s  of ", "percentages");
+  if (nd_rep_pct_of_cgroup(l)) {
+    fputs("the cgroup limit ", o);
+    print_bytes(o, l->cgroup_bytes, false);
+    fputs(", smaller than RAM ", o);
+    print_bytes(o, l->ram_bytes, false);
+  } else {
+    fputs("RAM ", o);
+    print_bytes(o, l->ram_bytes, false);
+    if (l->cgroup_bytes) {
+      fputs("; cgroup limit ", o);
+      print_bytes(o, l->cgroup_bytes, false);
+    } else {
+      fputs("; no cgroup limit", o);
+    }
+  }
+  fprintf(o, "\n  %-16s  %s %llu, %s %llu; %llu %s failed%s\n", "breaches",
+          nd_rep_limit_names[ND_LIMIT_BYTES], (unsigned long long)l->breaches[ND_LIMIT_BYTES],
+          nd_rep_limit_names[ND_LIMIT_PHYSICAL], (unsigned long long)l->breaches[ND_LIMIT_PHYSICAL],
+          (unsigned long long)l->failed, plural(l->failed, "allocation", "allocations"),
+          l->flags & ND_LIMITS_ABORTED ? "; aborted on a breach" : "");
+  fprintf(o, "  %-16s  %llu %s released ", "relief", (unsigned long long)l->reliefs,
+          plural(l->reliefs, "run", "runs"));
+  print_bytes(o, l->relief_bytes, false);
+  fputs(" of workspace arenas\n", o);
+  fprintf(o, "  %-16s  %llu\n", "physical reads", (unsigned long long)l->physical_reads);
+  fprintf(o, "  %-16s  %llu taken; %llu in the trace", "snapshots",
+          (unsigned long long)l->snapshots, (unsigned long long)t->snap_records);
+  if (t->snap_records > t->nsnaps)
+    fprintf(o, ", the first and the last %zu kept", t->nsnaps - 1);
+  fprintf(o, "\n  %-16s  tracked = heap usable bytes + anonymous mmaps + workspace arenas; "
+             "physical = anonymous resident memory (resident - shared)\n",
+          "measures");
+}
+
+static void text_breach(FILE *o, const nd_trace_t *t, size_t rank, const nd_rec_breach_t *b) {
+  fprintf(o, "#%-3zu %s breach %llu at ", rank, nd_rep_limit_names[b->limit],
+          (unsigned long long)b->count);
+  print_secs(o, nd_rep_since_start(t, b->mono_ns));
+  fprintf(o, " on thread %u: %s ", b->tid, nd_rep_fn_names[b->fn]);
+  bool growth = b->fn == 2 || b->fn == 3; // realloc, reallocarray: the growth is requested
+  fputs(growth ? "growing a block by " : "of ", o);
+  print_bytes(o, b->requested, false);
+  static const char *const done[3] = {"failed", "allowed (warn)", "aborted the process"};
+  fprintf(o, " -> %s\n      %s ", done[b->action],
+          b->limit == ND_LIMIT_BYTES ? "tracked" : "physical");
+  print_bytes(o, b->value, false);
+  fputs(" before the call; limit ", o);
+  print_bytes(o, b->limit_bytes, false);
+  fputc('\n', o);
+}
+
+// The logged breaches; brief: the first one only.
+static void text_breaches(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  uint64_t logged = nd_rep_sat_add(t->nbreaches, t->breaches_dropped);
+  size_t n = r->o->brief ? (t->nbreaches ? 1 : 0) : nd_rep_list_len(r, t->nbreaches);
+  if (r->o->brief && !n) return;
+  if (!logged && !(t->have_limits && breaches_total(&t->limits))) {
+    fputs("\n== limit breaches: none\n", o);
+    return;
+  }
+  fputs("\n== limit breaches: ", o);
+  if (t->have_limits) {
+    uint64_t n_all = breaches_total(&t->limits);
+    fprintf(o, "%llu %s, ", (unsigned long long)n_all, plural(n_all, "breach", "breaches"));
+  }
+  fprintf(o, "%llu logged (the 1st, 2nd, 4th, 8th, ... of each limit)", (unsigned long long)logged);
+  if (t->breaches_dropped)
+    fprintf(o, "; %llu more not kept (over %u)", (unsigned long long)t->breaches_dropped,
+            (unsigned)ND_TRACE_MAX_BREACHES);
+  if (n < t->nbreaches) fprintf(o, "; first %zu", n);
+  fputc('\n', o);
+  for (size_t i = 0; i < n; i++) text_breach(o, t, i + 1, &t->breaches[i]);
+}
+
+static int text_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
+  const nd_trace_t *t = r->t;
+  const nd_rec_snapshot_t *x = &s->rec;
+  fprintf(o, "\n== snapshot %llu of %llu at ", (unsigned long long)s->seq,
+          (unsigned long long)t->snap_records);
+  print_secs(o, nd_rep_since_start(t, x->mono_ns));
+  int lim = nd_rep_snap_limit(t, x);
+  if (x->reason == ND_SNAP_WATERMARK) fputs(": the warning watermark was crossed\n", o);
+  else fprintf(o, ": the first breach of %s\n", lim < 0 ? "a limit" : nd_rep_limit_names[lim]);
+  fputs("  tracked ", o);
+  print_bytes(o, x->tracked, false);
+  fputs("; physical ", o);
+  if (x->physical) print_bytes(o, x->physical, false);
+  else fputs("not read", o);
+  fprintf(o, "; %s ",
+          x->reason == ND_SNAP_WATERMARK ? "watermark"
+          : lim < 0                      ? "limit"
+                                         : nd_rep_limit_names[lim]);
+  print_bytes(o, x->threshold, false);
+  bool est;
+  uint64_t live = nd_rep_snap_live(s, &est);
+  size_t n = nd_rep_list_len(r, s->nsites);
+  if (s->read < x->sites)
+    fprintf(o, "\n  %u of %u %s (the trace ends inside the snapshot)", s->read, x->sites,
+            plural(x->sites, "site", "sites"));
+  else
+    fprintf(o, "\n  %u %s", x->sites, plural(x->sites, "site", "sites"));
+  fputs(", live ", o);
+  print_bytes(o, live, est);
+  if (s->nsites < s->read)
+    fprintf(o, " in the %zu kept; %llu more not kept (over %u)", s->nsites,
+            (unsigned long long)(s->read - s->nsites), (unsigned)ND_TRACE_MAX_SNAP_SITES);
+  if (n < s->nsites) fprintf(o, "; top %zu", n);
+  fputc('\n', o);
+  for (size_t i = 0; i < n; i++) {
+    const nd_snap_site_t *e = &s->sites[i];
+    bool sampled = e->rec.flags & ND_SITE_SAMPLED;
+    fprintf(o, "#%-3zu %-8s live ", i + 1, nd_rep_kind_names[e->rec.kind]);
+    print_bytes(o, e->rec.live_bytes, sampled);
+    fprintf(o, " in %s%llu %s  [stack %u]\n", sampled ? "~" : "",
+            (unsigned long long)e->rec.live_count,
+            e->rec.kind == 1 ? plural(e->rec.live_count, "mapping", "mappings")
+                             : plural(e->rec.live_count, "block", "blocks"),
+            e->rec.stack_id);
+    if (text_stack(o, r, e->stack)) return -1;
+  }
+  return 0;
+}
+
+// The limits view: the limits and totals (unless only the brief report's first breach is
+// wanted), the logged breaches, and the kept snapshots (unless brief).
+static int text_limits(FILE *o, report_t *r, bool settings) {
+  const nd_trace_t *t = r->t;
+  if (settings) text_limit_settings(o, t);
+  text_breaches(o, r);
+  if (r->o->brief) return 0;
+  if (!t->nsnaps) fputs("\n== snapshots: none\n", o);
+  for (size_t i = 0; i < t->nsnaps; i++)
+    if (text_snapshot(o, r, t->snaps[i])) return -1;
+  return 0;
+}
+
+static int text_main(FILE *o, report_t *r);
+static int text_report(FILE *o, report_t *r);
+
+// The text report through the 80-column stream (as it is where that cannot be made).
+int nd_rep_text_report_80(FILE *out, report_t *r) {
+  FILE *o = nd_wrap_open(out, &r->wrap);
+  if (!o) return text_report(out, r);
+  int rc = text_report(o, r);
+  fclose(o); // a write error shows on `out`, which the caller checks
+  r->wrap = NULL;
+  return rc;
+}
+
+static int text_report(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (r->o->workspaces || r->o->limits) {
+    fputs("== summary\n", o);
+    text_trace_line(o, t);
+    if (r->o->workspaces) {
+      if (t->nws || nd_rep_esc_records(t)) text_ws_line(o, r);
+      else fprintf(o, "  %-10s  none recorded\n", "workspaces");
+    }
+    if (r->o->limits) {
+      if (nd_rep_has_limits(t)) text_limits_line(o, t);
+      else fprintf(o, "  %-10s  none recorded\n", "limits");
+    }
+    if (r->o->workspaces && text_workspaces(o, r)) return -1;
+    return r->o->limits && nd_rep_has_limits(t) ? text_limits(o, r, true) : 0;
+  }
+  if (text_main(o, r) || text_workspaces(o, r)) return -1;
+  return nd_rep_has_limits(t) ? text_limits(o, r, !r->o->brief) : 0;
+}
+
+// The summary, the site lists (unless brief), and the leaks or, without a normal exit, the sites
+// live at the last flush.
+// The sites the shim named growing while the job ran (GROWTH records): the evidence that remains
+// when the job did not end normally, and a note of growth that was later released.
+static int text_growth(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  size_t n = nd_rep_list_len(r, t->ngrowth);
+  uint64_t all = t->ngrowth + t->growth_dropped;
+  fprintf(o, "\n== found growing while the job ran: %llu %s\n", (unsigned long long)all,
+          plural(all, "site", "sites"));
+  for (size_t i = 0; i < n; i++) {
+    const nd_rec_growth_t *g = &t->growth[i].rec;
+    bool est = g->flags & ND_SITE_SAMPLED;
+    fprintf(o, "#%-3zu %-8s ", i + 1, nd_rep_kind_names[g->kind]);
+    print_bytes(o, g->base_bytes, est);
+    fputs(" -> ", o);
+    print_bytes(o, g->floor_bytes, est);
+    fprintf(o, " at its lowest  [stack %u]\n      ", g->stack_id);
+    if (g->cycle > g->base_cycle)
+      fprintf(o, "cycles %llu to %llu", (unsigned long long)g->base_cycle,
+              (unsigned long long)g->cycle);
+    else
+      fputs("no cycles", o);
+    fputs(", named at ", o);
+    print_secs(o, nd_rep_since_start(t, g->mono_ns));
+    fprintf(o, "; rose in %llu flush windows\n", (unsigned long long)g->rises);
+    if (text_stack(o, r, t->growth[i].stack)) return -1;
+  }
+  return 0;
+}
+
+static int text_main(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  text_summary(o, r);
+  if (!r->o->brief) {
+    size_t n = nd_rep_list_len(r, t->nsites);
+    fprintf(o, "\n== top %zu allocation sites by peak live bytes (of %zu sites)\n", n, t->nsites);
+    for (size_t i = 0; i < n; i++)
+      if (text_site(o, r, i + 1, r->by_peak[i], BY_PEAK, 0)) return -1;
+    fprintf(o, "\n== top %zu allocation sites by total bytes (of %zu sites)\n", n, t->nsites);
+    uint32_t *peak_rank = calloc(t->nsites ? t->nsites : 1, sizeof *peak_rank);
+    if (!peak_rank) return -1;
+    for (size_t i = 0; i < n; i++) peak_rank[r->by_peak[i]] = (uint32_t)i + 1;
+    for (size_t i = 0; i < n; i++) {
+      if (text_site(o, r, i + 1, r->by_total[i], BY_TOTAL, peak_rank[r->by_total[i]])) {
+        free(peak_rank);
+        return -1;
+      }
+    }
+    free(peak_rank);
+  }
+  if (t->ngrowth && text_growth(o, r)) return -1;
+  if (nd_rep_leaks_known(t)) {
+    return text_lifetimes(o, r);
+  } else {
+    size_t n = nd_rep_list_len(r, r->nlive);
+    fputs("\n== live at the last flush (no normal exit, so leaks are unknown): ", o);
+    print_bytes(o, r->live_bytes, r->live_est);
+    fprintf(o, " in %zu %s", r->nlive, plural(r->nlive, "site", "sites"));
+    if (n < r->nlive) fprintf(o, "; top %zu", n);
+    fputc('\n', o);
+    for (size_t i = 0; i < n; i++)
+      if (text_site(o, r, i + 1, r->live[i], BY_LIVE, 0)) return -1;
+  }
+  return 0;
+}
+

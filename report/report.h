@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// report.h: what ndmemreport's parts share: the options (opts_t), the analysed trace (report_t),
+// the name tables, the formatting and predicates both renderers use (analyse.c), the analysis
+// entry point (analyse.c) and the renderers' (render_text.c, render_json.c). Not installed.
+#ifndef ND_REPORT_H
+#define ND_REPORT_H
+
+#include "lifetime.h"
+#include "suppress.h"
+#include "symbolize.h"
+#include "textwrap.h"
+#include "trace_read.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct opts {
+  bool json, brief, fail_on_leak, fail_on_growth, symbols;
+  bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
+  bool limits;     // --limits: the summary's trace and limits lines, the limits view only
+  size_t top, frames; // entries per list, frames per stack in text output; 0 = all
+  const char *file;
+  const char **supp_files; // --suppressions, in order (malloc'd; freed by nd_report_main)
+  size_t nsupp_files;
+  bool builtin_supp;       // the built-in suppressions (not --no-builtin-suppressions)
+} opts_t;
+
+__extension__ typedef unsigned __int128 u128;
+
+// The leaked workspace pointers of one (workspace, stack id).
+typedef struct esc_group {
+  uint32_t first;         // its first escape (index into nd_trace_t.escapes): tid, name, stack
+  uint64_t count, bytes;
+  uint64_t born, seen;    // the earliest cycle_born and cycle_seen
+} esc_group_t;
+
+typedef struct report {
+  const nd_trace_t *t;
+  nd_sym_t *sym;
+  const opts_t *o;
+  uint32_t *by_peak, *by_total; // site indices, sorted
+  uint32_t *leaks;              // leak indices, sorted by bytes
+  uint32_t *live;               // (not ended) sites with live bytes, sorted by live bytes
+  size_t nlive;
+  uint64_t leak_bytes, leak_blocks, live_bytes;
+  bool leak_est, live_est;
+  uint32_t *ws;           // workspace indices by (tid, name)
+  uint64_t ws_hits, ws_spills, ws_spill_bytes, ws_escapes; // over all workspaces
+  esc_group_t *groups;    // escapes by (workspace, stack id)
+  uint32_t *group_order;  // group indices by bytes
+  size_t ngroups;
+  uint64_t esc_bytes;     // over the escapes kept
+  nd_lifetimes_t life;    // what was live at exit, by class (a normal exit)
+  int running;            // no END record: ND_RUN_YES / _NO / _UNKNOWN (running.h)
+  nd_supp_t *supp;        // leak suppressions: the built-ins (unless off), then each file's
+  nd_wrap_t *wrap;        // text: the 80-column stream's state (textwrap.h), or NULL
+} report_t;
+
+// The name tables (analyse.c): kinds, functions and fallbacks by index.
+extern const char *const nd_rep_kind_names[ND_TRACE_KINDS];
+extern const char *const nd_rep_fn_names[ND_TRACE_FNS];
+extern const char *const nd_rep_fb_names[4];
+// Limits by their JavaCPP names in text, snake case in JSON; actions by NDMEM_ON_LIMIT's values.
+extern const char *const nd_rep_limit_names[ND_LIMIT_COUNT];
+extern const char *const nd_rep_limit_keys[ND_LIMIT_COUNT];
+extern const char *const nd_rep_action_names[3];
+
+// Formatting both renderers use (analyse.c).
+void nd_rep_format_start(char *out, size_t n, uint64_t realtime_ns);
+// sum / peak to two decimals ("n/a" without a peak).
+void nd_rep_format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak);
+
+// The analysis (analyse.c): sorts the sites, leaks and workspaces and classifies what was live at
+// exit; -1 when out of memory.
+int nd_rep_analyse(report_t *r);
+// Entries of a list shown: --top (0: all), 5 with --brief.
+size_t nd_rep_list_len(const report_t *r, size_t n);
+uint64_t nd_rep_site_live(const nd_rec_site_t *s);
+uint64_t nd_rep_sat_add(uint64_t a, uint64_t b);
+// Escape records seen, kept or not.
+uint64_t nd_rep_esc_records(const nd_trace_t *t);
+// Any record of limits (LIMITS, breaches, snapshots).
+bool nd_rep_has_limits(const nd_trace_t *t);
+// Whether what was live at the end is a leak: the program ended on its own.
+bool nd_rep_leaks_known(const nd_trace_t *t);
+bool nd_rep_aborted(const nd_trace_t *t);
+bool nd_rep_pct_of_cgroup(const nd_rec_limits_t *l);
+int nd_rep_snap_limit(const nd_trace_t *t, const nd_rec_snapshot_t *s);
+uint64_t nd_rep_since_start(const nd_trace_t *t, uint64_t ns);
+uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est);
+
+// The renderers: 0, or -1 when out of memory (a write error shows on `o`).
+int nd_rep_text_report_80(FILE *out, report_t *r); // render_text.c
+int nd_rep_json_report(FILE *o, report_t *r);      // render_json.c
+
+#endif
