@@ -12,50 +12,17 @@
 // (the root process only, as every remark) and written as a GROWTH record.
 #include "growth.h"
 
-#include "fmt.h"
-#include "ndmem.h"
+#include "names.h"
 
-#include <dlfcn.h>
 #include <string.h>
 
 #define MIN_RISES 3
 
-static const char *base_name(const char *path) {
-  const char *s = path ? strrchr(path, '/') : NULL;
-  return s ? s + 1 : path ? path : "?";
-}
-
-// "function (module+0xoffset)" from the loader's dynamic symbols (ndmemreport gives file:line).
-static void put_frame(nd_buf_t *b, uintptr_t ip) {
-  Dl_info di;
-  if (!dladdr((void *)(ip - 1), &di) || !di.dli_fname) {
-    nd_buf_hex(b, ip);
-    return;
-  }
-  if (di.dli_sname) {
-    nd_buf_strn(b, di.dli_sname, 60);
-    nd_buf_str(b, " (");
-  }
-  nd_buf_strn(b, base_name(di.dli_fname), 40);
-  nd_buf_str(b, "+");
-  nd_buf_hex(b, ip - (uintptr_t)di.dli_fbase);
-  if (di.dli_sname) nd_buf_str(b, ")");
-}
-
-// The slope in words: "+1.00 MiB per 5 cycles" (k: cycles per retained block, so a leak every
-// fifth cycle reads as such), or per second in a job without cycles.
-static void put_kind(nd_buf_t *b, int kind) {
-  static const char *const names[] = {"heap", "mmap", "pinned", "managed"};
-  if (kind < NDMEM_KIND_DEVICE0) {
-    nd_buf_str(b, names[kind]);
-    return;
-  }
-  nd_buf_str(b, "device");
-  nd_buf_u64(b, (uint64_t)(kind - NDMEM_KIND_DEVICE0));
-}
-
 #define MAX_SAID 8 // lines per process; later growing sites are recorded in the trace only
 
+// The line: kind, stack, floor, then the slope in words, "+1.00 MiB per 5 cycles" (k: cycles per
+// retained block, so a leak every fifth cycle reads as such), or per second without cycles, and
+// the top frames.
 static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t count) {
   static unsigned said; // the trace writer's thread only
   if (fd < 0 || said > MAX_SAID) return;
@@ -71,7 +38,7 @@ static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t c
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: growing: ");
-  put_kind(&b, s->kind);
+  nd_buf_kind(&b, s->kind);
   nd_buf_str(&b, " site [stack ");
   nd_buf_u64(&b, s->id);
   nd_buf_str(&b, "] holds ");
@@ -101,8 +68,8 @@ static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t c
     nd_buf_str(&b, " rises");
   }
   for (int i = 0; i < s->depth && i < 3; i++) {
-    nd_buf_str(&b, i ? " < " : ": ");
-    put_frame(&b, s->ips[i]);
+    nd_buf_str(&b, i ? " <- " : ": ");
+    nd_buf_frame(&b, s->ips[i]);
   }
   nd_buf_line(&b, fd);
 }

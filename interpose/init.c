@@ -9,6 +9,7 @@
 #include "shim.h"
 
 #include "fmt.h"
+#include "names.h"
 #include "limits.h"
 #include "os.h"
 #include "sites.h"
@@ -337,11 +338,10 @@ static void line_start(nd_buf_t *b) {
   nd_buf_str(b, "]: ");
 }
 
-static void kind_line(nd_buf_t *b, int fd, const char *name, const ndmem_kind_stats_t *k,
-                      const char *unit) {
+static void kind_line(nd_buf_t *b, int fd, int kind, const ndmem_kind_stats_t *k) {
   line_start(b);
-  nd_buf_str(b, name);
-  nd_buf_str(b, " peak ");
+  nd_buf_kind(b, kind);
+  nd_buf_str(b, ": peak ");
   nd_buf_bytes(b, k->peak_bytes);
   nd_buf_str(b, " (");
   nd_buf_i64(b, k->peak_bytes);
@@ -353,9 +353,7 @@ static void kind_line(nd_buf_t *b, int fd, const char *name, const ndmem_kind_st
   nd_buf_i64(b, live);
   nd_buf_str(b, " B) in ");
   nd_buf_i64(b, count);
-  nd_buf_char(b, ' ');
-  nd_buf_str(b, unit);
-  nd_buf_str(b, "; ");
+  nd_buf_str(b, kind == NDMEM_KIND_MMAP ? " mappings; " : " blocks; ");
   nd_buf_u64(b, k->allocs);
   nd_buf_str(b, " allocated, ");
   nd_buf_u64(b, k->frees);
@@ -379,22 +377,9 @@ void nd_print_summary(int fd) {
   ndmem_stats_t s;
   nd_counters_snapshot_process(&s);
   nd_buf_t b;
-  kind_line(&b, fd, "heap:", &s.kind[NDMEM_KIND_HEAP], "blocks");
-  kind_line(&b, fd, "mmap:", &s.kind[NDMEM_KIND_MMAP], "mappings");
-  static const char *const other[] = {"pinned:", "managed:"};
-  for (int i = NDMEM_KIND_PINNED; i < NDMEM_KIND_COUNT; i++) {
-    if (!s.kind[i].allocs) continue;
-    char name[16] = "device";
-    if (i < NDMEM_KIND_DEVICE0) {
-      kind_line(&b, fd, other[i - NDMEM_KIND_PINNED], &s.kind[i], "blocks");
-      continue;
-    }
-    int d = i - NDMEM_KIND_DEVICE0, n = 6;
-    if (d >= 10) name[n++] = (char)('0' + d / 10);
-    name[n++] = (char)('0' + d % 10);
-    name[n++] = ':';
-    kind_line(&b, fd, name, &s.kind[i], "blocks");
-  }
+  // heap and mmap always; the other kinds when they were used
+  for (int i = 0; i < NDMEM_KIND_COUNT; i++)
+    if (i <= NDMEM_KIND_MMAP || s.kind[i].allocs) kind_line(&b, fd, i, &s.kind[i]);
   line_start(&b);
   nd_buf_str(&b, "calls:");
   int calls = 0;

@@ -8,6 +8,7 @@
 #include "limits.h"
 
 #include "fmt.h"
+#include "names.h"
 #include "ndmem.h"
 #include "os.h"
 #include "shim.h"
@@ -17,7 +18,6 @@
 #include "trace_format.h"
 #include "ws.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -258,28 +258,6 @@ static int top_sites(top_t *v, int n, uint32_t *nsites) {
   return k;
 }
 
-static void frame_name(nd_buf_t *b, uintptr_t ip) {
-  Dl_info info;
-  if (dladdr((void *)ip, &info) && info.dli_fname) {
-    const char *base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    if (info.dli_sname) {
-      nd_buf_str(b, info.dli_sname);
-      nd_buf_str(b, "+");
-      nd_buf_hex(b, ip - (uintptr_t)info.dli_saddr);
-      nd_buf_str(b, " (");
-      nd_buf_str(b, base);
-      nd_buf_str(b, ")");
-    } else {
-      nd_buf_str(b, base);
-      nd_buf_str(b, "+");
-      nd_buf_hex(b, ip - (uintptr_t)info.dli_fbase);
-    }
-  } else {
-    nd_buf_hex(b, ip);
-  }
-}
-
 static void say_top_sites(void) {
   nd_buf_t b;
   if (!nd_trace_enabled()) {
@@ -312,7 +290,7 @@ static void say_top_sites(void) {
     nd_buf_str(&b, "] ");
     for (int f = 0; f < s->depth && f < 2; f++) {
       if (f) nd_buf_str(&b, " <- ");
-      frame_name(&b, s->ips[f]);
+      nd_buf_frame(&b, s->ips[f]);
     }
     nd_buf_line(&b, 2);
   }

@@ -69,19 +69,17 @@ void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t
       continue;
     }
     if (lo > r->start && hi < r->end) { // middle: split in two
-      nd_range_t tail = *r;
-      void *tag = r->tag;
-      uintptr_t tail_end = r->end;
-      r->end = lo;
+      nd_range_t tail = *r; // keeps the tag, birth time and cycle (r may move in reserve)
       tail.start = hi;
+      r->end = lo;
       if (reserve(t, t->n + 1) == 0) {
         insert_at(t, i + 1, &tail);
         (*split)++;
-        if (on_piece) on_piece(ctx, tag, hi - lo, ND_PIECE_SPLIT);
+        if (on_piece) on_piece(ctx, tail.tag, hi - lo, ND_PIECE_SPLIT);
       } else {
         // No memory for the table: forget the tail rather than mis-account it as unmapped.
-        *bytes += tail_end - hi;
-        if (on_piece) on_piece(ctx, tag, tail_end - lo, ND_PIECE_TRIM);
+        *bytes += tail.end - hi;
+        if (on_piece) on_piece(ctx, tail.tag, tail.end - lo, ND_PIECE_TRIM);
       }
       return;
     }

@@ -281,13 +281,12 @@ void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes) {
   __atomic_store_n(&s->dirty, 1, __ATOMIC_RELAXED);
 }
 
-void nd_site_window(nd_site_t *s, uint64_t *floor, uint64_t *live) {
+uint64_t nd_site_window(nd_site_t *s) {
   int64_t now = (int64_t)(__atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED) -
                           __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED));
   if (now < 0) now = 0; // a free counted before its allocation (another thread): momentary
   int64_t f = __atomic_exchange_n(&s->floor, now, __ATOMIC_RELAXED);
-  *floor = f < 0 ? 0 : f > now ? (uint64_t)now : (uint64_t)f;
-  *live = (uint64_t)now;
+  return f < 0 ? 0 : f > now ? (uint64_t)now : (uint64_t)f;
 }
 
 uint32_t nd_sites_count(void) { return __atomic_load_n(&nsites, __ATOMIC_ACQUIRE); }

@@ -74,9 +74,9 @@ static inline __attribute__((always_inline)) nd_site_t *nd_site_here(int kind, i
 }
 void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes);
 void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes);
-// Closes the site's window: its floor (lowest live bytes since the window began) into *floor and
-// live bytes into *live; the next window begins at the live bytes now.
-void nd_site_window(nd_site_t *s, uint64_t *floor, uint64_t *live);
+// Closes the site's window and returns its floor (lowest live bytes since the window began); the
+// next window begins at the live bytes now.
+uint64_t nd_site_window(nd_site_t *s);
 uint32_t nd_sites_count(void);
 nd_site_t *nd_site_by_id(uint32_t id);
 void nd_sites_mark_unwritten(void);               // fork child: a new trace needs every site again

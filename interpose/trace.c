@@ -237,6 +237,14 @@ static void fix_dir(void) {
   errno = saved;
 }
 
+// The header's start: now, on both clocks.
+static void stamp_start(nd_trace_header_t *h) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  h->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  h->start_mono_ns = nd_os_mono_ns();
+}
+
 void nd_trace_setup(void) {
   if (nd_sites_init((int)nd_cfg.depth) != 0) return;
   nd_sites_depth = (int)nd_cfg.depth;
@@ -249,10 +257,7 @@ void nd_trace_setup(void) {
   h->version = ND_TRACE_VERSION;
   h->header_size = sizeof *h;
   h->pid = (uint64_t)nd_os_getpid();
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  h->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-  h->start_mono_ns = nd_os_mono_ns();
+  stamp_start(h);
   h->sample_interval = (uint64_t)nd_cfg.sample;
   h->track_min = (uint64_t)nd_cfg.track_min;
   h->depth = (uint32_t)nd_cfg.depth;
@@ -439,9 +444,8 @@ static void write_sites(void) {
                        __atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED),
                        __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED),
                        (uint64_t)__atomic_load_n(&s->peak, __ATOMIC_RELAXED), 0, clock};
-    uint64_t live = 0;
     if (close) {
-      nd_site_window(s, &r.floor_bytes, &live);
+      r.floor_bytes = nd_site_window(s);
     } else {
       int64_t f = __atomic_load_n(&s->floor, __ATOMIC_RELAXED);
       r.floor_bytes = f > 0 ? (uint64_t)f : 0;
@@ -562,10 +566,7 @@ void nd_trace_atfork_child(void) {
   if (tr.on && tr.state != TR_OFF) tr.state = TR_LATER;
   // The child's trace starts at the fork (its duration, and ndmemreport's check that a running
   // process is the trace's, go by the header's start).
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  tr.hdr.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-  tr.hdr.start_mono_ns = nd_os_mono_ns();
+  stamp_start(&tr.hdr);
   tr.seq = 0;
   tr.module_ids = 0;
   tr.thread_started = 0;
