@@ -22,11 +22,11 @@ typedef struct run {
   const nd_trace_t *t;
   uint64_t t0, end, steady; // monotonic ns: start, end, steady state (0: none)
   uint64_t flushes;         // the final flush's number (after a normal exit)
+  bool by_cycles;           // cycles enough (MIN_CYCLES) to judge spread and teardown by them
 } run_t;
 
 static double frac(const run_t *r, uint64_t ns) {
-  if (!ns || r->end <= r->t0) return 0;
-  if (ns <= r->t0) return 0;
+  if (!ns || r->end <= r->t0 || ns <= r->t0) return 0;
   return ns >= r->end ? 1.0 : (double)(ns - r->t0) / (double)(r->end - r->t0);
 }
 
@@ -41,7 +41,7 @@ static void moves(const run_t *r, const nd_site_hist_t *h, bool *final, uint32_t
   *drops = (st ? h->drops : h->drops_any) + (counts && h->move < 0);
   *final = t->ended && h->tail_drops && h->move < 0 &&
            ((h->tail_drops == 1 && h->seq == r->flushes) ||
-            (t->flush.cycles >= MIN_CYCLES && h->tail_cycle == t->flush.cycles));
+            (r->by_cycles && h->tail_cycle == t->flush.cycles));
   if (*final) *drops -= *drops < h->tail_drops ? *drops : h->tail_drops;
 }
 
@@ -59,7 +59,7 @@ static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_l
   uint32_t rises, drops;
   moves(r, &s->h, &final, &rises, &drops);
   bool floor_rose = rises >= MIN_RISES && !drops;
-  if (r->steady && r->t->flush.cycles >= MIN_CYCLES) {
+  if (r->by_cycles) {
     uint64_t spread = l->steady_last_cycle - l->steady_first_cycle, all = r->t->flush.cycles;
     if (spread + 1 < MIN_BLOCKS || spread * 4 < all) return false;
     // A site that never freed a block retained every one: its live bytes rose at each birth.
@@ -77,7 +77,8 @@ static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_l
   return true;
 }
 
-// A site whose floor rose through the run and fell only in the final (teardown) window.
+// A site whose floor rose through the run and fell only at the teardown (moves: after the last
+// cycle, or in the final flush), from its highest value.
 static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
   const nd_site_hist_t *h = &s->h;
   bool final;
@@ -88,7 +89,7 @@ static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
   // ... and it was still rising late in the run, not on a plateau since a warm-up: the peak was
   // first reached in the last quarter of the steady state's cycles (of the site's records in a
   // job without enough cycles; a site is recorded only in windows where it changed).
-  if (r->steady && r->t->flush.cycles >= MIN_CYCLES && h->steady) {
+  if (r->by_cycles && h->steady) {
     uint64_t from = h->steady_cycle, last = h->cycle; // flat until the teardown's record
     if (last <= from || (h->peak_cycle - from) * 4 < (last - from) * 3) return false;
   } else {
@@ -158,7 +159,7 @@ static void cap_estimates(const nd_trace_t *t, nd_lifetimes_t *out) {
 int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out) {
   memset(out, 0, sizeof *out);
   run_t r = {t, t->hdr.start_mono_ns, t->ended ? t->end.mono_ns : t->last_ns, t->flush.steady_ns,
-             t->flushes};
+             t->flushes, t->flush.steady_ns && t->flush.cycles >= MIN_CYCLES};
   out->steady = r.steady != 0;
   out->steady_ns = r.steady > r.t0 ? r.steady - r.t0 : 0;
   out->cycles = t->flush.cycles;

@@ -348,14 +348,14 @@ static int text_lifetimes(FILE *o, report_t *r) {
       for (size_t i = 0; c == ND_LIFE_SUPPRESSED && i < n; i++) {
         const char *rule = l->v[at + i].suppressed_by;
         bool seen = false, est = false;
+        for (size_t j = 0; j < i && !seen; j++) seen = l->v[at + j].suppressed_by == rule;
+        if (seen) continue; // its line came with its first entry
         uint64_t bytes = 0, blocks = 0, stacks = 0;
-        for (size_t j = 0; j < n && !seen; j++) seen = j < i && l->v[at + j].suppressed_by == rule;
-        for (size_t j = i; j < n && !seen; j++) {
+        for (size_t j = i; j < n; j++) {
           const nd_life_t *e = &l->v[at + j];
           if (e->suppressed_by != rule) continue;
           bytes += e->bytes, blocks += e->blocks, stacks++, est |= e->samples > 0;
         }
-        if (seen) continue;
         fprintf(o, "   %s: ", rule);
         text_bytes_blocks(o, bytes, blocks, est);
         fprintf(o, " from %llu %s\n", (unsigned long long)stacks, plural(stacks, "stack", "stacks"));
