@@ -173,6 +173,42 @@ NDMEM_API int ndmem_limits(ndmem_limits_t *out);
 // value (nothing changes).
 NDMEM_API int ndmem_limit_set(const char *name, const char *value);
 
+// ---- device memory (CUDA driver API hooks; NDMEM_MAX_DEVICE_BYTES[_<i>])
+// One device's memory as the hooks see it: cuMemAlloc/cuMemAllocPitch, stream-ordered
+// cuMemAllocAsync/cuMemAllocFromPoolAsync (bytes handed out, whatever the pool keeps), and
+// cuMemCreate (physical memory of the virtual-memory API). Pinned host and managed memory are the
+// kinds NDMEM_KIND_PINNED and NDMEM_KIND_MANAGED of ndmem_stats.
+typedef struct ndmem_device_stats {
+  uint32_t size;    // caller sets sizeof(ndmem_device_stats_t); ndmem fills at most that much
+  int32_t device;   // the ordinal asked for
+  int64_t live_bytes, peak_bytes;  // exact
+  uint64_t allocs, frees;
+  int64_t limit_bytes;             // NDMEM_MAX_DEVICE_BYTES[_<i>] in bytes (0: none)
+  int64_t total_bytes;             // the device's memory as the driver reports it (0: not asked yet)
+  uint64_t breaches, failed;       // breaches of the limit; allocations made to fail
+  uint64_t getinfo_calls, getinfo_clamped; // cuMemGetInfo answers; those the limit lowered
+} ndmem_device_stats_t;
+
+// Fills *out for device `device` (0..NDMEM_MAX_DEVICES-1); 0, or -1 when accounting is off or
+// the ordinal is out of range.
+NDMEM_API int ndmem_device_stats(int device, ndmem_device_stats_t *out);
+
+// CUPTI's view of one device, handed to the shim by ndmem's CUPTI injection library
+// (libndmem_cupti.so, CUDA_INJECTION64_PATH; `ndmem run --cupti`). Totals are cumulative: each
+// call replaces the previous one for that device. The shim writes them to the trace, where
+// ndmemreport sets them beside the hooks' own totals.
+typedef struct ndmem_cupti_device {
+  uint32_t size;    // sizeof(ndmem_cupti_device_t)
+  int32_t device;
+  uint64_t allocs, frees, alloc_bytes, free_bytes;  // device memory outside stream-ordered pools
+  uint64_t pool_allocs, pool_frees, pool_alloc_bytes, pool_free_bytes; // served by pools
+  uint64_t pool_reserved_bytes, pool_reserved_peak; // what the pools hold from the device
+  uint64_t pinned_bytes, managed_bytes;             // live pinned host and managed memory
+  uint64_t records, dropped;                        // activity records read; lost by CUPTI
+} ndmem_cupti_device_t;
+
+NDMEM_API int ndmem_cupti_update(const ndmem_cupti_device_t *d);
+
 #ifdef __cplusplus
 }
 #endif
