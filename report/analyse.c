@@ -273,6 +273,12 @@ static int device_limited_at(const nd_trace_t *t, uint64_t bytes) {
 
 bool nd_rep_has_devices(const nd_trace_t *t) { return t->have_device || t->have_cuda; }
 
+bool nd_rep_device_limited(const nd_trace_t *t) {
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
+    if ((t->have_device >> d & 1) && (t->devices[d].limit_bytes || t->devices[d].breaches)) return true;
+  return false;
+}
+
 // Whether what was live at the end is a leak: the program ended on its own (exit, a return from
 // main, _exit). A fatal signal or NDMEM_ON_LIMIT=abort ends it before it could free anything.
 bool nd_rep_leaks_known(const nd_trace_t *t) {

@@ -205,7 +205,8 @@ static void text_limits_line(FILE *o, const nd_trace_t *t) {
   fprintf(o, "  %-10s  ", "limits");
   if (!t->have_limits) {
     uint64_t nb = nd_rep_sat_add(t->nbreaches, t->breaches_dropped);
-    fprintf(o, "no LIMITS record; %llu logged %s, %llu %s\n",
+    fprintf(o, "%s; %llu logged %s, %llu %s\n",
+            nd_rep_device_limited(t) ? "device limits only" : "no LIMITS record",
             (unsigned long long)nb, plural(nb, "breach", "breaches"),
             (unsigned long long)t->snap_records, plural(t->snap_records, "snapshot", "snapshots"));
     return;
@@ -653,7 +654,10 @@ static void text_limit_full(FILE *o, const nd_rec_limits_t *l, int id) {
 static void text_limit_settings(FILE *o, const nd_trace_t *t) {
   fputs("\n== limits\n", o);
   if (!t->have_limits) {
-    fputs("  (no LIMITS record: the limits in force and the totals are unknown)\n", o);
+    fputs(nd_rep_device_limited(t)
+              ? "  no host limits; the device limits are in the device memory view\n"
+              : "  (no LIMITS record: the limits in force and the totals are unknown)\n",
+          o);
     return;
   }
   const nd_rec_limits_t *l = &t->limits;
@@ -859,7 +863,7 @@ static void text_devices(FILE *o, const nd_trace_t *t) {
   const nd_rec_cuda_t *c = &t->cuda;
   fputs("  hooks:", o);
   for (int f = 0; f < ND_CUDA_FN_USED; f++)
-    if (c->calls[f]) fprintf(o, " %s %llu", nd_rep_cuda_fn_names[f], (unsigned long long)c->calls[f]);
+    if (c->calls[f]) fprintf(o, " %s=%llu", nd_rep_cuda_fn_names[f], (unsigned long long)c->calls[f]);
   fprintf(o, "\n  lookups answered with a hook: %llu by dlsym, %llu by cuGetProcAddress\n",
           (unsigned long long)c->answered_dlsym, (unsigned long long)c->answered_proc);
   fprintf(o, "  fallbacks: %llu lookups not hooked, %llu releases of memory not seen allocated, "

@@ -87,6 +87,7 @@ uint64_t nd_rep_esc_records(const nd_trace_t *t);
 bool nd_rep_has_limits(const nd_trace_t *t);
 const char *nd_rep_breach_fn(const nd_rec_breach_t *b); // the function a breach refused
 bool nd_rep_has_devices(const nd_trace_t *t);           // DEVICE or CUDA records (version 6)
+bool nd_rep_device_limited(const nd_trace_t *t);        // a device had a limit or breaches
 // Whether CUPTI's view of device d disagrees with the hooks' (and on what, into why[n]).
 bool nd_rep_cupti_differs(const nd_rec_device_t *d, char *why, size_t n);
 // Whether what was live at the end is a leak: the program ended on its own.
