@@ -14,8 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *const names[] = {"cuInit", "cuMemAlloc_v2", "cuMemFree_v2", "cuGetProcAddress",
-    "cuGetProcAddress_v2", "cuMemAllocAsync", "cuMemCreate", "cuMemGetInfo_v2", "cuMemAllocHost_v2"};
+static const char *const names[] = {"cuInit", "cuMemAlloc_v2", "cuMemFree_v2",
+    "cuGetProcAddress", "cuGetProcAddress_v2", "cuMemAllocAsync", "cuMemCreate", "cuMemGetInfo_v2",
+    "cuMemAllocHost_v2"};
 
 static int maps_libcuda(void) {
   FILE *f = fopen("/proc/self/maps", "r");

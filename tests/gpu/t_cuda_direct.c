@@ -65,7 +65,8 @@ static void before_init(void) {
   CU(cuInit(0));
   CU(cuInit(0));
   ndmem_stats_t a = nd_snap();
-  for (int k = NDMEM_KIND_PINNED; k < NDMEM_KIND_COUNT; k++) CHECK_EQ(a.kind[k].allocs, s.kind[k].allocs);
+  for (int k = NDMEM_KIND_PINNED; k < NDMEM_KIND_COUNT; k++)
+    CHECK_EQ(a.kind[k].allocs, s.kind[k].allocs);
 }
 
 static void devices(void) {
@@ -107,7 +108,8 @@ static void no_context(void) {
   CU_EQ(cuCtxSynchronize(), ND_CUDA_ERROR_INVALID_CONTEXT);
   CU_EQ(HOSTQUIET(cuMemAlloc_v2(&p, 4096)), ND_CUDA_ERROR_INVALID_CONTEXT);
   CU_EQ(HOSTQUIET(cuMemAllocPitch_v2(&p, &pitch, 64, 2, 4)), ND_CUDA_ERROR_INVALID_CONTEXT);
-  CU_EQ(HOSTQUIET(cuMemAllocManaged(&p, 4096, ND_CU_MEM_ATTACH_GLOBAL)), ND_CUDA_ERROR_INVALID_CONTEXT);
+  CU_EQ(HOSTQUIET(cuMemAllocManaged(&p, 4096, ND_CU_MEM_ATTACH_GLOBAL)),
+        ND_CUDA_ERROR_INVALID_CONTEXT);
   CU_EQ(HOSTQUIET(cuMemAllocHost_v2(&h, 4096)), ND_CUDA_ERROR_INVALID_CONTEXT);
   CU_EQ(HOSTQUIET(cuMemAllocAsync(&p, 4096, NULL)), ND_CUDA_ERROR_INVALID_CONTEXT);
   CU_EQ(HOSTQUIET(cuMemGetInfo_v2(&fr, &to)), ND_CUDA_ERROR_INVALID_CONTEXT);
@@ -374,7 +376,8 @@ static void vmm(void) {
   CU_EQ(cuMemMap(va, 2 * MiB, 0, h, 0), 208 /* CUDA_ERROR_ALREADY_MAPPED */);
   VERIFY(&m);
   CU_EQ(cuMemcpyHtoD_v2(va, buf, 16), ND_CUDA_ERROR_INVALID_VALUE); // no access granted yet
-  fk_cu_mem_access_desc_t acc = {{ND_CU_MEM_LOCATION_TYPE_DEVICE, 1}, FK_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  fk_cu_mem_access_desc_t acc = {{ND_CU_MEM_LOCATION_TYPE_DEVICE, 1},
+                                 FK_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   CU(cuMemSetAccess(va, 8 * MiB, &acc, 1));
   roundtrip(va + 3 * MiB, 4096, 5);
   CU(cuMemcpyDtoH_v2(back, va + 7 * MiB, 4096)); // the alias reads what was written
@@ -552,7 +555,8 @@ static void *work(void *arg) {
     w->bytes += (long long)size[slot];
     live_bytes += (long long)size[slot];
     if (live_bytes > w->max_live) w->max_live = live_bytes;
-    if (cuMemsetD8_v2(live[slot], (unsigned char)((w->id << 4) | slot), size[slot]) != 0) w->failures++;
+    if (cuMemsetD8_v2(live[slot], (unsigned char)((w->id << 4) | slot), size[slot]) != 0)
+      w->failures++;
   }
   for (int s = 0; s < KEEP; s++)
     if (live[s] && cuMemFree_v2(live[s]) != 0) w->failures++;
@@ -585,9 +589,10 @@ static void threads(void) {
     ndmem_stats_t after = nd_snap();
     for (int d = 0; d < NDEV; d++) {
       const int k = NDMEM_KIND_DEVICE0 + d;
+      const long long was = before.kind[k].peak_bytes;
       const long long bound = before.kind[k].live_bytes + max_live[d];
-      CHECK(after.kind[k].peak_bytes >= before.kind[k].peak_bytes);
-      CHECK(after.kind[k].peak_bytes <= (bound > before.kind[k].peak_bytes ? bound : before.kind[k].peak_bytes));
+      CHECK(after.kind[k].peak_bytes >= was);
+      CHECK(after.kind[k].peak_bytes <= (bound > was ? bound : was));
       m.k[k].peak_bytes = after.kind[k].peak_bytes;
     }
   }

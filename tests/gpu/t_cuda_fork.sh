@@ -18,7 +18,11 @@ set -- $(cat "$tmp/out")
 parent=$2 child=$4
 for who in parent child; do
   eval pid=\$$who
-  [ -s "$tmp/t.$pid.trace" ] || { echo "no trace of the $who (pid $pid)" >&2; ls -l "$tmp" >&2; exit 1; }
+  if [ ! -s "$tmp/t.$pid.trace" ]; then
+    echo "no trace of the $who (pid $pid)" >&2
+    ls -l "$tmp" >&2
+    exit 1
+  fi
   "$rep" --format json "$tmp/t.$pid.trace" >"$tmp/$who.json" ||
     { echo "ndmemreport failed on the $who's trace" >&2; exit 1; }
 done
@@ -39,7 +43,8 @@ def device0(doc):
 got = [(g["bytes"], g["blocks"], [f["line"] for f in g["frames"]
         if f.get("file") and os.path.basename(f["file"]) == base][:1]) for g in device_leaks(child)]
 if got != [(2097152, 1, [line])]:
-    errors.append("child: want one device0 leak of 2097152 bytes at %s:%d, got %s" % (base, line, got))
+    errors.append("child: want one device0 leak of 2097152 bytes at %s:%d, got %s"
+                  % (base, line, got))
 d = device0(child)
 if not d or d["live_bytes"] != 2097152 or d["allocs"] != 1:
     errors.append("child: device0 counters %s" % d)

@@ -21,7 +21,8 @@ NDMEM_SUMMARY=0 NDMEM_OUTPUT="$tmp/t.%p.trace" LD_LIBRARY_PATH="$fakedir" LD_PRE
 trace=$(ls "$tmp"/t.*.trace 2>/dev/null | head -1)
 [ -n "$trace" ] || { echo "no trace in $tmp" >&2; exit 1; }
 "$rep" "$trace" >"$tmp/r.txt" || { echo "ndmemreport failed" >&2; exit 1; }
-"$rep" --format json "$trace" >"$tmp/r.json" || { echo "ndmemreport --format json failed" >&2; exit 1; }
+"$rep" --format json "$trace" >"$tmp/r.json" ||
+  { echo "ndmemreport --format json failed" >&2; exit 1; }
 
 # text: the leak sections only (growing, released at teardown, live at exit)
 awk '/^== / { on = ($0 ~ /^== (growing|released at teardown|live at exit)/) } on' "$tmp/r.txt" \
@@ -52,7 +53,8 @@ got, errors = {}, []
 if not doc["leaks"]["known"]:
     errors.append("leaks not known")
 for g in doc["leaks"]["groups"]:
-    lines = [f["line"] for f in g["frames"] if f.get("file") and os.path.basename(f["file"]) == base]
+    lines = [f["line"] for f in g["frames"]
+             if f.get("file") and os.path.basename(f["file"]) == base]
     if not lines:
         continue
     if lines[0] == tmp_line:

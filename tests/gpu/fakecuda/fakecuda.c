@@ -431,7 +431,8 @@ nd_cu_result cuDevicePrimaryCtxRelease_v2(nd_cu_device dev) {
   if (!VALID_DEV(dev)) return ND_CUDA_ERROR_INVALID_DEVICE;
   nd_cu_result rc = ND_CUDA_SUCCESS;
   lock();
-  if (fk_devs[dev].primary.refs > 0) __atomic_sub_fetch(&fk_devs[dev].primary.refs, 1, __ATOMIC_ACQ_REL);
+  fk_ctx_t *c = &fk_devs[dev].primary;
+  if (c->refs > 0) __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
   else rc = ND_CUDA_ERROR_INVALID_CONTEXT;
   unlock();
   return rc;
