@@ -302,6 +302,23 @@ static long long env_size(const char *name) {
   return (long long)(v << shift);
 }
 
+// Reserves *len bytes of address space aligned to FK_GRAN (the mapping returned is FK_GRAN
+// longer, for the alignment), or less where the process may not have that much (valgrind's
+// address space manager refuses mappings over 32 GiB): halving *len down to floor. NULL if
+// even floor is refused.
+static void *reserve(size_t *len, size_t floor) {
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  for (size_t n = *len;; n = round_up(n / 2, FK_GRAN)) {
+    if (n < floor) n = floor;
+    void *p = mmap(NULL, n + FK_GRAN, PROT_NONE, flags, -1, 0);
+    if (p != MAP_FAILED) {
+      *len = n;
+      return p;
+    }
+    if (n == floor) return NULL;
+  }
+}
+
 static void fk_atfork_prepare(void) { lock(); }
 static void fk_atfork_release(void) { unlock(); }
 
@@ -327,27 +344,28 @@ nd_cu_result cuInit(unsigned int flags) {
   // Address space only (PROT_NONE, MAP_NORESERVE): twice the memory, so that fragmentation of
   // the address space does not run out before the memory does.
   size_t res = round_up(fk_total * 2 > FK_MIN_RESERVE ? fk_total * 2 : FK_MIN_RESERVE, FK_GRAN);
-  const int flags_res = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   void *raw[FK_MAX_DEV + 1];
+  size_t raw_len[FK_MAX_DEV + 1];
   int d = 0;
   for (; d <= fk_ndev; d++) {
     size_t len = d < fk_ndev ? res : FK_VA_RESERVE;
-    void *p = raw[d] = mmap(NULL, len + FK_GRAN, PROT_NONE, flags_res, -1, 0);
-    if (p == MAP_FAILED) break;
-    uintptr_t base = round_up((uintptr_t)p, FK_GRAN);
+    raw[d] = reserve(&len, d < fk_ndev ? round_up(fk_total, FK_GRAN) : FK_GRAN);
+    if (!raw[d]) break;
+    raw_len[d] = len;
+    uintptr_t base = round_up((uintptr_t)raw[d], FK_GRAN);
     if (d < fk_ndev) {
       fk_devs[d].base = base;
-      fk_devs[d].end = base + res;
+      fk_devs[d].end = base + len;
       fk_devs[d].primary.dev = d;
       fk_devs[d].default_pool.dev = d;
       fk_devs[d].default_pool.used = 1;
     } else {
       fk_va_base = base;
-      fk_va_end = base + FK_VA_RESERVE;
+      fk_va_end = base + len;
     }
   }
   if (d <= fk_ndev) { // no address space for it: undo
-    for (int i = 0; i < d; i++) munmap(raw[i], res + FK_GRAN);
+    for (int i = 0; i < d; i++) munmap(raw[i], raw_len[i] + FK_GRAN);
     memset(fk_devs, 0, sizeof fk_devs);
     unlock();
     return ND_CUDA_ERROR_OUT_OF_MEMORY;
