@@ -165,16 +165,47 @@ static struct {
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
 
+static int is_hook(const void *p);
+
+// The driver's module as the program reached it: the handle of a dlsym that found a hooked name,
+// or the module of a function cuGetProcAddress handed out (atomic; never loaded by ndmem).
+static void *drv_module;
+
 static void *real_of(int f, int inst) {
   void *r = __atomic_load_n(&real_fn[f][inst], __ATOMIC_ACQUIRE);
   if (ND_LIKELY(r) || inst) return r;
   // The exported name: the next definition after libndmem (libcuda, which the program loaded to
-  // bind to this name). Called from here, RTLD_NEXT is relative to libndmem.
+  // bind to this name; called from here, RTLD_NEXT is relative to libndmem), else the one in the
+  // driver's module: a driver dlopened without RTLD_GLOBAL is not in the global scope, and one
+  // whose own references to its functions are interposable hands out ndmem's exported hook.
   if (!LD(nd_dlsym_next)) resolve_dlsym();
   if (!nd_dlsym_next) return NULL;
+  nd_tls_t *t = &nd_tls;
+  unsigned char mode = t->mode;
+  if (mode == ND_T_COUNT) t->mode = ND_T_BUSY; // a failed dlsym allocates its message
   r = nd_dlsym_next(RTLD_NEXT, names[f].sym);
+  void *m = __atomic_load_n(&drv_module, __ATOMIC_ACQUIRE);
+  if (!r && m) r = nd_dlsym_next(m, names[f].sym);
+  if (mode == ND_T_COUNT) t->mode = mode;
+  if (r && is_hook(r)) r = NULL; // never ndmem's own
   if (r) __atomic_store_n(&real_fn[f][inst], r, __ATOMIC_RELEASE);
   return r;
+}
+
+// Remembers the driver's module from a real function of it (dladdr) or a handle.
+static void learn_module(void *handle, const void *real) {
+  if (__atomic_load_n(&drv_module, __ATOMIC_ACQUIRE)) return;
+  void *m = handle;
+  if (!m) {
+    Dl_info info;
+    if (!real || !dladdr(real, &info) || !info.dli_fname) return;
+    m = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD); // already loaded: no load happens
+    if (!m) return;
+  }
+  void *none = NULL;
+  if (!__atomic_compare_exchange_n(&drv_module, &none, m, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+      !handle)
+    dlclose(m); // another thread won: drop the extra reference
 }
 
 static int is_hook(const void *p) {
@@ -224,6 +255,7 @@ int nd_dlsym_filter(void *handle, const char *name, void **out) {
   // RTLD_DEFAULT would find ndmem's own export first: the definition after it is the real one,
   // and NULL when there is none (a process without libcuda still finds no CUDA).
   void *real = nd_dlsym_next(handle == RTLD_DEFAULT ? RTLD_NEXT : handle, name);
+  if (real && !is_hook(real)) learn_module(handle == RTLD_DEFAULT ? NULL : handle, real);
   if (mode == ND_T_COUNT) t->mode = mode;
   *out = real ? instance_for(f, real) : NULL;
   if (real && *out != real) ADD(C.answered_dlsym, 1);
@@ -237,7 +269,6 @@ typedef nd_cu_result (*ctx_get_device_fn)(nd_cu_device *);
 typedef nd_cu_result (*total_mem_fn)(size_t *, nd_cu_device);
 typedef nd_cu_result (*ptr_attr_fn)(void *, int, nd_cu_deviceptr);
 static struct {
-  void *module;
   ctx_get_device_fn ctx_get_device;
   total_mem_fn total_mem;
   ptr_attr_fn ptr_attr;
@@ -245,14 +276,9 @@ static struct {
 } drv;
 
 static void *drv_sym(const void *real, const char *name) {
-  if (!drv.module) {
-    Dl_info info;
-    if (!real || !dladdr(real, &info) || !info.dli_fname) return NULL;
-    void *m = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD); // already loaded: no load happens
-    if (!m) return NULL;
-    drv.module = m;
-  }
-  return nd_dlsym_next ? nd_dlsym_next(drv.module, name) : NULL;
+  if (!is_hook(real)) learn_module(NULL, real);
+  void *m = __atomic_load_n(&drv_module, __ATOMIC_ACQUIRE);
+  return m && nd_dlsym_next ? nd_dlsym_next(m, name) : NULL;
 }
 
 static void drv_resolve(const void *real) {
@@ -427,7 +453,8 @@ typedef struct call {
 
 static void enter(call_t *c, int f) {
   c->t = &nd_tls;
-  c->mode = c->t->mode == ND_T_NEW ? (unsigned char)nd_thread_prepare(c->t) : c->t->mode;
+  // NEW settles the thread; FORKED (the forking thread in a child) creates the child's trace
+  c->mode = c->t->mode == ND_T_COUNT ? ND_T_COUNT : (unsigned char)nd_thread_prepare(c->t);
   c->acct = (c->mode == ND_T_COUNT || c->mode == ND_T_DEAD) && nd_accounting_on();
   if (c->mode == ND_T_COUNT) c->t->mode = ND_T_BUSY; // the driver's own host memory is not counted
   if (c->acct) {
@@ -481,6 +508,10 @@ static void track(call_t *c, uint64_t key, int cls, int kind, uint64_t size) {
   }
   count(c, kind, 1, size);
   dev_book(kind, cls, 1, size);
+  if (kind >= NDMEM_KIND_DEVICE0) {
+    struct dev *v = &devs[kind - NDMEM_KIND_DEVICE0];
+    raise_peak(&v->peak, LD(v->live)); // exact with one allocating thread; racing reservations
+  }                                     // of other threads can only raise it early
   if (site) nd_site_add(site, 1, size);
 }
 
@@ -547,10 +578,8 @@ static int reserve(int d, uint64_t bytes, int fn, const void *real) {
   for (;;) {
     if (lim && live + (int64_t)bytes > lim) break;
     if (__atomic_compare_exchange_n(&v->live, &live, live + (int64_t)bytes, 1, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED)) {
-      raise_peak(&v->peak, live + (int64_t)bytes);
-      return 1;
-    }
+                                    __ATOMIC_RELAXED))
+      return 1; // the peak rises when the driver has granted it (track)
   }
   int action = nd_limits_action();
   uint64_t n = ADD(v->breaches, 1) + 1;
@@ -560,8 +589,7 @@ static int reserve(int d, uint64_t bytes, int fn, const void *real) {
     nd_limits_device_breach(d, action, fn, bytes, live, lim, n);
   }
   if (action == ND_ON_LIMIT_WARN) {
-    int64_t now = ADD(v->live, (int64_t)bytes) + (int64_t)bytes;
-    raise_peak(&v->peak, now);
+    ADD(v->live, (int64_t)bytes);
     return 1;
   }
   if (action == ND_ON_LIMIT_ABORT) nd_limits_abort();
@@ -595,22 +623,54 @@ typedef nd_cu_result (*proc2_fn)(const char *, void **, int, nd_cu_u64, int *);
 
 #define NO_DRIVER ND_CUDA_ERROR_NOT_INITIALIZED // a hook whose real function cannot be found
 
-// Device memory of a known size on the current device (cuMemAlloc, cuMemAllocAsync).
+// The device of a stream: cuStreamGetDevice where the driver has it (CUDA 12.8 and later); the
+// null and the special streams, or an older driver: the current device.
+typedef nd_cu_result (*stream_dev_fn)(nd_cu_stream, nd_cu_device *);
+static int stream_device(const void *real, nd_cu_stream s) {
+  static stream_dev_fn get; // resolved once (NULL: the driver has none)
+  static int tried;
+  if ((uintptr_t)s > 2) {
+    if (!__atomic_load_n(&tried, __ATOMIC_ACQUIRE)) {
+      __atomic_store_n(&get, (stream_dev_fn)drv_sym(real, "cuStreamGetDevice"), __ATOMIC_RELAXED);
+      __atomic_store_n(&tried, 1, __ATOMIC_RELEASE);
+    }
+    nd_cu_device d = -1;
+    stream_dev_fn f = __atomic_load_n(&get, __ATOMIC_RELAXED);
+    if (f && f(s, &d) == ND_CUDA_SUCCESS) return d >= 0 && d < NDMEM_MAX_DEVICES ? d : -1;
+  }
+  return current_device(real);
+}
+
+// Device memory of a known size: cuMemAlloc on the current device; cuMemAllocAsync on the
+// stream's device (its pool's), checked before the call where the driver can name it and again
+// by the pointer after (a block on another device moves its reservation there, or is given back
+// on the same stream and refused when it does not fit).
 static nd_cu_result dev_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n, nd_cu_stream s) {
   if (!real) return NO_DRIVER;
   call_t c;
   enter(&c, f);
-  int d = c.acct && dptr ? current_device(real) : -1;
+  int async = f == F_ASYNC || f == F_ASYNC_PTSZ;
+  int d = !c.acct || !dptr ? -1 : async ? stream_device(real, s) : current_device(real);
   if (d >= 0 && !reserve(d, n, f, real)) {
     leave(&c);
     return ND_CUDA_ERROR_OUT_OF_MEMORY;
   }
-  int async = f == F_ASYNC || f == F_ASYNC_PTSZ;
   nd_cu_result rc = async ? ((async_fn)real)(dptr, n, s) : ((alloc_fn)real)(dptr, n);
-  if (d >= 0) {
-    if (rc == ND_CUDA_SUCCESS) track(&c, *dptr, async ? ND_DEV_ASYNC : ND_DEV_PLAIN, dev_kind(d), n);
-    else unreserve(d, n);
+  if (d >= 0 && rc != ND_CUDA_SUCCESS) unreserve(d, n);
+  if (d >= 0 && rc == ND_CUDA_SUCCESS && async) {
+    int at = pointer_device(real, *dptr);
+    if (at >= 0 && at != d) {
+      unreserve(d, n);
+      d = at;
+      if (!reserve(d, n, f, real)) {
+        freeasync_fn fr = (freeasync_fn)drv_sym(real, f == F_ASYNC_PTSZ ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync");
+        if (fr) fr(*dptr, s);
+        leave(&c);
+        return ND_CUDA_ERROR_OUT_OF_MEMORY;
+      }
+    }
   }
+  if (d >= 0 && rc == ND_CUDA_SUCCESS) track(&c, *dptr, async ? ND_DEV_ASYNC : ND_DEV_PLAIN, dev_kind(d), n);
   leave(&c);
   return rc;
 }
@@ -656,26 +716,35 @@ static nd_cu_result h_pitch(void *real, nd_cu_deviceptr *dptr, size_t *pitch, si
   return rc;
 }
 
-// A pool's device is the pool's location, not necessarily the current device: known from the
-// pointer after the call, checked then (over the limit: freed on the same stream, refused).
+// A pool's device is the pool's location, which the driver API cannot be asked for: checked
+// before the call on the current device (where pools usually are), and again by the pointer after
+// (on another device the reservation moves there, or the block is given back on the same stream
+// and refused).
 static nd_cu_result pool_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n, nd_cu_mempool pool,
                                nd_cu_stream s) {
   if (!real) return NO_DRIVER;
   call_t c;
   enter(&c, f);
+  int d = c.acct && dptr ? current_device(real) : -1;
+  if (d >= 0 && !reserve(d, n, f, real)) {
+    leave(&c);
+    return ND_CUDA_ERROR_OUT_OF_MEMORY;
+  }
   nd_cu_result rc = ((pool_fn)real)(dptr, n, pool, s);
-  if (c.acct && rc == ND_CUDA_SUCCESS) {
-    int d = pointer_device(real, *dptr);
-    if (d < 0) d = current_device(real);
-    if (d >= 0) {
-      if (reserve(d, n, f, real)) {
-        track(&c, *dptr, ND_DEV_ASYNC, dev_kind(d), n);
-      } else {
+  if (d >= 0 && rc != ND_CUDA_SUCCESS) unreserve(d, n);
+  if (d >= 0 && rc == ND_CUDA_SUCCESS) {
+    int at = pointer_device(real, *dptr);
+    if (at >= 0 && at != d) {
+      unreserve(d, n);
+      d = at;
+      if (!reserve(d, n, f, real)) {
         freeasync_fn fr = (freeasync_fn)drv_sym(real, f == F_POOL_PTSZ ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync");
         if (fr) fr(*dptr, s);
-        rc = ND_CUDA_ERROR_OUT_OF_MEMORY;
+        leave(&c);
+        return ND_CUDA_ERROR_OUT_OF_MEMORY;
       }
     }
+    track(&c, *dptr, ND_DEV_ASYNC, dev_kind(d), n);
   }
   leave(&c);
   return rc;
@@ -852,6 +921,7 @@ static void answer(const char *sym, void **pfn, int version) {
   if (!sym || !pfn || !*pfn) return;
   int f = fn_by_base(sym, version);
   if (f < 0) return;
+  if (!is_hook(*pfn)) learn_module(NULL, *pfn);
   void *h = instance_for(f, *pfn);
   if (h != *pfn) ADD(C.answered_proc, 1);
   *pfn = h;
