@@ -105,6 +105,42 @@ static void resolution_rules(void) {
   CHECK_EQ(status, ND_CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 }
 
+// The requests the static CUDA runtime 13.0 (libcudart_static.a) makes for the memory functions
+// and for cuGetProcAddress itself, as recorded from its start-up (a debugger on the driver's
+// cuGetProcAddress_v2): each name at the version that introduced its current form, and the
+// stream-ordered ones with and without per-thread default streams. Under the shim every answer
+// must be one of ndmem's hooks; the double's own answer for cuGetProcAddress at 11030 is the v1
+// entry point, at 12000 the v2 one.
+static void cudart_requests(gpa2_t g) {
+  static const struct {
+    const char *name;
+    int version;
+    nd_cu_u64 flags;
+  } reqs[] = {
+      {"cuGetProcAddress", 11030, 0},       {"cuGetProcAddress", 12000, 0},
+      {"cuMemGetInfo", 3020, 0},            {"cuMemAllocManaged", 6000, 0},
+      {"cuMemAlloc", 3020, 0},              {"cuMemAllocPitch", 3020, 0},
+      {"cuMemFree", 3020, 0},               {"cuMemFreeHost", 2000, 0},
+      {"cuMemHostAlloc", 2020, 0},          {"cuMemAllocAsync", 11020, 0},
+      {"cuMemAllocAsync", 11020, 2},        {"cuMemAllocFromPoolAsync", 11020, 0},
+      {"cuMemAllocFromPoolAsync", 11020, 2}, {"cuMemFreeAsync", 11020, 0},
+      {"cuMemFreeAsync", 11020, 2},
+  };
+  for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+    void *p = NULL;
+    int status = -1;
+    CU(g(reqs[i].name, &p, reqs[i].version, reqs[i].flags, &status));
+    Dl_info info;
+    const char *where = p && dladdr(p, &info) && info.dli_fname ? info.dli_fname : "?";
+    int hooked = strstr(where, "libndmem") != NULL;
+    if (hooked != shim()) {
+      fprintf(stderr, "%s at %d (flags %llu) answered from %s\n", reqs[i].name, reqs[i].version,
+              (unsigned long long)reqs[i].flags, where);
+      check_failures++;
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   setvbuf(stderr, NULL, _IONBF, 0);
   require_shim_if_asked(argc, argv);
@@ -230,6 +266,7 @@ int main(int argc, char **argv) {
   m_free(&m, 0, 1 * MiB + 1);
   VERIFY(&m);
   CHECK_EQ(m.k[NDMEM_KIND_DEVICE0].live_bytes, 0);
+  cudart_requests(gpa);
   printf("t_cuda_procaddr: %s\n", shim() ? "the double and ndmem's accounting checked"
                                          : "the double checked (no shim)");
   return CHECK_DONE();
