@@ -540,35 +540,6 @@ static void untrack(call_t *c, const blk_t *b) {
 
 // ---------------------------------------------------------------- the device limit
 
-static const char *const action_names[] = {"fail", "warn", "abort"};
-
-static void say_breach(int d, int action, uint64_t req, int64_t live, int64_t lim, uint64_t n) {
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  nd_buf_str(&b, action == ND_ON_LIMIT_WARN ? "ndmem: Over the limit [DEVICE " : "ndmem: Can't allocate [DEVICE ");
-  nd_buf_u64(&b, (uint64_t)d);
-  nd_buf_str(&b, action == ND_ON_LIMIT_WARN ? "], allowed: " : "] memory: ");
-  nd_buf_ubytes(&b, req);
-  nd_buf_str(&b, " requested; tracked ");
-  nd_buf_bytes(&b, live);
-  nd_buf_str(&b, " + ");
-  nd_buf_ubytes(&b, req);
-  nd_buf_str(&b, " > maxDeviceBytes ");
-  nd_buf_bytes(&b, lim);
-  nd_buf_str(&b, "; thread ");
-  nd_buf_u64(&b, (uint64_t)nd_os_gettid());
-  nd_buf_str(&b, " (NDMEM_ON_LIMIT=");
-  nd_buf_str(&b, action_names[action]);
-  nd_buf_str(&b, "; breach ");
-  nd_buf_u64(&b, n);
-  if (action != ND_ON_LIMIT_ABORT) {
-    nd_buf_str(&b, ", next logged: ");
-    nd_buf_u64(&b, n * 2);
-  }
-  nd_buf_str(&b, ")");
-  nd_buf_line(&b, 2);
-}
-
 // Reserves `bytes` on device d: 1 when they fit under its limit (or NDMEM_ON_LIMIT=warn let them
 // through), 0 when the allocation must fail with CUDA_ERROR_OUT_OF_MEMORY. The reservation is the
 // device's live counter itself, so racing threads never overshoot together.
@@ -584,7 +555,7 @@ static int reserve(int d, uint64_t bytes, int fn, const void *real) {
   int action = nd_limits_action();
   uint64_t n = ADD(v->breaches, 1) + 1;
   if ((n & (n - 1)) == 0 || action == ND_ON_LIMIT_ABORT) {
-    say_breach(d, action, bytes, live, lim, n);
+    nd_limits_say_breach(d, action, bytes, 0, "tracked", live, 1, "maxDeviceBytes", lim, n);
     if (n == 1 || action == ND_ON_LIMIT_ABORT) nd_limits_say_top_sites(dev_kind(d));
     nd_limits_device_breach(d, action, fn, bytes, live, lim, n);
   }

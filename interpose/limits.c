@@ -297,27 +297,30 @@ static void say_top_sites(int kind) {
   }
 }
 
-static void say_breach(nd_lim_t *c, int action, uint64_t n) {
+void nd_limits_say_breach(int device, int action, uint64_t req, int more, const char *what,
+                          int64_t value, int plus, const char *limit_name, int64_t lim, uint64_t n) {
   nd_buf_t b;
   nd_buf_reset(&b);
-  int64_t lim = lim_max(c->limit);
-  nd_buf_str(&b, action == ND_ON_LIMIT_WARN ? "ndmem: Over the limit [HOST], allowed: "
-                                            : "ndmem: Can't allocate [HOST] memory: ");
-  nd_buf_bytes(&b, (int64_t)c->req);
-  nd_buf_str(&b, c->fn == NDMEM_FN_REALLOC || c->fn == NDMEM_FN_REALLOCARRAY || c->fn == NDMEM_FN_MREMAP
-                     ? " more requested; "
-                     : " requested; ");
-  if (c->limit == ND_LIMIT_BYTES) {
-    nd_buf_str(&b, "tracked ");
-    nd_buf_bytes(&b, c->value);
-    nd_buf_str(&b, " + ");
-    nd_buf_bytes(&b, (int64_t)c->req);
-    nd_buf_str(&b, " > maxBytes ");
+  nd_buf_str(&b, action == ND_ON_LIMIT_WARN ? "ndmem: Over the limit [" : "ndmem: Can't allocate [");
+  if (device < 0) {
+    nd_buf_str(&b, "HOST");
   } else {
-    nd_buf_str(&b, "physical ");
-    nd_buf_bytes(&b, c->value);
-    nd_buf_str(&b, " > maxPhysicalBytes ");
+    nd_buf_str(&b, "DEVICE ");
+    nd_buf_u64(&b, (uint64_t)device);
   }
+  nd_buf_str(&b, action == ND_ON_LIMIT_WARN ? "], allowed: " : "] memory: ");
+  nd_buf_ubytes(&b, req);
+  nd_buf_str(&b, more ? " more requested; " : " requested; ");
+  nd_buf_str(&b, what);
+  nd_buf_char(&b, ' ');
+  nd_buf_bytes(&b, value);
+  if (plus) {
+    nd_buf_str(&b, " + ");
+    nd_buf_ubytes(&b, req);
+  }
+  nd_buf_str(&b, " > ");
+  nd_buf_str(&b, limit_name);
+  nd_buf_char(&b, ' ');
   nd_buf_bytes(&b, lim);
   nd_buf_str(&b, "; thread ");
   nd_buf_u64(&b, (uint64_t)nd_os_gettid());
@@ -333,22 +336,36 @@ static void say_breach(nd_lim_t *c, int action, uint64_t n) {
   nd_buf_line(&b, 2);
 }
 
-static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
+static void say_breach(nd_lim_t *c, int action, uint64_t n) {
+  int bytes = c->limit == ND_LIMIT_BYTES;
+  int more = c->fn == NDMEM_FN_REALLOC || c->fn == NDMEM_FN_REALLOCARRAY || c->fn == NDMEM_FN_MREMAP;
+  nd_limits_say_breach(-1, action, c->req, more, bytes ? "tracked" : "physical", c->value, bytes,
+                       bytes ? "maxBytes" : "maxPhysicalBytes", lim_max(c->limit), n);
+}
+
+// A logged breach waits for the trace writer (a device's: limit ND_LIMIT_DEVICE with its device).
+static void queue_breach_rec(int limit, int action, int fn, int device, uint64_t req, int64_t value,
+                             int64_t lim, uint64_t n) {
   nd_spin_lock(&L.rec_lock);
   if (L.npending < MAX_PENDING) {
     nd_rec_breach_t *r = &L.pending[L.npending++];
     memset(r, 0, sizeof *r);
     r->mono_ns = nd_os_mono_ns();
     r->tid = (uint32_t)nd_os_gettid();
-    r->limit = (uint16_t)c->limit;
+    r->limit = (uint16_t)limit;
     r->action = (uint16_t)action;
-    r->fn = (uint32_t)c->fn;
-    r->requested = c->req;
-    r->value = (uint64_t)(c->value > 0 ? c->value : 0);
-    r->limit_bytes = (uint64_t)lim_max(c->limit);
+    r->fn = (uint32_t)fn;
+    r->device = (uint32_t)device;
+    r->requested = req;
+    r->value = (uint64_t)(value > 0 ? value : 0);
+    r->limit_bytes = (uint64_t)lim;
     r->count = n;
   }
   nd_spin_unlock(&L.rec_lock);
+}
+
+static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
+  queue_breach_rec(c->limit, action, c->fn, 0, c->req, c->value, lim_max(c->limit), n);
 }
 
 static void relieve(nd_lim_t *c) {
@@ -412,22 +429,7 @@ void nd_limits_say_top_sites(int kind) { say_top_sites(kind); }
 // snapshot of live memory by site, kept with the host's.
 void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64_t live, int64_t limit,
                              uint64_t n) {
-  nd_spin_lock(&L.rec_lock);
-  if (L.npending < MAX_PENDING) {
-    nd_rec_breach_t *r = &L.pending[L.npending++];
-    memset(r, 0, sizeof *r);
-    r->mono_ns = nd_os_mono_ns();
-    r->tid = (uint32_t)nd_os_gettid();
-    r->limit = ND_LIMIT_DEVICE;
-    r->action = (uint16_t)action;
-    r->fn = (uint32_t)fn;
-    r->device = (uint32_t)device;
-    r->requested = req;
-    r->value = (uint64_t)(live > 0 ? live : 0);
-    r->limit_bytes = (uint64_t)limit;
-    r->count = n;
-  }
-  nd_spin_unlock(&L.rec_lock);
+  queue_breach_rec(ND_LIMIT_DEVICE, action, fn, device, req, live, limit, n);
   if (n == 1 || action == ND_ON_LIMIT_ABORT)
     request_snapshot(ND_SNAP_BREACH, live, LD(L.phys), limit);
 }

@@ -117,6 +117,11 @@ int nd_limits_set(const char *name, const char *value);
 // Shared with the device limits (cuda.c): NDMEM_ON_LIMIT, the top live sites of a kind (-1: all)
 // on stderr, a device breach's record and snapshot, and the stop of NDMEM_ON_LIMIT=abort.
 int nd_limits_action(void);
+// One breach line in JavaCPP's words ("Can't allocate [HOST] memory: ..."; device >= 0: [DEVICE
+// n]): `what` VALUE (+ REQ where `plus`: the sum that would cross) > LIMIT_NAME LIM, the thread,
+// the action and which breaches are logged. more: the request is a growth.
+void nd_limits_say_breach(int device, int action, uint64_t req, int more, const char *what,
+                          int64_t value, int plus, const char *limit_name, int64_t lim, uint64_t n);
 void nd_limits_say_top_sites(int kind);
 void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64_t live, int64_t limit,
                              uint64_t n);
