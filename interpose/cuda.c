@@ -613,47 +613,53 @@ static int stream_device(const void *real, nd_cu_stream s) {
 }
 
 // Device memory of a known size: cuMemAlloc on the current device; cuMemAllocAsync on the
-// stream's device (its pool's), checked before the call where the driver can name it and again
-// by the pointer after (a block on another device moves its reservation there, or is given back
-// on the same stream and refused when it does not fit).
-static nd_cu_result dev_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n, nd_cu_stream s) {
+// stream's device (its pool's), and cuMemAllocFromPoolAsync on the pool's (which the driver API
+// cannot be asked for: the current device, where pools usually are). Checked before the call, and
+// for the stream-ordered ones again by the pointer after: a block on another device moves its
+// reservation there, or is given back on the same stream and refused when it does not fit.
+static nd_cu_result dev_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n, nd_cu_mempool pool,
+                              nd_cu_stream s) {
   if (!real) return NO_DRIVER;
   call_t c;
   enter(&c, f);
-  int async = f == F_ASYNC || f == F_ASYNC_PTSZ;
+  int async = f == F_ASYNC || f == F_ASYNC_PTSZ, from_pool = f == F_POOL || f == F_POOL_PTSZ;
   int d = !c.acct || !dptr ? -1 : async ? stream_device(real, s) : current_device(real);
   if (d >= 0 && !reserve(d, n, f, real)) {
     leave(&c);
     return ND_CUDA_ERROR_OUT_OF_MEMORY;
   }
-  nd_cu_result rc = async ? ((async_fn)real)(dptr, n, s) : ((alloc_fn)real)(dptr, n);
+  nd_cu_result rc = async       ? ((async_fn)real)(dptr, n, s)
+                    : from_pool ? ((pool_fn)real)(dptr, n, pool, s)
+                                : ((alloc_fn)real)(dptr, n);
   if (d >= 0 && rc != ND_CUDA_SUCCESS) unreserve(d, n);
-  if (d >= 0 && rc == ND_CUDA_SUCCESS && async) {
+  if (d >= 0 && rc == ND_CUDA_SUCCESS && (async || from_pool)) {
     int at = pointer_device(real, *dptr);
     if (at >= 0 && at != d) {
       unreserve(d, n);
       d = at;
       if (!reserve(d, n, f, real)) {
-        freeasync_fn fr = (freeasync_fn)drv_sym(real, f == F_ASYNC_PTSZ ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync");
+        int ptsz = f == F_ASYNC_PTSZ || f == F_POOL_PTSZ;
+        freeasync_fn fr = (freeasync_fn)drv_sym(real, ptsz ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync");
         if (fr) fr(*dptr, s);
         leave(&c);
         return ND_CUDA_ERROR_OUT_OF_MEMORY;
       }
     }
   }
-  if (d >= 0 && rc == ND_CUDA_SUCCESS) track(&c, *dptr, async ? ND_DEV_ASYNC : ND_DEV_PLAIN, dev_kind(d), n);
+  if (d >= 0 && rc == ND_CUDA_SUCCESS)
+    track(&c, *dptr, async || from_pool ? ND_DEV_ASYNC : ND_DEV_PLAIN, dev_kind(d), n);
   leave(&c);
   return rc;
 }
 
 static nd_cu_result h_alloc(void *real, nd_cu_deviceptr *dptr, size_t n) {
-  return dev_alloc(F_ALLOC, real, dptr, n, NULL);
+  return dev_alloc(F_ALLOC, real, dptr, n, NULL, NULL);
 }
 static nd_cu_result h_async(void *real, nd_cu_deviceptr *dptr, size_t n, nd_cu_stream s) {
-  return dev_alloc(F_ASYNC, real, dptr, n, s);
+  return dev_alloc(F_ASYNC, real, dptr, n, NULL, s);
 }
 static nd_cu_result h_async_ptsz(void *real, nd_cu_deviceptr *dptr, size_t n, nd_cu_stream s) {
-  return dev_alloc(F_ASYNC_PTSZ, real, dptr, n, s);
+  return dev_alloc(F_ASYNC_PTSZ, real, dptr, n, NULL, s);
 }
 
 // The driver chooses the pitch: the bytes are known after the call. The reservation covers the
@@ -687,45 +693,12 @@ static nd_cu_result h_pitch(void *real, nd_cu_deviceptr *dptr, size_t *pitch, si
   return rc;
 }
 
-// A pool's device is the pool's location, which the driver API cannot be asked for: checked
-// before the call on the current device (where pools usually are), and again by the pointer after
-// (on another device the reservation moves there, or the block is given back on the same stream
-// and refused).
-static nd_cu_result pool_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n, nd_cu_mempool pool,
-                               nd_cu_stream s) {
-  if (!real) return NO_DRIVER;
-  call_t c;
-  enter(&c, f);
-  int d = c.acct && dptr ? current_device(real) : -1;
-  if (d >= 0 && !reserve(d, n, f, real)) {
-    leave(&c);
-    return ND_CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  nd_cu_result rc = ((pool_fn)real)(dptr, n, pool, s);
-  if (d >= 0 && rc != ND_CUDA_SUCCESS) unreserve(d, n);
-  if (d >= 0 && rc == ND_CUDA_SUCCESS) {
-    int at = pointer_device(real, *dptr);
-    if (at >= 0 && at != d) {
-      unreserve(d, n);
-      d = at;
-      if (!reserve(d, n, f, real)) {
-        freeasync_fn fr = (freeasync_fn)drv_sym(real, f == F_POOL_PTSZ ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync");
-        if (fr) fr(*dptr, s);
-        leave(&c);
-        return ND_CUDA_ERROR_OUT_OF_MEMORY;
-      }
-    }
-    track(&c, *dptr, ND_DEV_ASYNC, dev_kind(d), n);
-  }
-  leave(&c);
-  return rc;
-}
 static nd_cu_result h_pool(void *real, nd_cu_deviceptr *dptr, size_t n, nd_cu_mempool pool, nd_cu_stream s) {
-  return pool_alloc(F_POOL, real, dptr, n, pool, s);
+  return dev_alloc(F_POOL, real, dptr, n, pool, s);
 }
 static nd_cu_result h_pool_ptsz(void *real, nd_cu_deviceptr *dptr, size_t n, nd_cu_mempool pool,
                                 nd_cu_stream s) {
-  return pool_alloc(F_POOL_PTSZ, real, dptr, n, pool, s);
+  return dev_alloc(F_POOL_PTSZ, real, dptr, n, pool, s);
 }
 
 // Releases of device addresses and pinned host memory: the entry leaves the table before the
