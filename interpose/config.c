@@ -471,7 +471,8 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
         while (*e && *e != '=') nd_buf_char(&b, *e++);
         nd_buf_str(&b, "='");
         nd_buf_strn(&b, value, 64);
-        nd_buf_str(&b, "' is not a limit (e.g. 8G, 512m, 1.5g, 75%, off); using none");
+        nd_buf_str(&b, "' is not a limit (e.g. 8G, 512m, 1.5g, 1073741824, 75% of the device or "
+                       "off); using none (the limit is off)");
         warn(nd_buf_cstr(&b), ctx);
         warnings++;
         continue;

@@ -132,6 +132,33 @@ static void limits(void) {
   CHECK_EQ(cfg.cgroup_bytes, 0);
   CHECK_EQ(cfg.warn_at, 0);
 
+  // Device limits: every device, device i alone (its own setting wins, in any order), '%' of
+  // the device's memory kept as a fraction in units of 2^-40, a bad value for one device only.
+  char *env4[] = {"NDMEM_MAX_DEVICE_BYTES_1=512k", "NDMEM_MAX_DEVICE_BYTES=1g",
+                  "NDMEM_MAX_DEVICE_BYTES_15=50%", "NDMEM_MAX_DEVICE_BYTES_3=banana",
+                  "NDMEM_MAX_DEVICE_BYTES_16=1g", "NDMEM_MAX_DEVICE_BYTES_x=1g", NULL};
+  nwarn = 0;
+  CHECK_EQ(nd_config_load(&cfg, env4, 0, collect, NULL), 3);
+  CHECK_EQ(cfg.max_device[16], 1073741824);
+  CHECK_EQ(cfg.max_device[1], 524288);
+  CHECK_EQ(cfg.max_device[15], 1ll << 39);
+  CHECK_EQ(cfg.max_device_frac, 1u << 15);
+  CHECK_EQ(cfg.max_device_given, (1u << 1) | (1u << 15));
+  CHECK_STR(warnings[0], "ndmem: NDMEM_MAX_DEVICE_BYTES_3='banana' is not a limit (e.g. 8G, 512m, "
+                         "1.5g, 1073741824, 75% of the device or off); using none (the limit is "
+                         "off)");
+  CHECK_STR(warnings[1], "ndmem: NDMEM_MAX_DEVICE_BYTES_16 is not a known setting; ignored (see "
+                         "`ndmem --help`)");
+  CHECK_STR(warnings[2], "ndmem: NDMEM_MAX_DEVICE_BYTES_x is not a known setting; ignored (see "
+                         "`ndmem --help`)");
+  int frac = 0;
+  int64_t v64 = 0;
+  CHECK_EQ(nd_parse_device_limit("100%", &v64, &frac), 0);
+  CHECK(frac && v64 == 1ll << 40);
+  CHECK_EQ(nd_parse_device_limit("101%", &v64, &frac), -1);
+  CHECK_EQ(nd_parse_device_limit("off", &v64, &frac), 0);
+  CHECK(!frac && v64 == 0);
+
   // statm: resident - shared pages
   uint64_t b = 0;
   CHECK_EQ(nd_statm_parse("1000 300 100 10 0 200 0\n", 4096, &b), 0);
