@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // api.c: the ndmem_* functions of include/ndmem.h.
+#include "cuda_hooks.h"
 #include "limits.h"
 #include "shim.h"
 #include "ws.h"
@@ -59,4 +60,22 @@ ND_EXPORT int ndmem_limit_set(const char *name, const char *value) {
   int mode = nd_thread_prepare(t);
   if (!nd_accounting_on() || (mode != ND_T_COUNT && mode != ND_T_BUSY)) return -1;
   return nd_limits_set(name, value);
+}
+
+ND_EXPORT int ndmem_device_stats(int device, ndmem_device_stats_t *out) {
+  nd_tls_t *t = &nd_tls;
+  int mode = nd_thread_prepare(t);
+  if (!out || !nd_accounting_on() || (mode != ND_T_COUNT && mode != ND_T_BUSY)) return -1;
+  size_t want = out->size && out->size < sizeof(ndmem_device_stats_t) ? out->size : sizeof(ndmem_device_stats_t);
+  ndmem_device_stats_t s;
+  if (nd_cuda_device_stats(device, &s) != 0) return -1;
+  s.size = (uint32_t)want;
+  memcpy(out, &s, want);
+  return 0;
+}
+
+// From ndmem's CUPTI injection library (cupti/), on any thread the driver calls it on.
+ND_EXPORT int ndmem_cupti_update(const ndmem_cupti_device_t *d) {
+  if (!nd_accounting_on()) return -1;
+  return nd_cuda_cupti_update(d);
 }

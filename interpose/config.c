@@ -77,6 +77,12 @@ const nd_option_t nd_options[] = {
     LOPT("NDMEM_MAX_PHYSICAL_BYTES", max_physical_bytes, 0,
          "limit on anonymous resident memory (resident - shared; file pages do not count); "
          "same forms; 0: none"),
+    { "NDMEM_MAX_DEVICE_BYTES", ND_OPT_DEVICE_LIMIT, offsetof(nd_config_t, max_device), 0, 0, 0,
+      NULL,
+      "limit on CUDA device memory (cuMemAlloc, stream-ordered and cuMemCreate allocations) of "
+      "every device; NDMEM_MAX_DEVICE_BYTES_<i> for device i alone: 8G, 512m, 75% (of the "
+      "device's memory); over it an allocation fails with CUDA_ERROR_OUT_OF_MEMORY and "
+      "cuMemGetInfo reports the limit as the device's size; 0: none" },
     COPT("NDMEM_ON_LIMIT", on_limit, 0, "fail|warn|abort",
          "over a limit after relief: fail (NULL/MAP_FAILED, ENOMEM), warn (allow; logged once "
          "per doubling), abort (write the trace and summary, then SIGABRT)"),
@@ -203,6 +209,32 @@ int nd_parse_limit(const char *s, uint64_t base, int allow_auto, int64_t *out) {
 }
 
 uint64_t nd_config_auto_warn(uint64_t cgroup_bytes) { return cgroup_bytes / 10 * 9; }
+
+static int has_prefix(const char *s, const char *p, const char **rest);
+int nd_parse_device_limit(const char *s, int64_t *out, int *frac) {
+  size_t n = 0;
+  while (s[n]) n++;
+  *frac = n > 1 && s[n - 1] == '%';
+  if (!*frac) return nd_parse_limit(s, 0, 0, out);
+  int64_t v;
+  // '%' of 2^40: the fraction in units of 2^-40
+  if (nd_parse_size(s, 1ull << 40, &v) != 0 || v <= 0 || v > (1ll << 40)) return -1;
+  *out = v;
+  return 0;
+}
+
+// NDMEM_MAX_DEVICE_BYTES=V or NDMEM_MAX_DEVICE_BYTES_<i>=V (i < ND_CONFIG_DEVICES): the device's
+// index (ND_CONFIG_DEVICES: every device) and *value, or -1 when the name is not one of them.
+static int device_limit_name(const char *entry, const char *name, const char **value) {
+  const char *rest;
+  if (!has_prefix(entry, name, &rest)) return -1;
+  if (*rest == '=') return *value = rest + 1, ND_CONFIG_DEVICES;
+  if (*rest != '_' || rest[1] < '0' || rest[1] > '9') return -1;
+  int i = 0;
+  for (rest++; *rest >= '0' && *rest <= '9' && i < 100; rest++) i = i * 10 + (*rest - '0');
+  if (*rest != '=' || i >= ND_CONFIG_DEVICES) return -1;
+  return *value = rest + 1, i;
+}
 
 static int has_prefix(const char *s, const char *p, const char **rest) {
   while (*p && *s == *p) s++, p++;
@@ -367,6 +399,8 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
   }
   cfg->ram_bytes = cfg->cgroup_bytes = 0;
   cfg->given = 0;
+  for (int i = 0; i <= ND_CONFIG_DEVICES; i++) cfg->max_device[i] = 0;
+  cfg->max_device_frac = cfg->max_device_given = 0;
   warnings = load_env(cfg, secure ? NULL : envp, warn, ctx);
   warnings += check_effects(cfg, warn, ctx);
   if (cfg->warn_at < 0) { // auto: 90 % of the cgroup limit, when there is one
@@ -389,11 +423,15 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
     if (!has_prefix(*envp, "NDMEM_", &rest)) continue;
     const nd_option_t *opt = NULL;
     const char *value = NULL;
-    for (size_t i = 0; i < nd_options_count && !opt; i++)
-      if (has_prefix(*envp, nd_options[i].name, &rest) && *rest == '=') {
+    int device = -1;
+    for (size_t i = 0; i < nd_options_count && !opt; i++) {
+      if (nd_options[i].type == ND_OPT_DEVICE_LIMIT) {
+        if ((device = device_limit_name(*envp, nd_options[i].name, &value)) >= 0) opt = &nd_options[i];
+      } else if (has_prefix(*envp, nd_options[i].name, &rest) && *rest == '=') {
         opt = &nd_options[i];
         value = rest + 1;
       }
+    }
     if (opt) cfg->given |= 1ull << (opt - nd_options);
     int other = 0; // another tool's variable
     for (size_t i = 0; !opt && i < sizeof not_settings / sizeof *not_settings; i++)
@@ -423,6 +461,27 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
       continue;
     }
     int64_t v = 0;
+    if (opt->type == ND_OPT_DEVICE_LIMIT) {
+      int frac = 0;
+      if (nd_parse_device_limit(value, &v, &frac) != 0) {
+        nd_buf_t b;
+        nd_buf_reset(&b);
+        nd_buf_str(&b, "ndmem: ");
+        const char *e = *envp;
+        while (*e && *e != '=') nd_buf_char(&b, *e++);
+        nd_buf_str(&b, "='");
+        nd_buf_strn(&b, value, 64);
+        nd_buf_str(&b, "' is not a limit (e.g. 8G, 512m, 1.5g, 75%, off); using none");
+        warn(nd_buf_cstr(&b), ctx);
+        warnings++;
+        continue;
+      }
+      cfg->max_device[device] = v;
+      uint32_t bit = 1u << device;
+      cfg->max_device_frac = frac ? cfg->max_device_frac | bit : cfg->max_device_frac & ~bit;
+      if (device < ND_CONFIG_DEVICES) cfg->max_device_given |= bit;
+      continue;
+    }
     if (opt->type == ND_OPT_LIMIT) {
       if (nd_parse_limit(value, percent_base(cfg, envp0), opt->min < 0, &v) != 0) {
         warn_bad(opt, value, 0, warn, ctx);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define ND_CONFIG_PATH_MAX 512
+#define ND_CONFIG_DEVICES 16 // NDMEM_MAX_DEVICES
 
 typedef struct nd_config {
   int64_t enabled;     // NDMEM_ENABLED: 0 makes every hook a plain forward
@@ -39,6 +40,11 @@ typedef struct nd_config {
   int64_t warn_at;            // NDMEM_WARN_AT: watermark (0: none; after loading never -1/auto)
   int64_t limit_step;         // NDMEM_LIMIT_STEP: allocation between physical readings (0: auto)
   int64_t limit_poll_ms;      // NDMEM_LIMIT_POLL_MS: physical readings by time (0: none)
+  // NDMEM_MAX_DEVICE_BYTES (index ND_CONFIG_DEVICES: every device) and NDMEM_MAX_DEVICE_BYTES_<i>:
+  // bytes, or where bit i of max_device_frac is set a fraction of the device's memory in units of
+  // 2^-40 (known only once the driver runs); 0: none. max_device_given: bit i, device i was named.
+  int64_t max_device[ND_CONFIG_DEVICES + 1];
+  uint32_t max_device_frac, max_device_given;
   char output[ND_CONFIG_PATH_MAX];    // NDMEM_OUTPUT: trace path pattern (%p %h %r %%)
   char ws_mmap_dir[ND_CONFIG_PATH_MAX]; // NDMEM_WS_MMAP_DIR: where location=mmap puts arena files
   char test_cgroup_dir[ND_CONFIG_PATH_MAX]; // NDMEM_TEST_CGROUP_DIR: test-only cgroup directory
@@ -57,6 +63,7 @@ typedef enum nd_opt_type {
   ND_OPT_STRING,
   ND_OPT_CHOICE,  // one of the '|'-separated words in `sdef`; stored as its index
   ND_OPT_FRACTION, // a decimal like 0.3; stored in parts per million
+  ND_OPT_DEVICE_LIMIT, // NDMEM_MAX_DEVICE_BYTES[_<i>]: a size or a '%' of the device's memory
   ND_OPT_LIMIT     // a size, or a percentage of the memory the process may have (the smaller of
                    // RAM and its cgroup limit); 0/off/none: no limit; min -1 also allows "auto"
 } nd_opt_type_t;
@@ -95,6 +102,9 @@ int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out);
 // "auto" (-1). 0, or -1 on a bad value (including a '%' when base is 0, or a value of 0 bytes
 // written any other way than 0).
 int nd_parse_limit(const char *s, uint64_t base, int allow_auto, int64_t *out);
+// A device limit: a size, "0"/"off"/"none", or "P%" of the device's memory, returned as a fraction
+// in units of 2^-40 with *frac set (at most 100 %). 0, or -1 on a bad value.
+int nd_parse_device_limit(const char *s, int64_t *out, int *frac);
 // The default watermark for NDMEM_WARN_AT=auto: 90 % of the cgroup limit, or 0 without one.
 uint64_t nd_config_auto_warn(uint64_t cgroup_bytes);
 

@@ -8,6 +8,7 @@
 // intercepted call, which may come from another library's constructor before ours has run.
 #include "shim.h"
 
+#include "cuda_hooks.h"
 #include "fmt.h"
 #include "names.h"
 #include "limits.h"
@@ -158,6 +159,7 @@ static void thread_exit(void *arg) {
 static void atfork_prepare(void) {
   nd_trace_atfork_prepare();
   nd_mmap_atfork_prepare();
+  nd_cuda_atfork_prepare();
   nd_sites_atfork_prepare();
   nd_blocks_atfork_prepare();
   nd_counters_atfork_prepare();
@@ -168,6 +170,7 @@ static void atfork_parent(void) {
   nd_counters_atfork_parent();
   nd_blocks_atfork_parent();
   nd_sites_atfork_parent();
+  nd_cuda_atfork_parent();
   nd_mmap_atfork_parent();
   nd_trace_atfork_parent();
 }
@@ -177,6 +180,7 @@ static void atfork_child(void) {
   nd_counters_atfork_child(t->shard);
   nd_blocks_atfork_child();
   nd_sites_atfork_child();
+  nd_cuda_atfork_child();
   nd_mmap_atfork_child();
   nd_trace_atfork_child();
   nd_limits_atfork_child();
@@ -407,6 +411,7 @@ void nd_print_summary(int fd) {
   if (!any) nd_buf_str(&b, " none");
   nd_buf_line(&b, fd);
   nd_limits_summary(fd);
+  nd_cuda_summary(fd);
   if (nd_cfg.summary < 2) return;
   for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {
     if (sh->state != ND_SHARD_OWNED) continue;

@@ -238,13 +238,14 @@ typedef struct top {
   int64_t live;
 } top_t;
 
-// The n largest sites by live bytes into v (sorted, largest first); returns how many.
-static int top_sites(top_t *v, int n, uint32_t *nsites) {
+// The n largest sites (of one kind; -1: all) by live bytes into v (sorted, largest first);
+// returns how many.
+static int top_sites(top_t *v, int n, uint32_t *nsites, int kind) {
   int k = 0;
   uint32_t count = nd_sites_count(), with_live = 0;
   for (uint32_t i = 0; i < count; i++) {
     nd_site_t *s = nd_site_by_id(i);
-    if (!s) continue;
+    if (!s || (kind >= 0 && s->kind != kind)) continue;
     int64_t live = (int64_t)(LD(s->alloc_bytes) - LD(s->free_bytes));
     if (live <= 0) continue;
     with_live++;
@@ -258,7 +259,7 @@ static int top_sites(top_t *v, int n, uint32_t *nsites) {
   return k;
 }
 
-static void say_top_sites(void) {
+static void say_top_sites(int kind) {
   nd_buf_t b;
   if (!nd_trace_enabled()) {
     nd_buf_reset(&b);
@@ -268,7 +269,7 @@ static void say_top_sites(void) {
   }
   top_t v[TOP_SITES];
   uint32_t nsites = 0;
-  int k = top_sites(v, TOP_SITES, &nsites);
+  int k = top_sites(v, TOP_SITES, &nsites, kind);
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem:   top live allocation sites (");
   nd_buf_u64(&b, (uint64_t)k);
@@ -375,7 +376,7 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
   int logged = (n & (n - 1)) == 0; // the 1st, 2nd, 4th, 8th, ...
   if (logged || action == ND_ON_LIMIT_ABORT) {
     say_breach(c, action, n);
-    if (n == 1 || action == ND_ON_LIMIT_ABORT) say_top_sites();
+    if (n == 1 || action == ND_ON_LIMIT_ABORT) say_top_sites(-1);
     queue_breach(c, action, n);
   }
   if (n == 1 || action == ND_ON_LIMIT_ABORT) {
@@ -387,18 +388,48 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
     c->allow = 1;
     return ND_LIM_ALLOW;
   }
-  if (action == ND_ON_LIMIT_ABORT) {
-    __atomic_fetch_or(&L.flags, ND_LIMITS_ABORTED, __ATOMIC_RELAXED);
-    nd_buf_t b;
-    nd_buf_reset(&b);
-    nd_buf_str(&b, "ndmem: stopping the process (NDMEM_ON_LIMIT=abort): the trace and summary "
-                   "are written, then SIGABRT");
-    nd_buf_line(&b, 2);
-    nd_finish(ND_EXIT_LIMIT_ABORT, SIGABRT);
-    abort();
-  }
+  if (action == ND_ON_LIMIT_ABORT) nd_limits_abort();
   ADD(L.failed, 1);
   return ND_LIM_FAIL;
+}
+
+void nd_limits_abort(void) {
+  __atomic_fetch_or(&L.flags, ND_LIMITS_ABORTED, __ATOMIC_RELAXED);
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: stopping the process (NDMEM_ON_LIMIT=abort): the trace and summary "
+                 "are written, then SIGABRT");
+  nd_buf_line(&b, 2);
+  nd_finish(ND_EXIT_LIMIT_ABORT, SIGABRT);
+  abort();
+}
+
+int nd_limits_action(void) { return LD(L.action); }
+
+void nd_limits_say_top_sites(int kind) { say_top_sites(kind); }
+
+// A device limit's breach (cuda.c decides and says it): its record, and on the first breach a
+// snapshot of live memory by site, kept with the host's.
+void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64_t live, int64_t limit,
+                             uint64_t n) {
+  nd_spin_lock(&L.rec_lock);
+  if (L.npending < MAX_PENDING) {
+    nd_rec_breach_t *r = &L.pending[L.npending++];
+    memset(r, 0, sizeof *r);
+    r->mono_ns = nd_os_mono_ns();
+    r->tid = (uint32_t)nd_os_gettid();
+    r->limit = ND_LIMIT_DEVICE;
+    r->action = (uint16_t)action;
+    r->fn = (uint32_t)fn;
+    r->device = (uint32_t)device;
+    r->requested = req;
+    r->value = (uint64_t)(live > 0 ? live : 0);
+    r->limit_bytes = (uint64_t)limit;
+    r->count = n;
+  }
+  nd_spin_unlock(&L.rec_lock);
+  if (n == 1 || action == ND_ON_LIMIT_ABORT)
+    request_snapshot(ND_SNAP_BREACH, live, LD(L.phys), limit);
 }
 
 int nd_limits_aborting(void) { return (LD(L.flags) & ND_LIMITS_ABORTED) != 0; }
@@ -603,7 +634,11 @@ void nd_limits_summary(int fd) {
 }
 
 void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
-  if (!configured() && !LD(L.breaches[0]) && !LD(L.breaches[1]) && !LD(L.reliefs)) return;
+  // Device breaches and their snapshot come through here too, without a host limit set.
+  int host = configured() || LD(L.breaches[0]) || LD(L.breaches[1]) || LD(L.reliefs);
+  if (!host && !__atomic_load_n(&L.npending, __ATOMIC_ACQUIRE) &&
+      !__atomic_load_n(&L.snap_waiting, __ATOMIC_ACQUIRE))
+    return;
   static nd_rec_breach_t copy[MAX_PENDING]; // the writer holds the trace lock: one caller at a time
   static top_t top[SNAP_SITES];
   nd_rec_snapshot_t snap;
@@ -616,7 +651,7 @@ void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
   nd_spin_unlock(&L.rec_lock);
   for (unsigned i = 0; i < n; i++) rec(ctx, ND_REC_BREACH, &copy[i], sizeof copy[i]);
   if (want_snap) {
-    int k = top_sites(top, SNAP_SITES, NULL);
+    int k = top_sites(top, SNAP_SITES, NULL, -1);
     snap.sites = (uint32_t)k;
     rec(ctx, ND_REC_SNAPSHOT, &snap, sizeof snap);
     for (int i = 0; i < k; i++) {
@@ -628,6 +663,7 @@ void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
     __atomic_store_n(&L.snap_waiting, 0, __ATOMIC_RELEASE);
     ADD(L.snapshots, 1);
   }
+  if (!host) return;
   nd_rec_limits_t r;
   memset(&r, 0, sizeof r);
   r.max_bytes = (uint64_t)LD(nd_lim.max_bytes);

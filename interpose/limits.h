@@ -114,6 +114,14 @@ struct ndmem_limits;
 void nd_limits_get(struct ndmem_limits *out);
 int nd_limits_set(const char *name, const char *value);
 
+// Shared with the device limits (cuda.c): NDMEM_ON_LIMIT, the top live sites of a kind (-1: all)
+// on stderr, a device breach's record and snapshot, and the stop of NDMEM_ON_LIMIT=abort.
+int nd_limits_action(void);
+void nd_limits_say_top_sites(int kind);
+void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64_t live, int64_t limit,
+                             uint64_t n);
+__attribute__((noreturn)) void nd_limits_abort(void);
+
 void nd_limits_summary(int fd);      // one line in the exit summary, when limits are set
 int nd_limits_aborting(void);        // the process is stopping on a breach (NDMEM_ON_LIMIT=abort)
 typedef void (*nd_limits_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);

@@ -13,6 +13,7 @@
 // signals and never allocates through the hooks.
 #include "trace.h"
 
+#include "cuda_hooks.h"
 #include "fmt.h"
 #include "growth.h"
 #include "limits.h"
@@ -471,6 +472,14 @@ static void block_record(void *ctx, const nd_block_t *b) {
   (*count)++;
 }
 
+static void device_record(void *ctx, const nd_cuda_block_t *b) {
+  nd_site_t *site = b->site;
+  uint64_t *count = ctx;
+  nd_rec_block_t r = {site->id, site->kind, 0, b->key, b->size, b->size, b->born, b->cycle};
+  nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
+  (*count)++;
+}
+
 static void region_record(void *ctx, const nd_range_t *m) {
   nd_site_t *site = m->tag;
   if (!site) return;
@@ -509,6 +518,7 @@ void nd_trace_flush(int final) {
   write_sites();
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
   nd_limits_write_records(ws_record, NULL); // and snapshots theirs
+  nd_cuda_write_records(ws_record, NULL);
   write_counters();
   nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq, __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED),
                       __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)};
@@ -517,6 +527,7 @@ void nd_trace_flush(int final) {
     uint64_t blocks = 0;
     nd_blocks_each(block_record, &blocks);
     nd_mmap_each_live(region_record, &blocks);
+    nd_cuda_each_live(device_record, &blocks);
     if (!tr.exit.mono_ns) nd_trace_set_exit(ND_EXIT_NORMAL, 0);
     nd_tw_record(&tr.w, ND_REC_EXIT, &tr.exit, sizeof tr.exit, NULL, 0);
     nd_rec_end_t e = {nd_os_mono_ns(), blocks};

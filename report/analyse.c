@@ -21,8 +21,11 @@ const char *const nd_rep_fn_names[ND_TRACE_FNS] = {
 const char *const nd_rep_fb_names[4] = {"bootstrap", "synthesized", "late-thread",
                                         "untracked-free"};
 // Limits by their JavaCPP names in text, snake case in JSON; actions by NDMEM_ON_LIMIT's values.
-const char *const nd_rep_limit_names[ND_LIMIT_COUNT] = {"maxBytes", "maxPhysicalBytes"};
-const char *const nd_rep_limit_keys[ND_LIMIT_COUNT] = {"max_bytes", "max_physical_bytes"};
+const char *const nd_rep_limit_names[ND_LIMIT_DEVICE + 1] = {"maxBytes", "maxPhysicalBytes",
+                                                              "maxDeviceBytes"};
+const char *const nd_rep_limit_keys[ND_LIMIT_DEVICE + 1] = {"max_bytes", "max_physical_bytes",
+                                                             "max_device_bytes"};
+const char *const nd_rep_cuda_fn_names[ND_CUDA_FN_USED] = {ND_CUDA_FN_NAMES};
 const char *const nd_rep_action_names[3] = {"fail", "warn", "abort"};
 
 // ---------------------------------------------------------------- formatting: both renderers
@@ -257,6 +260,25 @@ bool nd_rep_has_limits(const nd_trace_t *t) {
   return t->have_limits || t->nbreaches || t->breaches_dropped || t->snap_records;
 }
 
+const char *nd_rep_breach_fn(const nd_rec_breach_t *b) {
+  return b->limit == ND_LIMIT_DEVICE ? nd_rep_cuda_fn_names[b->fn] : nd_rep_fn_names[b->fn];
+}
+
+// A device whose limit is `bytes`, or -1.
+static int device_limited_at(const nd_trace_t *t, uint64_t bytes) {
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
+    if ((t->have_device >> d & 1) && t->devices[d].limit_bytes == bytes) return d;
+  return -1;
+}
+
+bool nd_rep_has_devices(const nd_trace_t *t) { return t->have_device || t->have_cuda; }
+
+bool nd_rep_device_limited(const nd_trace_t *t) {
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
+    if ((t->have_device >> d & 1) && (t->devices[d].limit_bytes || t->devices[d].breaches)) return true;
+  return false;
+}
+
 // Whether what was live at the end is a leak: the program ended on its own (exit, a return from
 // main, _exit). A fatal signal or NDMEM_ON_LIMIT=abort ends it before it could free anything.
 bool nd_rep_leaks_known(const nd_trace_t *t) {
@@ -276,9 +298,12 @@ bool nd_rep_pct_of_cgroup(const nd_rec_limits_t *l) {
 // The limit a breach snapshot was taken for, by its threshold; -1 when it cannot be told.
 int nd_rep_snap_limit(const nd_trace_t *t, const nd_rec_snapshot_t *s) {
   const nd_rec_limits_t *l = &t->limits;
-  if (s->reason != ND_SNAP_BREACH || !t->have_limits || !s->threshold) return -1;
-  bool b = s->threshold == l->max_bytes, p = s->threshold == l->max_physical_bytes;
-  return b == p ? -1 : b ? ND_LIMIT_BYTES : ND_LIMIT_PHYSICAL;
+  if (s->reason != ND_SNAP_BREACH || !s->threshold) return -1;
+  bool b = t->have_limits && s->threshold == l->max_bytes;
+  bool p = t->have_limits && s->threshold == l->max_physical_bytes;
+  bool d = device_limited_at(t, s->threshold) >= 0;
+  if (b + p + d != 1) return -1;
+  return b ? ND_LIMIT_BYTES : p ? ND_LIMIT_PHYSICAL : ND_LIMIT_DEVICE;
 }
 
 uint64_t nd_rep_since_start(const nd_trace_t *t, uint64_t ns) {
@@ -294,4 +319,32 @@ uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est) {
     if (s->sites[i].rec.flags & ND_SITE_SAMPLED) *est = true;
   }
   return sum;
+}
+
+// CUPTI's records against the hooks': cuMemAlloc/cuMemAllocPitch against CUPTI's device memory
+// outside pools, stream-ordered allocations against pool-served ones. cuMemCreate's physical
+// memory is not compared (CUPTI's memory records do not cover the virtual-memory API alike).
+bool nd_rep_cupti_differs(const nd_rec_device_t *d, char *why, size_t n) {
+  if (!(d->flags & ND_DEV_CUPTI)) return false;
+  const nd_rec_dev_class_t *h = &d->cls[ND_DEV_PLAIN], *a = &d->cls[ND_DEV_ASYNC];
+  const nd_rec_dev_class_t *c = &d->cupti, *p = &d->cupti_pool;
+  if (h->allocs != c->allocs || h->alloc_bytes != c->alloc_bytes || h->frees != c->frees ||
+      h->free_bytes != c->free_bytes) {
+    snprintf(why, n,
+             "device memory: hooks %llu allocations of %llu B, %llu frees of %llu B; CUPTI %llu of "
+             "%llu B, %llu of %llu B",
+             (unsigned long long)h->allocs, (unsigned long long)h->alloc_bytes,
+             (unsigned long long)h->frees, (unsigned long long)h->free_bytes,
+             (unsigned long long)c->allocs, (unsigned long long)c->alloc_bytes,
+             (unsigned long long)c->frees, (unsigned long long)c->free_bytes);
+    return true;
+  }
+  if (a->allocs != p->allocs || a->alloc_bytes != p->alloc_bytes) {
+    snprintf(why, n,
+             "stream-ordered: hooks %llu allocations of %llu B; CUPTI %llu of %llu B",
+             (unsigned long long)a->allocs, (unsigned long long)a->alloc_bytes,
+             (unsigned long long)p->allocs, (unsigned long long)p->alloc_bytes);
+    return true;
+  }
+  return false;
 }

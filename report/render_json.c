@@ -198,6 +198,88 @@ static int json_ws(FILE *o, report_t *r, bool last) {
   return 0;
 }
 
+static void json_class(FILE *o, const char *key, const nd_rec_dev_class_t *c, bool more) {
+  fprintf(o, "\"%s\": {", key);
+  json_u64(o, "allocs", c->allocs, true);
+  json_u64(o, "frees", c->frees, true);
+  json_u64(o, "alloc_bytes", c->alloc_bytes, true);
+  json_u64(o, "free_bytes", c->free_bytes, false);
+  fputs(more ? "}, " : "}", o);
+}
+
+// "devices": every device the hooks saw, with CUPTI's view ("cupti": null without it); "cuda":
+// the hooks' own totals (null when no CUDA memory function was called). Version 6 reports.
+static void json_devices(FILE *o, const nd_trace_t *t) {
+  int last = -1;
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
+    if (t->have_device >> d & 1) last = d;
+  fprintf(o, "  \"devices\": [%s", last >= 0 ? "\n" : "");
+  for (int d = 0; d <= last; d++) {
+    if (!(t->have_device >> d & 1)) continue;
+    const nd_rec_device_t *v = &t->devices[d];
+    fprintf(o, "    {\"device\": %d, ", d);
+    json_u64(o, "total_bytes", v->total_bytes, true);
+    json_u64(o, "limit_bytes", v->limit_bytes, true);
+    fprintf(o, "\"live_bytes\": %lld, \"peak_bytes\": %lld, ", (long long)v->live_bytes,
+            (long long)v->peak_bytes);
+    uint64_t allocs = 0, frees = 0;
+    for (int k = 0; k < ND_DEV_CLASSES; k++) allocs += v->cls[k].allocs, frees += v->cls[k].frees;
+    json_u64(o, "allocs", allocs, true);
+    json_u64(o, "frees", frees, true);
+    json_u64(o, "breaches", v->breaches, true);
+    json_u64(o, "failed", v->failed, true);
+    json_u64(o, "getinfo_calls", v->getinfo_calls, true);
+    json_u64(o, "getinfo_clamped", v->getinfo_clamped, false);
+    fputs(",\n     ", o);
+    json_class(o, "plain", &v->cls[ND_DEV_PLAIN], true);
+    json_class(o, "async", &v->cls[ND_DEV_ASYNC], true);
+    json_class(o, "vmm", &v->cls[ND_DEV_VMM], false);
+    fputs(",\n     \"cupti\": ", o);
+    if (!(v->flags & ND_DEV_CUPTI)) {
+      fputs("null", o);
+    } else {
+      char why[256] = "";
+      bool differs = nd_rep_cupti_differs(v, why, sizeof why);
+      fprintf(o, "{\"agrees\": %s, \"difference\": ", differs ? "false" : "true");
+      if (differs) json_str(o, why);
+      else fputs("null", o);
+      fputs(", ", o);
+      json_u64(o, "allocs", v->cupti.allocs, true);
+      json_u64(o, "frees", v->cupti.frees, true);
+      json_u64(o, "alloc_bytes", v->cupti.alloc_bytes, true);
+      json_u64(o, "free_bytes", v->cupti.free_bytes, true);
+      json_u64(o, "pool_allocs", v->cupti_pool.allocs, true);
+      json_u64(o, "pool_frees", v->cupti_pool.frees, true);
+      json_u64(o, "pool_alloc_bytes", v->cupti_pool.alloc_bytes, true);
+      json_u64(o, "pool_free_bytes", v->cupti_pool.free_bytes, true);
+      json_u64(o, "pool_reserved_bytes", v->cupti_pool_reserved, true);
+      json_u64(o, "pool_reserved_peak", v->cupti_pool_reserved_peak, true);
+      json_u64(o, "pinned_bytes", v->cupti_pinned, true);
+      json_u64(o, "managed_bytes", v->cupti_managed, true);
+      json_u64(o, "records", v->cupti_records, true);
+      json_u64(o, "dropped", v->cupti_dropped, false);
+      fputs("}", o);
+    }
+    fputs(d < last ? "},\n" : "}\n", o);
+  }
+  fprintf(o, "%s],\n  \"cuda\": ", last >= 0 ? "  " : "");
+  if (!t->have_cuda) {
+    fputs("null,\n", o);
+    return;
+  }
+  const nd_rec_cuda_t *c = &t->cuda;
+  fputs("{\"calls\": {", o);
+  for (int f = 0; f < ND_CUDA_FN_USED; f++)
+    json_u64(o, nd_rep_cuda_fn_names[f], c->calls[f], f + 1 < ND_CUDA_FN_USED);
+  fputs("}, ", o);
+  json_u64(o, "answered_dlsym", c->answered_dlsym, true);
+  json_u64(o, "answered_proc", c->answered_proc, true);
+  json_u64(o, "unhooked", c->unhooked, true);
+  json_u64(o, "unknown_frees", c->unknown_frees, true);
+  json_u64(o, "untracked", c->untracked, false);
+  fputs("},\n", o);
+}
+
 // "limits": null when the trace has no record of limits; else the LIMITS record's limits and
 // totals (null without one), what the reader kept, the logged breaches and the kept snapshots
 // with their top sites (brief: the first breach, no snapshots). `last`: no key follows.
@@ -249,7 +331,11 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     json_u64(o, "since_start_ns", nd_rep_since_start(t, b->mono_ns), true);
     fprintf(o, "\"tid\": %u, \"limit\": \"%s\", \"action\": \"%s\", \"function\": \"%s\", ",
             b->tid, nd_rep_limit_keys[b->limit], nd_rep_action_names[b->action],
-            nd_rep_fn_names[b->fn]);
+            nd_rep_breach_fn(b));
+    if (t->hdr.version >= 6) { // the device of a device limit's breach (version 6 reports)
+      if (b->limit == ND_LIMIT_DEVICE) fprintf(o, "\"device\": %u, ", b->device);
+      else fputs("\"device\": null, ", o);
+    }
     json_u64(o, "requested", b->requested, true);
     json_u64(o, "value", b->value, true);
     json_u64(o, "limit_bytes", b->limit_bytes, true);
@@ -472,6 +558,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
   }
   if (h->version >= 2 && json_ws(o, r, false)) return -1; // absent from version 1 reports
   if (h->version >= 3 && json_limits(o, r, false)) return -1; // and from version 2 reports
+  if (h->version >= 6) json_devices(o, t);
   if (!r->o->brief) {
     size_t n = nd_rep_list_len(r, t->nsites);
     fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);

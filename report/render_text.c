@@ -205,7 +205,8 @@ static void text_limits_line(FILE *o, const nd_trace_t *t) {
   fprintf(o, "  %-10s  ", "limits");
   if (!t->have_limits) {
     uint64_t nb = nd_rep_sat_add(t->nbreaches, t->breaches_dropped);
-    fprintf(o, "no LIMITS record; %llu logged %s, %llu %s\n",
+    fprintf(o, "%s; %llu logged %s, %llu %s\n",
+            nd_rep_device_limited(t) ? "device limits only" : "no LIMITS record",
             (unsigned long long)nb, plural(nb, "breach", "breaches"),
             (unsigned long long)t->snap_records, plural(t->snap_records, "snapshot", "snapshots"));
     return;
@@ -383,6 +384,8 @@ static int text_lifetimes(FILE *o, report_t *r) {
   return 0;
 }
 
+static void text_devices_line(FILE *o, const nd_trace_t *t);
+
 static void text_summary(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -483,6 +486,7 @@ static void text_summary(FILE *o, report_t *r) {
   }
   if (t->nws || t->nescapes || t->escapes_dropped) text_ws_line(o, r);
   if (nd_rep_has_limits(t)) text_limits_line(o, t);
+  if (nd_rep_has_devices(t)) text_devices_line(o, t);
 }
 
 // What a site list ranks by: its first line shows that figure, the second the others.
@@ -650,7 +654,10 @@ static void text_limit_full(FILE *o, const nd_rec_limits_t *l, int id) {
 static void text_limit_settings(FILE *o, const nd_trace_t *t) {
   fputs("\n== limits\n", o);
   if (!t->have_limits) {
-    fputs("  (no LIMITS record: the limits in force and the totals are unknown)\n", o);
+    fputs(nd_rep_device_limited(t)
+              ? "  no host limits; the device limits are in the device memory view\n"
+              : "  (no LIMITS record: the limits in force and the totals are unknown)\n",
+          o);
     return;
   }
   const nd_rec_limits_t *l = &t->limits;
@@ -700,16 +707,18 @@ static void text_limit_settings(FILE *o, const nd_trace_t *t) {
 }
 
 static void text_breach(FILE *o, const nd_trace_t *t, size_t rank, const nd_rec_breach_t *b) {
+  bool device = b->limit == ND_LIMIT_DEVICE;
   fprintf(o, "#%-3zu %s breach %llu at ", rank, nd_rep_limit_names[b->limit],
           (unsigned long long)b->count);
   print_secs(o, nd_rep_since_start(t, b->mono_ns));
-  fprintf(o, " on thread %u: %s ", b->tid, nd_rep_fn_names[b->fn]);
-  bool growth = b->fn == 2 || b->fn == 3; // realloc, reallocarray: the growth is requested
+  fprintf(o, " on thread %u: %s ", b->tid, nd_rep_breach_fn(b));
+  bool growth = !device && (b->fn == 2 || b->fn == 3); // realloc, reallocarray: the growth
   fputs(growth ? "growing a block by " : "of ", o);
   print_bytes(o, b->requested, false);
+  if (device) fprintf(o, " on device %u", b->device);
   static const char *const done[3] = {"failed", "allowed (warn)", "aborted the process"};
   fprintf(o, " -> %s\n      %s ", done[b->action],
-          b->limit == ND_LIMIT_BYTES ? "tracked" : "physical");
+          device ? "device memory" : b->limit == ND_LIMIT_BYTES ? "tracked" : "physical");
   print_bytes(o, b->value, false);
   fputs(" before the call; limit ", o);
   print_bytes(o, b->limit_bytes, false);
@@ -789,6 +798,98 @@ static int text_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
   return 0;
 }
 
+// ---------------------------------------------------------------- device memory
+
+static void text_class(FILE *o, const char *name, const nd_rec_dev_class_t *c) {
+  fprintf(o, "    %-14s %llu %s of ", name, (unsigned long long)c->allocs,
+          plural(c->allocs, "allocation", "allocations"));
+  print_bytes(o, c->alloc_bytes, false);
+  fprintf(o, ", %llu %s of ", (unsigned long long)c->frees, plural(c->frees, "free", "frees"));
+  print_bytes(o, c->free_bytes, false);
+  fputc('\n', o);
+}
+
+// Each device the hooks saw (exact, requested bytes), CUPTI's view beside it when it was
+// recorded, and the hooks' own totals and fallbacks.
+static void text_devices(FILE *o, const nd_trace_t *t) {
+  fputs("\n== device memory (CUDA driver API)\n", o);
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++) {
+    if (!(t->have_device >> d & 1)) continue;
+    const nd_rec_device_t *v = &t->devices[d];
+    fprintf(o, "  device %d: ", d);
+    if (v->total_bytes) print_bytes(o, v->total_bytes, false);
+    else fputs("size not asked", o);
+    if (v->limit_bytes) {
+      fputs("; maxDeviceBytes ", o);
+      print_bytes(o, v->limit_bytes, false);
+    }
+    fputs("\n    peak ", o);
+    print_sbytes(o, v->peak_bytes);
+    fputs(t->ended ? ", live at exit " : ", live at the last flush ", o);
+    print_sbytes(o, v->live_bytes);
+    fputc('\n', o);
+    static const char *const cls[ND_DEV_CLASSES] = {"cuMemAlloc", "stream-ordered", "cuMemCreate"};
+    for (int k = 0; k < ND_DEV_CLASSES; k++)
+      if (v->cls[k].allocs || v->cls[k].frees) text_class(o, cls[k], &v->cls[k]);
+    if (v->cls[ND_DEV_ASYNC].allocs)
+      fputs("    (stream-ordered: bytes handed out; a pool may hold more from the device)\n", o);
+    if (v->getinfo_calls || v->limit_bytes)
+      fprintf(o, "    cuMemGetInfo   %llu %s, %llu lowered to the limit\n",
+              (unsigned long long)v->getinfo_calls, plural(v->getinfo_calls, "answer", "answers"),
+              (unsigned long long)v->getinfo_clamped);
+    if (v->limit_bytes || v->breaches)
+      fprintf(o, "    breaches       %llu, %llu failed\n", (unsigned long long)v->breaches,
+              (unsigned long long)v->failed);
+    if (v->flags & ND_DEV_CUPTI) {
+      char why[256];
+      bool differs = nd_rep_cupti_differs(v, why, sizeof why);
+      fprintf(o, "    CUPTI          %s\n", differs ? "DIFFERS from the hooks:" : "agrees with the hooks");
+      if (differs) fprintf(o, "      %s\n", why);
+      text_class(o, "CUPTI device", &v->cupti);
+      if (v->cupti_pool.allocs) text_class(o, "CUPTI pools", &v->cupti_pool);
+      if (v->cupti_pool_reserved_peak) {
+        fputs("    pools reserve  ", o);
+        print_bytes(o, v->cupti_pool_reserved, false);
+        fputs(" now, peak ", o);
+        print_bytes(o, v->cupti_pool_reserved_peak, false);
+        fputc('\n', o);
+      }
+      if (v->cupti_dropped)
+        fprintf(o, "    CUPTI dropped %llu records: its totals are short\n",
+                (unsigned long long)v->cupti_dropped);
+    }
+  }
+  if (!t->have_cuda) return;
+  const nd_rec_cuda_t *c = &t->cuda;
+  fputs("  hooks:", o);
+  for (int f = 0; f < ND_CUDA_FN_USED; f++)
+    if (c->calls[f]) fprintf(o, " %s=%llu", nd_rep_cuda_fn_names[f], (unsigned long long)c->calls[f]);
+  fprintf(o, "\n  lookups answered with a hook: %llu by dlsym, %llu by cuGetProcAddress\n",
+          (unsigned long long)c->answered_dlsym, (unsigned long long)c->answered_proc);
+  fprintf(o, "  fallbacks: %llu lookups not hooked, %llu releases of memory not seen allocated, "
+             "%llu allocations without a stack\n",
+          (unsigned long long)c->unhooked, (unsigned long long)c->unknown_frees,
+          (unsigned long long)c->untracked);
+}
+
+// The summary's line about device memory.
+static void text_devices_line(FILE *o, const nd_trace_t *t) {
+  fprintf(o, "  %-10s  ", "devices");
+  int n = 0;
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++) {
+    if (!(t->have_device >> d & 1)) continue;
+    const nd_rec_device_t *v = &t->devices[d];
+    fprintf(o, "%sdevice %d peak ", n++ ? "; " : "", d);
+    print_sbytes(o, v->peak_bytes);
+    fputs(", live ", o);
+    print_sbytes(o, v->live_bytes);
+    if (v->breaches) fprintf(o, ", %llu %s", (unsigned long long)v->breaches, plural(v->breaches, "breach", "breaches"));
+    if (nd_rep_cupti_differs(v, NULL, 0)) fputs(", CUPTI differs", o);
+  }
+  if (!n) fputs("CUDA loaded, no device memory allocated", o);
+  fputc('\n', o);
+}
+
 // The limits view: the limits and totals (unless only the brief report's first breach is
 // wanted), the logged breaches, and the kept snapshots (unless brief).
 static int text_limits(FILE *o, report_t *r, bool settings) {
@@ -832,6 +933,7 @@ static int text_report(FILE *o, report_t *r) {
     return r->o->limits && nd_rep_has_limits(t) ? text_limits(o, r, true) : 0;
   }
   if (text_main(o, r) || text_workspaces(o, r)) return -1;
+  if (nd_rep_has_devices(t) && !r->o->brief) text_devices(o, t);
   return nd_rep_has_limits(t) ? text_limits(o, r, !r->o->brief) : 0;
 }
 

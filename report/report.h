@@ -63,8 +63,10 @@ extern const char *const nd_rep_kind_names[ND_TRACE_KINDS];
 extern const char *const nd_rep_fn_names[ND_TRACE_FNS];
 extern const char *const nd_rep_fb_names[4];
 // Limits by their JavaCPP names in text, snake case in JSON; actions by NDMEM_ON_LIMIT's values.
-extern const char *const nd_rep_limit_names[ND_LIMIT_COUNT];
-extern const char *const nd_rep_limit_keys[ND_LIMIT_COUNT];
+// Indexed by enum nd_limit_id and ND_LIMIT_DEVICE.
+extern const char *const nd_rep_limit_names[ND_LIMIT_DEVICE + 1];
+extern const char *const nd_rep_limit_keys[ND_LIMIT_DEVICE + 1];
+extern const char *const nd_rep_cuda_fn_names[ND_CUDA_FN_USED]; // the CUDA record's calls
 extern const char *const nd_rep_action_names[3];
 
 // Formatting both renderers use (analyse.c).
@@ -83,6 +85,11 @@ uint64_t nd_rep_sat_add(uint64_t a, uint64_t b);
 uint64_t nd_rep_esc_records(const nd_trace_t *t);
 // Any record of limits (LIMITS, breaches, snapshots).
 bool nd_rep_has_limits(const nd_trace_t *t);
+const char *nd_rep_breach_fn(const nd_rec_breach_t *b); // the function a breach refused
+bool nd_rep_has_devices(const nd_trace_t *t);           // DEVICE or CUDA records (version 6)
+bool nd_rep_device_limited(const nd_trace_t *t);        // a device had a limit or breaches
+// Whether CUPTI's view of device d disagrees with the hooks' (and on what, into why[n]).
+bool nd_rep_cupti_differs(const nd_rec_device_t *d, char *why, size_t n);
 // Whether what was live at the end is a leak: the program ended on its own.
 bool nd_rep_leaks_known(const nd_trace_t *t);
 bool nd_rep_aborted(const nd_trace_t *t);

@@ -18,8 +18,9 @@
 // SITE (the window's floor, the cycle clock), BLOCK (the birth cycle), FLUSH (the cycle clock and
 // the start of the steady state) and WORKSPACE (outlived blocks). A version 5 record carries its
 // older fields first, at the same offsets; a reader takes the short form from traces before 5 and
-// zeroes the rest (ND_REC_V4_SIZE). Readers accept 1 to 5.
-#define ND_TRACE_VERSION 5
+// zeroes the rest (ND_REC_V4_SIZE). 6 added DEVICE and CUDA records and the device limit in
+// BREACH (limit ND_LIMIT_DEVICE, the device in `device`). Readers accept 1 to 6.
+#define ND_TRACE_VERSION 6
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -55,6 +56,8 @@ enum nd_rec_tag {
   ND_REC_SNAP_SITE = 13, // nd_rec_snap_site_t: one site's live memory in the preceding SNAPSHOT
   ND_REC_EXIT = 14,     // nd_rec_exit_t: how the process ended, just before END (version 4)
   ND_REC_GROWTH = 15,   // nd_rec_growth_t: a site found growing while the job ran (version 5)
+  ND_REC_DEVICE = 16,   // nd_rec_device_t: one device's memory (latest wins; version 6)
+  ND_REC_CUDA = 17,     // nd_rec_cuda_t: the CUDA driver hooks' own totals (latest wins; version 6)
   ND_REC_TAG_MAX
 };
 
@@ -223,6 +226,8 @@ _Static_assert(sizeof(nd_rec_growth_t) == 64, "growth record layout");
 // ---------------------------------------------------------------- limits (version 3)
 
 enum nd_limit_id { ND_LIMIT_BYTES = 0, ND_LIMIT_PHYSICAL = 1, ND_LIMIT_COUNT = 2 };
+// A device's limit (NDMEM_MAX_DEVICE_BYTES[_<i>]): BREACH records only; its totals are in DEVICE.
+#define ND_LIMIT_DEVICE 2
 enum nd_limit_action { ND_ON_LIMIT_FAIL = 0, ND_ON_LIMIT_WARN = 1, ND_ON_LIMIT_ABORT = 2 };
 enum nd_limits_flags { ND_LIMITS_ABORTED = 1 }; // the process was stopped by a breach (abort)
 
@@ -252,8 +257,8 @@ typedef struct nd_rec_breach {
   uint32_t tid;
   uint16_t limit;  // enum nd_limit_id
   uint16_t action; // enum nd_limit_action: what was done with this allocation
-  uint32_t fn;     // enum ndmem_fn of the call
-  uint32_t reserved;
+  uint32_t fn;     // enum ndmem_fn of the call; for ND_LIMIT_DEVICE, the CUDA hook (ND_CUDA_FN_*)
+  uint32_t device; // for ND_LIMIT_DEVICE (version 6): the device
   uint64_t requested;   // bytes asked for (for realloc: the growth)
   uint64_t value;       // tracked or physical bytes before this allocation
   uint64_t limit_bytes; // the limit
@@ -281,5 +286,56 @@ typedef struct nd_rec_snap_site {
   uint64_t live_bytes, live_count;
 } nd_rec_snap_site_t;
 _Static_assert(sizeof(nd_rec_snap_site_t) == 24, "snapshot site record layout");
+
+
+// ---------------------------------------------------------------- device memory (version 6)
+
+// Device memory by how it was allocated: cuMemAlloc/cuMemAllocPitch, stream-ordered
+// (cuMemAllocAsync, cuMemAllocFromPoolAsync: the bytes handed out; a pool may hold more), and the
+// virtual-memory API's physical allocations (cuMemCreate).
+enum nd_dev_class { ND_DEV_PLAIN = 0, ND_DEV_ASYNC = 1, ND_DEV_VMM = 2, ND_DEV_CLASSES = 3 };
+enum nd_dev_flags { ND_DEV_CUPTI = 1 }; // the cupti fields hold CUPTI's view (ndmem run --cupti)
+
+typedef struct nd_rec_dev_class {
+  uint64_t allocs, frees, alloc_bytes, free_bytes;
+} nd_rec_dev_class_t;
+
+// One device as the hooks saw it (exact, requested bytes), and CUPTI's view beside it.
+typedef struct nd_rec_device {
+  uint32_t device;
+  uint32_t flags;             // enum nd_dev_flags
+  uint64_t total_bytes;       // the device's memory (cuDeviceTotalMem; 0: not asked)
+  uint64_t limit_bytes;       // NDMEM_MAX_DEVICE_BYTES[_<i>] in bytes (0: none)
+  int64_t live_bytes, peak_bytes;
+  nd_rec_dev_class_t cls[ND_DEV_CLASSES];
+  uint64_t breaches, failed;  // breaches of the limit; allocations made to fail
+  uint64_t getinfo_calls, getinfo_clamped; // cuMemGetInfo answers; those the limit lowered
+  nd_rec_dev_class_t cupti, cupti_pool; // CUPTI: memory outside pools; served by pools
+  uint64_t cupti_pool_reserved, cupti_pool_reserved_peak; // what pools hold from the device
+  uint64_t cupti_pinned, cupti_managed; // live pinned host and managed memory
+  uint64_t cupti_records, cupti_dropped;
+} nd_rec_device_t;
+_Static_assert(sizeof(nd_rec_device_t) == 280, "device record layout");
+
+// The hooked driver functions, in the order of nd_rec_cuda_t.calls.
+#define ND_CUDA_FNS 24
+#define ND_CUDA_FN_NAMES                                                                          \
+  "cuMemAlloc", "cuMemAllocPitch", "cuMemFree", "cuMemAllocManaged", "cuMemAllocHost",           \
+      "cuMemHostAlloc", "cuMemFreeHost", "cuMemAllocAsync", "cuMemAllocAsync_ptsz",               \
+      "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz", "cuMemFreeAsync",                \
+      "cuMemFreeAsync_ptsz", "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap",              \
+      "cuMemGetInfo", "cuGetProcAddress", "cuGetProcAddress_v2"
+#define ND_CUDA_FN_USED 20
+
+typedef struct nd_rec_cuda {
+  uint64_t first_ns;            // the first hooked call
+  uint64_t calls[ND_CUDA_FNS];  // per hooked function (ND_CUDA_FN_NAMES)
+  uint64_t answered_dlsym, answered_proc; // lookups answered with a hook
+  uint64_t unhooked;      // lookups left to the driver (no hook instance left): not seen
+  uint64_t unknown_frees; // releases of memory ndmem did not see allocated
+  uint64_t untracked;     // allocations not kept (no memory for the table): counted, no stack
+  uint64_t reserved[3];
+} nd_rec_cuda_t;
+_Static_assert(sizeof(nd_rec_cuda_t) == 8 + 8 * ND_CUDA_FNS + 64, "cuda record layout");
 
 #endif

@@ -25,8 +25,8 @@ _Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer ho
 static const char *const tag_names[ND_REC_TAG_MAX] = {
     "?",   "MODULE",    "STACK",     "SITE",   "COUNTERS", "BLOCK",    "FLUSH",
     "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE", "EXIT",
-    "GROWTH"};
-_Static_assert(ND_REC_TAG_MAX == 16, "a name for every record tag");
+    "GROWTH", "DEVICE", "CUDA"};
+_Static_assert(ND_REC_TAG_MAX == 18, "a name for every record tag");
 
 static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;
@@ -412,16 +412,38 @@ static int on_limits(nd_trace_t *t, uint64_t off, const char *p) {
 static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_breach_t b;
   memcpy(&b, p, sizeof b);
-  if (b.limit >= ND_LIMIT_COUNT) return fail(t, off, "BREACH limit %u out of range", b.limit);
+  int device = b.limit == ND_LIMIT_DEVICE && t->hdr.version >= 6;
+  if (b.limit >= ND_LIMIT_COUNT && !device)
+    return fail(t, off, "BREACH limit %u out of range", b.limit);
   if (b.action > ND_ON_LIMIT_ABORT)
     return fail(t, off, "BREACH action %u out of range", b.action);
-  if (b.fn >= ND_TRACE_FNS) return fail(t, off, "BREACH function %u out of range", b.fn);
+  if (b.fn >= (device ? ND_CUDA_FN_USED : ND_TRACE_FNS))
+    return fail(t, off, "BREACH function %u out of range", b.fn);
+  if (device && b.device >= ND_TRACE_MAX_DEVICES)
+    return fail(t, off, "BREACH device %u out of range", b.device);
   saw_time(t, b.mono_ns);
   nd_rec_breach_t *slot;
   if (keep(t, off, (void **)&t->breaches, &t->nbreaches, &t->breaches_cap, sizeof *slot,
            ND_TRACE_MAX_BREACHES, &t->breaches_dropped, (void **)&slot))
     return -1;
   if (slot) *slot = b;
+  return 0;
+}
+
+// ---------------------------------------------------------------- device memory (version 6)
+
+static int on_device(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_device_t d;
+  memcpy(&d, p, sizeof d);
+  if (d.device >= ND_TRACE_MAX_DEVICES) return fail(t, off, "DEVICE %u out of range", d.device);
+  t->devices[d.device] = d; // the latest wins; unknown flag bits are ignored
+  t->have_device |= 1u << d.device;
+  return 0;
+}
+
+static int on_cuda(nd_trace_t *t, const char *p) {
+  memcpy(&t->cuda, p, sizeof t->cuda);
+  t->have_cuda = true;
   return 0;
 }
 
@@ -523,6 +545,8 @@ static uint32_t fixed_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_SNAPSHOT: return sizeof(nd_rec_snapshot_t);
   case ND_REC_SNAP_SITE: return sizeof(nd_rec_snap_site_t);
   case ND_REC_EXIT: return sizeof(nd_rec_exit_t);
+  case ND_REC_DEVICE: return sizeof(nd_rec_device_t);
+  case ND_REC_CUDA: return sizeof(nd_rec_cuda_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -546,6 +570,9 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
   if (t->hdr.version < 5 && r->tag == ND_REC_GROWTH)
     return fail(t, off, "GROWTH record in a version %u trace (version 5 introduced it)",
                 t->hdr.version);
+  if (t->hdr.version < 6 && (r->tag == ND_REC_DEVICE || r->tag == ND_REC_CUDA))
+    return fail(t, off, "%s record in a version %u trace (version 6 introduced it)",
+                tag_names[r->tag], t->hdr.version);
   if (r->tag == ND_REC_EXIT && t->have_exit) return fail(t, off, "a second EXIT record");
   if (r->size > ND_TRACE_MAX_RECORD)
     return fail(t, off, "%s record size %u above the maximum %u", tag_names[r->tag], r->size,
@@ -600,6 +627,8 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
     saw_time(t, t->exit.mono_ns);
     return 0;
   case ND_REC_GROWTH: return on_growth(t, off, p);
+  case ND_REC_DEVICE: return on_device(t, off, p);
+  case ND_REC_CUDA: return on_cuda(t, p);
   case ND_REC_FLUSH:
     memcpy(&t->flush, p, sizeof t->flush);
     t->have_flush = true;

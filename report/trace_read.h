@@ -94,6 +94,7 @@ typedef struct nd_growth {
 } nd_growth_t;
 #define ND_TRACE_MAX_GROWTH 100000 // GROWTH records kept (the writer: one per site)
 
+#define ND_TRACE_MAX_DEVICES 16 // NDMEM_MAX_DEVICES: devices 0-15 are the kinds device0-15
 #define ND_TRACE_MAX_BREACHES 1024 // BREACH records kept (the writer logs ~64 per limit at most)
 #define ND_TRACE_SNAP_LAST 4       // snapshots kept besides the first: the latest ones
 #define ND_TRACE_MAX_SNAP_SITES 4096 // SNAP_SITE records kept per snapshot (the writer: <= 256)
@@ -175,6 +176,10 @@ typedef struct nd_trace {
   size_t ngrowth, growth_cap;
   uint64_t growth_dropped;
 
+  nd_rec_device_t devices[ND_TRACE_MAX_DEVICES]; // the latest DEVICE record of each device
+  uint32_t have_device;       // bit d: devices[d] was read
+  bool have_cuda;
+  nd_rec_cuda_t cuda;         // the latest CUDA record
   bool have_limits;
   nd_rec_limits_t limits;     // the latest LIMITS record
   nd_rec_breach_t *breaches;  // the first ND_TRACE_MAX_BREACHES BREACH records, in trace order

@@ -677,6 +677,107 @@ static void lifetimes_trace(void) {
   end(T0 + 2150 * MS, n);
 }
 
+// ---------------------------------------------------------------- devices (version 6)
+
+// A CUDA job on two devices, the truth for devices.txt / devices.json:
+//   device 0 (16 GiB, maxDeviceBytes 1 GiB): 100 cuMemAlloc of 8 MiB (99 freed: the one left
+//     is 8 MiB live at exit, stack 31), 50 stream-ordered of 1 MiB (all freed), 2 cuMemCreate of
+//     2 MiB (both released); peak 200 MiB; cuMemGetInfo 3 answers, 3 lowered; 2 breaches (a 2 GiB
+//     cuMemAlloc at 1.5 s, failed; the 2nd also failed), logged 1st and 2nd; a snapshot at the
+//     first (2 device sites). CUPTI agrees with the hooks.
+//   device 1 (no limit): 10 cuMemAlloc of 1 MiB, 10 freed; CUPTI saw 9 allocations (differs).
+//   pinned: 1 MiB live at exit (stack 32).
+enum { KIND_PINNED = 2, KIND_DEV0 = 4 }; // ndmem.h's enum ndmem_kind
+
+static void dev_class(nd_rec_dev_class_t *c, uint64_t allocs, uint64_t frees, uint64_t bytes_each) {
+  *c = (nd_rec_dev_class_t){allocs, frees, allocs * bytes_each, frees * bytes_each};
+}
+
+static void devices_trace(void) {
+  header("/nonexistent/bin/train_cuda", 8181, 6);
+  module(0, "/nonexistent/bin/train_cuda", EXE, EXE, EXE + 0x8000);
+  for (uint32_t s = 30; s <= 32; s++) {
+    const uint64_t ips[] = {EXE + 0x2000 + 0x100 * (s - 30), EXE + 0x3000};
+    stack(s, 2, ips);
+  }
+  const uint64_t M = 1024 * 1024;
+  site(30, KIND_DEV0, 0, 150, 150, 850 * M, 850 * M, 192 * M); // temporaries
+  site(31, KIND_DEV0, 0, 2, 1, 16 * M, 8 * M, 8 * M);          // one kept
+  site(32, KIND_PINNED, 0, 1, 0, M, 0, M);
+  site(30, KIND_DEV0 + 1, 0, 10, 10, 10 * M, 10 * M, M);
+  uint64_t calls[ND_TRACE_FNS] = {[MALLOC] = 5000, [FREE] = 4900};
+  counters(T0 + 1000 * MS, 2, (kt_t){3 * M, 4 * M, 900, 5000, 4900}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){8 * M, 200 * M, 1, 152, 151}, calls, 0);
+  flush(1, T0 + 1000 * MS);
+  breach(T0 + 1500 * MS, 8181, ND_LIMIT_DEVICE, ND_ON_LIMIT_FAIL, 0, 2048 * M, 40 * M, 1024 * M, 1);
+  snapshot(T0 + 1500 * MS, ND_SNAP_BREACH, 2, 40 * M, 0, 1024 * M);
+  snap_site(31, KIND_DEV0, 0, 8 * M, 1);
+  snap_site(30, KIND_DEV0, 0, 32 * M, 4);
+  {
+    nd_rec_breach_t b = {.mono_ns = T0 + 1600 * MS, .tid = 8181, .limit = ND_LIMIT_DEVICE,
+                         .action = ND_ON_LIMIT_FAIL, .fn = 0, .device = 0,
+                         .requested = 2048 * M, .value = 40 * M, .limit_bytes = 1024 * M, .count = 2};
+    nd_tw_record(&w, ND_REC_BREACH, &b, sizeof b, NULL, 0);
+  }
+  nd_rec_device_t d0;
+  memset(&d0, 0, sizeof d0);
+  d0.device = 0;
+  d0.flags = ND_DEV_CUPTI;
+  d0.total_bytes = 16384 * M;
+  d0.limit_bytes = 1024 * M;
+  d0.live_bytes = (int64_t)(8 * M);
+  d0.peak_bytes = (int64_t)(200 * M);
+  dev_class(&d0.cls[ND_DEV_PLAIN], 100, 99, 8 * M);
+  dev_class(&d0.cls[ND_DEV_ASYNC], 50, 50, M);
+  dev_class(&d0.cls[ND_DEV_VMM], 2, 2, 2 * M);
+  d0.breaches = 2;
+  d0.failed = 2;
+  d0.getinfo_calls = 3;
+  d0.getinfo_clamped = 3;
+  d0.cupti = d0.cls[ND_DEV_PLAIN];
+  d0.cupti_pool = d0.cls[ND_DEV_ASYNC];
+  d0.cupti_pool_reserved = 32 * M;
+  d0.cupti_pool_reserved_peak = 64 * M;
+  d0.cupti_pinned = M;
+  d0.cupti_records = 303;
+  nd_tw_record(&w, ND_REC_DEVICE, &d0, sizeof d0, NULL, 0);
+  nd_rec_device_t d1;
+  memset(&d1, 0, sizeof d1);
+  d1.device = 1;
+  d1.flags = ND_DEV_CUPTI;
+  d1.total_bytes = 16384 * M;
+  d1.peak_bytes = (int64_t)M;
+  dev_class(&d1.cls[ND_DEV_PLAIN], 10, 10, M);
+  dev_class(&d1.cupti, 9, 9, M);
+  d1.cupti_records = 18;
+  nd_tw_record(&w, ND_REC_DEVICE, &d1, sizeof d1, NULL, 0);
+  nd_rec_cuda_t c;
+  memset(&c, 0, sizeof c);
+  c.first_ns = T0 + 100 * MS;
+  c.calls[0] = 112; // cuMemAlloc: 110 and the 2 refused
+  c.calls[2] = 109;
+  c.calls[4] = 1;
+  c.calls[7] = 50;
+  c.calls[11] = 50;
+  c.calls[13] = 2;
+  c.calls[14] = 2;
+  c.calls[17] = 3;
+  c.calls[19] = 24;
+  c.answered_dlsym = 1;
+  c.answered_proc = 12;
+  nd_tw_record(&w, ND_REC_CUDA, &c, sizeof c, NULL, 0);
+  counters(T0 + 2000 * MS, 2, (kt_t){3 * M, 4 * M, 900, 5000, 4900}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){8 * M, 200 * M, 1, 152, 151}, calls, 0);
+  flush(2, T0 + 2000 * MS);
+  nd_rec_block_t b1 = {31, KIND_DEV0, 0, 0x7f5000000000ull, 8 * M, 8 * M, T0 + 500 * MS, 0};
+  nd_tw_record(&w, ND_REC_BLOCK, &b1, sizeof b1, NULL, 0);
+  nd_rec_block_t b2 = {32, KIND_PINNED, 0, 0x7f6000000000ull, M, M, T0 + 200 * MS, 0};
+  nd_tw_record(&w, ND_REC_BLOCK, &b2, sizeof b2, NULL, 0);
+  nd_rec_exit_t x = {T0 + 2100 * MS, ND_EXIT_NORMAL, 0, 8181, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 2150 * MS, 2);
+}
+
 int main(int argc, char **argv) {
   static const char *const modes[] = {
       "basic",           "killed",           "ws",              "self",
@@ -685,7 +786,7 @@ int main(int argc, char **argv) {
       "many-limits",     "limits-cut",       "bad-v2-limits",   "bad-limits-action",
       "bad-breach-limit", "bad-breach-fn",   "bad-breach-size", "bad-snap-reason",
       "bad-snap-site-alone", "bad-snap-too-few", "bad-snap-too-many", "bad-snap-stack",
-      "lifetimes"};
+      "lifetimes",       "devices"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -705,6 +806,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "ws")) ws_trace();
   else if (!strcmp(argv[1], "many-escapes")) many_escapes();
   else if (!strcmp(argv[1], "lifetimes")) lifetimes_trace();
+  else if (!strcmp(argv[1], "devices")) devices_trace();
   else if (!strcmp(argv[1], "limits")) limits_trace();
   else if (!strcmp(argv[1], "limits-aborted")) limits_aborted();
   else if (!strcmp(argv[1], "many-limits")) many_limits();

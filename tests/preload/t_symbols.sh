@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# t_symbols: libndmem.so exports exactly the hooks and ndmem_* (nothing internal leaks into the
+# t_symbols: libndmem.so exports exactly the hooks (libc, C++, the CUDA driver's memory functions
+# and dlsym, which answers lookups of them) and ndmem_* (nothing internal leaks into the
 # program's namespace, where it could collide with the program's own symbols).
 # usage: t_symbols.sh LIBNDMEM HAVE_FREE_SIZED(0|1)
 lib=$1
@@ -10,7 +11,11 @@ cxx="_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t _ZnwmSt11align_val_t _Z
   _ZdaPvm _ZdlPvSt11align_val_t _ZdaPvSt11align_val_t _ZdlPvmSt11align_val_t _ZdaPvmSt11align_val_t
   _ZdlPvRKSt9nothrow_t _ZdaPvRKSt9nothrow_t _ZdlPvSt11align_val_tRKSt9nothrow_t
   _ZdaPvSt11align_val_tRKSt9nothrow_t"
-want="$cxx _Exit _exit aligned_alloc calloc free malloc malloc_usable_size memalign mmap mmap64 mremap munmap ndmem_cycle_begin ndmem_cycle_end ndmem_limit_set ndmem_limits ndmem_stats ndmem_version ndmem_workspace_configure ndmem_workspace_enter ndmem_workspace_leave ndmem_ws_stats posix_memalign pipe2 pvalloc realloc reallocarray sigaction signal valloc"
+cuda="cuGetProcAddress cuGetProcAddress_v2 cuMemAllocAsync cuMemAllocAsync_ptsz cuMemAllocFromPoolAsync
+  cuMemAllocFromPoolAsync_ptsz cuMemAllocHost_v2 cuMemAllocManaged cuMemAllocPitch_v2 cuMemAlloc_v2
+  cuMemCreate cuMemFreeAsync cuMemFreeAsync_ptsz cuMemFreeHost cuMemFree_v2 cuMemGetInfo_v2
+  cuMemHostAlloc cuMemMap cuMemRelease cuMemUnmap dlsym"
+want="$cxx $cuda ndmem_device_stats ndmem_cupti_update _Exit _exit aligned_alloc calloc free malloc malloc_usable_size memalign mmap mmap64 mremap munmap ndmem_cycle_begin ndmem_cycle_end ndmem_limit_set ndmem_limits ndmem_stats ndmem_version ndmem_workspace_configure ndmem_workspace_enter ndmem_workspace_leave ndmem_ws_stats posix_memalign pipe2 pvalloc realloc reallocarray sigaction signal valloc"
 [ "$2" = 1 ] && want="$want free_aligned_sized free_sized"
 want=$(printf '%s\n' $want | sort | tr '\n' ' ')
 got=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWiVB]$/ {print $3}' | sed 's/@.*//' | sort | tr '\n' ' ')

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// cuda_hooks.h: device memory (cuda.c): the CUDA driver API's memory functions, interposed through
+// exported names, dlsym and cuGetProcAddress; per-device accounting, limits and trace records.
+#ifndef ND_CUDA_HOOKS_H
+#define ND_CUDA_HOOKS_H
+
+#include "ndmem.h"
+
+#include <stdint.h>
+
+struct nd_site;
+
+int nd_cuda_used(void); // a hooked function was called: the records and summary lines exist
+int nd_cuda_device_stats(int device, ndmem_device_stats_t *out); // 0, or -1 out of range
+int nd_cuda_cupti_update(const ndmem_cupti_device_t *d);         // CUPTI's view of a device
+void nd_cuda_summary(int fd);                                    // the exit summary's lines
+
+typedef void (*nd_cuda_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
+void nd_cuda_write_records(nd_cuda_record_fn rec, void *ctx); // DEVICE and CUDA, at each flush
+
+// A live block at exit: a device address, pinned or managed host memory, or a cuMemCreate handle.
+typedef struct nd_cuda_block {
+  uint64_t key, size;
+  struct nd_site *site;
+  uint64_t born, cycle;
+} nd_cuda_block_t;
+void nd_cuda_each_live(void (*fn)(void *ctx, const nd_cuda_block_t *b), void *ctx);
+
+void nd_cuda_atfork_prepare(void);
+void nd_cuda_atfork_parent(void);
+void nd_cuda_atfork_child(void);
+
+#endif
