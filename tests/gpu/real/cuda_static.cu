@@ -52,7 +52,7 @@ int main(void) {
   CK(cudaStreamDestroy(s));
 
   // What every count must be. device0: the three cudaMalloc blocks and the async one; pool: the
-  // async one alone (CUPTI tells pools apart, t_cupti.py).
+  // async one alone (the report's async class, and CUPTI's pool counts in t_cupti.py).
   printf("expect device0 allocs 4 frees 3 alloc_bytes %d free_bytes %d live %d peak %d\n",
          10 * MIB, 7 * MIB, 3 * MIB, 9 * MIB);
   printf("expect pool allocs 1 frees 1 alloc_bytes %d free_bytes %d\n", MIB, MIB);

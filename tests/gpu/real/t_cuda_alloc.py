@@ -3,7 +3,8 @@
 # t_cuda_alloc: cuda_static (the static or the shared CUDA runtime) under the shim. Every count
 # the program says it expects (device 0 allocs, frees, bytes, live, peak; pinned; managed) must be
 # what ndmem counted, read three ways: in-process (ndmem_device_stats, ndmem_stats), in the
-# report's "devices" and counters, and as the one leak at exit, 3 MiB of device 0 at the
+# report's "devices" (totals, and the plain and async classes) and counters, and as the one leak
+# at exit, 3 MiB of device 0 at the
 # source's LEAK line. Exits 77 without a usable GPU.
 # usage: t_cuda_alloc.py LIBNDMEM NDMEMREPORT PROGRAM SOURCE   (PROGRAM '-': not built)
 import os
@@ -64,6 +65,15 @@ def main():
                     ("live_bytes", dev["live"]), ("peak_bytes", dev["peak"])):
         c.eq("report devices[0].%s" % f, d.get(f), want)
     c.eq("report devices[0].failed", d.get("failed"), 0)
+    # by class: cudaMalloc blocks ("plain") and the stream-ordered one ("async")
+    pool = exp["pool"]
+    for cls, want in (("plain", {f: dev[f] - pool[f] for f in
+                                  ("allocs", "frees", "alloc_bytes", "free_bytes")}),
+                      ("async", pool)):
+        got = d.get(cls)
+        if c.true("report devices[0] has the class %s" % cls, isinstance(got, dict)):
+            for f in ("allocs", "frees", "alloc_bytes", "free_bytes"):
+                c.eq("report devices[0].%s.%s" % (cls, f), got.get(f), want[f])
     for k in ("device0", "pinned", "managed"):
         got = g.kind(doc, k)
         if c.true("report counters.kinds has %s" % k, got is not None):

@@ -64,6 +64,13 @@ def cupti_of(d):
     return cu
 
 
+def agrees(c, name, cu):
+    """ndmemreport's own verdict on CUPTI against the hooks, where the report gives one."""
+    if "agrees" in cu:
+        c.true("%s: the report says CUPTI agrees with the hooks" % name, cu["agrees"] is True,
+               str(cu.get("difference")))
+
+
 def expectations(stdout):
     exp = {}
     for line in stdout.splitlines():
@@ -115,6 +122,7 @@ def main():
         cmp.eq("%s: CUPTI pinned bytes live at exit" % name, cu, ["pinned_bytes"], 0)
         cmp.eq("%s: CUPTI managed bytes live at exit" % name, cu, ["managed_bytes"], 0)
         cmp.eq("%s: CUPTI records dropped" % name, cu, ["dropped"], 0)
+        agrees(c, name, cu)
         cmp.eq("%s: hooks' allocs = CUPTI's plain + pool allocs" % name, cu,
                ["allocs", "pool_allocs"], d["allocs"])
         cmp.eq("%s: hooks' frees = CUPTI's plain + pool frees" % name, cu,
@@ -137,6 +145,7 @@ def main():
             cmp.eq("train_cuda: bytes of the device 0 sites = CUPTI's plain + pool bytes", cu,
                    ["alloc_bytes", "pool_alloc_bytes"], sum(s["alloc_bytes"] for s in sites))
             cmp.eq("train_cuda: CUPTI records dropped", cu, ["dropped"], 0)
+            agrees(c, "train_cuda", cu)
     if cmp.skipped:
         print("comparisons skipped (keys not in the report): " + "; ".join(cmp.skipped))
     if not cmp.made:
