@@ -19,8 +19,9 @@
 // the start of the steady state) and WORKSPACE (outlived blocks). A version 5 record carries its
 // older fields first, at the same offsets; a reader takes the short form from traces before 5 and
 // zeroes the rest (ND_REC_V4_SIZE). 6 added DEVICE and CUDA records and the device limit in
-// BREACH (limit ND_LIMIT_DEVICE, the device in `device`). Readers accept 1 to 6.
-#define ND_TRACE_VERSION 6
+// BREACH (limit ND_LIMIT_DEVICE, the device in `device`). 7 added Python frames in STACK records
+// (ND_PYFRAME_*) with the PYCODE records they name, and the PYTHON record. Readers accept 1 to 7.
+#define ND_TRACE_VERSION 7
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -58,6 +59,8 @@ enum nd_rec_tag {
   ND_REC_GROWTH = 15,   // nd_rec_growth_t: a site found growing while the job ran (version 5)
   ND_REC_DEVICE = 16,   // nd_rec_device_t: one device's memory (latest wins; version 6)
   ND_REC_CUDA = 17,     // nd_rec_cuda_t: the CUDA driver hooks' own totals (latest wins; version 6)
+  ND_REC_PYCODE = 18,   // nd_rec_pycode_t + qualname + filename: a Python code object (version 7)
+  ND_REC_PYTHON = 19,   // nd_rec_python_t: the interpreter found and the frames read (latest wins)
   ND_REC_TAG_MAX
 };
 
@@ -77,7 +80,11 @@ typedef struct nd_rec_module {
 } nd_rec_module_t;
 _Static_assert(sizeof(nd_rec_module_t) == 32, "module record layout");
 
-// An interned call stack, innermost frame first; written once, before any SITE naming it.
+// An interned call stack, innermost frame first; written once, before any SITE naming it. From
+// version 7 a frame with bit 63 set is a Python frame, not an address: the PYCODE record `code`
+// (written before the stack) at source line `line` (0: unknown). Python frames stand where the
+// interpreter's evaluator frames that ran them stood (py-spy's and memray's native mode), and the
+// interpreter's own frames between an evaluator and the allocation are left out.
 typedef struct nd_rec_stack {
   uint32_t id;
   uint32_t depth;
@@ -337,5 +344,48 @@ typedef struct nd_rec_cuda {
   uint64_t reserved[3];
 } nd_rec_cuda_t;
 _Static_assert(sizeof(nd_rec_cuda_t) == 8 + 8 * ND_CUDA_FNS + 64, "cuda record layout");
+
+
+// ---------------------------------------------------------------- Python (version 7)
+
+#define ND_PYFRAME_BIT (1ull << 63)
+#define ND_PYFRAME_LINE_BITS 24
+#define ND_PYFRAME_LINE_MAX ((1u << ND_PYFRAME_LINE_BITS) - 1) // larger lines are written as 0
+static inline uint64_t nd_pyframe(uint64_t code, uint32_t line) {
+  return ND_PYFRAME_BIT | code << ND_PYFRAME_LINE_BITS | (line <= ND_PYFRAME_LINE_MAX ? line : 0);
+}
+static inline int nd_is_pyframe(uint64_t ip) { return (ip & ND_PYFRAME_BIT) != 0; }
+static inline uint64_t nd_pyframe_code(uint64_t ip) { return (ip & ~ND_PYFRAME_BIT) >> ND_PYFRAME_LINE_BITS; }
+static inline uint32_t nd_pyframe_line(uint64_t ip) { return (uint32_t)(ip & ND_PYFRAME_LINE_MAX); }
+
+// A Python code object as the shim first met it: its qualified name and file (UTF-8, not
+// NUL-terminated) follow the struct, qualname first. A code object that died and whose address
+// was reused by another is a new record with a new id.
+typedef struct nd_rec_pycode {
+  uint32_t id;          // the `code` of Python frames (ND_PYFRAME_*), from 0
+  uint32_t firstlineno; // co_firstlineno
+  uint32_t qualname_len, filename_len; // bytes that follow, each at most ND_PYCODE_MAX_STR
+} nd_rec_pycode_t;
+_Static_assert(sizeof(nd_rec_pycode_t) == 16, "pycode record layout");
+#define ND_PYCODE_MAX_STR 1024
+
+enum nd_python_state {
+  ND_PY_NONE = 0,        // no interpreter in the process (or not yet)
+  ND_PY_ON = 1,          // a supported interpreter: Python frames are read
+  ND_PY_UNSUPPORTED = 2, // an interpreter of a version ndmem cannot read: native frames only
+  ND_PY_OFF = 3          // NDMEM_PYTHON=0
+};
+
+// The interpreter ndmem found and what reading its frames gave (latest wins).
+typedef struct nd_rec_python {
+  uint32_t version_hex; // PY_VERSION_HEX of the interpreter (0: none found)
+  uint32_t state;       // enum nd_python_state
+  uint64_t stacks;      // tracked allocations whose stack was read for Python frames
+  uint64_t with_python; // of those, stacks with at least one Python frame
+  uint64_t frames;      // Python frames read
+  uint64_t dropped;     // Python frames left out: the depth limit, or a frame that could not be read
+  uint64_t codes;       // PYCODE records written
+} nd_rec_python_t;
+_Static_assert(sizeof(nd_rec_python_t) == 48, "python record layout");
 
 #endif

@@ -25,8 +25,8 @@ _Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer ho
 static const char *const tag_names[ND_REC_TAG_MAX] = {
     "?",   "MODULE",    "STACK",     "SITE",   "COUNTERS", "BLOCK",    "FLUSH",
     "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE", "EXIT",
-    "GROWTH", "DEVICE", "CUDA"};
-_Static_assert(ND_REC_TAG_MAX == 18, "a name for every record tag");
+    "GROWTH", "DEVICE", "CUDA", "PYCODE", "PYTHON"};
+_Static_assert(ND_REC_TAG_MAX == 20, "a name for every record tag");
 
 static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;
@@ -547,6 +547,8 @@ static uint32_t fixed_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_EXIT: return sizeof(nd_rec_exit_t);
   case ND_REC_DEVICE: return sizeof(nd_rec_device_t);
   case ND_REC_CUDA: return sizeof(nd_rec_cuda_t);
+  case ND_REC_PYCODE: *var = 1; return sizeof(nd_rec_pycode_t);
+  case ND_REC_PYTHON: return sizeof(nd_rec_python_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -570,6 +572,9 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
   if (t->hdr.version < 5 && r->tag == ND_REC_GROWTH)
     return fail(t, off, "GROWTH record in a version %u trace (version 5 introduced it)",
                 t->hdr.version);
+  if (t->hdr.version < 7 && (r->tag == ND_REC_PYCODE || r->tag == ND_REC_PYTHON))
+    return fail(t, off, "%s record in a version %u trace (version 7 introduced it)",
+                tag_names[r->tag], t->hdr.version);
   if (t->hdr.version < 6 && (r->tag == ND_REC_DEVICE || r->tag == ND_REC_CUDA))
     return fail(t, off, "%s record in a version %u trace (version 6 introduced it)",
                 tag_names[r->tag], t->hdr.version);
@@ -629,6 +634,8 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   case ND_REC_GROWTH: return on_growth(t, off, p);
   case ND_REC_DEVICE: return on_device(t, off, p);
   case ND_REC_CUDA: return on_cuda(t, p);
+  case ND_REC_PYCODE: return 0; // (version 7: read by the Python frames' reader)
+  case ND_REC_PYTHON: return 0;
   case ND_REC_FLUSH:
     memcpy(&t->flush, p, sizeof t->flush);
     t->have_flush = true;
