@@ -23,6 +23,7 @@ typedef struct nd_config {
   int64_t sample;      // NDMEM_SAMPLE: mean bytes between samples of smaller blocks (0: none)
   int64_t flush_ms;    // NDMEM_FLUSH_MS: trace flush interval
   int64_t growth_cycles; // NDMEM_GROWTH_CYCLES: a site growing this long is reported (0: never)
+  int64_t python;      // NDMEM_PYTHON: Python frames in the stacks of tracked blocks
   int64_t workspaces;  // NDMEM_WORKSPACES: route learned cyclic allocations into workspaces
   int64_t ws_min;      // NDMEM_WS_MIN: blocks this large or larger are routed
   int64_t ws_learning; // NDMEM_WS_LEARNING: enum ws_learning

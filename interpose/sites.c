@@ -11,6 +11,7 @@
 
 #include "counters.h"
 #include "os.h"
+#include "python.h"
 
 #include <dlfcn.h>
 #include <libunwind.h>
@@ -249,7 +250,12 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
     for (own = 0; own < n && own_frame(frames[own]);) own++;
   }
   const uintptr_t *ips = frames + own;
-  int depth = n - own < nd_sites_depth ? n - own : nd_sites_depth;
+  int depth = n - own;
+  if (nd_py_on) {
+    int max = ND_CAPTURE_MAX - own < nd_sites_depth ? ND_CAPTURE_MAX - own : nd_sites_depth;
+    depth = nd_py_rewrite(frames + own, depth, max);
+  }
+  if (depth > nd_sites_depth) depth = nd_sites_depth;
   uint64_t h = hash_stack(kind, sampled, ips, depth);
   nd_site_t **slot = &site_cache[h & (CACHE_SLOTS - 1)], *s = *slot;
   if (s && same(s, h, kind, sampled, ips, depth)) return s;

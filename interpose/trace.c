@@ -19,6 +19,7 @@
 #include "limits.h"
 #include "regions.h"
 #include "os.h"
+#include "python.h"
 #include "shim.h"
 #include "sites.h"
 #include "trace_format.h"
@@ -424,6 +425,11 @@ static void write_counters(void) {
 // flush in a job without cycles, and after WINDOW_FLUSHES flushes in one whose cycles stalled
 // (a stream the detector lost: time windows then); a closed window goes to the growth detector.
 #define WINDOW_FLUSHES 4
+static void pycode_record(void *ctx, const nd_rec_pycode_t *r, const char *strings) {
+  (void)ctx;
+  nd_tw_record(&tr.w, ND_REC_PYCODE, r, sizeof *r, strings, r->qualname_len + r->filename_len);
+}
+
 static void write_sites(void) {
   uint64_t clock = __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), now = nd_os_mono_ns();
   int close = clock == 0 || clock != tr.win_cycle || ++tr.win_flushes >= WINDOW_FLUSHES;
@@ -434,6 +440,8 @@ static void write_sites(void) {
     nd_site_t *s = nd_site_by_id(i);
     if (!s) continue; // being created: next flush
     if (!s->written) {
+      // Python code objects first: every one a stack names was interned before the stack was.
+      nd_py_write_pending(pycode_record, NULL);
       nd_rec_stack_t st = {s->id, s->depth};
       nd_tw_record(&tr.w, ND_REC_STACK, &st, sizeof st, s->ips, s->depth * (uint32_t)sizeof(uint64_t));
       s->written = 1;
@@ -514,12 +522,18 @@ void nd_trace_flush(int final) {
     tr.adds = gen[0];
     tr.subs = gen[1];
     dl_iterate_phdr(write_modules, NULL);
+    nd_py_detect(); // an interpreter loaded by dlopen (an embedding program) is found here
   }
   write_sites();
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
   nd_limits_write_records(ws_record, NULL); // and snapshots theirs
   nd_cuda_write_records(ws_record, NULL);
   write_counters();
+  if (nd_py_state() != ND_PY_NONE) {
+    nd_rec_python_t py;
+    nd_py_record(&py);
+    nd_tw_record(&tr.w, ND_REC_PYTHON, &py, sizeof py, NULL, 0);
+  }
   nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq, __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED),
                       __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
@@ -583,5 +597,6 @@ void nd_trace_atfork_child(void) {
   tr.thread_started = 0;
   memset(&tr.exit, 0, sizeof tr.exit);
   nd_sites_mark_unwritten();
+  nd_py_mark_unwritten();
   pthread_mutex_init(&tr.lock, NULL);
 }

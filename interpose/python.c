@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: MIT
+// python.c: the Python frames behind a tracked allocation. When the process runs CPython 3.11 or
+// 3.12, the stack of every tracked block (exact or sampled; the fast path never comes here) gets
+// the calling thread's Python frames in place of the evaluator frames that run them, as py-spy's
+// and memray's native modes show them, and the interpreter's own frames between an evaluator and
+// the allocation are left out, so that one line is one site whichever specialised path of the
+// evaluator reached it. Frames are read from the interpreter's structures directly, as py-spy
+// and austin read them from outside: the allocating thread reads its own frame stack, which no
+// other thread changes, so neither the GIL nor an allocation is needed. The layouts are per
+// minor version (tests/unit/test_py_layout checks them against the headers where they exist).
+// Code objects become PYCODE records once, by identity (a code object that died and whose
+// address was reused is a new one).
+#include "python.h"
+
+#include "config.h"
+#include "fmt.h"
+#include "os.h"
+#include "shim.h"
+#include "trace_format.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+// Function pointers travel as void *, as dlsym hands them out.
+#pragma GCC diagnostic ignored "-Wpedantic"
+
+typedef struct py_layout {
+  unsigned minor;
+  size_t ts_cframe;       // PyThreadState.cframe
+  size_t cf_current;      // _PyCFrame.current_frame
+  size_t fr_code, fr_previous, fr_prev_instr, fr_owner;
+  size_t fr_is_entry;     // 3.11: bool is_entry; 3.12: none (a CSTACK-owned shim frame instead)
+  int owner_cstack;       // FRAME_OWNED_BY_CSTACK, or -1
+  size_t co_firstlineno, co_filename, co_qualname, co_firsttraceable, co_code;
+  size_t str_ascii, str_compact; // sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject)
+} py_layout_t;
+
+#define NONE ((size_t)-1)
+enum { OWNED_BY_GENERATOR = 1 };
+
+static const py_layout_t layouts[] = {
+    {11, 56, 8, 32, 48, 56, 69, 68, -1, 72, 112, 128, 168, 184, 48, 72},
+    {12, 56, 0, 0, 8, 56, 70, NONE, 3, 68, 112, 128, 176, 192, 40, 56},
+};
+
+static struct {
+  int state; // enum nd_python_state (atomic)
+  unsigned version_hex;
+  const py_layout_t *L;
+  int (*initialized)(void);
+  void *(*this_tstate)(void);
+  int (*addr2line)(void *code, int addr);
+  const void *code_type, *str_type;
+  uintptr_t eval_lo, eval_hi;     // _PyEval_EvalFrameDefault
+  uintptr_t interp_lo, interp_hi; // the object that holds it: the interpreter
+  uint64_t stacks, with_python, frames, dropped; // atomic
+  int said;
+} P;
+
+int nd_py_on;
+
+// ---------------------------------------------------------------- code objects
+
+typedef struct code_ent {
+  const void *code, *qualname, *filename; // identity: a reused address has other fields
+  int firstlineno;
+  uint32_t id; // UINT32_MAX: empty slot
+} code_ent_t;
+
+typedef struct pending { // a PYCODE record waiting for the trace writer
+  nd_rec_pycode_t rec;
+  char *str; // qualname then filename
+} pending_t;
+
+static struct {
+  int lock;
+  code_ent_t *v;
+  size_t cap, n;
+  pending_t *pend;
+  size_t pend_cap, written; // records [written, n) are not in the trace yet
+} C;
+
+static uint64_t LDU(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+#define AT(p, off, type) (*(type const *)((const char *)(p) + (off)))
+
+// A compact str as UTF-8 into out (at most cap - 1 bytes, NUL-terminated); "?" when it is not one.
+static size_t py_str(const void *o, char *out, size_t cap) {
+  size_t k = 0;
+  if (!o || AT(o, 8, const void *) != P.str_type) {
+    out[0] = '?', out[1] = 0;
+    return 1;
+  }
+  int64_t len = AT(o, 16, int64_t);
+  uint32_t state = AT(o, 32, uint32_t);
+  unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  if (!compact || len < 0 || (kind != 1 && kind != 2 && kind != 4)) {
+    out[0] = '?', out[1] = 0;
+    return 1;
+  }
+  const unsigned char *d = (const unsigned char *)o + (ascii ? P.L->str_ascii : P.L->str_compact);
+  for (int64_t i = 0; i < len; i++) {
+    uint32_t c = kind == 1 ? d[i] : kind == 2 ? ((const uint16_t *)d)[i] : ((const uint32_t *)d)[i];
+    unsigned char b[4];
+    size_t m = 0;
+    if (c < 0x80) b[m++] = (unsigned char)c;
+    else if (c < 0x800) b[m++] = (unsigned char)(0xC0 | c >> 6), b[m++] = (unsigned char)(0x80 | (c & 0x3F));
+    else if (c < 0x10000)
+      b[m++] = (unsigned char)(0xE0 | c >> 12), b[m++] = (unsigned char)(0x80 | ((c >> 6) & 0x3F)),
+      b[m++] = (unsigned char)(0x80 | (c & 0x3F));
+    else
+      b[m++] = (unsigned char)(0xF0 | c >> 18), b[m++] = (unsigned char)(0x80 | ((c >> 12) & 0x3F)),
+      b[m++] = (unsigned char)(0x80 | ((c >> 6) & 0x3F)), b[m++] = (unsigned char)(0x80 | (c & 0x3F));
+    if (k + m >= cap) break;
+    memcpy(out + k, b, m);
+    k += m;
+  }
+  out[k] = 0;
+  return k;
+}
+
+static size_t slot_of(const void *code, size_t cap) {
+  return (size_t)(((uintptr_t)code >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+}
+
+static int grow(void) {
+  size_t cap = C.cap ? C.cap * 2 : 1024;
+  code_ent_t *v = nd_os_map(cap * sizeof *v);
+  if (!v) return -1;
+  for (size_t i = 0; i < cap; i++) v[i].id = UINT32_MAX;
+  for (size_t i = 0; i < C.cap; i++) {
+    if (C.v[i].id == UINT32_MAX) continue;
+    size_t j = slot_of(C.v[i].code, cap);
+    while (v[j].id != UINT32_MAX) j = (j + 1) & (cap - 1);
+    v[j] = C.v[i];
+  }
+  if (C.v) nd_os_unmap(C.v, C.cap * sizeof *C.v);
+  C.v = v;
+  C.cap = cap;
+  return 0;
+}
+
+// The id of a live code object, interned on first sight; UINT32_MAX when out of memory.
+static uint32_t code_id(const void *code) {
+  const void *q = AT(code, P.L->co_qualname, const void *), *f = AT(code, P.L->co_filename, const void *);
+  int first = AT(code, P.L->co_firstlineno, int);
+  nd_spin_lock(&C.lock);
+  uint32_t id = UINT32_MAX;
+  if ((C.n + 1) * 2 > C.cap && grow() != 0) goto out;
+  size_t j = slot_of(code, C.cap);
+  for (; C.v[j].id != UINT32_MAX; j = (j + 1) & (C.cap - 1)) {
+    code_ent_t *e = &C.v[j];
+    if (e->code != code) continue;
+    if (e->qualname == q && e->filename == f && e->firstlineno == first) {
+      id = e->id;
+      goto out;
+    }
+    break; // the address of a code object that died: this slot becomes the new one
+  }
+  if (C.n >= C.pend_cap) {
+    size_t cap = C.pend_cap ? C.pend_cap * 2 : 1024;
+    pending_t *p = nd_os_map(cap * sizeof *p);
+    if (!p) goto out;
+    if (C.pend) {
+      memcpy(p, C.pend, C.n * sizeof *p);
+      nd_os_unmap(C.pend, C.pend_cap * sizeof *p);
+    }
+    C.pend = p;
+    C.pend_cap = cap;
+  }
+  char qs[ND_PYCODE_MAX_STR + 1], fs[ND_PYCODE_MAX_STR + 1];
+  size_t ql = py_str(q, qs, sizeof qs), fl = py_str(f, fs, sizeof fs);
+  char *str = nd_os_map(ql + fl); // a page each: code objects are few (thousands at most)
+  if (!str) goto out;
+  memcpy(str, qs, ql);
+  memcpy(str + ql, fs, fl);
+  id = (uint32_t)C.n;
+  C.pend[C.n] = (pending_t){{id, first > 0 ? (uint32_t)first : 0, (uint32_t)ql, (uint32_t)fl}, str};
+  C.v[j] = (code_ent_t){code, q, f, first, id};
+  __atomic_store_n(&C.n, C.n + 1, __ATOMIC_RELEASE);
+out:
+  nd_spin_unlock(&C.lock);
+  return id;
+}
+
+void nd_py_write_pending(nd_py_record_fn rec, void *ctx) {
+  if (!__atomic_load_n(&C.n, __ATOMIC_ACQUIRE)) return;
+  nd_spin_lock(&C.lock);
+  for (; C.written < C.n; C.written++) {
+    pending_t *p = &C.pend[C.written];
+    rec(ctx, &p->rec, p->str);
+  }
+  nd_spin_unlock(&C.lock);
+}
+
+void nd_py_mark_unwritten(void) {
+  C.lock = 0;
+  C.written = 0;
+}
+
+// ---------------------------------------------------------------- detection
+
+static void say_unsupported(const char *version) {
+  if (P.said++ || nd_quiet()) return;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: Python ");
+  nd_buf_strn(&b, version, 16);
+  nd_buf_str(&b, " is not supported (3.11 and 3.12 are): native frames only");
+  nd_buf_line(&b, 2);
+}
+
+// The extent [lo, hi) of the function at f, from its symbol's size.
+static int extent(const void *f, uintptr_t *lo, uintptr_t *hi) {
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size) return -1;
+  *lo = (uintptr_t)info.dli_saddr;
+  *hi = *lo + sym->st_size;
+  return 0;
+}
+
+// The PT_LOAD extent of the object holding ctx[0], into ctx[1], ctx[2].
+static int range_of(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  uintptr_t *r = ctx;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+    if (s < lo) lo = s;
+    if (e > hi) hi = e;
+  }
+  if (r[0] >= lo && r[0] < hi) {
+    r[1] = lo, r[2] = hi;
+    return 1;
+  }
+  return 0;
+}
+
+void nd_py_detect(void) {
+  int st = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
+  if (st != ND_PY_NONE) return;
+  if (!nd_cfg.python) {
+    __atomic_store_n(&P.state, ND_PY_OFF, __ATOMIC_RELEASE);
+    return;
+  }
+  nd_tls_t *t = &nd_tls;
+  unsigned char mode = t->mode;
+  if (mode == ND_T_COUNT) t->mode = ND_T_BUSY; // a dlsym that finds nothing allocates its message
+  const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
+  const char *(*getver)(void) = ver ? NULL : (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+  int state = ND_PY_NONE;
+  if (!ver && getver) { // 3.10 and older have no Py_Version
+    const char *v = getver();
+    char s[16];
+    size_t k = 0;
+    while (v && v[k] && v[k] != ' ' && k < sizeof s - 1) s[k] = v[k], k++;
+    s[k] = 0;
+    unsigned maj = 0, min = 0;
+    const char *p = s;
+    while (*p >= '0' && *p <= '9') maj = maj * 10 + (unsigned)(*p++ - '0');
+    if (*p == '.') p++;
+    while (*p >= '0' && *p <= '9') min = min * 10 + (unsigned)(*p++ - '0');
+    P.version_hex = maj << 24 | min << 16;
+    say_unsupported(s);
+    state = ND_PY_UNSUPPORTED;
+  } else if (ver) {
+    P.version_hex = (unsigned)*ver;
+    unsigned minor = (P.version_hex >> 16) & 0xff, major = P.version_hex >> 24;
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+      if (major == 3 && layouts[i].minor == minor) P.L = &layouts[i];
+    P.initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    P.this_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    P.addr2line = (int (*)(void *, int))dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
+    P.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+    P.str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    int ok = P.L && P.initialized && P.this_tstate && P.addr2line && P.code_type && P.str_type &&
+             eval && extent(eval, &P.eval_lo, &P.eval_hi) == 0;
+    if (ok) {
+      uintptr_t r[3] = {(uintptr_t)eval, 0, 0};
+      dl_iterate_phdr(range_of, r);
+      P.interp_lo = r[1], P.interp_hi = r[2];
+      ok = r[2] > r[1];
+    }
+    char s[16];
+    nd_buf_t b;
+    nd_buf_reset(&b);
+    nd_buf_u64(&b, major);
+    nd_buf_char(&b, '.');
+    nd_buf_u64(&b, minor);
+    nd_buf_char(&b, '.');
+    nd_buf_u64(&b, (P.version_hex >> 8) & 0xff);
+    memcpy(s, nd_buf_cstr(&b), b.len + 1 < sizeof s ? b.len + 1 : sizeof s);
+    s[sizeof s - 1] = 0;
+    if (ok) {
+      state = ND_PY_ON;
+    } else {
+      say_unsupported(s);
+      state = ND_PY_UNSUPPORTED;
+    }
+  }
+  if (mode == ND_T_COUNT) t->mode = mode;
+  if (state == ND_PY_ON) __atomic_store_n(&nd_py_on, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&P.state, state, __ATOMIC_RELEASE);
+}
+
+// ---------------------------------------------------------------- frames
+
+static int in_eval(uintptr_t ip) { return ip >= P.eval_lo && ip < P.eval_hi; }
+static int in_interp(uintptr_t ip) { return ip >= P.interp_lo && ip < P.interp_hi; }
+
+// One evaluator's run of Python frames, innermost first, from *fp into out (at most room);
+// *fp moves past the run. 3.11: the run ends with the frame the C entry pushed (is_entry); 3.12:
+// at the shim frame the C entry pushed (owned by the C stack), which is skipped.
+static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped) {
+  const py_layout_t *L = P.L;
+  const char *f = *fp;
+  int k = 0;
+  while (f && L->owner_cstack >= 0 && AT(f, L->fr_owner, char) == L->owner_cstack)
+    f = AT(f, L->fr_previous, const char *);
+  while (f) {
+    if (L->owner_cstack >= 0 && AT(f, L->fr_owner, char) == L->owner_cstack) {
+      f = AT(f, L->fr_previous, const char *);
+      break;
+    }
+    const char *code = AT(f, L->fr_code, const char *);
+    if (!code || AT(code, 8, const void *) != P.code_type) { // not a frame as expected: stop
+      (*dropped)++;
+      f = NULL;
+      break;
+    }
+    const char *instr = AT(f, L->fr_prev_instr, const char *), *start = code + L->co_code;
+    int incomplete = AT(f, L->fr_owner, char) != OWNED_BY_GENERATOR &&
+                     instr < start + 2 * (size_t)AT(code, L->co_firsttraceable, int);
+    int entry = L->fr_is_entry != NONE && AT(f, L->fr_is_entry, char);
+    if (!incomplete) {
+      if (k < room) {
+        uint32_t id = code_id(code);
+        int line = P.addr2line((void *)code, (int)(instr - start));
+        if (id != UINT32_MAX) out[k++] = nd_pyframe(id, line > 0 ? (uint32_t)line : 0);
+        else (*dropped)++;
+      } else {
+        (*dropped)++;
+      }
+    }
+    f = AT(f, L->fr_previous, const char *);
+    if (entry) break;
+  }
+  *fp = f;
+  return k;
+}
+
+int nd_py_rewrite(uintptr_t *ips, int n, int max) {
+  if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) return n;
+  __atomic_fetch_add(&P.stacks, 1, __ATOMIC_RELAXED);
+  if (!P.initialized()) return n;
+  const char *ts = P.this_tstate();
+  if (!ts) return n;
+  const char *cf = AT(ts, P.L->ts_cframe, const char *);
+  const char *f = cf ? AT(cf, P.L->cf_current, const char *) : NULL;
+  if (!f) return n;
+  uint64_t out[ND_CAPTURE_MAX], dropped = 0;
+  int k = 0, py = 0;
+  for (int i = 0; i < n && k < max; i++) {
+    uintptr_t ip = ips[i];
+    if (in_eval(ip - 1)) { // a return address: the call is the byte before it
+      int m = run(&f, out + k, max - k, &dropped);
+      k += m, py += m;
+      continue;
+    }
+    if (in_interp(ip - 1)) continue; // the interpreter's own frames
+    out[k++] = ip;
+  }
+  while (f) { // Python frames beyond the native frames captured
+    uint64_t none[1];
+    if (!run(&f, none, 0, &dropped) && !f) break;
+  }
+  if (py) __atomic_fetch_add(&P.with_python, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&P.frames, (uint64_t)py, __ATOMIC_RELAXED);
+  if (dropped) __atomic_fetch_add(&P.dropped, dropped, __ATOMIC_RELAXED);
+  if (!py) return n; // no evaluator among the frames: as they were
+  for (int i = 0; i < k; i++) ips[i] = (uintptr_t)out[i];
+  return k;
+}
+
+void nd_py_record(nd_rec_python_t *r) {
+  memset(r, 0, sizeof *r);
+  r->version_hex = P.version_hex;
+  r->state = (uint32_t)__atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
+  r->stacks = LDU(&P.stacks);
+  r->with_python = LDU(&P.with_python);
+  r->frames = LDU(&P.frames);
+  r->dropped = LDU(&P.dropped);
+  r->codes = __atomic_load_n(&C.n, __ATOMIC_ACQUIRE);
+}
+
+int nd_py_state(void) { return __atomic_load_n(&P.state, __ATOMIC_ACQUIRE); }

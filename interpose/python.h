@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// python.h: the Python frames behind a tracked allocation (python.c): CPython 3.11 and 3.12
+// found at start-up (or when the module map changes), frames read into the stack in place of
+// the evaluator's, code objects written as PYCODE records.
+#ifndef ND_PYTHON_H
+#define ND_PYTHON_H
+
+#include "sites.h"
+#include "trace_format.h"
+
+#include <stdint.h>
+
+extern int nd_py_on; // a supported interpreter was found and NDMEM_PYTHON is on (atomic)
+
+void nd_py_detect(void); // looks for the interpreter once it may be loaded; says once if unsupported
+int nd_py_state(void);   // enum nd_python_state
+// Rewrites a stack of n native frames (innermost first, ndmem's own removed) in place: each
+// evaluator frame becomes the Python frames it ran, the interpreter's other frames go. At most
+// max frames result (ips has room for ND_CAPTURE_MAX). Returns the new count (n unchanged when
+// the thread runs no Python).
+int nd_py_rewrite(uintptr_t *ips, int n, int max);
+
+typedef void (*nd_py_record_fn)(void *ctx, const nd_rec_pycode_t *r, const char *strings);
+void nd_py_write_pending(nd_py_record_fn rec, void *ctx); // PYCODE records not yet written
+void nd_py_mark_unwritten(void);                          // a fork child's new trace
+void nd_py_record(nd_rec_python_t *r);                    // the PYTHON record now
+
+#endif
