@@ -327,7 +327,7 @@ def find_numpy_python():
         return None, None, "%s not found" % TRAIN
     env = base_env()
     probe = ["-c", "import numpy; print(numpy.__version__)"]
-    explicit = os.environ.get("NDMEM_PYTHON")
+    explicit = os.environ.get("NDMEM_TEST_PYTHON")
     if explicit:
         cands = [explicit]
     else:
@@ -346,7 +346,7 @@ def find_numpy_python():
             return c, p.stdout.strip(), None
         last = (p.stderr.strip().splitlines() or ["exit status %d" % p.returncode])[-1]
         tried.append("%s: %s" % (c, last))
-    src = "NDMEM_PYTHON" if explicit else "candidates"
+    src = "NDMEM_TEST_PYTHON" if explicit else "candidates"
     return None, None, "no interpreter can import numpy (%s tried: %s)" % (src, "; ".join(tried))
 
 

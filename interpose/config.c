@@ -414,8 +414,9 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
 }
 
 // NDMEM_* variables that are not the shim's settings but are documented elsewhere: the `ndmem`
-// wrapper's (NDMEM_LIB, the library it preloads). They are skipped without a remark.
-static const char *const not_settings[] = {"NDMEM_LIB"};
+// wrapper's (NDMEM_LIB, the library it preloads) and the test and benchmark drivers'
+// (NDMEM_TEST_PYTHON, the interpreter with numpy they use). They are skipped without a remark.
+static const char *const not_settings[] = {"NDMEM_LIB", "NDMEM_TEST_PYTHON"};
 
 static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn, void *ctx) {
   int warnings = 0;

@@ -313,6 +313,7 @@ static int pointer_device(const void *real, nd_cu_deviceptr p) {
 
 static struct dev {
   int64_t live, peak;       // device bytes (atomic): exact, and what the limit checks
+  int64_t granted;          // bytes of the blocks the driver granted (atomic): the peak's basis
   int64_t limit;            // bytes (0: none), resolved from the setting once the total is known
   int64_t total;            // the device's memory (0: not asked yet)
   int resolved;             // limit resolved
@@ -503,15 +504,19 @@ static void track(call_t *c, uint64_t key, int cls, int kind, uint64_t size) {
     ADD(C.unknown_frees, 1);
     count(c, stale.kind, 0, stale.size);
     dev_book(stale.kind, stale.cls, 0, stale.size);
-    if (stale.kind >= NDMEM_KIND_DEVICE0) __atomic_fetch_sub(&devs[stale.kind - NDMEM_KIND_DEVICE0].live, (int64_t)stale.size, __ATOMIC_RELAXED);
+    if (stale.kind >= NDMEM_KIND_DEVICE0) {
+      struct dev *v = &devs[stale.kind - NDMEM_KIND_DEVICE0];
+      __atomic_fetch_sub(&v->live, (int64_t)stale.size, __ATOMIC_RELAXED);
+      __atomic_fetch_sub(&v->granted, (int64_t)stale.size, __ATOMIC_RELAXED);
+    }
     if (stale.site) nd_site_sub(stale.site, 1, stale.size);
   }
   count(c, kind, 1, size);
   dev_book(kind, cls, 1, size);
-  if (kind >= NDMEM_KIND_DEVICE0) {
+  if (kind >= NDMEM_KIND_DEVICE0) { // granted blocks only: reservations in flight are not memory
     struct dev *v = &devs[kind - NDMEM_KIND_DEVICE0];
-    raise_peak(&v->peak, LD(v->live)); // exact with one allocating thread; racing reservations
-  }                                     // of other threads can only raise it early
+    raise_peak(&v->peak, __atomic_add_fetch(&v->granted, (int64_t)size, __ATOMIC_RELAXED));
+  }
   if (site) nd_site_add(site, 1, size);
 }
 
@@ -533,8 +538,11 @@ static void restore(const blk_t *b) {
 static void untrack(call_t *c, const blk_t *b) {
   count(c, b->kind, 0, b->size);
   dev_book(b->kind, b->cls, 0, b->size);
-  if (b->kind >= NDMEM_KIND_DEVICE0)
-    __atomic_fetch_sub(&devs[b->kind - NDMEM_KIND_DEVICE0].live, (int64_t)b->size, __ATOMIC_RELAXED);
+  if (b->kind >= NDMEM_KIND_DEVICE0) {
+    struct dev *v = &devs[b->kind - NDMEM_KIND_DEVICE0];
+    __atomic_fetch_sub(&v->live, (int64_t)b->size, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&v->granted, (int64_t)b->size, __ATOMIC_RELAXED);
+  }
   if (b->site) nd_site_sub(b->site, 1, b->size);
 }
 
@@ -1119,6 +1127,7 @@ void nd_cuda_atfork_child(void) {
   }
   for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
     __atomic_store_n(&devs[d].live, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&devs[d].granted, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&devs[d].peak, 0, __ATOMIC_RELAXED);
     memset(devs[d].cls, 0, sizeof devs[d].cls);
     devs[d].breaches = devs[d].failed = devs[d].getinfo_calls = devs[d].getinfo_clamped = 0;

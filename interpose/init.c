@@ -13,7 +13,6 @@
 #include "names.h"
 #include "limits.h"
 #include "os.h"
-#include "python.h"
 #include "sites.h"
 #include "trace.h"
 #include "trace_format.h"
@@ -276,7 +275,6 @@ static void initialize(nd_tls_t *t) {
     else pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   }
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();
-  if (nd_accounting && nd_cfg.trace) nd_py_detect(); // the executable is loaded: python3 itself
   if (nd_accounting) nd_ws_setup();
   if (nd_accounting) nd_limits_setup();
   if (nd_accounting) nd_exits_setup();

@@ -56,9 +56,10 @@ static struct {
   uintptr_t interp_lo, interp_hi; // the object that holds it: the interpreter
   uint64_t stacks, with_python, frames, dropped; // atomic
   int said;
+  int tried; // detection ran since the module map last changed (atomic)
 } P;
 
-int nd_py_on;
+static int nd_py_on; // a supported interpreter was found and NDMEM_PYTHON is on (atomic)
 
 // ---------------------------------------------------------------- code objects
 
@@ -240,9 +241,13 @@ static int range_of(struct dl_phdr_info *info, size_t size, void *ctx) {
   return 0;
 }
 
+void nd_py_modules_changed(void) { __atomic_store_n(&P.tried, 0, __ATOMIC_RELEASE); }
+
 void nd_py_detect(void) {
-  int st = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
-  if (st != ND_PY_NONE) return;
+  int st = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE), zero = 0;
+  if (st != ND_PY_NONE ||
+      !__atomic_compare_exchange_n(&P.tried, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return; // decided, or another thread is looking
   if (!nd_cfg.python) {
     __atomic_store_n(&P.state, ND_PY_OFF, __ATOMIC_RELEASE);
     return;
@@ -355,6 +360,7 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped) {
 }
 
 int nd_py_rewrite(uintptr_t *ips, int n, int max) {
+  if (ND_UNLIKELY(!__atomic_load_n(&P.tried, __ATOMIC_ACQUIRE))) nd_py_detect();
   if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) return n;
   __atomic_fetch_add(&P.stacks, 1, __ATOMIC_RELAXED);
   if (!P.initialized()) return n;

@@ -10,9 +10,12 @@
 
 #include <stdint.h>
 
-extern int nd_py_on; // a supported interpreter was found and NDMEM_PYTHON is on (atomic)
-
-void nd_py_detect(void); // looks for the interpreter once it may be loaded; says once if unsupported
+// Looks for the interpreter (once; again after nd_py_modules_changed) and says once if it is of
+// an unsupported version. The first tracked block's stack asks, and the trace writer when the
+// module map changed (an embedding program may dlopen libpython). Never during initialisation:
+// a dlsym that finds nothing allocates its message, which would come from the bootstrap pool.
+void nd_py_detect(void);
+void nd_py_modules_changed(void);
 int nd_py_state(void);   // enum nd_python_state
 // Rewrites a stack of n native frames (innermost first, ndmem's own removed) in place: each
 // evaluator frame becomes the Python frames it ran, the interpreter's other frames go. At most

@@ -251,7 +251,7 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
   }
   const uintptr_t *ips = frames + own;
   int depth = n - own;
-  if (nd_py_on) {
+  { // Python frames (python.c: a call and two loads where there is no Python)
     int max = ND_CAPTURE_MAX - own < nd_sites_depth ? ND_CAPTURE_MAX - own : nd_sites_depth;
     depth = nd_py_rewrite(frames + own, depth, max);
   }

@@ -522,7 +522,8 @@ void nd_trace_flush(int final) {
     tr.adds = gen[0];
     tr.subs = gen[1];
     dl_iterate_phdr(write_modules, NULL);
-    nd_py_detect(); // an interpreter loaded by dlopen (an embedding program) is found here
+    nd_py_modules_changed(); // an interpreter loaded by dlopen (an embedding program) is found
+    nd_py_detect();
   }
   write_sites();
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks

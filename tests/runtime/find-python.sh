@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Prints the first Python interpreter that can import numpy: $NDMEM_PYTHON, then Debian's
+# Prints the first Python interpreter that can import numpy: $NDMEM_TEST_PYTHON, then Debian's
 # /usr/bin/python3 (python3-numpy with OpenBLAS lives there), then python3 on PATH. Exits 1 with
 # a message naming what was tried when none can.
-for py in ${NDMEM_PYTHON:-} /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
+for py in ${NDMEM_TEST_PYTHON:-} /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
   [ -n "$py" ] && [ -x "$py" ] || continue
   if "$py" -c 'import numpy' >/dev/null 2>&1; then echo "$py"; exit 0; fi
 done
-echo "no Python interpreter with numpy found (tried \$NDMEM_PYTHON, /usr/bin/python3, python3 on PATH); on Debian: apt-get install python3-numpy" >&2
+echo "no Python interpreter with numpy found (tried \$NDMEM_TEST_PYTHON, /usr/bin/python3, python3 on PATH); on Debian: apt-get install python3-numpy" >&2
 exit 1
