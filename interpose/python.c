@@ -25,24 +25,7 @@
 // Function pointers travel as void *, as dlsym hands them out.
 #pragma GCC diagnostic ignored "-Wpedantic"
 
-typedef struct py_layout {
-  unsigned minor;
-  size_t ts_cframe;       // PyThreadState.cframe
-  size_t cf_current;      // _PyCFrame.current_frame
-  size_t fr_code, fr_previous, fr_prev_instr, fr_owner;
-  size_t fr_is_entry;     // 3.11: bool is_entry; 3.12: none (a CSTACK-owned shim frame instead)
-  int owner_cstack;       // FRAME_OWNED_BY_CSTACK, or -1
-  size_t co_firstlineno, co_filename, co_qualname, co_firsttraceable, co_code;
-  size_t str_ascii, str_compact; // sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject)
-} py_layout_t;
-
-#define NONE ((size_t)-1)
-enum { OWNED_BY_GENERATOR = 1 };
-
-static const py_layout_t layouts[] = {
-    {11, 56, 8, 32, 48, 56, 69, 68, -1, 72, 112, 128, 168, 184, 48, 72},
-    {12, 56, 0, 0, 8, 56, 70, NONE, 3, 68, 112, 128, 176, 192, 40, 56},
-};
+#include "py_layout.h"
 
 static struct {
   int state; // enum nd_python_state (atomic)
@@ -275,8 +258,8 @@ void nd_py_detect(void) {
   } else if (ver) {
     P.version_hex = (unsigned)*ver;
     unsigned minor = (P.version_hex >> 16) & 0xff, major = P.version_hex >> 24;
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
-      if (major == 3 && layouts[i].minor == minor) P.L = &layouts[i];
+    for (size_t i = 0; i < sizeof nd_py_layouts / sizeof nd_py_layouts[0]; i++)
+      if (major == 3 && nd_py_layouts[i].minor == minor) P.L = &nd_py_layouts[i];
     P.initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
     P.this_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
     P.addr2line = (int (*)(void *, int))dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
@@ -341,7 +324,7 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped) {
     const char *instr = AT(f, L->fr_prev_instr, const char *), *start = code + L->co_code;
     int incomplete = AT(f, L->fr_owner, char) != OWNED_BY_GENERATOR &&
                      instr < start + 2 * (size_t)AT(code, L->co_firsttraceable, int);
-    int entry = L->fr_is_entry != NONE && AT(f, L->fr_is_entry, char);
+    int entry = L->fr_is_entry != ND_PY_NO_FIELD && AT(f, L->fr_is_entry, char);
     if (!incomplete) {
       if (k < room) {
         uint32_t id = code_id(code);
