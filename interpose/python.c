@@ -298,6 +298,28 @@ void nd_py_detect(void) {
 
 // ---------------------------------------------------------------- frames
 
+// Each thread remembers the frames it read last, by (code object, last instruction): a loop's
+// stacks repeat, and a line costs a walk of the code object's line table. The code object's
+// name is compared too, so an entry of a code object that died and whose address and instruction
+// were reused by another is not taken for it.
+typedef struct py_cached {
+  const void *code, *instr, *qualname;
+  uint64_t frame;
+} py_cached_t;
+#define PY_CACHE 64
+static __thread py_cached_t py_cache[PY_CACHE] __attribute__((tls_model("initial-exec")));
+
+static uint64_t frame_of(const char *code, const char *instr, const char *start) {
+  const void *q = AT(code, P.L->co_qualname, const void *);
+  py_cached_t *c = &py_cache[((uintptr_t)instr * 0x9E3779B97F4A7C15ull) >> 58];
+  if (c->code == code && c->instr == instr && c->qualname == q) return c->frame;
+  uint32_t id = code_id(code);
+  if (id == UINT32_MAX) return 0;
+  int line = P.addr2line((void *)code, (int)(instr - start));
+  *c = (py_cached_t){code, instr, q, nd_pyframe(id, line > 0 ? (uint32_t)line : 0)};
+  return c->frame;
+}
+
 static int in_eval(uintptr_t ip) { return ip >= P.eval_lo && ip < P.eval_hi; }
 static int in_interp(uintptr_t ip) { return ip >= P.interp_lo && ip < P.interp_hi; }
 
@@ -327,9 +349,8 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped) {
     int entry = L->fr_is_entry != ND_PY_NO_FIELD && AT(f, L->fr_is_entry, char);
     if (!incomplete) {
       if (k < room) {
-        uint32_t id = code_id(code);
-        int line = P.addr2line((void *)code, (int)(instr - start));
-        if (id != UINT32_MAX) out[k++] = nd_pyframe(id, line > 0 ? (uint32_t)line : 0);
+        uint64_t fr = frame_of(code, instr, start);
+        if (fr) out[k++] = fr;
         else (*dropped)++;
       } else {
         (*dropped)++;
