@@ -3,7 +3,7 @@
 # t_py_frames: Python frames in allocation stacks, end to end. A case runs a workload of this
 # folder under the shim and checks ndmemreport's JSON against the lines its `# LINE_*` markers
 # name (no line number is written here): numpy lines (lines), threads, recursion, generators and
-# coroutines (shapes), other CPython versions (versions). Each case's docstring
+# coroutines (shapes), PyTorch (torch), other CPython versions (versions). Each case's docstring
 # says what it asserts; exit 77 when what it needs is absent.
 # usage: t_py_frames.py CASE LIBNDMEM NDMEMREPORT FIND_PYTHON SCRIPT
 import glob
@@ -489,6 +489,54 @@ def case_shapes(ctx, find_python, script):
     check_shapes(ctx, py, script, "Python %s" % version_of(py))
 
 
+def torch_python():
+    cands = [os.environ.get("NDMEM_PYTHON"), "/usr/bin/python3"]
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        cands.append(os.path.join(d, "python3"))
+    for c in cands:
+        if c and os.access(c, os.X_OK) and subprocess.run(
+                [c, "-c", "import torch"], env=child_env(), capture_output=True).returncode == 0:
+            print("interpreter: %s (Python %s)" % (c, version_of(c)))
+            return c
+    skip("no Python interpreter imports torch (Debian: apt-get install python3-torch)")
+
+
+def case_torch(ctx, find_python, script):
+    """py_torch.py (60 steps, one thread, NDMEM_DEPTH=64: torch's dispatcher puts 25 native
+    frames between the allocator and the interpreter in backward). Asserts: the same final loss
+    as a plain run; among the 5 sites with the most alloc_bytes (any kind; ties by stack id) at
+    least one has main@LINE_FORWARD as a Python frame and at least one main@LINE_BACKWARD; in
+    each of those, every Python frame inside the script's is torch's own (a file under a torch/
+    directory); the python state is on."""
+    py = torch_python()
+    m = markers(script)
+    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    plain = ctx.plain([py, script], env)
+    shim, trace = ctx.shim([py, script], dict(env, NDMEM_DEPTH="64"))
+    if not same_run(plain, shim, "py_torch"):
+        return
+    doc = ctx.json(trace)
+    if doc is None:
+        return
+    top = sorted(sites(doc), key=lambda s: (-s["alloc_bytes"], s["stack_id"]))[:5]
+    for mark in ("LINE_FORWARD", "LINE_BACKWARD"):
+        hits = []
+        for s in top:
+            pf = pyframes(s)
+            i = [k for k, f in enumerate(pf) if at(f, script, m[mark], "main")]
+            if i:
+                hits.append((s, pf, i[0]))
+        check(hits, "%s is a Python frame of one of the 5 largest sites (by alloc_bytes: %s)"
+              % (mark, ", ".join("%d B %s" % (s["alloc_bytes"], show(pyframes(s)[:6]))
+                                 for s in top)))
+        for s, pf, i in hits:
+            inner = pf[:i]
+            check(all("torch" + os.sep in (f[1] or "") for f in inner),
+                  "%s site %d: the Python frames inside the script's are torch's (%s)"
+                  % (mark, s["stack_id"], show(inner)))
+    check_summary(doc, py, "on", "py_torch")
+
+
 def pyenv_python(minor):
     """The newest pyenv CPython minor.* (PYENV_ROOT, else ~/.pyenv), or None."""
     root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
@@ -569,7 +617,7 @@ def case_versions(ctx, find_python, script):
 
 
 CASES = {"lines": case_lines, "threads": case_threads, "shapes": case_shapes,
-         "versions": case_versions}
+         "torch": case_torch, "versions": case_versions}
 
 
 def main():
