@@ -3,7 +3,7 @@
 """Benchmark driver for ndmem: allocator churn and a numpy training loop, with and without the shim.
 
     python3 bench/run.py --build build [--reps 5] [--quick] [--report] [--workspace] [--limits] [--stress]
-                         [--exact | --exact-only]
+                         [--exact | --exact-only] [--python | --python-only]
 
 --report adds the ndmemreport benchmark: a synthetic trace of 1 GiB (and one a quarter of that
 size) is written to a temporary directory, read by ndmemreport in text and JSON, and deleted.
@@ -18,6 +18,8 @@ threads) under glibc, ndmem with workspaces on and off, jemalloc, ndmem+jemalloc
 each run under ndmem also checking that ndmem's counters equal the program's calls.
 --exact adds exact mode against heaptrack: churn and numpy under glibc, ndmem, ndmem with every
 block tracked (NDMEM_TRACK_MIN=0) and heaptrack --raw (record only); --exact-only runs just that.
+--python adds the cost of Python frames: the numpy loop and a PyTorch CPU loop under ndmem with
+NDMEM_PYTHON=0 and with the default (Python frames read); --python-only runs just that.
 
 Standard library only; any python3 runs it. Configurations are interleaved within every
 repetition (the machine may be noisy) and results are medians over the repetitions; ratios are
@@ -1434,6 +1436,184 @@ def bench_exact(args, build, shim, churn, ops, steps, reps):
     return report, summary, ok
 
 
+# ------------------------------------------------------------------------------------ python
+
+PY_TARGET = 1.05  # Python frames on / off (the default against NDMEM_PYTHON=0), training loop
+TORCH_SCRIPT = REPO / "tests" / "runtime" / "py_torch.py"
+TORCH_STEPS = 2000     # a loop of about 2.5 s on a 2-core VM (1 s more for the import)
+QUICK_TORCH_STEPS = 200
+PY_CONFIGS = [("python=0", {"NDMEM_PYTHON": "0"}), ("python=1", {})]
+PY_UNKNOWN = "NDMEM_PYTHON is not a known setting"
+
+
+def find_torch_python():
+    """(interpreter, torch version, None) or (None, None, why not): what runs TORCH_SCRIPT. The
+    candidates are find_numpy_python's."""
+    if not TORCH_SCRIPT.is_file():
+        return None, None, "%s not found" % TORCH_SCRIPT
+    explicit = os.environ.get("NDMEM_PYTHON")
+    cands = [explicit] if explicit else []
+    for c in ["/usr/bin/python3", sys.executable, shutil.which("python3")]:
+        if c and c not in cands:
+            cands.append(c)
+    tried = []
+    for c in cands:
+        try:
+            p = subprocess.run([c, "-c", "import torch; print(torch.__version__)"], env=base_env(),
+                               capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            tried.append("%s: %s" % (c, e))
+            continue
+        if p.returncode == 0:
+            return c, p.stdout.strip(), None
+        tried.append("%s: %s" % (c, (p.stderr.strip().splitlines() or ["exit status %d"
+                                                                        % p.returncode])[-1]))
+    return None, None, "no interpreter can import torch (tried: %s)" % "; ".join(tried)
+
+
+def script_once(py, shim, script, steps, extra_env, what, summary=False, env=None):
+    """One run of a training script that prints `final loss` (stdout) and `time S s` (stderr)
+    under the shim: (wall seconds, loop seconds, final loss line, stderr)."""
+    if env is None:
+        env = base_env()
+        env.update({"LD_PRELOAD": str(shim), "NDMEM_SUMMARY": "1" if summary else "0"})
+    env.update(extra_env)
+    p, wall = run([py, str(script), "--steps", str(steps)], env, what, 900)
+    m = re.search(r"^time ([0-9.]+) s", p.stderr, re.M)
+    loss = [ln for ln in p.stdout.splitlines() if ln.startswith("final loss")]
+    if not m or not loss:
+        raise SetupError("%s: missing 'time ... s' on stderr or 'final loss' on stdout" % what)
+    return wall, float(m.group(1)), loss[-1], p.stderr
+
+
+def python_probe(build, py, shim, script, name):
+    """What this shim does with Python frames, from short runs: (warning line or None, state).
+    With NDMEM_PYTHON=0 the shim must be loaded; whether it knows the setting is read from its
+    stderr. A default run's trace read by ndmemreport gives the summary's python object."""
+    what = "%s (python probe)" % name
+    _, _, _, err = script_once(py, shim, script, 3, {"NDMEM_PYTHON": "0"}, what, summary=True)
+    if not ndmem_lines(err):
+        raise SetupError("%s: no 'ndmem[' line with NDMEM_SUMMARY=1: the shim is not loaded.\n"
+                         "stderr was:\n%s" % (what, err.strip()))
+    warn = None
+    if PY_UNKNOWN in err:
+        warn = ("python: warning: this libndmem.so does not know NDMEM_PYTHON (no Python "
+                "frames): both configurations run the same shim, the ratios show the noise")
+    env = base_env()
+    env.update({"LD_PRELOAD": str(shim), "NDMEM_SUMMARY": "0",
+                "NDMEM_OUTPUT": os.path.join(trace_dir(), "python-probe.%p.trace")})
+    script_once(py, shim, script, 3, {}, what, env=env)
+    traces = [f for f in os.listdir(trace_dir()) if f.startswith("python-probe.")]
+    rep = build / "report" / "ndmemreport"
+    state = ("%d traces of the probe run, want 1" % len(traces) if len(traces) != 1
+             else "not read (%s not built)" % rep)
+    for f in traces:
+        path = os.path.join(trace_dir(), f)
+        if os.access(rep, os.X_OK) and len(traces) == 1:
+            p, _ = run([str(rep), "--format", "json", path], base_env(), "ndmemreport (%s)" % what,
+                       600)
+            s = json.loads(p.stdout).get("python")
+            if not isinstance(s, dict):
+                state = "the report has no python object (an ndmemreport without Python frames)"
+            else:
+                state = "state %s, Python %s, %s of %s stacks read with Python frames" % (
+                    s.get("state"), s.get("version"), s.get("with_python"), s.get("stacks"))
+        os.unlink(path)
+    return warn, state
+
+
+def bench_python_workload(py, shim, script, steps, reps, name):
+    """script under ndmem with Python frames off and on, interleaved and rotated per repetition
+    (after one warm-up run of each): {config: {"wall", "loop", "loss"}}."""
+    for n, e in PY_CONFIGS:
+        script_once(py, shim, script, 3, e, "%s (%s, warm-up)" % (name, n))
+    res = {n: {"wall": [], "loop": [], "loss": []} for n, _ in PY_CONFIGS}
+    for rep in range(reps):
+        k = rep % len(PY_CONFIGS)
+        for n, e in PY_CONFIGS[k:] + PY_CONFIGS[:k]:
+            wall, loop, loss, _ = script_once(py, shim, script, steps, e, "%s (%s)" % (name, n))
+            res[n]["wall"].append(wall)
+            res[n]["loop"].append(loop)
+            res[n]["loss"].append(loss)
+        log("python: %s repetition %d/%d done" % (name, rep + 1, reps))
+    return res
+
+
+def report_python_workload(res, name, steps, reps):
+    off, on = res["python=0"], res["python=1"]
+    out = ["  %s (%d steps)" % (name, steps)]
+    r = {}
+    for key, label in (("loop", "training loop"), ("wall", "whole process (wall)")):
+        r[key] = ratio(on[key], off[key])
+        out.append("    %-22s%20s%20s%10s" % (
+            label, "%.3f (+-%.0f%%)" % (median(off[key]), spread(off[key])),
+            "%.3f (+-%.0f%%)" % (median(on[key]), spread(on[key])), "%.3fx" % r[key]))
+    out.append("    per run (loop s, off|on): " + "  ".join(
+        "%.3f|%.3f" % (a, b) for a, b in zip(off["loop"], on["loop"])))
+    if any(spread(x[k]) > NOISY for x in (off, on) for k in ("loop", "wall")):
+        out.append("    note: spread above +-%.0f%%: the machine was busy; rerun or raise --reps"
+                   % NOISY)
+    loff, lon = set(off["loss"]), set(on["loss"])
+    ok = True
+    if len(loff) == 1 and loff == lon:
+        msg = "final loss identical in all %d runs, Python frames on and off" % (2 * reps)
+    elif len(loff) > 1:
+        msg = "final loss varies even with Python frames off (%d values): not comparable" % len(
+            loff)
+    else:
+        msg = "final loss DIFFERS with Python frames on: off %s, on %s" % (sorted(loff),
+                                                                           sorted(lon))
+        ok = False
+    out.append("    " + msg)
+    return out, r, msg, ok
+
+
+def bench_python(args, build, shim, steps, reps):
+    """The --python section: what reading Python frames costs a training job. The numpy loop
+    (examples/train_numpy.py) and a PyTorch CPU loop (tests/runtime/py_torch.py) under ndmem
+    with NDMEM_PYTHON=0 and with the default (frames read for every tracked block)."""
+    tsteps = args.torch_steps or (QUICK_TORCH_STEPS if args.quick else TORCH_STEPS)
+    work = []
+    if not args.no_numpy:
+        py, ver, why = find_numpy_python()
+        work.append(("numpy", py, "numpy %s" % ver, TRAIN, steps, why))
+    py, ver, why = find_torch_python()
+    work.append(("torch", py, "torch %s" % ver, TORCH_SCRIPT, tsteps, why))
+    report = ["python: Python frames in allocation stacks, the default (on) against "
+              "NDMEM_PYTHON=0 (off), under ndmem, %d repetitions; median seconds (+-half "
+              "range), on / off = median of per-repetition ratios" % reps]
+    report.append("    %-22s%20s%20s%10s" % ("", "NDMEM_PYTHON=0", "default", "on / off"))
+    summary, ok, worst, probed, warn = [], True, [], False, None
+    for name, py, ver, script, n, why in work:
+        if py is None:
+            report.append("  %s: skipped: %s" % (name, why))
+            summary.append("python %s: skipped: %s" % (name, why))
+            continue
+        if not probed:
+            warn, state = python_probe(build, py, shim, script, name)
+            if warn:
+                log(warn)
+                report.insert(1, warn)
+                summary.append(warn)
+            report.insert(1, "  shim (a short default run of %s, its report): %s" % (name, state))
+            summary.append("python: shim %s" % state)
+            probed = True
+        log("python: %s, %d steps x %d repetitions with %s (%s)" % (name, n, reps, py, ver))
+        res = bench_python_workload(py, shim, script, n, reps, name)
+        lines, r, msg, wok = report_python_workload(res, "%s, %s, %s" % (name, py, ver), n, reps)
+        report += lines
+        ok = ok and wok
+        worst.append(r["loop"])
+        summary.append("python %s (%d steps): on / off loop %.3fx, wall %.3fx (target <= %.2fx: "
+                       "%s); %s" % (name, n, r["loop"], r["wall"], PY_TARGET,
+                                    verdict(r["loop"], PY_TARGET), msg))
+    if worst:
+        report.append("  on / off (worst training loop): %.3fx   target <= %.2fx: %s%s"
+                      % (max(worst), PY_TARGET, verdict(max(worst), PY_TARGET),
+                         " (the same shim twice: noise, not a cost)" if warn else ""))
+    return report + [""], summary, ok
+
+
 # ------------------------------------------------------------------------------------ main
 
 def main():
@@ -1467,6 +1647,12 @@ def main():
                     "numpy under glibc, ndmem, ndmem with every block tracked (NDMEM_TRACK_MIN=0) "
                     "and heaptrack (record only)")
     ap.add_argument("--exact-only", action="store_true", help="run only the --exact section")
+    ap.add_argument("--python", action="store_true", help="also benchmark Python frames: the "
+                    "numpy loop and a PyTorch CPU loop under ndmem with NDMEM_PYTHON=0 against "
+                    "the default (frames read)")
+    ap.add_argument("--python-only", action="store_true", help="run only the --python section")
+    ap.add_argument("--torch-steps", type=int, help="PyTorch loop steps for --python (default "
+                    "%d, or %d with --quick)" % (TORCH_STEPS, QUICK_TORCH_STEPS))
     ap.add_argument("--heaptrack", metavar="PATH", help="heaptrack to compare with under --exact "
                     "(default: heaptrack on PATH; '' skips it)")
     ap.add_argument("--ws-iters", type=int, help="tensor_loop iterations for --workspace "
@@ -1479,11 +1665,14 @@ def main():
     args = ap.parse_args()
     if args.exact_only:
         args.exact = True
+    if args.python_only:
+        args.python = True
+    only = args.exact_only or args.python_only  # the default churn and numpy sections are left out
     reps = args.reps or (QUICK_REPS if args.quick else 5)
     ops = args.ops or (QUICK_OPS if args.quick else CHURN_OPS)
     steps = args.steps or (QUICK_STEPS if args.quick else TRAIN_STEPS)
-    if reps < 1 or ops < 1 or steps < 1:
-        ap.error("--reps, --ops and --steps must be positive")
+    if reps < 1 or ops < 1 or steps < 1 or (args.torch_steps is not None and args.torch_steps < 1):
+        ap.error("--reps, --ops, --steps and --torch-steps must be positive")
     if args.ws_warmup is not None and args.ws_warmup < 0:
         ap.error("--ws-warmup must not be negative")
     if args.ws_iters is not None and args.ws_iters <= (5 if args.ws_warmup is None
@@ -1498,7 +1687,9 @@ def main():
     churn = build / "bench" / "churn"
     if not shim.is_file():
         raise SetupError("shim not found: %s (build it: ninja -C %s)" % (shim, args.build))
-    if not args.no_churn and not os.access(churn, os.X_OK):
+    needs_churn = not args.no_churn and (not args.python_only or args.exact or args.workspace
+                                         or args.limits)
+    if needs_churn and not os.access(churn, os.X_OK):
         raise SetupError("churn not found: %s (configure with -Dbenchmarks=true, then ninja -C %s)"
                          % (churn, args.build))
 
@@ -1511,7 +1702,7 @@ def main():
 
     report, summary = [], []
     churn_rat = None
-    if not args.no_churn and not args.exact_only:
+    if not args.no_churn and not only:
         je = find_lib(args.jemalloc, "libjemalloc.so.2")
         mi = find_lib(args.mimalloc, "libmimalloc.so.2")
         configs = [Config("glibc", []), Config("ndmem", [str(shim)])]
@@ -1545,7 +1736,7 @@ def main():
             for c in configs if c.name != "ideal"))
 
     loss_ok = True
-    if not args.no_numpy and not args.exact_only:
+    if not args.no_numpy and not only:
         py, npver, why = find_numpy_python()
         if py is None:
             msg = "numpy: skipped: %s" % why
@@ -1583,6 +1774,12 @@ def main():
         report += lines
         summary += lines2
 
+    python_ok = True
+    if args.python:
+        lines, lines2, python_ok = bench_python(args, build, shim, steps, reps)
+        report += lines
+        summary += lines2
+
     if args.report:
         res = bench_report(build, report_size, reps, args.tmpdir)
         lines, line = report_report(res, reps)
@@ -1610,6 +1807,8 @@ def main():
     if not exact_ok:
         raise SetupError("train_numpy.py computes a different final loss in exact mode or under "
                          "heaptrack")
+    if not python_ok:
+        raise SetupError("a training loop computes a different final loss with Python frames on")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+# py_torch: a PyTorch (CPU) training loop, an nn.Linear MLP trained by SGD, whose forward pass
+# (LINE_FORWARD) and backward pass (LINE_BACKWARD) sit on marked lines, for t_py_frames.py (the
+# largest sites must name them) and bench/run.py --python. Prints `final loss <value>` on stdout
+# and `time <seconds> s` (the loop) on stderr, as examples/train_numpy.py does. Exits 77 without
+# torch. usage: python3 py_torch.py [--steps N]
+import argparse
+import sys
+import time
+
+try:
+    import torch
+except ImportError:
+    print("py_torch.py: torch is not importable by %s" % sys.executable, file=sys.stderr)
+    sys.exit(77)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="a PyTorch CPU training loop with marked lines")
+    ap.add_argument("--steps", type=int, default=60)
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(128, 256)
+    y = torch.randint(0, 10, (128,))
+    t0 = time.perf_counter()
+    for step in range(args.steps):
+        opt.zero_grad()
+        out = model(x)  # LINE_FORWARD
+        loss = torch.nn.functional.cross_entropy(out, y)
+        loss.backward()  # LINE_BACKWARD
+        opt.step()
+    elapsed = time.perf_counter() - t0
+    print("final loss %.9f" % loss.item())
+    print("time %.3f s" % elapsed, file=sys.stderr)
+
+
+main()
