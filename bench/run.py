@@ -1451,7 +1451,7 @@ def find_torch_python():
     candidates are find_numpy_python's."""
     if not TORCH_SCRIPT.is_file():
         return None, None, "%s not found" % TORCH_SCRIPT
-    explicit = os.environ.get("NDMEM_PYTHON")
+    explicit = os.environ.get("NDMEM_TEST_PYTHON")
     cands = [explicit] if explicit else []
     for c in ["/usr/bin/python3", sys.executable, shutil.which("python3")]:
         if c and c not in cands:

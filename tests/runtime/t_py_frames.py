@@ -490,7 +490,7 @@ def case_shapes(ctx, find_python, script):
 
 
 def torch_python():
-    cands = [os.environ.get("NDMEM_PYTHON"), "/usr/bin/python3"]
+    cands = [os.environ.get("NDMEM_TEST_PYTHON"), "/usr/bin/python3"]
     for d in os.environ.get("PATH", "").split(os.pathsep):
         cands.append(os.path.join(d, "python3"))
     for c in cands:
