@@ -208,6 +208,90 @@ static const char *suppressed_by(void *ctx, uint32_t stack) {
   return rule->reason ? rule->text : rule->name;
 }
 
+// ---------------------------------------------------------------- Python lines (version 7)
+
+long nd_rep_py_innermost(const nd_trace_t *t, const nd_stack_t *s) {
+  const uint64_t *ips = nd_stack_frames(t, s);
+  for (size_t i = 0; i < s->depth; i++)
+    if (nd_trace_is_pyframe(t, ips[i])) return (long)i;
+  return -1;
+}
+
+bool nd_rep_python_only(const report_t *r, const nd_stack_t *s) {
+  return r->o->python_only && nd_rep_py_innermost(r->t, s) >= 0;
+}
+
+// A site with a Python frame and its innermost one's (code, line), for grouping.
+typedef struct py_site {
+  uint32_t site;
+  uint32_t line;
+  const nd_pycode_t *code;
+} py_site_t;
+
+static int py_str_cmp(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : ""); }
+
+// By (file, line, function): the key of a Python line. Code objects are compared by their
+// strings, not their ids: one function's code object re-created (a reloaded module, a code object
+// freed and its address reused) is a new id at the same line.
+static int py_key_cmp(const nd_pycode_t *c, uint32_t line, const nd_pycode_t *d, uint32_t dline) {
+  int k = py_str_cmp(c->filename, d->filename);
+  if (k) return k;
+  if (line != dline) return line < dline ? -1 : 1;
+  return py_str_cmp(c->qualname, d->qualname);
+}
+
+static int by_py_key(const void *a, const void *b) {
+  const py_site_t *x = a, *y = b;
+  int k = py_key_cmp(x->code, x->line, y->code, y->line);
+  return k ? k : (x->site > y->site) - (x->site < y->site);
+}
+
+static int by_py_bytes(const void *a, const void *b) {
+  const py_line_t *x = a, *y = b;
+  int c = cmp_u64_desc(x->alloc_bytes, y->alloc_bytes);
+  return c ? c : py_key_cmp(x->code, x->line, y->code, y->line);
+}
+
+// The sites grouped by their innermost Python frame, by bytes allocated. 0, or -1 (memory).
+static int analyse_py_lines(report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!t->py_stacks) return 0;
+  py_site_t *v = malloc((t->nsites ? t->nsites : 1) * sizeof *v);
+  if (!v) return -1;
+  size_t n = 0;
+  for (size_t i = 0; i < t->nsites; i++) {
+    const nd_stack_t *s = &t->stacks[t->sites[i].stack];
+    long k = nd_rep_py_innermost(t, s);
+    if (k < 0) continue;
+    uint64_t ip = nd_stack_frames(t, s)[k];
+    const nd_pycode_t *c = nd_trace_pycode(t, ip); // the reader made sure there is one
+    if (c) v[n++] = (py_site_t){(uint32_t)i, nd_pyframe_line(ip), c};
+  }
+  qsort(v, n, sizeof *v, by_py_key);
+  r->py_lines = calloc(n ? n : 1, sizeof *r->py_lines);
+  if (!r->py_lines) {
+    free(v);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    py_line_t *l = r->npy_lines ? &r->py_lines[r->npy_lines - 1] : NULL;
+    if (!l || py_key_cmp(l->code, l->line, v[i].code, v[i].line)) {
+      l = &r->py_lines[r->npy_lines++];
+      l->code = v[i].code;
+      l->line = v[i].line;
+    }
+    const nd_rec_site_t *x = &t->sites[v[i].site].rec;
+    l->allocs = nd_rep_sat_add(l->allocs, x->allocs);
+    l->alloc_bytes = nd_rep_sat_add(l->alloc_bytes, x->alloc_bytes);
+    l->live_bytes = nd_rep_sat_add(l->live_bytes, nd_rep_site_live(x));
+    l->sites++;
+    l->est |= (x->flags & ND_SITE_SAMPLED) != 0;
+  }
+  free(v);
+  qsort(r->py_lines, r->npy_lines, sizeof *r->py_lines, by_py_bytes);
+  return 0;
+}
+
 int nd_rep_analyse(report_t *r) {
   const nd_trace_t *t = r->t;
   size_t n = t->nsites ? t->nsites : 1;
@@ -228,6 +312,7 @@ int nd_rep_analyse(report_t *r) {
   if (!r->o->brief) {
     qsort_r(r->by_peak, t->nsites, sizeof *r->by_peak, by_peak, (void *)t);
     qsort_r(r->by_total, t->nsites, sizeof *r->by_total, by_total, (void *)t);
+    if (analyse_py_lines(r)) return -1;
   }
   qsort_r(r->live, r->nlive, sizeof *r->live, by_live, (void *)t);
   for (size_t i = 0; i < t->nleaks; i++) {
@@ -250,6 +335,23 @@ size_t nd_rep_list_len(const report_t *r, size_t n) {
 // Escape records seen, kept or not.
 uint64_t nd_rep_esc_records(const nd_trace_t *t) {
   return nd_rep_sat_add(t->nescapes, t->escapes_dropped);
+}
+
+// ---------------------------------------------------------------- Python: shared by text and JSON
+
+const char *const nd_rep_py_states[ND_PY_OFF + 1] = {"none", "on", "unsupported", "off"};
+
+// PY_VERSION_HEX: major, minor, micro, then the release level (0xA alpha, 0xB beta, 0xC release
+// candidate, 0xF final) and serial in the low byte.
+void nd_rep_format_pyversion(char *out, size_t n, uint32_t hex) {
+  if (!hex) {
+    snprintf(out, n, "?");
+    return;
+  }
+  unsigned level = hex >> 4 & 0xf, serial = hex & 0xf;
+  const char *tag = level == 0xa ? "a" : level == 0xb ? "b" : level == 0xc ? "rc" : NULL;
+  int k = snprintf(out, n, "%u.%u.%u", hex >> 24, hex >> 16 & 0xff, hex >> 8 & 0xff);
+  if (tag && k >= 0 && (size_t)k < n) snprintf(out + k, n - (size_t)k, "%s%u", tag, serial);
 }
 
 // ---------------------------------------------------------------- limits: shared by text and JSON

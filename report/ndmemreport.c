@@ -5,7 +5,8 @@
 // for a version 2 trace with workspace records, the workspaces view (per thread and workspace:
 // cycles, plan, hits, spills, escapes) and the leaked workspace pointers with their stacks; for a
 // version 3 trace with limit records, the limits view (limits, totals, logged breaches, and the
-// snapshots of live memory by site taken at the warning watermark and at breaches).
+// snapshots of live memory by site taken at the warning watermark and at breaches); for a version
+// 7 trace, Python frames in the stacks and the sites by their innermost Python line.
 // Text for people, JSON (fixed key order, one document) for tools. Exit status: 0, 1 with
 // --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace.
 // The analysis is in analyse.c, the text and JSON renderers in render_text.c and render_json.c
@@ -31,12 +32,12 @@
 // USAGE, on one line, follows a usage error; USAGE_HELP, the same in 80 columns, heads --help.
 #define USAGE                                                                                      \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] "               \
-  "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--no-symbols] "                         \
+  "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--python-only] [--no-symbols] "         \
   "[--suppressions FILE]... [--no-builtin-suppressions] FILE"
 #define USAGE_HELP                                                                                 \
   "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak]\n"              \
   "                   [--fail-on-growth] [--brief] [--workspaces] [--limits]\n"                    \
-  "                   [--no-symbols] [--suppressions FILE]...\n"                           \
+  "                   [--python-only] [--no-symbols] [--suppressions FILE]...\n"                   \
   "                   [--no-builtin-suppressions] FILE"
 
 // ---------------------------------------------------------------- main
@@ -99,6 +100,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "  --limits            only the summary's trace and limits lines, then the\n"
               "                      limits and their totals, the logged breaches, and the\n"
               "                      snapshots of live memory with their top sites' stacks\n"
+              "  --python-only       stacks show only their Python frames (trace version 7);\n"
+              "                      a stack without one shows its native frames as before\n"
               "  --no-symbols        do not open modules: frames print as path+offset\n"
               "  --suppressions FILE\n"
               "                      leaks whose stack matches a rule of FILE are not\n"
@@ -133,6 +136,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       o->workspaces = true;
     } else if (!strcmp(a, "--limits")) {
       o->limits = true;
+    } else if (!strcmp(a, "--python-only")) {
+      o->python_only = true;
     } else if (!strcmp(a, "--no-symbols")) {
       o->symbols = false;
     } else if (IS("--suppressions")) {
@@ -257,6 +262,7 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   free(r.by_total);
   free(r.live);
   free(r.leaks);
+  free(r.py_lines);
   free(r.ws);
   free(r.groups);
   free(r.group_order);

@@ -66,14 +66,37 @@ static void json_loc(FILE *o, const nd_loc_t *l) {
   else fputs(", \"line\": null", o);
 }
 
+// A Python frame, or a Python line: its function, file and line (null: unknown).
+static void json_pyloc(FILE *o, const char *function, const char *file, uint32_t line) {
+  fputs("\"function\": ", o);
+  json_str(o, function);
+  fputs(", \"file\": ", o);
+  json_str(o, file);
+  if (line) fprintf(o, ", \"line\": %u", line);
+  else fputs(", \"line\": null", o);
+}
+
+// A stack's frames; --python-only: only the Python frames of a stack that has one. A native
+// frame's keys are those of versions before 7, unchanged; a Python frame (version 7) is
+// {"python": true, "function", "file", "line"}.
 static int json_stack(FILE *o, report_t *r, uint32_t stack, const char *ind) {
   const nd_stack_t *s = &r->t->stacks[stack];
   const uint64_t *ips = nd_stack_frames(r->t, s);
+  bool py_only = nd_rep_python_only(r, s), any = false;
   fputs("\"frames\": [", o);
   for (size_t i = 0; i < s->depth; i++) {
+    if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
-    fprintf(o, "%s\n%s  {\"ip\": ", i ? "," : "", ind);
+    fprintf(o, "%s\n%s  {", any ? "," : "", ind);
+    any = true;
+    if (f->python) {
+      fputs("\"python\": true, ", o);
+      json_pyloc(o, f->at.function, f->at.file, (uint32_t)f->at.line);
+      fputc('}', o);
+      continue;
+    }
+    fputs("\"ip\": ", o);
     json_hex(o, f->ip);
     fputs(", \"module\": ", o);
     json_str(o, f->module);
@@ -90,7 +113,7 @@ static int json_stack(FILE *o, report_t *r, uint32_t stack, const char *ind) {
     }
     fputs("]}", o);
   }
-  fprintf(o, s->depth ? "\n%s]" : "]", ind);
+  fprintf(o, any ? "\n%s]" : "]", ind);
   return 0;
 }
 
@@ -391,6 +414,46 @@ static int json_limits(FILE *o, report_t *r, bool last) {
   return 0;
 }
 
+// "python": the PYTHON record (null without one). Version 7 reports.
+static void json_python(FILE *o, const nd_trace_t *t) {
+  if (!t->have_python) {
+    fputs("  \"python\": null,\n", o);
+    return;
+  }
+  const nd_rec_python_t *p = &t->python;
+  char v[48];
+  nd_rep_format_pyversion(v, sizeof v, p->version_hex);
+  fprintf(o, "  \"python\": {\"state\": \"%s\", \"version\": ", nd_rep_py_states[p->state]);
+  if (p->version_hex) fprintf(o, "\"%s\", ", v);
+  else fputs("null, ", o);
+  json_u64(o, "version_hex", p->version_hex, true);
+  json_u64(o, "stacks", p->stacks, true);
+  json_u64(o, "with_python", p->with_python, true);
+  json_u64(o, "frames", p->frames, true);
+  json_u64(o, "dropped", p->dropped, true);
+  json_u64(o, "codes", p->codes, false);
+  fputs("},\n", o);
+}
+
+// "python_lines": the sites grouped by their innermost Python frame, by bytes allocated.
+// Version 7 reports, not brief ones.
+static void json_py_lines(FILE *o, report_t *r) {
+  size_t n = nd_rep_list_len(r, r->npy_lines);
+  fprintf(o, "  \"python_lines\": {\"count\": %zu, \"top\": [%s", r->npy_lines, n ? "\n" : "");
+  for (size_t i = 0; i < n; i++) {
+    const py_line_t *l = &r->py_lines[i];
+    fputs("    {", o);
+    json_pyloc(o, l->code->qualname, l->code->filename, l->line);
+    fputs(", ", o);
+    json_u64(o, "sites", l->sites, true);
+    json_u64(o, "allocs", l->allocs, true);
+    json_u64(o, "alloc_bytes", l->alloc_bytes, true);
+    json_u64(o, "live_bytes", l->live_bytes, true);
+    fprintf(o, "\"estimated\": %s}%s\n", l->est ? "true" : "false", i + 1 < n ? "," : "");
+  }
+  fprintf(o, "%s]},\n", n ? "  " : "");
+}
+
 // Sites the shim found growing while the job ran (GROWTH records, version 5).
 static int json_growth(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
@@ -559,6 +622,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
   if (h->version >= 2 && json_ws(o, r, false)) return -1; // absent from version 1 reports
   if (h->version >= 3 && json_limits(o, r, false)) return -1; // and from version 2 reports
   if (h->version >= 6) json_devices(o, t);
+  if (h->version >= 7) json_python(o, t);
   if (!r->o->brief) {
     size_t n = nd_rep_list_len(r, t->nsites);
     fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);
@@ -566,6 +630,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
         json_sites(o, r, "by_total", r->by_total, n, true))
       return -1;
     fputs("  },\n", o);
+    if (h->version >= 7) json_py_lines(o, r);
   }
   if (json_growth(o, r)) return -1;
   if (nd_rep_leaks_known(t)) {

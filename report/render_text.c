@@ -78,9 +78,22 @@ static void text_loc(FILE *o, const nd_loc_t *l, const nd_frame_t *f) {
   if (l->function) fputc(')', o);
 }
 
+// A Python frame, or a Python line: "qualname (file.py:LINE)", "qualname (file.py)" for line 0.
+static void text_pyloc(FILE *o, const char *function, const char *file, uint32_t line) {
+  print_text(o, function && *function ? function : "?");
+  fputs(" (", o);
+  print_text(o, file && *file ? file : "?");
+  if (line) fprintf(o, ":%u", line);
+  fputc(')', o);
+}
+
 // "function (file:line)", "function (module+0xOFF)", "module+0xOFF" or "0xIP", then one line per
-// function the call was inlined into.
+// function the call was inlined into; a Python frame as text_pyloc.
 static void text_frame(FILE *o, const nd_frame_t *f) {
+  if (f->python) {
+    text_pyloc(o, f->at.function, f->at.file, (uint32_t)f->at.line);
+    return;
+  }
   if (!f->module) {
     fprintf(o, "0x%llx", (unsigned long long)f->ip);
     return;
@@ -92,16 +105,22 @@ static void text_frame(FILE *o, const nd_frame_t *f) {
   }
 }
 
+// The frames of a stack, --frames of them; --python-only: only the Python frames of a stack that
+// has one, numbered as shown.
 static int text_stack(FILE *o, report_t *r, uint32_t stack) {
   const nd_stack_t *s = &r->t->stacks[stack];
   const uint64_t *ips = nd_stack_frames(r->t, s);
-  size_t n = s->depth, show = r->o->frames && r->o->frames < n ? r->o->frames : n;
+  bool py_only = nd_rep_python_only(r, s);
+  size_t n = 0;
+  for (size_t i = 0; i < s->depth; i++) n += !py_only || nd_trace_is_pyframe(r->t, ips[i]);
+  size_t show = r->o->frames && r->o->frames < n ? r->o->frames : n;
   if (!n) fputs("      (no frames)\n", o);
   nd_wrap_raw(o, r->wrap, true); // frames whole
-  for (size_t i = 0; i < show; i++) {
+  for (size_t i = 0, k = 0; k < show; i++) {
+    if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
-    fprintf(o, "      #%-2zu ", i);
+    fprintf(o, "      #%-2zu ", k++);
     text_frame(o, f);
     fputc('\n', o);
   }
@@ -386,6 +405,27 @@ static int text_lifetimes(FILE *o, report_t *r) {
 
 static void text_devices_line(FILE *o, const nd_trace_t *t);
 
+// The summary's line about Python (the PYTHON record, version 7).
+static void text_python_line(FILE *o, const nd_trace_t *t) {
+  const nd_rec_python_t *p = &t->python;
+  char v[48];
+  nd_rep_format_pyversion(v, sizeof v, p->version_hex);
+  fprintf(o, "  %-10s  ", "python");
+  switch (p->state) {
+  case ND_PY_ON:
+    fprintf(o, "%s: frames read in %llu of %llu tracked %s", v, (unsigned long long)p->with_python,
+            (unsigned long long)p->stacks, plural(p->stacks, "stack", "stacks"));
+    if (p->dropped)
+      fprintf(o, "; %llu %s left out (the depth limit, or unreadable)",
+              (unsigned long long)p->dropped, plural(p->dropped, "frame", "frames"));
+    break;
+  case ND_PY_UNSUPPORTED: fprintf(o, "%s unsupported: native frames only", v); break;
+  case ND_PY_OFF: fputs("off (NDMEM_PYTHON=0)", o); break;
+  default: fputs("no interpreter found", o); break;
+  }
+  fputc('\n', o);
+}
+
 static void text_summary(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -487,6 +527,7 @@ static void text_summary(FILE *o, report_t *r) {
   if (t->nws || t->nescapes || t->escapes_dropped) text_ws_line(o, r);
   if (nd_rep_has_limits(t)) text_limits_line(o, t);
   if (nd_rep_has_devices(t)) text_devices_line(o, t);
+  if (t->have_python) text_python_line(o, t);
 }
 
 // What a site list ranks by: its first line shows that figure, the second the others.
@@ -968,6 +1009,29 @@ static int text_growth(FILE *o, report_t *r) {
   return 0;
 }
 
+// The sites grouped by their innermost Python frame (version 7), by bytes allocated.
+static void text_py_lines(FILE *o, report_t *r) {
+  size_t n = nd_rep_list_len(r, r->npy_lines);
+  fprintf(o, "\n== top %zu Python lines by total bytes (of %zu %s)\n", n, r->npy_lines,
+          plural(r->npy_lines, "line", "lines"));
+  for (size_t i = 0; i < n; i++) {
+    const py_line_t *l = &r->py_lines[i];
+    const char *e = l->est ? "~" : "";
+    fprintf(o, "#%-3zu total ", i + 1);
+    print_bytes(o, l->alloc_bytes, l->est);
+    fprintf(o, "  [%llu %s]\n      %s%llu %s; live ", (unsigned long long)l->sites,
+            plural(l->sites, "site", "sites"), e, (unsigned long long)l->allocs,
+            plural(l->allocs, "allocation", "allocations"));
+    print_bytes(o, l->live_bytes, l->est);
+    fputc('\n', o);
+    nd_wrap_raw(o, r->wrap, true); // the location whole, as a frame
+    fputs("      ", o);
+    text_pyloc(o, l->code->qualname, l->code->filename, l->line);
+    fputc('\n', o);
+    nd_wrap_raw(o, r->wrap, false);
+  }
+}
+
 static int text_main(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   text_summary(o, r);
@@ -987,6 +1051,7 @@ static int text_main(FILE *o, report_t *r) {
       }
     }
     free(peak_rank);
+    if (r->npy_lines) text_py_lines(o, r);
   }
   if (t->ngrowth && text_growth(o, r)) return -1;
   if (nd_rep_leaks_known(t)) {

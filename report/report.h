@@ -20,6 +20,7 @@ typedef struct opts {
   bool json, brief, fail_on_leak, fail_on_growth, symbols;
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
+  bool python_only; // --python-only: a stack with Python frames shows only those
   size_t top, frames; // entries per list, frames per stack in text output; 0 = all
   const char *file;
   const char **supp_files; // --suppressions, in order (malloc'd; freed by nd_report_main)
@@ -35,6 +36,15 @@ typedef struct esc_group {
   uint64_t count, bytes;
   uint64_t born, seen;    // the earliest cycle_born and cycle_seen
 } esc_group_t;
+
+// The sites whose innermost Python frame is one (file, line, function): their totals.
+typedef struct py_line {
+  const nd_pycode_t *code; // the first site's code object: its file and qualified name
+  uint32_t line;           // 0: unknown
+  uint64_t allocs, alloc_bytes, live_bytes;
+  uint64_t sites;
+  bool est;                // a site is sampled: the totals are estimates
+} py_line_t;
 
 typedef struct report {
   const nd_trace_t *t;
@@ -52,6 +62,8 @@ typedef struct report {
   uint32_t *group_order;  // group indices by bytes
   size_t ngroups;
   uint64_t esc_bytes;     // over the escapes kept
+  py_line_t *py_lines;    // by bytes allocated (version 7; not with --brief)
+  size_t npy_lines;
   nd_lifetimes_t life;    // what was live at exit, by class (a normal exit)
   int running;            // no END record: ND_RUN_YES / _NO / _UNKNOWN (running.h)
   nd_supp_t *supp;        // leak suppressions: the built-ins (unless off), then each file's
@@ -90,6 +102,14 @@ bool nd_rep_has_devices(const nd_trace_t *t);           // DEVICE or CUDA record
 bool nd_rep_device_limited(const nd_trace_t *t);        // a device had a limit or breaches
 // Whether CUPTI's view of device d disagrees with the hooks' (and on what, into why[n]).
 bool nd_rep_cupti_differs(const nd_rec_device_t *d, char *why, size_t n);
+// Python (version 7): "3.11.2", "3.13.0rc1" from PY_VERSION_HEX ("?" for 0); the PYTHON
+// record's state as a word ("none", "on", "unsupported", "off"); the index of a stack's innermost
+// Python frame, or -1; whether a stack is shown without its native frames (--python-only, and the
+// stack has a Python frame).
+void nd_rep_format_pyversion(char *out, size_t n, uint32_t hex);
+extern const char *const nd_rep_py_states[ND_PY_OFF + 1];
+long nd_rep_py_innermost(const nd_trace_t *t, const nd_stack_t *s);
+bool nd_rep_python_only(const report_t *r, const nd_stack_t *s);
 // Whether what was live at the end is a leak: the program ended on its own.
 bool nd_rep_leaks_known(const nd_trace_t *t);
 bool nd_rep_aborted(const nd_trace_t *t);

@@ -189,6 +189,9 @@ static const builtin_t builtins[] = {
 };
 
 static bool frame_is(const frame_pat_t *p, const nd_frame_view_t *f) {
+  // The built-ins name C and C++ runtime functions; a Python function may share a name
+  // ("setlocale", "tzset") and is the program's own code.
+  if (f->python) return false;
   if (p->unnamed && f->function) return false;
   if (p->function && !match_names(p->function, f)) return false;
   if (p->file && !match_n(p->file, f->file, f->file ? strlen(f->file) : 0)) return false;
@@ -359,7 +362,7 @@ size_t nd_supp_views(const nd_frame_t *f, nd_frame_view_t *out, size_t cap) {
   size_t n = 1 + f->ninlined;
   for (size_t i = 0; i < n && i < cap; i++) {
     const nd_loc_t *l = i ? &f->inlined_into[i - 1] : &f->at;
-    out[i] = (nd_frame_view_t){l->function, l->mangled, l->file, f->module};
+    out[i] = (nd_frame_view_t){l->function, l->mangled, l->file, f->module, f->python};
   }
   return n;
 }

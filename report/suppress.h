@@ -5,9 +5,11 @@
 // version such as "@@GLIBC_2.34"), source file path and module path: `*` matches any run of
 // characters, a leading `^` and a trailing `$` anchor the match at the start and end of the
 // name; without anchors PATTERN matches anywhere in it. A rule suppresses a stack when it
-// matches any of its frames. Built-in rules (nd_supp_builtin) name well-known lifetime
-// allocations of the C and C++ runtimes (see the table in suppress.c, with the stack each was
-// observed with); they match frames more narrowly than a file's rule can.
+// matches any of its frames; a Python frame (trace version 7) offers its qualified name as the
+// function and its file, and has no module. Built-in rules (nd_supp_builtin) name well-known
+// lifetime allocations of the C and C++ runtimes (see the table in suppress.c, with the stack
+// each was observed with); they match frames more narrowly than a file's rule can, and never a
+// Python frame.
 #ifndef ND_SUPPRESS_H
 #define ND_SUPPRESS_H
 
@@ -23,6 +25,7 @@ typedef struct nd_frame_view {
   const char *mangled;  // the linkage name `function` came from ("_ZN2ns3Foo3barEi"), or NULL
   const char *file;     // source file path
   const char *module;   // path of the executable or shared object
+  bool python;          // a Python frame: function is its qualified name, module NULL
 } nd_frame_view_t;
 
 typedef struct nd_supp_rule {

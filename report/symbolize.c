@@ -237,6 +237,14 @@ static void inline_chain(Dwfl_Module *mod, Dwarf_Addr pc, nd_frame_t *f, const c
 }
 
 static void resolve(nd_sym_t *s, nd_frame_t *f) {
+  if (nd_trace_is_pyframe(s->t, f->ip)) {
+    const nd_pycode_t *c = nd_trace_pycode(s->t, f->ip);
+    f->python = true;
+    f->at.function = c ? strdup(c->qualname) : NULL;
+    f->at.file = c ? strdup(c->filename) : NULL;
+    f->at.line = (int)nd_pyframe_line(f->ip); // 24 bits
+    return;
+  }
   const nd_module_t *m = s->t->nmods ? nd_trace_module_of(s->t, f->ip) : NULL;
   if (!m) return;
   f->module = m->path;

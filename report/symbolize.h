@@ -2,9 +2,10 @@
 // symbolize.h: offline symbolization of trace instruction pointers with elfutils' libdwfl.
 // Each module of the trace is opened (at most once) from its recorded path at its recorded load
 // bias; results are cached per IP. A module that cannot be opened, or an IP outside every module,
-// still yields a frame (path+offset, or the bare address): symbolization never fails. C++ names
-// are demangled (the C++ runtime's __cxa_demangle, where ndmemreport was linked with it); a name
-// that does not demangle is kept as it is.
+// still yields a frame (path+offset, or the bare address): symbolization never fails. Python
+// frames (trace version 7) are named from their PYCODE records. C++ names are demangled (the C++
+// runtime's __cxa_demangle, where ndmemreport was linked with it); a name that does not demangle
+// is kept as it is.
 #ifndef ND_SYMBOLIZE_H
 #define ND_SYMBOLIZE_H
 
@@ -25,9 +26,12 @@ typedef struct nd_loc {
 // One recorded frame. When the call (ip - 1) sits in code inlined from other functions, `at` is
 // the innermost inlined function and its line, and `inlined_into` lists the functions it was
 // inlined into, each at the line of the inlined call, ending with the function that really was
-// on the stack (as eu-addr2line -i shows them).
+// on the stack (as eu-addr2line -i shows them). A Python frame (trace version 7) has `python`
+// set, its code object's qualified name and file in `at` (NULL only when out of memory) with its
+// line (0: unknown), and no module, offset or inlining.
 typedef struct nd_frame {
-  uint64_t ip;        // the return address as recorded
+  uint64_t ip;        // the return address as recorded (a Python frame: code and line)
+  bool python;
   const char *module; // path of the module holding ip, or NULL
   uint64_t offset;    // ip - the module's load bias
   nd_loc_t at;        // the call: function (ELF symbol, or the inlined function) and file:line

@@ -173,6 +173,18 @@ static int on_stack(nd_trace_t *t, uint64_t off, const char *p, uint32_t size) {
   uint32_t n = (size - (uint32_t)sizeof s) / 8;
   if (s.depth != n)
     return fail(t, off, "STACK depth %u does not match its record size %u", s.depth, size);
+  // Version 7: a Python frame names a PYCODE record written before the stack, so that the
+  // renderers never meet a frame they cannot name.
+  bool python = false;
+  for (uint32_t i = 0; t->hdr.version >= 7 && i < n; i++) {
+    uint64_t ip;
+    memcpy(&ip, p + sizeof s + (size_t)i * 8, sizeof ip);
+    if (!nd_is_pyframe(ip)) continue;
+    uint64_t code = nd_pyframe_code(ip); // 39 bits: ids are 32
+    if (code > UINT32_MAX || map_get(&t->pycode_ids, code) < 0)
+      return fail(t, off, "STACK names unknown Python code %llu", (unsigned long long)code);
+    python = true;
+  }
   long known = map_get(&t->stack_ids, s.id);
   if (known >= 0) { // written once by the shim; an identical repeat is harmless
     const nd_stack_t *k = &t->stacks[known];
@@ -188,7 +200,67 @@ static int on_stack(nd_trace_t *t, uint64_t off, const char *p, uint32_t size) {
   if (n) memcpy(t->frames + t->nframes, p + sizeof s, (size_t)n * 8);
   t->stacks[t->nstacks++] = (nd_stack_t){.id = s.id, .depth = n, .first = t->nframes};
   t->nframes += n;
+  t->py_stacks += python;
   return 0;
+}
+
+// ---------------------------------------------------------------- Python (version 7)
+
+static char *dup_str(const char *p, uint32_t len) {
+  size_t n = strnlen(p, len);
+  char *s = malloc(n + 1);
+  if (s) {
+    memcpy(s, p, n);
+    s[n] = 0;
+  }
+  return s;
+}
+
+// A PYCODE record: the struct, then qualname_len and filename_len bytes. Ids are the writer's
+// (from 0, but a reader must not rely on that: they are mapped as stack ids are). A code object
+// is written once; a second record of an id is an error even when it is identical, as a stack
+// already read may name the first.
+static int on_pycode(nd_trace_t *t, uint64_t off, const char *p, uint32_t size) {
+  nd_rec_pycode_t c;
+  memcpy(&c, p, sizeof c);
+  if (c.qualname_len > ND_PYCODE_MAX_STR)
+    return fail(t, off, "PYCODE qualname length %u above the maximum %u", c.qualname_len,
+                ND_PYCODE_MAX_STR);
+  if (c.filename_len > ND_PYCODE_MAX_STR)
+    return fail(t, off, "PYCODE filename length %u above the maximum %u", c.filename_len,
+                ND_PYCODE_MAX_STR);
+  if (sizeof c + c.qualname_len + c.filename_len != size) // both <= 1024: no overflow
+    return fail(t, off, "PYCODE string lengths %u + %u do not match its record size %u",
+                c.qualname_len, c.filename_len, size);
+  if (map_get(&t->pycode_ids, c.id) >= 0) return fail(t, off, "PYCODE %u written twice", c.id);
+  if (t->npycodes >= UINT32_MAX - 1 ||
+      grow(&t->pycodes, &t->pycodes_cap, t->npycodes + 1, sizeof *t->pycodes))
+    return fail(t, off, "out of memory");
+  char *q = dup_str(p + sizeof c, c.qualname_len);
+  char *f = dup_str(p + sizeof c + c.qualname_len, c.filename_len);
+  if (!q || !f || map_put(&t->pycode_ids, c.id, (uint32_t)t->npycodes)) {
+    free(q);
+    free(f);
+    return fail(t, off, "out of memory");
+  }
+  t->pycodes[t->npycodes++] =
+      (nd_pycode_t){.id = c.id, .firstlineno = c.firstlineno, .qualname = q, .filename = f};
+  return 0;
+}
+
+static int on_python(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_python_t py;
+  memcpy(&py, p, sizeof py);
+  if (py.state > ND_PY_OFF) return fail(t, off, "PYTHON state %u out of range", py.state);
+  t->python = py; // the latest wins
+  t->have_python = true;
+  return 0;
+}
+
+const nd_pycode_t *nd_trace_pycode(const nd_trace_t *t, uint64_t ip) {
+  if (!nd_trace_is_pyframe(t, ip)) return NULL;
+  long i = map_get(&t->pycode_ids, nd_pyframe_code(ip)); // > UINT32_MAX: never a key
+  return i < 0 ? NULL : &t->pycodes[i];
 }
 
 static uint64_t site_key(uint32_t stack_id, uint16_t kind) {
@@ -634,8 +706,8 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   case ND_REC_GROWTH: return on_growth(t, off, p);
   case ND_REC_DEVICE: return on_device(t, off, p);
   case ND_REC_CUDA: return on_cuda(t, p);
-  case ND_REC_PYCODE: return 0; // (version 7: read by the Python frames' reader)
-  case ND_REC_PYTHON: return 0;
+  case ND_REC_PYCODE: return on_pycode(t, off, p, r->size);
+  case ND_REC_PYTHON: return on_python(t, off, p);
   case ND_REC_FLUSH:
     memcpy(&t->flush, p, sizeof t->flush);
     t->have_flush = true;
@@ -847,6 +919,12 @@ void nd_trace_free(nd_trace_t *t) {
   free(t->stacks);
   free(t->frames);
   map_free(&t->stack_ids);
+  for (size_t i = 0; i < t->npycodes; i++) {
+    free(t->pycodes[i].qualname);
+    free(t->pycodes[i].filename);
+  }
+  free(t->pycodes);
+  map_free(&t->pycode_ids);
   free(t->sites);
   map_free(&t->site_keys);
   free(t->leaks);

@@ -5,9 +5,11 @@
 // and kind), workspace statistics (version 2: the latest per thread and name), leaked
 // workspace pointers (at most ND_TRACE_MAX_ESCAPES kept, the rest counted) and, from version 3,
 // the latest limits record, the logged breaches (ND_TRACE_MAX_BREACHES kept) and the first and
-// the last ND_TRACE_SNAP_LAST snapshots with their sites. Memory grows with distinct modules,
-// stacks, sites and workspaces, never with file size, so a trace larger than RAM can be read.
-// Versions 1 to 3 are read; a record is rejected in a trace older than its version.
+// the last ND_TRACE_SNAP_LAST snapshots with their sites, and from version 7 the Python code
+// objects that Python frames name and the latest PYTHON record. Memory grows with distinct
+// modules, stacks, sites, workspaces and code objects, never with file size, so a trace larger
+// than RAM can be read. Versions 1 to 7 are read; a record is rejected in a trace older than its
+// version.
 // Malformed input gives an error with its offset, never UB.
 #ifndef ND_TRACE_READ_H
 #define ND_TRACE_READ_H
@@ -114,6 +116,14 @@ typedef struct nd_snapshot {
   size_t nsites, sites_cap;
 } nd_snapshot_t;
 
+// A Python code object (PYCODE record, version 7). Its strings are the record's bytes up to their
+// first NUL (as a MODULE's path), NUL-terminated; UTF-8 as the writer gave them, not checked.
+typedef struct nd_pycode {
+  uint32_t id;
+  uint32_t firstlineno;
+  char *qualname, *filename;
+} nd_pycode_t;
+
 // An open-addressing table from a 64-bit key to an index; internal to the reader.
 typedef struct nd_map {
   uint64_t *keys;
@@ -156,6 +166,13 @@ typedef struct nd_trace {
   uint64_t *frames;
   size_t nframes, frames_cap;
   nd_map_t stack_ids; // stack id -> index
+  size_t py_stacks;   // stacks with at least one Python frame (version 7)
+
+  nd_pycode_t *pycodes; // PYCODE records (version 7), in trace order
+  size_t npycodes, pycodes_cap;
+  nd_map_t pycode_ids;  // code id -> index
+  bool have_python;
+  nd_rec_python_t python; // the latest PYTHON record
 
   nd_site_t *sites;
   size_t nsites, sites_cap;
@@ -215,6 +232,16 @@ long nd_trace_site_of(const nd_trace_t *t, uint32_t stack_id, uint16_t kind);
 // The module of an instruction pointer: the most recently written one whose [lo, hi) holds it,
 // or NULL. Valid after a successful nd_trace_read.
 const nd_module_t *nd_trace_module_of(const nd_trace_t *t, uint64_t ip);
+
+// Whether a frame of the trace is a Python frame: bit 63 means one only from version 7 (in older
+// traces it is part of an address).
+static inline bool nd_trace_is_pyframe(const nd_trace_t *t, uint64_t ip) {
+  return t->hdr.version >= 7 && nd_is_pyframe(ip);
+}
+
+// The code object of a Python frame (nd_trace_is_pyframe), or NULL. The reader has checked that
+// every Python frame of every stack names one, so NULL means `ip` is not such a frame.
+const nd_pycode_t *nd_trace_pycode(const nd_trace_t *t, uint64_t ip);
 
 // A stack's frames, innermost first; NULL for a stack of depth 0 (a trace whose stacks all have
 // no frame has no frame array, and NULL + 0 is undefined).

@@ -8,7 +8,8 @@
 // too. The edge modes write traces that t_ws_edge.sh and t_limits_edge.sh check at test time (not
 // stored): `many-escapes` has more escape records than the reader keeps, `many-limits` more
 // breaches, snapshots and snapshot sites, `limits-cut` ends inside a snapshot's sites; the
-// `bad-*` ones are malformed.
+// `bad-*` ones are malformed. `python` (version 7: Python frames, PYCODE and PYTHON records) is
+// stored; t_py_edge.sh checks `py-max`, `py-v6-bit63` and the `bad-py-*` modes at test time.
 // usage: gen_trace MODE OUT (the modes are listed in main)
 #include "trace_write.h"
 
@@ -778,6 +779,170 @@ static void devices_trace(void) {
   end(T0 + 2150 * MS, 2);
 }
 
+// ---------------------------------------------------------------- python (version 7)
+
+// A PYCODE record with lengths as given (the bad-py-* modes lie about them) and `tail` bytes of
+// strings after it.
+static void pycode_raw(uint32_t id, uint32_t first, uint32_t qlen, uint32_t flen, const char *tail,
+                       uint32_t tail_size) {
+  nd_rec_pycode_t c = {id, first, qlen, flen};
+  nd_tw_record(&w, ND_REC_PYCODE, &c, sizeof c, tail, tail_size);
+}
+
+static void pycode(uint32_t id, uint32_t first, const char *qualname, const char *filename) {
+  static char buf[2 * ND_PYCODE_MAX_STR];
+  size_t q = strlen(qualname), f = strlen(filename);
+  if (q > ND_PYCODE_MAX_STR || f > ND_PYCODE_MAX_STR) abort();
+  memcpy(buf, qualname, q);
+  memcpy(buf + q, filename, f);
+  pycode_raw(id, first, (uint32_t)q, (uint32_t)f, buf, (uint32_t)(q + f));
+}
+
+static void python_rec(uint32_t hex, uint32_t state, uint64_t stacks, uint64_t with_python,
+                       uint64_t frames, uint64_t dropped, uint64_t codes) {
+  nd_rec_python_t p = {hex, state, stacks, with_python, frames, dropped, codes};
+  nd_tw_record(&w, ND_REC_PYTHON, &p, sizeof p, NULL, 0);
+}
+
+#define PYEXE 0x555555554000ull // python3.11
+#define NUMPY 0x7f4000000000ull // numpy's extension module
+#define KIB 1024ull
+#define FIT 4000000000u // a large, sparse code id
+#define FIT_PY                                                                                     \
+  "/nonexistent/venv/lib/python3.11/site-packages/example_framework/training/loops/epoch/"        \
+  "fit_loop_with_gradient_accumulation_and_checkpointing.py"
+
+// A training script under CPython 3.11, the truth for python.txt / python.json:
+//   code ids 0 ("<module>", train.py), 1 (Trainer.step), 2 (load_table, data.py), 5
+//   (Modèle.prédire: a non-ASCII name), 6 (Trainer.step again: its code object re-created, so a
+//   new id for the same function), FIT (FitLoop.run, a long path; a large id); 3 is written and
+//   never used. PYCODE records come in both batches, each before the stacks naming it.
+//   stack 1: numpy's allocator, Trainer.step:42 where CPython's evaluator stood, FitLoop.run:88,
+//            <module>:7, then Py_RunMain and libc: 200 x 32 KiB, all freed
+//   stack 2: the same at line 43: 50 x 32 KiB, all freed
+//   stack 5: stack 1 through code id 6: 20 x 32 KiB, one left live at exit
+//     -> Python line train.py:42 Trainer.step: 2 sites, 220 allocations, 7040 KiB, live 32 KiB
+//   stack 3: load_table:15 innermost (the interpreter's own frames left out): 4 x 1 MiB, 3 live
+//            at exit (a leak at a Python line)
+//   stack 4: Modèle.prédire, line unknown (0), under Trainer.step:50: sampled, ~500 allocations
+//            of ~1000 KiB, all freed
+//   stack 6: native frames only (the interpreter's start-up): 64 KiB live at exit
+// PYTHON: 3.11.2, frames read in 960 of 1000 tracked stacks, 3 frames left out (an earlier
+// PYTHON record, replaced, said 500).
+static void python_trace(void) {
+  header("/nonexistent/bin/python3.11", 9191, 7);
+  module(0, "/nonexistent/bin/python3.11", PYEXE, PYEXE, PYEXE + 0x400000);
+  module(1, "/nonexistent/venv/numpy/_multiarray_umath.so", NUMPY, NUMPY, NUMPY + 0x400000);
+  module(2, "/nonexistent/lib/libc.so.6", LIBC, LIBC, LIBC + 0x200000);
+  pycode(0, 1, "<module>", "/nonexistent/app/train.py");
+  pycode(1, 40, "Trainer.step", "/nonexistent/app/train.py");
+  pycode(FIT, 80, "FitLoop.run", FIT_PY);
+  pycode(3, 1, "unused", "/nonexistent/app/unused.py");
+  const uint64_t s1[] = {NUMPY + 0x1100, NUMPY + 0x2200, nd_pyframe(1, 42), nd_pyframe(FIT, 88),
+                         nd_pyframe(0, 7), PYEXE + 0x5000, LIBC + 0x29d90};
+  const uint64_t s2[] = {NUMPY + 0x1100, NUMPY + 0x2200, nd_pyframe(1, 43), nd_pyframe(FIT, 88),
+                         nd_pyframe(0, 7), PYEXE + 0x5000, LIBC + 0x29d90};
+  const uint64_t s6[] = {LIBC + 0x9000, PYEXE + 0x1234, LIBC + 0x29d90};
+  stack(1, 7, s1);
+  stack(2, 7, s2);
+  stack(6, 3, s6);
+  site(1, 0, 0, 150, 150, 150 * 32 * KIB, 150 * 32 * KIB, 1024 * KIB);
+  site(2, 0, 0, 50, 50, 50 * 32 * KIB, 50 * 32 * KIB, 512 * KIB);
+  site(6, 0, 0, 1, 0, 64 * KIB, 0, 64 * KIB);
+  python_rec(0x030b02f0, ND_PY_ON, 500, 480, 2000, 0, 4);
+  counters(T0 + 900 * MS, 1, (kt_t){2000000, 3000000, 200, 5000, 4800}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 5000, [FREE] = 4800},
+           0);
+  flush(1, T0 + 1000 * MS);
+
+  pycode(2, 10, "load_table", "/nonexistent/app/data.py");
+  pycode(5, 10, "Mod\xc3\xa8le.pr\xc3\xa9" "dire", "/nonexistent/app/modele.py");
+  pycode(6, 40, "Trainer.step", "/nonexistent/app/train.py");
+  const uint64_t s3[] = {nd_pyframe(2, 15), nd_pyframe(0, 9), PYEXE + 0x5000, LIBC + 0x29d90};
+  const uint64_t s4[] = {NUMPY + 0x1100, nd_pyframe(5, 0), nd_pyframe(1, 50), nd_pyframe(0, 7),
+                         PYEXE + 0x5000, LIBC + 0x29d90};
+  const uint64_t s5[] = {NUMPY + 0x1100, NUMPY + 0x2200, nd_pyframe(6, 42), nd_pyframe(FIT, 88),
+                         nd_pyframe(0, 7), PYEXE + 0x5000, LIBC + 0x29d90};
+  stack(3, 4, s3);
+  stack(4, 6, s4);
+  stack(5, 7, s5);
+  site(1, 0, 0, 200, 200, 200 * 32 * KIB, 200 * 32 * KIB, 1024 * KIB);
+  site(3, 0, 0, 4, 1, 4 * 1024 * KIB, 1024 * KIB, 4 * 1024 * KIB);
+  site(4, 0, ND_SITE_SAMPLED, 500, 500, 1000 * KIB, 1000 * KIB, 200 * KIB);
+  site(5, 0, 0, 20, 19, 20 * 32 * KIB, 19 * 32 * KIB, 64 * KIB);
+  python_rec(0x030b02f0, ND_PY_ON, 1000, 960, 4200, 3, 7);
+  counters(T0 + 1900 * MS, 1, (kt_t){3244032, 5000000, 5, 9000, 8995}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 9000, [FREE] = 8995},
+           0);
+  flush(2, T0 + 2000 * MS);
+  for (uint64_t i = 0; i < 3; i++)
+    block(3, 0, 0, 0x7f5000000000ull + i * 0x200000, 1024 * KIB, 1024 * KIB, T0 + (1200 + i) * MS);
+  block(5, 0, 0, 0x555555600000ull, 32 * KIB, 32 * KIB, T0 + 1500 * MS);
+  block(6, 0, 0, 0x555555700000ull, 64 * KIB, 64 * KIB, T0 + 5 * MS);
+  nd_rec_exit_t x = {T0 + 2100 * MS, ND_EXIT_NORMAL, 0, 9191, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 2150 * MS, 5);
+}
+
+// The largest a PYCODE record may be (both strings of ND_PYCODE_MAX_STR bytes) and the largest
+// line a frame holds, in a stack with a site; accepted.
+static void py_max(void) {
+  static char q[ND_PYCODE_MAX_STR + 1], f[ND_PYCODE_MAX_STR + 1];
+  memset(q, 'q', ND_PYCODE_MAX_STR);
+  memset(f, 'f', ND_PYCODE_MAX_STR);
+  f[0] = '/';
+  header("/nonexistent/bin/py_max", 55, 7);
+  pycode(UINT32_MAX, 1, q, f);
+  const uint64_t s1[] = {nd_pyframe(UINT32_MAX, ND_PYFRAME_LINE_MAX)};
+  stack(1, 1, s1);
+  site(1, 0, 0, 1, 1, 64, 64, 64);
+  python_rec(0x030c00a1, ND_PY_ON, 1, 1, 1, 0, 1); // 3.12.0a1
+  end(T0 + 20 * MS, 0);
+}
+
+// A version 6 trace whose frame has bit 63 set: an address then, never a Python frame.
+static void py_v6_bit63(void) {
+  header("/nonexistent/bin/v6", 56, 6);
+  const uint64_t s1[] = {ND_PYFRAME_BIT | 0x1234};
+  stack(1, 1, s1);
+  site(1, 0, 0, 1, 0, 64, 0, 64);
+  end(T0 + 20 * MS, 0);
+}
+
+// Malformed Python records. A FLUSH comes first, so the first bad record is at offset 424.
+static void bad_python(const char *which) {
+  header("/nonexistent/bin/bad", 66, strcmp(which, "bad-py-v6") ? 7 : 6);
+  flush(1, T0 + 10 * MS);
+  const uint64_t s1[] = {EXE + 0x1000, nd_pyframe(9, 3)};
+  if (!strcmp(which, "bad-py-v6")) {
+    pycode(0, 1, "f", "/a.py");
+  } else if (!strcmp(which, "bad-py-code")) { // code 0 written, 9 named
+    pycode(0, 1, "f", "/a.py");
+    stack(1, 2, s1);
+  } else if (!strcmp(which, "bad-py-late")) { // code 9 written only after the stack naming it
+    stack(1, 2, s1);
+    pycode(9, 1, "f", "/a.py");
+  } else if (!strcmp(which, "bad-py-dup")) { // a second record of id 9, the same
+    pycode(9, 1, "f", "/a.py");
+    pycode(9, 1, "f", "/a.py");
+  } else if (!strcmp(which, "bad-py-qualname")) {
+    pycode_raw(1, 1, ND_PYCODE_MAX_STR + 1, 0, NULL, 0);
+  } else if (!strcmp(which, "bad-py-filename")) {
+    pycode_raw(1, 1, 0, 0xffffffff, NULL, 0);
+  } else if (!strcmp(which, "bad-py-lengths")) { // 5 + 5 bytes announced, 9 there
+    pycode_raw(1, 1, 5, 5, "f.g/a.py", 9);
+  } else if (!strcmp(which, "bad-py-short")) { // shorter than the struct
+    nd_tw_record(&w, ND_REC_PYCODE, "\0\0\0\0\0\0\0\0\0\0\0\0", 12, NULL, 0);
+  } else if (!strcmp(which, "bad-py-state")) {
+    python_rec(0x030b02f0, ND_PY_OFF + 1, 0, 0, 0, 0, 0);
+  } else { // bad-py-python-size
+    nd_rec_python_t p;
+    memset(&p, 0, sizeof p);
+    nd_tw_record(&w, ND_REC_PYTHON, &p, sizeof p - 1, NULL, 0);
+  }
+  end(T0 + 20 * MS, 0);
+}
+
 int main(int argc, char **argv) {
   static const char *const modes[] = {
       "basic",           "killed",           "ws",              "self",
@@ -786,7 +951,10 @@ int main(int argc, char **argv) {
       "many-limits",     "limits-cut",       "bad-v2-limits",   "bad-limits-action",
       "bad-breach-limit", "bad-breach-fn",   "bad-breach-size", "bad-snap-reason",
       "bad-snap-site-alone", "bad-snap-too-few", "bad-snap-too-many", "bad-snap-stack",
-      "lifetimes",       "devices"};
+      "lifetimes",       "devices",          "python",          "py-max",
+      "py-v6-bit63",     "bad-py-v6",        "bad-py-code",     "bad-py-late",
+      "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
+      "bad-py-short",    "bad-py-state",     "bad-py-python-size"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -807,6 +975,10 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "many-escapes")) many_escapes();
   else if (!strcmp(argv[1], "lifetimes")) lifetimes_trace();
   else if (!strcmp(argv[1], "devices")) devices_trace();
+  else if (!strcmp(argv[1], "python")) python_trace();
+  else if (!strcmp(argv[1], "py-max")) py_max();
+  else if (!strcmp(argv[1], "py-v6-bit63")) py_v6_bit63();
+  else if (!strncmp(argv[1], "bad-py-", 7)) bad_python(argv[1]);
   else if (!strcmp(argv[1], "limits")) limits_trace();
   else if (!strcmp(argv[1], "limits-aborted")) limits_aborted();
   else if (!strcmp(argv[1], "many-limits")) many_limits();

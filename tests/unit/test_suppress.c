@@ -4,13 +4,15 @@
 // and without a symbol version), file or module, any frame of a stack, the first rule winning;
 // files with comments, blank lines and CRLF endings; bad lines named by file and line number;
 // and each built-in rule on the stacks it was written from, and not on stacks like them that
-// are the program's own leaks.
+// are the program's own leaks. Python frames: a file's rule matches their function (qualified
+// name) and file; no built-in matches a Python function that shares a C function's name.
 #include "../check.h"
 #include "suppress.h"
 
 #include <unistd.h>
 
-#define V(fn, file, module) {(fn), NULL, (file), (module)}
+#define V(fn, file, module) {(fn), NULL, (file), (module), false}
+#define PYF(fn, file) {(fn), NULL, (file), NULL, true} // a Python frame (trace version 7)
 #define N(a) (sizeof(a) / sizeof *(a))
 
 static char dir[] = "/tmp/test_suppress.XXXXXX";
@@ -83,11 +85,11 @@ static void fields(void) {
   CHECK_EQ(nd_supp_count(s), 5);
   // by demangled name, at any depth
   nd_frame_view_t a[] = {V("helper", "src/h.c", "/bin/app"),
-                         {"ns::Foo::bar(int)", "_ZN2ns3Foo3barEi", "src/foo.cc", "/bin/app"},
+                         {"ns::Foo::bar(int)", "_ZN2ns3Foo3barEi", "src/foo.cc", "/bin/app", false},
                          V("main", "src/main.c", "/bin/app")};
   CHECK_STR(match(s, a, N(a)), "f:1");
   // by mangled name
-  nd_frame_view_t b[] = {{"other::make()", "_ZN5other4makeEv", "src/o.cc", "/bin/app"}};
+  nd_frame_view_t b[] = {{"other::make()", "_ZN5other4makeEv", "src/o.cc", "/bin/app", false}};
   CHECK_STR(match(s, b, N(b)), "f:2");
   // without the symbol version
   nd_frame_view_t c[] = {V("legacy_init@@LIB_1.0", NULL, "/usr/lib/liblegacy.so.1")};
@@ -197,7 +199,7 @@ static void builtins(void) {
   CHECK_STR(match(s, pool_static, N(pool_static)), "libstdc++-eh-pool");
   nd_frame_view_t pool_dwarf[] = {
       {"(anonymous namespace)::pool::pool()", "_ZN12_GLOBAL__N_14poolC2Ev",
-       "../../../../src/libstdc++-v3/libsupc++/eh_alloc.cc", STDCXX},
+       "../../../../src/libstdc++-v3/libsupc++/eh_alloc.cc", STDCXX, false},
       V("_GLOBAL__sub_I_eh_alloc.cc", "../../../../src/libstdc++-v3/libsupc++/eh_alloc.cc",
         STDCXX),
       V("call_init", "./elf/dl-init.c", LD)};
@@ -310,6 +312,41 @@ static void builtins(void) {
   nd_supp_free(s);
 }
 
+static void python(void) {
+  nd_supp_t *s = nd_supp_new();
+  char err[512] = "";
+  CHECK_EQ(nd_supp_builtin(s), 0);
+  CHECK_EQ(nd_supp_add_line(s, "leak:^Cache.warm$", "f:1", err, sizeof err), 0);
+  CHECK_EQ(nd_supp_add_line(s, "leak:site-packages/vendored/*.py", "f:2", err, sizeof err), 0);
+  // by qualified name, in the middle of native frames
+  nd_frame_view_t a[] = {V("PyMem_Malloc", NULL, "/usr/bin/python3.11"),
+                         PYF("Cache.warm", "/app/cache.py"), PYF("<module>", "/app/main.py"),
+                         V("Py_RunMain", NULL, "/usr/bin/python3.11")};
+  CHECK_STR(match(s, a, N(a)), "f:1");
+  // by file
+  nd_frame_view_t b[] = {PYF("load", "/venv/lib/site-packages/vendored/io.py"),
+                         PYF("<module>", "/app/main.py")};
+  CHECK_STR(match(s, b, N(b)), "f:2");
+  // Python functions named as glibc's and CPython's are the program's: no built-in takes them
+  nd_frame_view_t c[] = {PYF("setlocale", "/app/l10n.py"), PYF("tzset", "/app/tz.py"),
+                         PYF("getpwnam", "/app/users.py"), PYF("Py_FinalizeEx", "/app/x.py")};
+  CHECK_STR(match(s, c, N(c)), "-");
+  CHECK_STR(match(s, c + 2, 1), "-"); // an innermost-only built-in, at the innermost frame
+  // the native frame of the same name still is
+  nd_frame_view_t d[] = {PYF("shutdown", "/app/main.py"),
+                         V("Py_FinalizeEx", NULL, "/usr/bin/python3")};
+  CHECK_STR(match(s, d, N(d)), "python-finalize");
+  // the views of a symbolized Python frame
+  nd_frame_t f = {.ip = nd_pyframe(3, 12), .python = true,
+                  .at = {"Cache.warm", NULL, "/app/cache.py", 12}};
+  nd_frame_view_t v[2];
+  CHECK_EQ(nd_supp_views(&f, v, 2), 1);
+  CHECK(v[0].python && v[0].module == NULL && v[0].mangled == NULL);
+  CHECK_STR(v[0].function, "Cache.warm");
+  CHECK_STR(v[0].file, "/app/cache.py");
+  nd_supp_free(s);
+}
+
 static void views(void) {
   nd_loc_t into[2] = {{"outer_inline()", "_Z12outer_inlinev", "b.h", 7}, {"real", NULL, "c.c", 9}};
   nd_frame_t f = {.ip = 0x1234, .module = "/bin/a", .offset = 0x234,
@@ -340,6 +377,7 @@ int main(void) {
   fields();
   files();
   builtins();
+  python();
   views();
   char cmd[64];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
