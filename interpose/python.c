@@ -247,12 +247,14 @@ void nd_py_detect(void) {
     size_t k = 0;
     while (v && v[k] && v[k] != ' ' && k < sizeof s - 1) s[k] = v[k], k++;
     s[k] = 0;
-    unsigned maj = 0, min = 0;
+    unsigned part[3] = {0, 0, 0};
     const char *p = s;
-    while (*p >= '0' && *p <= '9') maj = maj * 10 + (unsigned)(*p++ - '0');
-    if (*p == '.') p++;
-    while (*p >= '0' && *p <= '9') min = min * 10 + (unsigned)(*p++ - '0');
-    P.version_hex = maj << 24 | min << 16;
+    for (int i = 0; i < 3; i++) {
+      while (*p >= '0' && *p <= '9') part[i] = part[i] * 10 + (unsigned)(*p++ - '0');
+      if (*p != '.') break;
+      p++;
+    }
+    P.version_hex = part[0] << 24 | (part[1] & 0xff) << 16 | (part[2] & 0xff) << 8 | 0xf0;
     say_unsupported(s);
     state = ND_PY_UNSUPPORTED;
   } else if (ver) {

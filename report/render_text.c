@@ -413,8 +413,9 @@ static void text_python_line(FILE *o, const nd_trace_t *t) {
   fprintf(o, "  %-10s  ", "python");
   switch (p->state) {
   case ND_PY_ON:
-    fprintf(o, "%s: frames read in %llu of %llu tracked %s", v, (unsigned long long)p->with_python,
-            (unsigned long long)p->stacks, plural(p->stacks, "stack", "stacks"));
+    fprintf(o, "%s: Python frames in the stacks of %llu of %llu tracked %s", v,
+            (unsigned long long)p->with_python, (unsigned long long)p->stacks,
+            plural(p->stacks, "allocation", "allocations"));
     if (p->dropped)
       fprintf(o, "; %llu %s left out (the depth limit, or unreadable)",
               (unsigned long long)p->dropped, plural(p->dropped, "frame", "frames"));

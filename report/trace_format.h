@@ -351,8 +351,9 @@ _Static_assert(sizeof(nd_rec_cuda_t) == 8 + 8 * ND_CUDA_FNS + 64, "cuda record l
 #define ND_PYFRAME_BIT (1ull << 63)
 #define ND_PYFRAME_LINE_BITS 24
 #define ND_PYFRAME_LINE_MAX ((1u << ND_PYFRAME_LINE_BITS) - 1) // larger lines are written as 0
-static inline uint64_t nd_pyframe(uint64_t code, uint32_t line) {
-  return ND_PYFRAME_BIT | code << ND_PYFRAME_LINE_BITS | (line <= ND_PYFRAME_LINE_MAX ? line : 0);
+static inline uint64_t nd_pyframe(uint32_t code, uint32_t line) {
+  return ND_PYFRAME_BIT | (uint64_t)code << ND_PYFRAME_LINE_BITS |
+         (line <= ND_PYFRAME_LINE_MAX ? line : 0);
 }
 static inline int nd_is_pyframe(uint64_t ip) { return (ip & ND_PYFRAME_BIT) != 0; }
 static inline uint64_t nd_pyframe_code(uint64_t ip) { return (ip & ~ND_PYFRAME_BIT) >> ND_PYFRAME_LINE_BITS; }

@@ -35,7 +35,7 @@ for only in "" --python-only; do
   [ ! -s err ] || no "py-max $only: stderr: $(cat err)"
   grep -qxF "      #0  $q ($f:16777215)" out || no "py-max $only: the frame"
   grep -qxF "      $q ($f:16777215)" out || no "py-max $only: the Python line"
-  grep -qxF '  python      3.12.0a1: frames read in 1 of 1 tracked stack' out ||
+  grep -qxF '  python      3.12.0a1: Python frames in the stacks of 1 of 1 tracked allocation' out ||
     no "py-max $only: the python line"
 done
 "$report" --format json max.trace >out 2>err || no "py-max: JSON exit status $?"
