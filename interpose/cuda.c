@@ -110,6 +110,25 @@ static void resolve_dlsym(void) {
   __atomic_store_n(&nd_dlsym_next, (void *(*)(void *, const char *))f, __ATOMIC_RELEASE);
 }
 
+// ndmem's own lookups (not the program's): out of the program's books, and a failed one leaves
+// no message for the program's dlerror. glibc allocates the message at the failure and frees it
+// at the second dlerror that reads it: both happen here, in BUSY mode, so the program's heap
+// counters see neither (a message read later by the program would be freed as its memory).
+void *nd_dlsym_own(void *handle, const char *name) {
+  if (!__atomic_load_n(&nd_dlsym_next, __ATOMIC_ACQUIRE)) resolve_dlsym();
+  if (!nd_dlsym_next) return NULL;
+  nd_tls_t *t = &nd_tls;
+  unsigned char mode = t->mode;
+  if (mode == ND_T_COUNT) t->mode = ND_T_BUSY;
+  void *r = nd_dlsym_next(handle, name);
+  if (!r) {
+    dlerror();
+    dlerror();
+  }
+  if (mode == ND_T_COUNT) t->mode = mode;
+  return r;
+}
+
 // ---------------------------------------------------------------- the hooked functions
 
 enum cu_fn {
@@ -180,13 +199,9 @@ static void *real_of(int f, int inst) {
   // whose own references to its functions are interposable hands out ndmem's exported hook.
   if (!LD(nd_dlsym_next)) resolve_dlsym();
   if (!nd_dlsym_next) return NULL;
-  nd_tls_t *t = &nd_tls;
-  unsigned char mode = t->mode;
-  if (mode == ND_T_COUNT) t->mode = ND_T_BUSY; // a failed dlsym allocates its message
-  r = nd_dlsym_next(RTLD_NEXT, names[f].sym);
+  r = nd_dlsym_own(RTLD_NEXT, names[f].sym);
   void *m = __atomic_load_n(&drv_module, __ATOMIC_ACQUIRE);
-  if (!r && m) r = nd_dlsym_next(m, names[f].sym);
-  if (mode == ND_T_COUNT) t->mode = mode;
+  if (!r && m) r = nd_dlsym_own(m, names[f].sym);
   if (r && is_hook(r)) r = NULL; // never ndmem's own
   if (r) __atomic_store_n(&real_fn[f][inst], r, __ATOMIC_RELEASE);
   return r;
@@ -249,14 +264,12 @@ int nd_dlsym_filter(void *handle, const char *name, void **out) {
   int f = fn_by_symbol(name);
   // RTLD_NEXT is relative to the caller: forwarded untouched (libc's dlsym sees its address).
   if (f < 0 || handle == RTLD_NEXT) return 0;
-  nd_tls_t *t = &nd_tls;
-  unsigned char mode = t->mode;
-  if (mode == ND_T_COUNT) t->mode = ND_T_BUSY; // dlsym's own allocations are not the program's
-  // RTLD_DEFAULT would find ndmem's own export first: the definition after it is the real one,
-  // and NULL when there is none (a process without libcuda still finds no CUDA).
+  // The program's lookup, made in its name (a failed one leaves its message, counted as the
+  // program's, as without ndmem). RTLD_DEFAULT would find ndmem's own export first: the
+  // definition after it is the real one, and NULL when there is none (a process without libcuda
+  // still finds no CUDA).
   void *real = nd_dlsym_next(handle == RTLD_DEFAULT ? RTLD_NEXT : handle, name);
   if (real && !is_hook(real)) learn_module(handle == RTLD_DEFAULT ? NULL : handle, real);
-  if (mode == ND_T_COUNT) t->mode = mode;
   *out = real ? instance_for(f, real) : NULL;
   if (real && *out != real) ADD(C.answered_dlsym, 1);
   return 1;
@@ -278,7 +291,7 @@ static struct {
 static void *drv_sym(const void *real, const char *name) {
   if (!is_hook(real)) learn_module(NULL, real);
   void *m = __atomic_load_n(&drv_module, __ATOMIC_ACQUIRE);
-  return m && nd_dlsym_next ? nd_dlsym_next(m, name) : NULL;
+  return m ? nd_dlsym_own(m, name) : NULL;
 }
 
 static void drv_resolve(const void *real) {

@@ -235,11 +235,8 @@ void nd_py_detect(void) {
     __atomic_store_n(&P.state, ND_PY_OFF, __ATOMIC_RELEASE);
     return;
   }
-  nd_tls_t *t = &nd_tls;
-  unsigned char mode = t->mode;
-  if (mode == ND_T_COUNT) t->mode = ND_T_BUSY; // a dlsym that finds nothing allocates its message
-  const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
-  const char *(*getver)(void) = ver ? NULL : (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+  const unsigned long *ver = nd_dlsym_own(RTLD_DEFAULT, "Py_Version");
+  const char *(*getver)(void) = ver ? NULL : (const char *(*)(void))nd_dlsym_own(RTLD_DEFAULT, "Py_GetVersion");
   int state = ND_PY_NONE;
   if (!ver && getver) { // 3.10 and older have no Py_Version
     const char *v = getver();
@@ -262,12 +259,12 @@ void nd_py_detect(void) {
     unsigned minor = (P.version_hex >> 16) & 0xff, major = P.version_hex >> 24;
     for (size_t i = 0; i < sizeof nd_py_layouts / sizeof nd_py_layouts[0]; i++)
       if (major == 3 && nd_py_layouts[i].minor == minor) P.L = &nd_py_layouts[i];
-    P.initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-    P.this_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-    P.addr2line = (int (*)(void *, int))dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
-    P.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
-    P.str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
-    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    P.initialized = (int (*)(void))nd_dlsym_own(RTLD_DEFAULT, "Py_IsInitialized");
+    P.this_tstate = (void *(*)(void))nd_dlsym_own(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    P.addr2line = (int (*)(void *, int))nd_dlsym_own(RTLD_DEFAULT, "PyCode_Addr2Line");
+    P.code_type = nd_dlsym_own(RTLD_DEFAULT, "PyCode_Type");
+    P.str_type = nd_dlsym_own(RTLD_DEFAULT, "PyUnicode_Type");
+    void *eval = nd_dlsym_own(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
     int ok = P.L && P.initialized && P.this_tstate && P.addr2line && P.code_type && P.str_type &&
              eval && extent(eval, &P.eval_lo, &P.eval_hi) == 0;
     if (ok) {
@@ -293,7 +290,6 @@ void nd_py_detect(void) {
       state = ND_PY_UNSUPPORTED;
     }
   }
-  if (mode == ND_T_COUNT) t->mode = mode;
   if (state == ND_PY_ON) __atomic_store_n(&nd_py_on, 1, __ATOMIC_RELEASE);
   __atomic_store_n(&P.state, state, __ATOMIC_RELEASE);
 }

@@ -1025,8 +1025,8 @@ static void text_py_lines(FILE *o, report_t *r) {
             plural(l->allocs, "allocation", "allocations"));
     print_bytes(o, l->live_bytes, l->est);
     fputc('\n', o);
-    nd_wrap_raw(o, r->wrap, true); // the location whole, as a frame
-    fputs("      ", o);
+    nd_wrap_raw(o, r->wrap, true); // the location whole, as the frame it is
+    fputs("      #0  ", o);
     text_pyloc(o, l->code->qualname, l->code->filename, l->line);
     fputc('\n', o);
     nd_wrap_raw(o, r->wrap, false);
