@@ -768,15 +768,24 @@ def bench_numpy_envs(py, shim, steps, reps, configs, what):
             raise SetupError("train_numpy.py (%s) under LD_PRELOAD=%s with %r printed no 'ndmem[' "
                              "line with NDMEM_SUMMARY=1: the shim is not loaded.\nstderr was:\n%s"
                              % (n, shim, e, err.strip()))
+    return interleaved(configs, reps,
+                       lambda n, e: train_once(py, shim, steps, True, extra_env=e, label=n)[:3],
+                       "%s: numpy repetition %%d/%%d done" % what)
+
+
+def interleaved(configs, reps, run_one, done):
+    """Runs every (name, env) configuration once per repetition, in an order that rotates from
+    one repetition to the next; run_one(name, env) gives (wall, loop, loss). Returns
+    {name: {"wall": [...], "loop": [...], "loss": [...]}}; `done` % (rep, reps) is logged."""
     res = {n: {"wall": [], "loop": [], "loss": []} for n, _ in configs}
     for rep in range(reps):
         k = rep % len(configs)
         for n, e in configs[k:] + configs[:k]:
-            wall, loop, loss, _ = train_once(py, shim, steps, True, extra_env=e, label=n)
+            wall, loop, loss = run_one(n, e)
             res[n]["wall"].append(wall)
             res[n]["loop"].append(loop)
             res[n]["loss"].append(loss)
-        log("%s: numpy repetition %d/%d done" % (what, rep + 1, reps))
+        log(done % (rep + 1, reps))
     return res
 
 
@@ -1527,16 +1536,10 @@ def bench_python_workload(py, shim, script, steps, reps, name):
     (after one warm-up run of each): {config: {"wall", "loop", "loss"}}."""
     for n, e in PY_CONFIGS:
         script_once(py, shim, script, 3, e, "%s (%s, warm-up)" % (name, n))
-    res = {n: {"wall": [], "loop": [], "loss": []} for n, _ in PY_CONFIGS}
-    for rep in range(reps):
-        k = rep % len(PY_CONFIGS)
-        for n, e in PY_CONFIGS[k:] + PY_CONFIGS[:k]:
-            wall, loop, loss, _ = script_once(py, shim, script, steps, e, "%s (%s)" % (name, n))
-            res[n]["wall"].append(wall)
-            res[n]["loop"].append(loop)
-            res[n]["loss"].append(loss)
-        log("python: %s repetition %d/%d done" % (name, rep + 1, reps))
-    return res
+    return interleaved(PY_CONFIGS, reps,
+                       lambda n, e: script_once(py, shim, script, steps, e,
+                                                "%s (%s)" % (name, n))[:3],
+                       "python: %s repetition %%d/%%d done" % name)
 
 
 def report_python_workload(res, name, steps, reps):

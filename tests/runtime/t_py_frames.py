@@ -142,20 +142,6 @@ def sites(doc):
     return doc["sites"]["by_total"]
 
 
-def all_frames(node):
-    """Every frame of every stack anywhere in the report (lists under a "frames" key)."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if k == "frames" and isinstance(v, list):
-                for fr in v:
-                    yield fr
-            else:
-                yield from all_frames(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from all_frames(v)
-
-
 def all_stacks(node):
     """Every stack (a "frames" list) anywhere in the report."""
     if isinstance(node, dict):
@@ -167,6 +153,12 @@ def all_stacks(node):
     elif isinstance(node, list):
         for v in node:
             yield from all_stacks(v)
+
+
+def all_frames(node):
+    """Every frame of every stack anywhere in the report."""
+    for st in all_stacks(node):
+        yield from st
 
 
 def pyframes(site):
