@@ -323,24 +323,24 @@ def report_churn(configs, ns, ops, reps):
 
 # ------------------------------------------------------------------------------------ numpy
 
-def find_numpy_python():
-    """(interpreter, numpy version, None) or (None, None, why not): what runs TRAIN."""
-    if not TRAIN.is_file():
-        return None, None, "%s not found" % TRAIN
-    env = base_env()
-    probe = ["-c", "import numpy; print(numpy.__version__)"]
+def find_python_with(module, script, explicit_only=True):
+    """(interpreter, MODULE's version, None) or (None, None, why not): the first of
+    $NDMEM_TEST_PYTHON (alone when set and explicit_only), /usr/bin/python3, this interpreter and
+    python3 on PATH that can import MODULE, to run SCRIPT."""
+    if not script.is_file():
+        return None, None, "%s not found" % script
     explicit = os.environ.get("NDMEM_TEST_PYTHON")
-    if explicit:
-        cands = [explicit]
-    else:
-        cands = []
+    cands = [explicit] if explicit else []
+    if not (explicit and explicit_only):
         for c in ["/usr/bin/python3", sys.executable, shutil.which("python3")]:
             if c and c not in cands:
                 cands.append(c)
+    probe = ["-c", "import %s; print(%s.__version__)" % (module, module)]
     tried = []
     for c in cands:
         try:
-            p = subprocess.run([c] + probe, env=env, capture_output=True, text=True, timeout=120)
+            p = subprocess.run([c] + probe, env=base_env(), capture_output=True, text=True,
+                               timeout=300)
         except (OSError, subprocess.TimeoutExpired) as e:
             tried.append("%s: %s" % (c, e))
             continue
@@ -348,8 +348,14 @@ def find_numpy_python():
             return c, p.stdout.strip(), None
         last = (p.stderr.strip().splitlines() or ["exit status %d" % p.returncode])[-1]
         tried.append("%s: %s" % (c, last))
-    src = "NDMEM_TEST_PYTHON" if explicit else "candidates"
-    return None, None, "no interpreter can import numpy (%s tried: %s)" % (src, "; ".join(tried))
+    src = "NDMEM_TEST_PYTHON" if explicit and explicit_only else "candidates"
+    return None, None, "no interpreter can import %s (%s tried: %s)" % (module, src,
+                                                                        "; ".join(tried))
+
+
+def find_numpy_python():
+    """(interpreter, numpy version, None) or (None, None, why not): what runs TRAIN."""
+    return find_python_with("numpy", TRAIN)
 
 
 def train_once(py, shim, steps, with_ndmem, summary=False, extra_env=None, label=None):
@@ -1456,28 +1462,9 @@ PY_UNKNOWN = "NDMEM_PYTHON is not a known setting"
 
 
 def find_torch_python():
-    """(interpreter, torch version, None) or (None, None, why not): what runs TORCH_SCRIPT. The
-    candidates are find_numpy_python's."""
-    if not TORCH_SCRIPT.is_file():
-        return None, None, "%s not found" % TORCH_SCRIPT
-    explicit = os.environ.get("NDMEM_TEST_PYTHON")
-    cands = [explicit] if explicit else []
-    for c in ["/usr/bin/python3", sys.executable, shutil.which("python3")]:
-        if c and c not in cands:
-            cands.append(c)
-    tried = []
-    for c in cands:
-        try:
-            p = subprocess.run([c, "-c", "import torch; print(torch.__version__)"], env=base_env(),
-                               capture_output=True, text=True, timeout=300)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            tried.append("%s: %s" % (c, e))
-            continue
-        if p.returncode == 0:
-            return c, p.stdout.strip(), None
-        tried.append("%s: %s" % (c, (p.stderr.strip().splitlines() or ["exit status %d"
-                                                                        % p.returncode])[-1]))
-    return None, None, "no interpreter can import torch (tried: %s)" % "; ".join(tried)
+    """(interpreter, torch version, None) or (None, None, why not): what runs TORCH_SCRIPT; the
+    candidates are find_numpy_python's, $NDMEM_TEST_PYTHON first."""
+    return find_python_with("torch", TORCH_SCRIPT, explicit_only=False)
 
 
 def script_once(py, shim, script, steps, extra_env, what, summary=False, env=None):
