@@ -294,7 +294,8 @@ static void warn_bad(const nd_option_t *o, const char *value, int out_of_range,
     break;
   case ND_OPT_FRACTION: nd_buf_str(&b, "a fraction (e.g. 0.3)"); break;
   case ND_OPT_STRING: {
-    int pattern = o->offset == offsetof(nd_config_t, output);
+    int pattern = o->offset == offsetof(nd_config_t, output) ||
+                  o->offset == offsetof(nd_config_t, metrics);
     nd_buf_str(&b, pattern ? "a path pattern (at most " : "a path (at most ");
     nd_buf_u64(&b, ND_CONFIG_PATH_MAX - 1);
     nd_buf_str(&b, pattern ? " bytes; %p %h %r %%)" : " bytes)");
