@@ -2,11 +2,13 @@
 // t_metrics: a program t_metrics.py runs under the shim with NDMEM_METRICS set. It moves through
 // phases the driver paces over stdin, saying each on stdout, so the driver reads the metrics file
 // while it runs: "0" (baseline), "1 N BYTES" (N heap blocks live, BYTES their usable sizes),
-// "2" (all freed). Only read(2)/write(2) for I/O: stdio's buffers would be heap blocks of their
+// "2" (all freed). With the argument "fork" it forks a child that allocates, waits for it, and
+// ends. Only read(2)/write(2) for I/O: stdio's buffers would be heap blocks of their
 // own between the driver's readings.
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define N 10
@@ -33,7 +35,23 @@ static void say_u(unsigned long v) {
   say(buf + i);
 }
 
-int main(void) {
+static int forking(void) {
+  void *a = malloc(20000);
+  usleep(200000); // flushes in the parent
+  pid_t c = fork();
+  if (c == 0) {
+    void *b = malloc(30000); // the child's first allocation: its own accounting begins
+    usleep(200000);
+    free(b);
+    _exit(0);
+  }
+  if (c < 0 || waitpid(c, NULL, 0) != c) return 2;
+  free(a);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "fork")) return forking();
   void *warm = malloc(16384); // a tracked block starts the trace's writer thread
   free(warm);
   say("0\n");

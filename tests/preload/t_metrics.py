@@ -222,6 +222,22 @@ def main():
     if sorted(os.listdir(out)) != left or os.listdir(cwd):
         fail("bad pattern left files: %r %r" % (os.listdir(out), os.listdir(cwd)))
 
+    # fork: with %p the child writes its own file; without it only the parent writes one.
+    for pat, files in (("f.%p.prom", 2), ("g.prom", 1)):
+        r = subprocess.run([EXE, "fork"], capture_output=True, cwd=cwd,
+                           env=env_for(os.path.join(out, pat)), text=True, timeout=30)
+        got = sorted(f for f in os.listdir(out) if f[0] == pat[0])
+        if r.returncode != 0 or r.stderr or len(got) != files:
+            fail("fork %s: exit %d, stderr %r, files %r" % (pat, r.returncode, r.stderr, got))
+        pids = set()
+        for f in got:
+            pids.add(dict(next(ls for (n, ls) in read(os.path.join(out, f))[0]
+                               if n == "ndmem_info"))["pid"])
+        if len(pids) != files:
+            fail("fork %s: pids %r" % (pat, pids))
+    if any(".tmp." in f for f in os.listdir(out)):
+        fail("temporary files left: %r" % os.listdir(out))
+
     # The parser itself refuses what the format forbids.
     for broken in ['x 1', '# TYPE x_total counter\n# HELP x_total h\nx_total{a="1",a="2"} 1\n',
                    '# HELP x h\n# TYPE x counter\nx 1\n', '# HELP x h\n# TYPE x gauge\nx{0a="1"} 1\n',
