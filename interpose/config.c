@@ -34,6 +34,9 @@ const nd_option_t nd_options[] = {
         "write a trace (stacks, sites, leaks) for ndmemreport; 0: counters and summary only"),
     SOPT("NDMEM_OUTPUT", output, "ndmem.%p.trace",
          "trace path; %p pid, %h host name, %r rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK), %% a %"),
+    SOPT("NDMEM_METRICS", metrics, "",
+         "Prometheus text file written at each trace flush (node_exporter's textfile collector); "
+         "same patterns as NDMEM_OUTPUT; empty: none"),
     OPT("NDMEM_DEPTH", ND_OPT_INT, depth, 32, 1, 128, "frames captured per allocation stack"),
     OPT("NDMEM_TRACK_MIN", ND_OPT_SIZE, track_min, 8192, 0, INT64_MAX,
         "blocks of at least this size are tracked exactly (stack, size, time); 0 tracks all"),
@@ -291,7 +294,8 @@ static void warn_bad(const nd_option_t *o, const char *value, int out_of_range,
     break;
   case ND_OPT_FRACTION: nd_buf_str(&b, "a fraction (e.g. 0.3)"); break;
   case ND_OPT_STRING: {
-    int pattern = o->offset == offsetof(nd_config_t, output);
+    int pattern = o->offset == offsetof(nd_config_t, output) ||
+                  o->offset == offsetof(nd_config_t, metrics);
     nd_buf_str(&b, pattern ? "a path pattern (at most " : "a path (at most ");
     nd_buf_u64(&b, ND_CONFIG_PATH_MAX - 1);
     nd_buf_str(&b, pattern ? " bytes; %p %h %r %%)" : " bytes)");
@@ -454,8 +458,11 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
     }
     if (opt->type == ND_OPT_STRING) {
       char probe[ND_CONFIG_PATH_MAX + 256];
-      int pattern = opt->offset == offsetof(nd_config_t, output); // the others are plain paths
-      if (!*value || set_string((char *)cfg + opt->offset, value) != 0 ||
+      // Path patterns are expanded here once so a bad one is said at start-up; the others are plain
+      // paths. An empty NDMEM_METRICS is its default (off), not a bad value.
+      int metrics = opt->offset == offsetof(nd_config_t, metrics);
+      int pattern = metrics || opt->offset == offsetof(nd_config_t, output);
+      if ((!*value && !metrics) || set_string((char *)cfg + opt->offset, value) != 0 ||
           (pattern && nd_config_expand_path(probe, sizeof probe, value, envp0) != 0)) {
         set_string((char *)cfg + opt->offset, opt->sdef);
         warn_bad(opt, value, 0, warn, ctx);

@@ -47,6 +47,7 @@ typedef struct nd_config {
   int64_t max_device[ND_CONFIG_DEVICES + 1];
   uint32_t max_device_frac, max_device_given;
   char output[ND_CONFIG_PATH_MAX];    // NDMEM_OUTPUT: trace path pattern (%p %h %r %%)
+  char metrics[ND_CONFIG_PATH_MAX];   // NDMEM_METRICS: Prometheus text file pattern ("": none)
   char ws_mmap_dir[ND_CONFIG_PATH_MAX]; // NDMEM_WS_MMAP_DIR: where location=mmap puts arena files
   char test_cgroup_dir[ND_CONFIG_PATH_MAX]; // NDMEM_TEST_CGROUP_DIR: test-only cgroup directory
   char test_statm[ND_CONFIG_PATH_MAX];      // NDMEM_TEST_STATM: test-only statm file

@@ -569,6 +569,11 @@ int nd_limits_set(const char *name, const char *value) {
   return 0;
 }
 
+void nd_limits_breaches(uint64_t *max_bytes, uint64_t *max_physical) {
+  *max_bytes = LD(L.breaches[ND_LIMIT_BYTES]);
+  *max_physical = LD(L.breaches[ND_LIMIT_PHYSICAL]);
+}
+
 void nd_limits_get(ndmem_limits_t *out) {
   nd_tls_t *t = &nd_tls;
   out->version = NDMEM_LIMITS_VERSION;

@@ -112,6 +112,9 @@ int nd_limit_room(uint64_t bytes);
 // In-process view (ndmem_limits) and run-time changes (ndmem_limit_set).
 struct ndmem_limits;
 void nd_limits_get(struct ndmem_limits *out);
+// Breaches of NDMEM_MAX_BYTES and NDMEM_MAX_PHYSICAL_BYTES so far, without nd_limits_get's walk
+// over the counter shards (the metrics file, at every flush).
+void nd_limits_breaches(uint64_t *max_bytes, uint64_t *max_physical);
 int nd_limits_set(const char *name, const char *value);
 
 // Shared with the device limits (cuda.c): NDMEM_ON_LIMIT, the top live sites of a kind (-1: all)

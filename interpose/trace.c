@@ -17,6 +17,7 @@
 #include "fmt.h"
 #include "growth.h"
 #include "limits.h"
+#include "metrics.h"
 #include "regions.h"
 #include "os.h"
 #include "python.h"
@@ -65,6 +66,7 @@ static struct {
   nd_trace_header_t hdr;
   double sample_mean;
   nd_rec_exit_t exit; // how the process ended (final flush)
+  uint64_t growth_sites; // sites the growth detector has named (the metrics file)
   uint64_t win_cycle; // the cycle clock when the sites' windows last closed
   unsigned win_flushes; // flushes since they last closed
 } tr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -269,6 +271,7 @@ void nd_trace_setup(void) {
   ssize_t n = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
   h->exe[n > 0 ? n : 0] = 0;
   fix_dir();
+  nd_metrics_setup(tr.dir);
   tr.on = 1;
   tr.state = TR_LATER;
   nd_trace_create(1);
@@ -462,8 +465,10 @@ static void write_sites(void) {
     nd_tw_record(&tr.w, ND_REC_SITE, &r, sizeof r, NULL, 0);
     nd_rec_growth_t g;
     if (close && nd_growth_window(s, r.floor_bytes, r.allocs - r.frees, clock, now,
-                                  (uint64_t)nd_cfg.growth_cycles, nd_quiet() ? -1 : 2, &g))
+                                  (uint64_t)nd_cfg.growth_cycles, nd_quiet() ? -1 : 2, &g)) {
+      tr.growth_sites++;
       nd_tw_record(&tr.w, ND_REC_GROWTH, &g, sizeof g, NULL, 0);
+    }
   }
 }
 
@@ -512,6 +517,9 @@ void nd_trace_flush(int final) {
   int fd = tr.state == TR_OK ? trace_fd() : -1;
   if (fd < 0) {
     if (tr.state == TR_OK) tr.state = TR_OFF;
+    // The metrics file does not depend on the trace's: a trace that could not be made or was
+    // removed still leaves the counters to the textfile collector.
+    if (tr.state == TR_OFF) nd_metrics_write(tr.growth_sites);
     pthread_mutex_unlock(&tr.lock);
     return;
   }
@@ -554,6 +562,7 @@ void nd_trace_flush(int final) {
   } else if (final) {
     tr.state = TR_DONE;
   }
+  nd_metrics_write(tr.growth_sites); // after the trace: its sites' windows named the growth
   pthread_mutex_unlock(&tr.lock);
 }
 
@@ -599,5 +608,6 @@ void nd_trace_atfork_child(void) {
   memset(&tr.exit, 0, sizeof tr.exit);
   nd_sites_mark_unwritten();
   nd_py_mark_unwritten();
+  nd_metrics_atfork_child();
   pthread_mutex_init(&tr.lock, NULL);
 }

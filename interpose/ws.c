@@ -1234,6 +1234,18 @@ void nd_ws_atfork_prepare(void) { nd_spin_lock(&G.lock); }
 void nd_ws_atfork_parent(void) { nd_spin_unlock(&G.lock); }
 void nd_ws_atfork_child(void) { nd_spin_unlock(&G.lock); }
 
+// Every space ever made is on G.spaces (append-only, never freed), so the walk takes no lock; its
+// owner thread updates the counters with plain stores, so a sum read meanwhile may lag by one.
+void nd_ws_totals(nd_ws_totals_t *out) {
+  memset(out, 0, sizeof *out);
+  for (space_t *s = __atomic_load_n(&G.spaces, __ATOMIC_ACQUIRE); s; s = s->all) {
+    out->hits += s->st.hits;
+    out->spills += s->st.spills;
+    out->spill_bytes += s->st.spill_bytes;
+    out->arena_bytes += s->st.arena_bytes;
+  }
+}
+
 void nd_ws_write_records(nd_ws_record_fn rec, void *ctx) {
   for (space_t *s = __atomic_load_n(&G.spaces, __ATOMIC_ACQUIRE); s; s = s->all) {
     nd_rec_workspace_t r;
