@@ -31,14 +31,14 @@
 
 // USAGE, on one line, follows a usage error; USAGE_HELP, the same in 80 columns, heads --help.
 #define USAGE                                                                                      \
-  "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] "               \
+  "usage: ndmemreport [--format text|json|html] [--top N] [--frames N] [--fail-on-leak] "          \
   "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--python-only] [--no-symbols] "         \
   "[--suppressions FILE]... [--no-builtin-suppressions] FILE"
 #define USAGE_HELP                                                                                 \
-  "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak]\n"              \
-  "                   [--fail-on-growth] [--brief] [--workspaces] [--limits]\n"                    \
-  "                   [--python-only] [--no-symbols] [--suppressions FILE]...\n"                   \
-  "                   [--no-builtin-suppressions] FILE"
+  "usage: ndmemreport [--format text|json|html] [--top N] [--frames N]\n"                         \
+  "                   [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces]\n"              \
+  "                   [--limits] [--python-only] [--no-symbols]\n"                                 \
+  "                   [--suppressions FILE]... [--no-builtin-suppressions] FILE"
 
 // ---------------------------------------------------------------- main
 
@@ -84,7 +84,11 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       fprintf(out,
               "%s\n\n"
               "Reads a trace written by libndmem.so and reports what it allocated.\n"
-              "  --format text|json  output format (default text)\n"
+              "  --format text|json|html\n"
+              "                      output format (default text); html: one self-contained\n"
+              "                      page (summary, a timeline plot of live memory per kind\n"
+              "                      with limits, breaches and snapshots, top sites with\n"
+              "                      stacks, growth, workspaces, limits)\n"
               "  --top N             sites, leaks, leaked workspace pointers, breaches and\n"
               "                      each snapshot's sites listed (default 10, 0 = all)\n"
               "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
@@ -119,9 +123,10 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       return -1;
     } else if (IS("--format")) {
       const char *v = VALUE();
-      if (v && !strcmp(v, "text")) o->json = false;
-      else if (v && !strcmp(v, "json")) o->json = true;
-      else return usage_error(err, "--format takes text or json, not '%s'", v ? v : "");
+      if (v && !strcmp(v, "text")) o->json = o->html = false;
+      else if (v && !strcmp(v, "json")) o->json = true, o->html = false;
+      else if (v && !strcmp(v, "html")) o->html = true, o->json = false;
+      else return usage_error(err, "--format takes text, json or html, not '%s'", v ? v : "");
     } else if (IS("--top")) {
       if (parse_count(err, "--top", VALUE(), &o->top)) return 2;
     } else if (IS("--frames")) {
@@ -248,7 +253,9 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   if (!r.sym || nd_rep_analyse(&r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
     rc = 2;
-  } else if (o.json ? nd_rep_json_report(out, &r) : nd_rep_text_report_80(out, &r)) {
+  } else if (o.html   ? nd_rep_html_report(out, &r)
+             : o.json ? nd_rep_json_report(out, &r)
+                      : nd_rep_text_report_80(out, &r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
     rc = 2;
   } else if (fflush(out) || ferror(out)) {

@@ -427,6 +427,9 @@ static void text_python_line(FILE *o, const nd_trace_t *t) {
   fputc('\n', o);
 }
 
+static void text_summary(FILE *o, report_t *r);
+void nd_rep_text_summary(FILE *o, report_t *r) { text_summary(o, r); }
+
 static void text_summary(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // report.h: what ndmemreport's parts share: the options (opts_t), the analysed trace (report_t),
 // the name tables, the formatting and predicates both renderers use (analyse.c), the analysis
-// entry point (analyse.c) and the renderers' (render_text.c, render_json.c). Not installed.
+// entry point (analyse.c) and the renderers' (render_text.c, render_json.c, render_html.c). Not
+// installed.
 #ifndef ND_REPORT_H
 #define ND_REPORT_H
 
@@ -17,7 +18,7 @@
 #include <stdio.h>
 
 typedef struct opts {
-  bool json, brief, fail_on_leak, fail_on_growth, symbols;
+  bool json, html, brief, fail_on_leak, fail_on_growth, symbols;
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
   bool python_only; // --python-only: a stack with Python frames shows only those
@@ -121,5 +122,8 @@ uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est);
 // The renderers: 0, or -1 when out of memory (a write error shows on `o`).
 int nd_rep_text_report_80(FILE *out, report_t *r); // render_text.c
 int nd_rep_json_report(FILE *o, report_t *r);      // render_json.c
+int nd_rep_html_report(FILE *o, report_t *r);      // render_html.c
+// The text report's summary alone, unwrapped (render_text.c): the HTML summary's facts.
+void nd_rep_text_summary(FILE *o, report_t *r);
 
 #endif

@@ -472,6 +472,32 @@ static int on_growth(nd_trace_t *t, uint64_t off, const char *p) {
 
 // ---------------------------------------------------------------- limits (version 3)
 
+// A COUNTERS record: the latest counters, and a point of the timeline (ND_TRACE_MAX_POINTS).
+static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
+  memcpy(&t->counters, p, sizeof t->counters);
+  t->have_counters = true;
+  saw_time(t, t->counters.mono_ns);
+  uint64_t k = t->series_seen++;
+  if (!t->series_stride) t->series_stride = 1;
+  if (t->series_extra) t->npoints--; // the previous latest, off the stride: this one replaces it
+  t->series_extra = false;
+  if (t->npoints == ND_TRACE_MAX_POINTS) { // full (of stride points): keep every other one
+    size_t n = t->npoints;
+    for (size_t i = 0; 2 * i < n; i++) t->series[i] = t->series[2 * i];
+    t->npoints = (n + 1) / 2;
+    t->series_stride *= 2;
+  }
+  if (grow(&t->series, &t->series_cap, t->npoints + 1, sizeof *t->series))
+    return fail(t, off, "out of memory");
+  nd_point_t *pt = &t->series[t->npoints++];
+  pt->mono_ns = t->counters.mono_ns;
+  pt->cycle = t->flush.cycles;
+  for (int i = 0; i < ND_TRACE_KINDS; i++) pt->live[i] = t->counters.kind[i].live_bytes;
+  t->series_extra = k % t->series_stride != 0;
+  t->series_open = true;
+  return 0;
+}
+
 static int on_limits(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_limits_t l;
   memcpy(&l, p, sizeof l);
@@ -684,11 +710,7 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   case ND_REC_MODULE: return on_module(t, off, p, r->size);
   case ND_REC_STACK: return on_stack(t, off, p, r->size);
   case ND_REC_SITE: return on_site(t, off, p);
-  case ND_REC_COUNTERS:
-    memcpy(&t->counters, p, sizeof t->counters);
-    t->have_counters = true;
-    saw_time(t, t->counters.mono_ns);
-    return 0;
+  case ND_REC_COUNTERS: return on_counters(t, off, p);
   case ND_REC_BLOCK: return on_block(t, off, p);
   case ND_REC_WORKSPACE: return on_workspace(t, off, p);
   case ND_REC_WS_ESCAPE: return on_ws_escape(t, off, p);
@@ -712,6 +734,8 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
     memcpy(&t->flush, p, sizeof t->flush);
     t->have_flush = true;
     t->flushes++;
+    if (t->series_open) t->series[t->npoints - 1].cycle = t->flush.cycles;
+    t->series_open = false;
     saw_time(t, t->flush.mono_ns);
     return 0;
   default: // ND_REC_END
@@ -934,6 +958,7 @@ void nd_trace_free(nd_trace_t *t) {
   free(t->escapes);
   free(t->growth);
   free(t->breaches);
+  free(t->series);
   for (size_t i = 0; i < 1 + ND_TRACE_SNAP_LAST; i++) free(t->snap[i].sites);
   memset(t, 0, sizeof *t);
 }

@@ -6,7 +6,8 @@
 // workspace pointers (at most ND_TRACE_MAX_ESCAPES kept, the rest counted) and, from version 3,
 // the latest limits record, the logged breaches (ND_TRACE_MAX_BREACHES kept) and the first and
 // the last ND_TRACE_SNAP_LAST snapshots with their sites, and from version 7 the Python code
-// objects that Python frames name and the latest PYTHON record. Memory grows with distinct
+// objects that Python frames name and the latest PYTHON record; and the live bytes per kind at
+// each COUNTERS record (a time series of at most ND_TRACE_MAX_POINTS points). Memory grows with distinct
 // modules, stacks, sites, workspaces and code objects, never with file size, so a trace larger
 // than RAM can be read. Versions 1 to 7 are read; a record is rejected in a trace older than its
 // version.
@@ -96,6 +97,19 @@ typedef struct nd_growth {
 } nd_growth_t;
 #define ND_TRACE_MAX_GROWTH 100000 // GROWTH records kept (the writer: one per site)
 
+// One COUNTERS record as a point of the timeline: its time and each kind's live bytes, and the
+// cycle clock of the FLUSH that closed its batch (the latest FLUSH's before that is written).
+typedef struct nd_point {
+  uint64_t mono_ns;
+  uint64_t cycle;
+  int64_t live[ND_TRACE_KINDS];
+} nd_point_t;
+// Points kept. When a point arrives with the array full, every other one is dropped and from then
+// on only every 2nd (4th, ...) COUNTERS record is kept, so the points stay evenly spaced in
+// records and memory stays bounded however long the trace; the latest record is always the last
+// point (an extra one past the stride, replaced by the next arrival).
+#define ND_TRACE_MAX_POINTS 4096
+
 #define ND_TRACE_MAX_DEVICES 16 // NDMEM_MAX_DEVICES: devices 0-15 are the kinds device0-15
 #define ND_TRACE_MAX_BREACHES 1024 // BREACH records kept (the writer logs ~64 per limit at most)
 #define ND_TRACE_SNAP_LAST 4       // snapshots kept besides the first: the latest ones
@@ -148,6 +162,12 @@ typedef struct nd_trace {
   nd_rec_exit_t exit;
   bool have_counters;
   nd_rec_counters_t counters; // the latest COUNTERS record
+  nd_point_t *series;       // the timeline, in trace order (ND_TRACE_MAX_POINTS at most)
+  size_t npoints, series_cap;
+  uint64_t series_seen;     // COUNTERS records read
+  uint64_t series_stride;   // keep records whose number (from 0) is a multiple of it
+  bool series_extra;        // the last point is the latest record, off the stride
+  bool series_open;         // a point since the last FLUSH: that FLUSH gives its cycle
   bool have_flush;
   nd_rec_flush_t flush;     // the latest FLUSH record
   uint64_t flushes;         // FLUSH records read

@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: MIT
+// render_html.c: ndmemreport's HTML report (nd_rep_html_report, report.h): one self-contained
+// page, readable offline with no network, script or font: the text summary's facts as a table,
+// the timeline (live bytes per kind at each COUNTERS record, with cycles, limits, the watermark,
+// breaches and snapshots) as inline SVG, the top sites with their stacks, growth and what was
+// live at exit, the workspaces and the limits. Every string from the trace is HTML-escaped.
+#include "fmt.h"
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------- escaping and units
+
+// Text from the trace, HTML-escaped; control bytes as \xNN (as in text), never raw.
+static void esc(FILE *o, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+    case '&': fputs("&amp;", o); break;
+    case '<': fputs("&lt;", o); break;
+    case '>': fputs("&gt;", o); break;
+    case '"': fputs("&quot;", o); break;
+    case '\'': fputs("&#39;", o); break;
+    default:
+      if (*p < 0x20 || *p == 0x7f) fprintf(o, "\\x%02x", *p);
+      else fputc(*p, o);
+    }
+  }
+}
+
+// As esc, for the first n bytes of a fixed, NUL-padded field.
+static void esc_n(FILE *o, const char *s, size_t n) {
+  char b[257];
+  if (n >= sizeof b) n = sizeof b - 1;
+  memcpy(b, s, n);
+  b[n] = 0;
+  esc(o, b);
+}
+
+static void human(char *out, size_t n, uint64_t v) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_ubytes(&b, v);
+  snprintf(out, n, "%s", nd_buf_cstr(&b));
+}
+
+// "28.23 MiB" with the exact bytes as its title; `est` prefixes '~'.
+static void bytes(FILE *o, uint64_t v, bool est) {
+  char h[48];
+  human(h, sizeof h, v);
+  fprintf(o, "<span title=\"%llu B\">%s%s</span>", (unsigned long long)v, est ? "~" : "", h);
+}
+
+static void secs(FILE *o, uint64_t ns) {
+  fprintf(o, "%llu.%03llu s", (unsigned long long)(ns / 1000000000u),
+          (unsigned long long)(ns % 1000000000u / 1000000u));
+}
+
+// ---------------------------------------------------------------- summary
+
+// The text summary, rendered by render_text.c into memory and laid out as a table: its lines are
+// "  KEY<pad>  VALUE", a line with an empty key continues the row above. One source of facts for
+// both formats.
+static int html_summary(FILE *o, report_t *r) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) return -1;
+  nd_rep_text_summary(m, r);
+  if (fclose(m)) {
+    free(buf);
+    return -1;
+  }
+  fputs("<h2 id=\"summary\">Summary</h2>\n<table class=\"kv\">\n", o);
+  bool open = false;
+  for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+    nl = strchr(line, '\n');
+    if (nl) *nl = 0;
+    if (strncmp(line, "  ", 2)) continue; // the "== summary" heading
+    size_t klen = strlen(line) > 12 ? 10 : 0;
+    char key[16] = "";
+    if (klen) {
+      memcpy(key, line + 2, 10);
+      key[10] = 0;
+      for (int i = 9; i >= 0 && key[i] == ' '; i--) key[i] = 0;
+    }
+    const char *val = line + (klen ? 12 : 2);
+    while (*val == ' ') val++;
+    if (!key[0] && open) {
+      fputs("<br>", o);
+    } else {
+      if (open) fputs("</td></tr>\n", o);
+      fputs("<tr><th>", o);
+      esc(o, key);
+      fputs("</th><td>", o);
+      open = true;
+    }
+    esc(o, val);
+  }
+  if (open) fputs("</td></tr>\n", o);
+  fputs("</table>\n", o);
+  free(buf);
+  return 0;
+}
+
+// ---------------------------------------------------------------- timeline
+
+enum { W = 960, H = 380, ML = 84, MR = 150, MT = 36, MB = 44 };
+#define PW (W - ML - MR)
+#define PH (H - MT - MB)
+
+static const char *const kind_colors[8] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                           "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+
+// A step of 1, 2 or 5 times a power of ten, at least x.
+static double nice(double x) {
+  double p = 1;
+  while (p * 10 <= x) p *= 10;
+  while (p > x) p /= 10;
+  return x <= p ? p : x <= 2 * p ? 2 * p : x <= 5 * p ? 5 * p : 10 * p;
+}
+
+// "1.5" from 1.5, "2" from 2.0: up to 3 decimals, trailing zeros trimmed.
+static void trim_num(char *out, size_t n, double v) {
+  snprintf(out, n, "%.3f", v);
+  char *e = out + strlen(out);
+  while (e > out && e[-1] == '0') *--e = 0;
+  if (e > out && e[-1] == '.') e[-1] = 0;
+}
+
+typedef struct plot {
+  double tmax, ymax; // seconds, bytes
+} plot_t;
+
+static double px(const plot_t *p, double s) { return ML + s / p->tmax * PW; }
+static double py(const plot_t *p, double b) { return MT + PH - b / p->ymax * PH; }
+static double sec_of(const nd_trace_t *t, uint64_t ns) { return nd_rep_since_start(t, ns) / 1e9; }
+
+static void up(double *m, double v) {
+  if (v > *m) *m = v;
+}
+
+// A horizontal line at `v` bytes, labelled at its right end.
+static void hline(FILE *o, const plot_t *p, uint64_t v, const char *cls, const char *label) {
+  double y = py(p, (double)v);
+  char h[48];
+  human(h, sizeof h, v);
+  fprintf(o, "<line class=\"%s\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>", cls, ML, y,
+          ML + PW, y);
+  fprintf(o, "<text class=\"lab\" x=\"%d\" y=\"%.1f\">%s %s</text>\n", ML + PW + 4, y + 4, label,
+          h);
+}
+
+static void html_timeline(FILE *o, const report_t *r) {
+  const nd_trace_t *t = r->t;
+  fputs("<h2 id=\"timeline\">Timeline</h2>\n", o);
+  if (!t->npoints) {
+    fputs("<p>No COUNTERS record: nothing to plot.</p>\n", o);
+    return;
+  }
+  // The kinds that ever held memory, and the axes' ranges.
+  bool shown[ND_TRACE_KINDS] = {false};
+  plot_t p = {sec_of(t, t->last_ns), 0};
+  for (size_t i = 0; i < t->npoints; i++) {
+    const nd_point_t *q = &t->series[i];
+    up(&p.tmax, sec_of(t, q->mono_ns));
+    for (int k = 0; k < ND_TRACE_KINDS; k++) {
+      if (q->live[k] > 0) shown[k] = true;
+      up(&p.ymax, (double)q->live[k]);
+    }
+  }
+  const nd_rec_limits_t *l = t->have_limits ? &t->limits : NULL;
+  if (l) {
+    up(&p.ymax, (double)l->max_bytes);
+    up(&p.ymax, (double)l->max_physical_bytes);
+    up(&p.ymax, (double)l->warn_at);
+  }
+  for (size_t i = 0; i < t->nbreaches; i++) {
+    up(&p.ymax, (double)t->breaches[i].value);
+    up(&p.tmax, sec_of(t, t->breaches[i].mono_ns));
+  }
+  for (size_t i = 0; i < t->nsnaps; i++) {
+    up(&p.ymax, (double)t->snaps[i]->rec.tracked);
+    up(&p.ymax, (double)t->snaps[i]->rec.physical);
+    up(&p.tmax, sec_of(t, t->snaps[i]->rec.mono_ns));
+  }
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
+    if (t->have_device >> d & 1) up(&p.ymax, (double)t->devices[d].limit_bytes);
+  // Axis steps: seconds by 1-2-5, bytes by 1-2-5 of the largest binary unit that fits.
+  double tstep = nice((p.tmax > 0 ? p.tmax : 1) / 8);
+  p.tmax = tstep * (double)(long long)((p.tmax > 0 ? p.tmax : 1) / tstep + 0.999999);
+  static const char *const units[5] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double ymax = p.ymax > 0 ? p.ymax : 1024, unit = 1;
+  int u = 0;
+  while (u < 4 && ymax >= unit * 1024) unit *= 1024, u++;
+  double ystep = nice(ymax / unit / 5) * unit;
+  p.ymax = ystep * (double)(long long)(ymax / ystep + 0.999999);
+
+  fprintf(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+             "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"live bytes per kind over time\">\n",
+          W, H, W, H);
+  fputs("<title>Live bytes per memory kind at each flush</title>\n", o);
+  fprintf(o, "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", ML, MT, PW,
+          PH);
+  char num[48];
+  for (int i = 0; (double)i * ystep <= p.ymax * 1.000001; i++) {
+    double y = py(&p, i * ystep);
+    trim_num(num, sizeof num, i * ystep / unit);
+    fprintf(o, "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
+               "<text class=\"yt\" x=\"%d\" y=\"%.1f\">%s %s</text>\n",
+            ML, y, ML + PW, y, ML - 6, y + 4, num, i ? units[u] : "");
+  }
+  for (int i = 0; (double)i * tstep <= p.tmax * 1.000001; i++) {
+    double x = px(&p, i * tstep);
+    trim_num(num, sizeof num, i * tstep);
+    fprintf(o, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+               "<text class=\"xt\" x=\"%.1f\" y=\"%d\">%s s</text>\n",
+            x, MT, x, MT + PH, x, MT + PH + 16, num);
+  }
+  fprintf(o, "<text class=\"xt\" x=\"%d\" y=\"%d\">time since start</text>\n", ML + PW / 2,
+          H - 6);
+  // The steady state (the first closed cycle), and each point where the cycle clock moved.
+  if (t->have_flush && t->flush.steady_ns) {
+    double x = px(&p, sec_of(t, t->flush.steady_ns));
+    fprintf(o, "<line class=\"cyc\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+               "<text class=\"lab\" x=\"%.1f\" y=\"%d\">steady state</text>\n",
+            x, MT, x, MT + PH, x + 3, MT + 12);
+  }
+  uint64_t prev_cycle = 0;
+  for (size_t i = 0; i < t->npoints; i++) {
+    const nd_point_t *q = &t->series[i];
+    if (q->cycle == prev_cycle) continue;
+    prev_cycle = q->cycle;
+    double x = px(&p, sec_of(t, q->mono_ns));
+    fprintf(o, "<line class=\"cyct\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\">"
+               "<title>cycle %llu</title></line>\n",
+            x, MT - 6, x, MT, (unsigned long long)q->cycle);
+  }
+  if (prev_cycle)
+    fprintf(o, "<text class=\"lab\" x=\"%d\" y=\"%d\">cycle clock: %llu at the last flush"
+               "</text>\n",
+            ML, MT - 10, (unsigned long long)prev_cycle);
+  // Limits and the watermark.
+  if (l && l->max_bytes) hline(o, &p, l->max_bytes, "lim", "maxBytes");
+  if (l && l->max_physical_bytes) hline(o, &p, l->max_physical_bytes, "lim", "maxPhysical");
+  if (l && l->warn_at) hline(o, &p, l->warn_at, "warn", "watermark");
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++) {
+    if (!(t->have_device >> d & 1) || !t->devices[d].limit_bytes) continue;
+    char lab[32];
+    snprintf(lab, sizeof lab, "device%d limit", d);
+    hline(o, &p, t->devices[d].limit_bytes, "lim", lab);
+  }
+  // One line per kind; dots too when there are few points.
+  int legend = 0;
+  for (int k = 0; k < ND_TRACE_KINDS; k++) {
+    if (!shown[k]) continue;
+    const char *c = kind_colors[k < 4 ? k : 4 + (k - 4) % 4];
+    fprintf(o, "<polyline class=\"series\" stroke=\"%s\" points=\"", c);
+    for (size_t i = 0; i < t->npoints; i++) {
+      const nd_point_t *q = &t->series[i];
+      fprintf(o, "%s%.1f,%.1f", i ? " " : "", px(&p, sec_of(t, q->mono_ns)),
+              py(&p, q->live[k] > 0 ? (double)q->live[k] : 0));
+    }
+    fprintf(o, "\"><title>%s</title></polyline>\n", nd_rep_kind_names[k]);
+    for (size_t i = 0; t->npoints <= 64 && i < t->npoints; i++) {
+      const nd_point_t *q = &t->series[i];
+      char h[48];
+      human(h, sizeof h, q->live[k] > 0 ? (uint64_t)q->live[k] : 0);
+      fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>%s %s at ",
+              px(&p, sec_of(t, q->mono_ns)), py(&p, q->live[k] > 0 ? (double)q->live[k] : 0), c,
+              nd_rep_kind_names[k], h);
+      secs(o, nd_rep_since_start(t, q->mono_ns));
+      fputs("</title></circle>\n", o);
+    }
+    fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/>"
+               "<text class=\"lab\" x=\"%d\" y=\"%d\">%s</text>\n",
+            ML + PW + 4, MT + PH - 60 + 14 * legend - 4, c, ML + PW + 20,
+            MT + PH - 60 + 14 * legend, nd_rep_kind_names[k]);
+    legend++;
+  }
+  // Breaches (the logged ones) and snapshots, at the value they saw.
+  for (size_t i = 0; i < t->nbreaches; i++) {
+    const nd_rec_breach_t *b = &t->breaches[i];
+    double x = px(&p, sec_of(t, b->mono_ns)), y = py(&p, (double)b->value);
+    char h[48];
+    human(h, sizeof h, b->value);
+    fprintf(o, "<path class=\"breach\" d=\"M%.1f %.1fl5 8h-10z\"><title>%s breach %llu: %s "
+               "before the call, at ",
+            x, y - 4, nd_rep_limit_names[b->limit], (unsigned long long)b->count, h);
+    secs(o, nd_rep_since_start(t, b->mono_ns));
+    fputs("</title></path>\n", o);
+  }
+  for (size_t i = 0; i < t->nsnaps; i++) {
+    const nd_snapshot_t *s = t->snaps[i];
+    double x = px(&p, sec_of(t, s->rec.mono_ns)), y = py(&p, (double)s->rec.tracked);
+    char h[48];
+    human(h, sizeof h, s->rec.tracked);
+    fprintf(o, "<line class=\"snap\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+               "<rect class=\"snapm\" x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\">"
+               "<title>snapshot %llu (%s): tracked %s</title></rect>"
+               "<text class=\"lab\" x=\"%.1f\" y=\"%d\">S%llu</text>\n",
+            x, MT, x, MT + PH, x - 3.5, y - 3.5, (unsigned long long)s->seq,
+            s->rec.reason == ND_SNAP_WATERMARK ? "watermark" : "breach", h, x + 2, MT + PH - 4,
+            (unsigned long long)s->seq);
+  }
+  fputs("</svg>\n", o);
+  fprintf(o, "<p class=\"note\">%zu %s of %llu COUNTERS %s",
+          t->npoints, t->npoints == 1 ? "point" : "points",
+          (unsigned long long)t->series_seen, t->series_seen == 1 ? "record" : "records");
+  if (t->series_stride > 1)
+    fprintf(o, " (every %llu%s kept, and the latest)", (unsigned long long)t->series_stride,
+            t->series_stride == 2 ? "nd" : "th");
+  fputs("; live bytes are the exact counters (usable sizes) at each flush. Limits are of tracked "
+        "(heap + anonymous mmaps + workspace arenas) or physical memory; markers: breaches "
+        "(triangles), snapshots (squares, S<i>n</i>).</p>\n",
+        o);
+}
+
+// ---------------------------------------------------------------- stacks and sites
+
+static void html_loc(FILE *o, const nd_loc_t *l, const nd_frame_t *f) {
+  if (l->function) {
+    fputs("<b>", o);
+    esc(o, l->function);
+    fputs("</b> ", o);
+  }
+  fputs("<span class=\"at\">", o);
+  if (l->file) {
+    esc(o, l->file);
+    fprintf(o, ":%d", l->line);
+  } else {
+    esc(o, f->module);
+    fprintf(o, "+0x%llx", (unsigned long long)f->offset);
+  }
+  fputs("</span>", o);
+}
+
+// A stack's frames as a list (--frames of them; --python-only as in text).
+static int html_stack(FILE *o, report_t *r, uint32_t stack) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  bool py_only = nd_rep_python_only(r, s);
+  size_t n = 0;
+  for (size_t i = 0; i < s->depth; i++) n += !py_only || nd_trace_is_pyframe(r->t, ips[i]);
+  size_t show = r->o->frames && r->o->frames < n ? r->o->frames : n;
+  if (!n) {
+    fputs("<span class=\"note\">(no frames)</span>", o);
+    return 0;
+  }
+  fputs("<ol class=\"stack\" start=\"0\">", o);
+  for (size_t i = 0, k = 0; k < show; i++) {
+    if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    k++;
+    fputs("<li>", o);
+    if (f->python) {
+      fputs("<b>", o);
+      esc(o, f->at.function ? f->at.function : "?");
+      fputs("</b> <span class=\"at\">", o);
+      esc(o, f->at.file ? f->at.file : "?");
+      if (f->at.line) fprintf(o, ":%d", f->at.line);
+      fputs("</span> <i>py</i>", o);
+    } else if (!f->module) {
+      fprintf(o, "0x%llx", (unsigned long long)f->ip);
+    } else {
+      html_loc(o, &f->at, f);
+      for (size_t j = 0; j < f->ninlined; j++) {
+        fputs("<br>inlined into ", o);
+        html_loc(o, &f->inlined_into[j], f);
+      }
+    }
+    fputs("</li>", o);
+  }
+  fputs("</ol>", o);
+  if (show < n) fprintf(o, "<span class=\"note\">(%zu more frames)</span>", n - show);
+  return 0;
+}
+
+// One site list: by peak (stacks shown) or by total (a site already listed by peak links there).
+static int html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const char *title,
+                      const char *id, const uint32_t *peak_rank) {
+  const nd_trace_t *t = r->t;
+  fprintf(o, "<h2 id=\"%s\">%s</h2>\n", id, title);
+  if (!n) {
+    fputs("<p>No sites.</p>\n", o);
+    return 0;
+  }
+  fputs("<table>\n<tr><th>#</th><th>kind</th><th>peak live</th><th>total</th>"
+        "<th>allocations</th><th>freed</th><th>live</th><th>stack</th></tr>\n",
+        o);
+  for (size_t i = 0; i < n; i++) {
+    const nd_site_t *s = &t->sites[order[i]];
+    const nd_rec_site_t *x = &s->rec;
+    bool est = x->flags & ND_SITE_SAMPLED;
+    if (peak_rank) fputs("<tr>", o);
+    else fprintf(o, "<tr id=\"peak-%zu\">", i + 1);
+    fprintf(o, "<td>%zu</td><td>%s</td><td class=\"n\">", i + 1, nd_rep_kind_names[x->kind]);
+    bytes(o, x->peak_live_bytes, est);
+    fputs("</td><td class=\"n\">", o);
+    bytes(o, x->alloc_bytes, est);
+    fprintf(o, "</td><td class=\"n\">%s%llu</td><td class=\"n\">%s%llu</td><td class=\"n\">",
+            est ? "~" : "", (unsigned long long)x->allocs, est ? "~" : "",
+            (unsigned long long)x->frees);
+    bytes(o, nd_rep_site_live(x), est);
+    fprintf(o, "</td><td>stack %u ", x->stack_id);
+    if (peak_rank && peak_rank[order[i]]) {
+      fprintf(o, "(as in <a href=\"#peak-%u\">#%u by peak</a>)", peak_rank[order[i]],
+              peak_rank[order[i]]);
+    } else if (html_stack(o, r, s->stack)) {
+      return -1;
+    }
+    fputs("</td></tr>\n", o);
+  }
+  fputs("</table>\n", o);
+  return 0;
+}
+
+// ---------------------------------------------------------------- growth and leaks
+
+static int html_growth(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  fputs("<h2 id=\"growth\">Growth and memory live at exit</h2>\n", o);
+  if (t->ngrowth) {
+    size_t n = nd_rep_list_len(r, t->ngrowth);
+    fprintf(o, "<h3>Found growing while the job ran: %llu %s</h3>\n<table>\n<tr><th>#</th>"
+               "<th>kind</th><th>from</th><th>to (lowest)</th><th>cycles</th><th>named at</th>"
+               "<th>rose in windows</th><th>stack</th></tr>\n",
+            (unsigned long long)(t->ngrowth + t->growth_dropped),
+            t->ngrowth + t->growth_dropped == 1 ? "site" : "sites");
+    for (size_t i = 0; i < n; i++) {
+      const nd_rec_growth_t *g = &t->growth[i].rec;
+      bool est = g->flags & ND_SITE_SAMPLED;
+      fprintf(o, "<tr><td>%zu</td><td>%s</td><td class=\"n\">", i + 1, nd_rep_kind_names[g->kind]);
+      bytes(o, g->base_bytes, est);
+      fputs("</td><td class=\"n\">", o);
+      bytes(o, g->floor_bytes, est);
+      if (g->cycle > g->base_cycle)
+        fprintf(o, "</td><td>%llu to %llu</td><td>", (unsigned long long)g->base_cycle,
+                (unsigned long long)g->cycle);
+      else
+        fputs("</td><td>none</td><td>", o);
+      secs(o, nd_rep_since_start(t, g->mono_ns));
+      fprintf(o, "</td><td class=\"n\">%llu</td><td>stack %u ", (unsigned long long)g->rises,
+              g->stack_id);
+      if (html_stack(o, r, t->growth[i].stack)) return -1;
+      fputs("</td></tr>\n", o);
+    }
+    fputs("</table>\n", o);
+  }
+  if (!nd_rep_leaks_known(t)) {
+    fputs("<p>No normal exit: what was live at exit is unknown (the summary gives what the "
+          "sites held at the last flush).</p>\n",
+          o);
+    return 0;
+  }
+  const nd_lifetimes_t *l = &r->life;
+  if (!l->n) {
+    fputs("<p>Nothing was live at exit.</p>\n", o);
+    return 0;
+  }
+  fputs("<table>\n<tr><th>class</th><th>kind</th><th>bytes</th><th>blocks</th>"
+        "<th>evidence</th><th>stack</th></tr>\n",
+        o);
+  size_t at = 0;
+  for (int c = 0; c < ND_LIFE_CLASSES; c++) {
+    size_t n = l->entries[c], shown = nd_rep_list_len(r, n);
+    if (c == ND_LIFE_STARTUP || c == ND_LIFE_SUPPRESSED) shown = 0; // totals only, as in text
+    if (n && !shown) {
+      fprintf(o, "<tr><td>%s</td><td></td><td class=\"n\">", nd_life_names[c]);
+      bytes(o, l->bytes[c], l->est[c]);
+      fprintf(o, "</td><td class=\"n\">%s%llu</td><td>%zu %s</td><td></td></tr>\n",
+              l->est[c] ? "~" : "", (unsigned long long)l->blocks[c], n,
+              n == 1 ? "stack" : "stacks");
+    }
+    for (size_t i = 0; i < shown; i++) {
+      const nd_life_t *e = &l->v[at + i];
+      bool est = e->samples > 0;
+      fprintf(o, "<tr><td>%s</td><td>%s</td><td class=\"n\">", nd_life_names[c],
+              nd_rep_kind_names[e->kind]);
+      bytes(o, e->bytes, est);
+      fprintf(o, "</td><td class=\"n\">%s%llu</td><td>", est ? "~" : "",
+              (unsigned long long)e->blocks);
+      if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN) {
+        fputs("+", o);
+        if (e->cycles) {
+          bytes(o, e->grew / e->cycles, est);
+          fprintf(o, " per cycle over %llu cycles", (unsigned long long)e->cycles);
+        } else {
+          bytes(o, e->grew, est);
+          fputs(" during the run", o);
+        }
+        if (e->cls == ND_LIFE_TEARDOWN) fputs("; freed only at exit", o);
+      } else {
+        fprintf(o, "births %.0f-%.0f %% of the run", e->born_first * 100, e->born_last * 100);
+      }
+      if (e->flagged) fputs("; flagged while running", o);
+      fprintf(o, "</td><td>stack %u ", r->t->stacks[e->stack].id);
+      if (html_stack(o, r, e->stack)) return -1;
+      fputs("</td></tr>\n", o);
+    }
+    at += n;
+  }
+  fputs("</table>\n", o);
+  if (l->untracked_blocks)
+    fprintf(o, "<p>Untracked: %llu small %s live at exit in no entry above (sampled).</p>\n",
+            (unsigned long long)l->untracked_blocks, l->untracked_blocks == 1 ? "block" : "blocks");
+  return 0;
+}
+
+// ---------------------------------------------------------------- workspaces
+
+static int html_workspaces(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!t->nws && !nd_rep_esc_records(t)) return 0;
+  fputs("<h2 id=\"workspaces\">Workspaces</h2>\n", o);
+  if (t->nws) {
+    fputs("<table>\n<tr><th>workspace</th><th>thread</th><th>cycles</th><th>learned</th>"
+          "<th>re-learns</th><th>deviations</th><th>arena</th><th>plan peak</th>"
+          "<th>plan sum</th><th>sum/peak</th><th>hits</th><th>spills</th><th>spilled</th>"
+          "<th>escapes</th><th>pinned</th><th>outlived</th></tr>\n",
+          o);
+    for (size_t i = 0; i < t->nws; i++) {
+      const nd_rec_workspace_t *w = &t->ws[r->ws[i]];
+      char ratio[64];
+      nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
+      fputs("<tr><td>", o);
+      esc_n(o, w->name, sizeof w->name);
+      fprintf(o, "</td><td class=\"n\">%u</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
+                 "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">",
+              w->tid, (unsigned long long)w->cycles, (unsigned long long)w->learned_cycles,
+              (unsigned long long)w->relearns, (unsigned long long)w->deviations);
+      bytes(o, w->arena_bytes, false);
+      fputs("</td><td class=\"n\">", o);
+      bytes(o, w->plan_peak_bytes, false);
+      fputs("</td><td class=\"n\">", o);
+      bytes(o, w->plan_sum_bytes, false);
+      fprintf(o, "</td><td class=\"n\">%s</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
+                 "<td class=\"n\">",
+              ratio, (unsigned long long)w->hits, (unsigned long long)w->spills);
+      bytes(o, w->spill_bytes, false);
+      fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">", (unsigned long long)w->escapes);
+      bytes(o, w->pinned_bytes, false);
+      fprintf(o, "</td><td class=\"n\">%llu</td></tr>\n", (unsigned long long)w->outlived);
+    }
+    fputs("</table>\n", o);
+  }
+  if (!r->ngroups) return 0;
+  size_t n = nd_rep_list_len(r, r->ngroups);
+  fprintf(o, "<h3>Leaked workspace pointers: %zu %s from %zu (workspace, stack) %s</h3>\n"
+             "<table>\n<tr><th>#</th><th>workspace</th><th>thread</th><th>escapes</th>"
+             "<th>bytes</th><th>born in cycle</th><th>seen in cycle</th><th>stack</th></tr>\n",
+          t->nescapes, t->nescapes == 1 ? "block" : "blocks", r->ngroups,
+          r->ngroups == 1 ? "pair" : "pairs");
+  for (size_t i = 0; i < n; i++) {
+    const esc_group_t *g = &r->groups[r->group_order[i]];
+    const nd_ws_escape_t *e = &t->escapes[g->first];
+    fprintf(o, "<tr><td>%zu</td><td>", i + 1);
+    esc_n(o, e->rec.name, sizeof e->rec.name);
+    fprintf(o, "</td><td class=\"n\">%u</td><td class=\"n\">%llu</td><td class=\"n\">", e->rec.tid,
+            (unsigned long long)g->count);
+    bytes(o, g->bytes, false);
+    fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td><td>",
+            (unsigned long long)g->born, (unsigned long long)g->seen);
+    if (e->rec.stack_id == UINT32_MAX) {
+      fputs("unknown (not tracked)", o);
+    } else if (e->stack == UINT32_MAX) {
+      fprintf(o, "stack %u (not in the trace)", e->rec.stack_id);
+    } else {
+      fprintf(o, "stack %u ", e->rec.stack_id);
+      if (html_stack(o, r, e->stack)) return -1;
+    }
+    fputs("</td></tr>\n", o);
+  }
+  fputs("</table>\n", o);
+  return 0;
+}
+
+// ---------------------------------------------------------------- limits
+
+static void limit_row(FILE *o, const char *name, uint64_t limit, const char *what, uint64_t peak,
+                      bool read) {
+  fprintf(o, "<tr><td>%s</td><td class=\"n\">", name);
+  if (limit) bytes(o, limit, false);
+  else fputs("none", o);
+  fprintf(o, "</td><td>%s</td><td class=\"n\">", what);
+  if (read) bytes(o, peak, false);
+  else fputs("not read", o);
+  fputs("</td><td class=\"n\">", o);
+  if (limit && read) {
+    u128 m = (u128)peak * 1000 / limit;
+    if (m > (u128)UINT64_MAX) m = UINT64_MAX;
+    fprintf(o, "%llu.%u %%", (unsigned long long)(m / 10), (unsigned)(m % 10));
+  }
+  fputs("</td></tr>\n", o);
+}
+
+static void html_limits(FILE *o, const report_t *r) {
+  const nd_trace_t *t = r->t;
+  bool devices = false;
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
+    devices |= (t->have_device >> d & 1) && t->devices[d].limit_bytes;
+  if (!nd_rep_has_limits(t) && !devices) return;
+  fputs("<h2 id=\"limits\">Limits</h2>\n", o);
+  fputs("<table>\n<tr><th>limit</th><th>value</th><th>measures</th><th>peak</th>"
+        "<th>of the limit</th></tr>\n",
+        o);
+  if (t->have_limits) {
+    const nd_rec_limits_t *l = &t->limits;
+    limit_row(o, "maxBytes", l->max_bytes, "tracked", l->peak_tracked, true);
+    limit_row(o, "maxPhysicalBytes", l->max_physical_bytes, "physical", l->peak_physical,
+              l->physical_reads > 0);
+    limit_row(o, "warn at (watermark)", l->warn_at, "physical", l->peak_physical,
+              l->physical_reads > 0);
+  }
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++) {
+    if (!(t->have_device >> d & 1) || !t->devices[d].limit_bytes) continue;
+    char name[48];
+    snprintf(name, sizeof name, "maxDeviceBytes (device %d)", d);
+    const nd_rec_device_t *v = &t->devices[d];
+    limit_row(o, name, v->limit_bytes, "device memory",
+              v->peak_bytes > 0 ? (uint64_t)v->peak_bytes : 0, true);
+  }
+  fputs("</table>\n", o);
+  if (t->have_limits) {
+    const nd_rec_limits_t *l = &t->limits;
+    fprintf(o, "<p>On limit: %s. Breaches: maxBytes %llu, maxPhysicalBytes %llu; %llu "
+               "%s failed%s. Relief: %llu %s released ",
+            nd_rep_action_names[l->action < 3 ? l->action : 0],
+            (unsigned long long)l->breaches[ND_LIMIT_BYTES],
+            (unsigned long long)l->breaches[ND_LIMIT_PHYSICAL], (unsigned long long)l->failed,
+            l->failed == 1 ? "allocation" : "allocations",
+            l->flags & ND_LIMITS_ABORTED ? "; aborted on a breach" : "",
+            (unsigned long long)l->reliefs, l->reliefs == 1 ? "run" : "runs");
+    bytes(o, l->relief_bytes, false);
+    fputs(" of workspace arenas.</p>\n", o);
+  }
+  size_t n = nd_rep_list_len(r, t->nbreaches);
+  if (n) {
+    fprintf(o, "<h3>Logged breaches: %llu</h3>\n<table>\n<tr><th>#</th><th>limit</th>"
+               "<th>count</th><th>at</th><th>thread</th><th>call</th><th>requested</th>"
+               "<th>before the call</th><th>limit</th><th>done</th></tr>\n",
+            (unsigned long long)nd_rep_sat_add(t->nbreaches, t->breaches_dropped));
+    static const char *const done[3] = {"failed", "allowed (warn)", "aborted the process"};
+    for (size_t i = 0; i < n; i++) {
+      const nd_rec_breach_t *b = &t->breaches[i];
+      fprintf(o, "<tr><td>%zu</td><td>%s</td><td class=\"n\">%llu</td><td class=\"n\">", i + 1,
+              nd_rep_limit_names[b->limit], (unsigned long long)b->count);
+      secs(o, nd_rep_since_start(t, b->mono_ns));
+      fprintf(o, "</td><td class=\"n\">%u</td><td>%s", b->tid, nd_rep_breach_fn(b));
+      if (b->limit == ND_LIMIT_DEVICE) fprintf(o, " (device %u)", b->device);
+      fputs("</td><td class=\"n\">", o);
+      bytes(o, b->requested, false);
+      fputs("</td><td class=\"n\">", o);
+      bytes(o, b->value, false);
+      fputs("</td><td class=\"n\">", o);
+      bytes(o, b->limit_bytes, false);
+      fprintf(o, "</td><td>%s</td></tr>\n", done[b->action < 3 ? b->action : 0]);
+    }
+    fputs("</table>\n", o);
+  }
+  if (t->nsnaps) {
+    fprintf(o, "<h3>Snapshots: %llu in the trace, %zu kept</h3>\n<table>\n<tr><th>#</th>"
+               "<th>at</th><th>reason</th><th>tracked</th><th>physical</th><th>threshold</th>"
+               "<th>sites</th><th>largest site</th></tr>\n",
+            (unsigned long long)t->snap_records, t->nsnaps);
+    for (size_t i = 0; i < t->nsnaps; i++) {
+      const nd_snapshot_t *s = t->snaps[i];
+      int lim = nd_rep_snap_limit(t, &s->rec);
+      fprintf(o, "<tr><td>S%llu</td><td class=\"n\">", (unsigned long long)s->seq);
+      secs(o, nd_rep_since_start(t, s->rec.mono_ns));
+      fprintf(o, "</td><td>%s%s</td><td class=\"n\">",
+              s->rec.reason == ND_SNAP_WATERMARK ? "watermark" : "first breach of ",
+              s->rec.reason == ND_SNAP_WATERMARK ? "" : lim < 0 ? "a limit"
+                                                                : nd_rep_limit_names[lim]);
+      bytes(o, s->rec.tracked, false);
+      fputs("</td><td class=\"n\">", o);
+      if (s->rec.physical) bytes(o, s->rec.physical, false);
+      else fputs("not read", o);
+      fputs("</td><td class=\"n\">", o);
+      bytes(o, s->rec.threshold, false);
+      fprintf(o, "</td><td class=\"n\">%u</td><td>", s->read);
+      if (s->nsites) {
+        const nd_snap_site_t *e = &s->sites[0];
+        fprintf(o, "%s ", nd_rep_kind_names[e->rec.kind]);
+        bytes(o, e->rec.live_bytes, e->rec.flags & ND_SITE_SAMPLED);
+        fprintf(o, ", stack %u", e->rec.stack_id);
+      }
+      fputs("</td></tr>\n", o);
+    }
+    fputs("</table>\n", o);
+  }
+}
+
+// ---------------------------------------------------------------- the page
+
+static const char css[] =
+    "body{font:14px/1.4 sans-serif;margin:1em 2em;color:#222;background:#fff}\n"
+    "h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:1.6em}\n"
+    "h3{font-size:1em}table{border-collapse:collapse;margin:.5em 0}\n"
+    "td,th{border:1px solid #ddd;padding:2px 6px;vertical-align:top;text-align:left}\n"
+    "th{background:#f3f3f3}td.n{text-align:right;white-space:nowrap}\n"
+    "table.kv th{width:8em}ol.stack{margin:0;padding-left:2.5em;font:12px monospace}\n"
+    ".at{color:#555}.note{color:#666;font-size:.9em}\n"
+    "svg{font:11px sans-serif;max-width:100%;height:auto}\n"
+    "svg .frame{fill:none;stroke:#999}svg .grid{stroke:#eee}\n"
+    "svg .yt{text-anchor:end}svg .xt{text-anchor:middle}\n"
+    "svg .series{fill:none;stroke-width:2}\n"
+    "svg .lim{stroke:#c00;stroke-dasharray:6 3}svg .warn{stroke:#e80;stroke-dasharray:3 3}\n"
+    "svg .cyc{stroke:#393;stroke-dasharray:2 2}svg .cyct{stroke:#393}\n"
+    "svg .breach{fill:#c00}svg .snap{stroke:#888;stroke-dasharray:1 3}svg .snapm{fill:#555}\n";
+
+int nd_rep_html_report(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>ndmem: ",
+        o);
+  esc(o, t->exe[0] ? t->exe : "?");
+  fprintf(o, " (pid %llu)</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>ndmem report: ",
+          (unsigned long long)t->hdr.pid, css);
+  esc(o, t->exe[0] ? t->exe : "?");
+  fputs("</h1>\n<p class=\"note\"><a href=\"#summary\">summary</a> · <a href=\"#timeline\">"
+        "timeline</a> · <a href=\"#sites\">sites</a> · <a href=\"#growth\">growth</a>",
+        o);
+  if (t->nws || nd_rep_esc_records(t)) fputs(" · <a href=\"#workspaces\">workspaces</a>", o);
+  if (nd_rep_has_limits(t) || nd_rep_device_limited(t)) fputs(" · <a href=\"#limits\">limits</a>", o);
+  fputs("</p>\n", o);
+  if (html_summary(o, r)) return -1;
+  html_timeline(o, r);
+  size_t n = nd_rep_list_len(r, t->nsites);
+  char title[96];
+  snprintf(title, sizeof title, "Top %zu allocation sites by peak live bytes (of %zu)", n,
+           t->nsites);
+  if (html_sites(o, r, r->by_peak, n, title, "sites", NULL)) return -1;
+  uint32_t *peak_rank = calloc(t->nsites ? t->nsites : 1, sizeof *peak_rank);
+  if (!peak_rank) return -1;
+  for (size_t i = 0; i < n; i++) peak_rank[r->by_peak[i]] = (uint32_t)i + 1;
+  snprintf(title, sizeof title, "Top %zu allocation sites by total bytes (of %zu)", n, t->nsites);
+  int rc = html_sites(o, r, r->by_total, n, title, "sites-total", peak_rank);
+  free(peak_rank);
+  if (rc || html_growth(o, r) || html_workspaces(o, r)) return -1;
+  html_limits(o, r);
+  fputs("</body>\n</html>\n", o);
+  return 0;
+}
