@@ -123,9 +123,14 @@ def poll(path, until, what, timeout=10.0):
     raise AssertionError("%s: not seen in %gs (last: %r)" % (what, timeout, last))
 
 
+TRACES = tempfile.mkdtemp(prefix="ndmem-metrics-traces-")
+
+
 def env_for(pattern):
+    # Traces to a folder of this test's own: a shared one may hold an older trace of a reused pid.
     env = dict(os.environ)
-    env.update(LD_PRELOAD=LIB, NDMEM_METRICS=pattern, NDMEM_FLUSH_MS="50", NDMEM_SUMMARY="0")
+    env.update(LD_PRELOAD=LIB, NDMEM_METRICS=pattern, NDMEM_FLUSH_MS="50", NDMEM_SUMMARY="0",
+               NDMEM_OUTPUT=os.path.join(TRACES, "ndmem.%p.trace"))
     return env
 
 
@@ -250,6 +255,7 @@ def main():
 
     import shutil
     shutil.rmtree(top)
+    shutil.rmtree(TRACES, ignore_errors=True)
     return 1 if failures else 0
 
 
