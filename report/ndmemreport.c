@@ -212,6 +212,9 @@ static nd_supp_t *load_suppressions(const opts_t *o, FILE *err) {
 }
 
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
+  // ---- subcommand: merge (merge.c)
+  if (argc >= 2 && !strcmp(argv[1], "merge")) return nd_report_merge(argc - 1, argv + 1, out, err);
+  // ---- end subcommand: merge
   opts_t o;
   int rc = parse_args(argc, argv, &o, out, err);
   nd_supp_t *supp = rc ? NULL : load_suppressions(&o, err);
