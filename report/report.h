@@ -26,6 +26,8 @@ typedef struct opts {
   const char **supp_files; // --suppressions, in order (malloc'd; freed by nd_report_main)
   size_t nsupp_files;
   bool builtin_supp;       // the built-in suppressions (not --no-builtin-suppressions)
+  bool follow;             // --follow: re-read and report until END or SIGINT (follow.c)
+  size_t follow_ms;        // --follow-interval (default 1000)
 } opts_t;
 
 __extension__ typedef unsigned __int128 u128;
@@ -121,5 +123,9 @@ uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est);
 // The renderers: 0, or -1 when out of memory (a write error shows on `o`).
 int nd_rep_text_report_80(FILE *out, report_t *r); // render_text.c
 int nd_rep_json_report(FILE *o, report_t *r);      // render_json.c
+
+// --follow (follow.c): reports o->file every o->follow_ms until it is complete or SIGINT, running
+// nd_report_main on argv less the --follow options; its exit status.
+int nd_report_follow(int argc, char **argv, const opts_t *o, FILE *out, FILE *err);
 
 #endif
