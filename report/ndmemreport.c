@@ -33,12 +33,14 @@
 #define USAGE                                                                                      \
   "usage: ndmemreport [--format text|json|html] [--top N] [--frames N] [--fail-on-leak] "          \
   "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--python-only] [--no-symbols] "         \
-  "[--suppressions FILE]... [--no-builtin-suppressions] FILE"
+  "[--suppressions FILE]... [--no-builtin-suppressions] [--follow] [--follow-interval MS] FILE"
 #define USAGE_HELP                                                                                 \
   "usage: ndmemreport [--format text|json|html] [--top N] [--frames N]\n"                         \
   "                   [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces]\n"              \
   "                   [--limits] [--python-only] [--no-symbols]\n"                                 \
-  "                   [--suppressions FILE]... [--no-builtin-suppressions] FILE"
+  "                   [--suppressions FILE]... [--no-builtin-suppressions]\n"                      \
+  "                   [--follow] [--follow-interval MS] FILE\n"                                    \
+  "       ndmemreport merge [--format text|json] [--top N] [--no-symbols] TRACE..."
 
 // ---------------------------------------------------------------- main
 
@@ -65,7 +67,7 @@ static int parse_count(FILE *err, const char *opt, const char *v, size_t *out) {
 
 // 0: run; 2: bad usage (reported); -1: --help was printed.
 static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
-  *o = (opts_t){.symbols = true, .top = 10, .frames = 8, .builtin_supp = true};
+  *o = (opts_t){.symbols = true, .top = 10, .frames = 8, .builtin_supp = true, .follow_ms = 1000};
   bool dashdash = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -117,6 +119,14 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      report the C and C++ runtimes' lifetime allocations\n"
               "                      too (libstdc++'s exception pool, stdio buffers, the\n"
               "                      loader's and the locale's state, ...)\n"
+              "  --follow            re-read a running job's trace and print the --brief view\n"
+              "                      every interval until it ends (then once more) or SIGINT;\n"
+              "                      a terminal is cleared between refreshes, else each\n"
+              "                      starts with a line '== refresh N at HH:MM:SS'\n"
+              "  --follow-interval MS\n"
+              "                      milliseconds between refreshes (default 1000)\n"
+              "merge: a row per trace of a job's ranks and their sites aggregated across\n"
+              "ranks, with outliers (ndmemreport merge --help).\n"
               "Exit status: 0, 1 (--fail-on-leak or --fail-on-growth and a finding),\n"
               "2 (bad usage or trace).\n",
               USAGE_HELP);
@@ -153,6 +163,13 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       o->supp_files[o->nsupp_files++] = v;
     } else if (!strcmp(a, "--no-builtin-suppressions")) {
       o->builtin_supp = false;
+      // ---- option: --follow (follow.c)
+    } else if (!strcmp(a, "--follow")) {
+      o->follow = true;
+    } else if (IS("--follow-interval")) {
+      if (parse_count(err, "--follow-interval", VALUE(), &o->follow_ms)) return 2;
+      if (!o->follow_ms) return usage_error(err, "--follow-interval must be at least 1 (ms)");
+      // ---- end option: --follow
     } else {
       return usage_error(err, "unknown option '%s'", a);
     }
@@ -217,6 +234,9 @@ static nd_supp_t *load_suppressions(const opts_t *o, FILE *err) {
 }
 
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
+  // ---- subcommand: merge (merge.c)
+  if (argc >= 2 && !strcmp(argv[1], "merge")) return nd_report_merge(argc - 1, argv + 1, out, err);
+  // ---- end subcommand: merge
   opts_t o;
   int rc = parse_args(argc, argv, &o, out, err);
   nd_supp_t *supp = rc ? NULL : load_suppressions(&o, err);
@@ -224,6 +244,12 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   o.supp_files = NULL;
   if (rc) return rc < 0 ? 0 : rc;
   if (!supp) return 2;
+  // ---- --follow (follow.c): reports again and again through this function
+  if (o.follow) {
+    nd_supp_free(supp);
+    return nd_report_follow(argc, argv, &o, out, err);
+  }
+  // ---- end --follow
   nd_trace_t *t = malloc(sizeof *t);
   if (!t) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);

@@ -12,4 +12,7 @@
 // a malformed or unreadable trace). Keeps no state between calls.
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err);
 
+// `ndmemreport merge TRACE...` (merge.c): argv[0] is "merge". The same exit statuses.
+int nd_report_merge(int argc, char **argv, FILE *out, FILE *err);
+
 #endif

@@ -27,6 +27,8 @@ typedef struct opts {
   const char **supp_files; // --suppressions, in order (malloc'd; freed by nd_report_main)
   size_t nsupp_files;
   bool builtin_supp;       // the built-in suppressions (not --no-builtin-suppressions)
+  bool follow;             // --follow: re-read and report until END or SIGINT (follow.c)
+  size_t follow_ms;        // --follow-interval (default 1000)
 } opts_t;
 
 __extension__ typedef unsigned __int128 u128;
@@ -125,5 +127,9 @@ int nd_rep_json_report(FILE *o, report_t *r);      // render_json.c
 int nd_rep_html_report(FILE *o, report_t *r);      // render_html.c
 // The text report's summary alone, unwrapped (render_text.c): the HTML summary's facts.
 void nd_rep_text_summary(FILE *o, report_t *r);
+
+// --follow (follow.c): reports o->file every o->follow_ms until it is complete or SIGINT, running
+// nd_report_main on argv less the --follow options; its exit status.
+int nd_report_follow(int argc, char **argv, const opts_t *o, FILE *out, FILE *err);
 
 #endif

@@ -943,6 +943,59 @@ static void bad_python(const char *which) {
   end(T0 + 20 * MS, 0);
 }
 
+// ---------------------------------------------------------------- merge (four ranks, version 7)
+
+// The ranks of one job for `ndmemreport merge`, the truth for merge.txt / merge.json. Each rank
+// has its own pid, stack ids and code ids and loads its modules at its own bases; the frames
+// (module+offset, Python qualname+file+line) are the same:
+//   A heap  libfoo+0x1234 < train+0x1100: 4 MiB peak in ranks 0, 1, 3; rank 0 records it as two
+//           stacks of 2 MiB each (summed); rank 2 20 MiB: the outlier (median 4 MiB)
+//   B mmap  libc+0x9000 < train+0x1200: 8 MiB in every rank, no outlier
+//   C heap  numpy+0x1100 < Trainer.step (train.py:42): 2 MiB, rank 3 3 MiB (under 2x: none)
+//   D heap  train+0x1300, rank 1 only: 512 KiB (median 0, but under the 1 MiB floor: none)
+//   E heap  train+0x1400, rank 3 only: 5 MiB (median 0, above the floor: rank 3 an outlier)
+// Ranks 0-2 exit 0 (rank 0 leaks 64 KiB of A); rank 3 ends by signal 11 (SIGSEGV).
+static void merge_rank(int r) {
+  uint64_t exe = EXE + (uint64_t)r * 0x1000000, foo = FOO + (uint64_t)r * 0x2000000,
+           libc = LIBC + (uint64_t)r * 0x3000000, np = NUMPY + (uint64_t)r * 0x4000000;
+  uint32_t id = 500 - 13 * (uint32_t)r; // stack ids differ per rank
+  header("/nonexistent/bin/train", 3000 + (uint64_t)r, 7);
+  module(0, "/nonexistent/bin/train", exe, exe, exe + 0x8000);
+  module(1, "/nonexistent/lib/libfoo.so", foo, foo, foo + 0x8000);
+  module(2, "/nonexistent/lib/libc.so.6", libc, libc, libc + 0x200000);
+  module(3, "/nonexistent/venv/numpy/_multiarray_umath.so", np, np, np + 0x400000);
+  pycode(20 + (uint32_t)r, 40, "Trainer.step", "/nonexistent/app/train.py");
+  const uint64_t a[] = {foo + 0x1234, exe + 0x1100}, b[] = {libc + 0x9000, exe + 0x1200},
+                 c[] = {np + 0x1100, nd_pyframe(20 + (uint32_t)r, 42)}, d[] = {exe + 0x1300},
+                 e[] = {exe + 0x1400};
+  stack(id, 2, a);
+  stack(id + 1, 2, b);
+  stack(id + 2, 2, c);
+  uint64_t mib = 1024 * KIB, a_peak = r == 2 ? 20 * mib : 4 * mib;
+  if (r == 0) {
+    stack(id + 5, 2, a);
+    site(id, 0, 0, 10, 9, 4 * mib, 4 * mib - 64 * KIB, 2 * mib);
+    site(id + 5, 0, 0, 10, 10, 4 * mib, 4 * mib, 2 * mib);
+  } else {
+    site(id, 0, 0, 20, 20, 2 * a_peak, 2 * a_peak, a_peak);
+  }
+  site(id + 1, 1, 0, 2, 2, 16 * mib, 16 * mib, 8 * mib);
+  site(id + 2, 0, 0, 8, 8, 8 * mib, 8 * mib, r == 3 ? 3 * mib : 2 * mib);
+  if (r == 1) stack(id + 3, 1, d), site(id + 3, 0, 0, 1, 1, 512 * KIB, 512 * KIB, 512 * KIB);
+  if (r == 3) stack(id + 4, 1, e), site(id + 4, 0, 0, 1, 1, 5 * mib, 5 * mib, 5 * mib);
+  uint64_t heap_peak = a_peak + 2 * mib + (r == 3 ? 6 * mib : 0);
+  counters(T0 + (900 + 100 * (uint64_t)r) * MS, 2,
+           (kt_t){r == 0 ? 64 * KIB : 0, heap_peak, r == 0, 40, 40 - (r == 0)},
+           (kt_t){0, 8 * mib, 0, 2, 2}, (kt_t){0, 0, 0, 0, 0},
+           (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 40, [FREE] = 39, [MMAP] = 2, [MUNMAP] = 2}, 0);
+  flush(1, T0 + (1000 + 100 * (uint64_t)r) * MS);
+  if (r == 0) block(id, 0, 0, 0x600000000000ull, 64 * KIB, 64 * KIB, T0 + 500 * MS);
+  nd_rec_exit_t x = {T0 + (1100 + 100 * (uint64_t)r) * MS, r == 3 ? ND_EXIT_SIGNAL : ND_EXIT_NORMAL,
+                     r == 3 ? 11 : 0, 3000 + (uint32_t)r, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + (1150 + 100 * (uint64_t)r) * MS, r == 0);
+}
+
 int main(int argc, char **argv) {
   static const char *const modes[] = {
       "basic",           "killed",           "ws",              "self",
@@ -954,7 +1007,8 @@ int main(int argc, char **argv) {
       "lifetimes",       "devices",          "python",          "py-max",
       "py-v6-bit63",     "bad-py-v6",        "bad-py-code",     "bad-py-late",
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
-      "bad-py-short",    "bad-py-state",     "bad-py-python-size"};
+      "bad-py-short",    "bad-py-state",     "bad-py-python-size", "merge-r0",
+      "merge-r1",        "merge-r2",         "merge-r3"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -976,6 +1030,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "lifetimes")) lifetimes_trace();
   else if (!strcmp(argv[1], "devices")) devices_trace();
   else if (!strcmp(argv[1], "python")) python_trace();
+  else if (!strncmp(argv[1], "merge-r", 7)) merge_rank(argv[1][7] - '0');
   else if (!strcmp(argv[1], "py-max")) py_max();
   else if (!strcmp(argv[1], "py-v6-bit63")) py_v6_bit63();
   else if (!strncmp(argv[1], "bad-py-", 7)) bad_python(argv[1]);
