@@ -89,6 +89,12 @@ void nd_rep_format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak);
 // The analysis (analyse.c): sorts the sites, leaks and workspaces and classifies what was live at
 // exit; -1 when out of memory.
 int nd_rep_analyse(report_t *r);
+// A 64-bit key of a stack from its symbolized frames (module basename, function, file:line, else
+// the offset in the module; Python frames: qualname, file, line), never from its stack id or
+// addresses: the same code path in two runs, at other ids and load addresses, has the same key.
+// A frame outside every module adds its address (not stable); --no-symbols changes every key.
+// -1 when out of memory.
+int nd_rep_stack_key(report_t *r, uint32_t stack, uint64_t *key);
 // Entries of a list shown: --top (0: all), 5 with --brief.
 size_t nd_rep_list_len(const report_t *r, size_t n);
 uint64_t nd_rep_site_live(const nd_rec_site_t *s);
