@@ -31,13 +31,15 @@
 
 // USAGE, on one line, follows a usage error; USAGE_HELP, the same in 80 columns, heads --help.
 #define USAGE                                                                                      \
-  "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak] "               \
-  "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--python-only] [--no-symbols] "         \
+  "usage: ndmemreport [--format text|json|collapsed] [--collapsed-by peak|total|live] "            \
+  "[--top N] [--frames N] [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces] [--limits] [--python-only] [--no-symbols] "         \
   "[--suppressions FILE]... [--no-builtin-suppressions] FILE"
 #define USAGE_HELP                                                                                 \
-  "usage: ndmemreport [--format text|json] [--top N] [--frames N] [--fail-on-leak]\n"              \
-  "                   [--fail-on-growth] [--brief] [--workspaces] [--limits]\n"                    \
-  "                   [--python-only] [--no-symbols] [--suppressions FILE]...\n"                   \
+  "usage: ndmemreport [--format text|json|collapsed]\n"                                         \
+  "                   [--collapsed-by peak|total|live] [--top N] [--frames N]\n"                  \
+  "                   [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces]\n"             \
+  "                   [--limits] [--python-only] [--no-symbols]\n"                                 \
+  "                   [--suppressions FILE]...\n"                                                  \
   "                   [--no-builtin-suppressions] FILE"
 
 // ---------------------------------------------------------------- main
@@ -84,7 +86,14 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       fprintf(out,
               "%s\n\n"
               "Reads a trace written by libndmem.so and reports what it allocated.\n"
-              "  --format text|json  output format (default text)\n"
+              "  --format text|json|collapsed\n"
+              "                      output format (default text); collapsed: one line per\n"
+              "                      stack for flamegraph.pl and speedscope, frames outermost\n"
+              "                      first joined by ';', a space, the weight\n"
+              "  --collapsed-by peak|total|live\n"
+              "                      collapsed's weight: a site's peak live bytes (default),\n"
+              "                      bytes allocated, or live bytes at the end; sites of\n"
+              "                      weight 0 are left out, equal lines summed into one\n"
               "  --top N             sites, leaks, leaked workspace pointers, breaches and\n"
               "                      each snapshot's sites listed (default 10, 0 = all)\n"
               "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
@@ -121,7 +130,18 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       const char *v = VALUE();
       if (v && !strcmp(v, "text")) o->json = false;
       else if (v && !strcmp(v, "json")) o->json = true;
-      else return usage_error(err, "--format takes text or json, not '%s'", v ? v : "");
+      // ---- --format collapsed (render_collapsed.c)
+      else if (v && !strcmp(v, "collapsed")) o->json = false, o->collapsed = true;
+      // ---- end --format collapsed
+      else return usage_error(err, "--format takes text, json or collapsed, not '%s'",
+                              v ? v : "");
+      if (v && strcmp(v, "collapsed")) o->collapsed = false;
+    } else if (IS("--collapsed-by")) {
+      const char *v = VALUE();
+      int w = nd_rep_parse_weight(v);
+      if (w < 0) return usage_error(err, "--collapsed-by takes peak, total or live, not '%s'",
+                                    v ? v : "");
+      o->collapsed_by = (enum nd_weight)w;
     } else if (IS("--top")) {
       if (parse_count(err, "--top", VALUE(), &o->top)) return 2;
     } else if (IS("--frames")) {
@@ -248,7 +268,9 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   if (!r.sym || nd_rep_analyse(&r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
     rc = 2;
-  } else if (o.json ? nd_rep_json_report(out, &r) : nd_rep_text_report_80(out, &r)) {
+  } else if (o.collapsed ? nd_rep_collapsed_report(out, &r)
+             : o.json     ? nd_rep_json_report(out, &r)
+                          : nd_rep_text_report_80(out, &r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
     rc = 2;
   } else if (fflush(out) || ferror(out)) {

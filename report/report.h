@@ -16,7 +16,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+// What a site weighs: its peak live bytes, bytes allocated, or live bytes at the end.
+enum nd_weight { ND_BY_PEAK, ND_BY_TOTAL, ND_BY_LIVE, ND_WEIGHTS };
+
 typedef struct opts {
+  bool collapsed;             // --format collapsed
+  enum nd_weight collapsed_by; // --collapsed-by (default peak)
   bool json, brief, fail_on_leak, fail_on_growth, symbols;
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
@@ -127,5 +132,17 @@ uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est);
 // The renderers: 0, or -1 when out of memory (a write error shows on `o`).
 int nd_rep_text_report_80(FILE *out, report_t *r); // render_text.c
 int nd_rep_json_report(FILE *o, report_t *r);      // render_json.c
+int nd_rep_collapsed_report(FILE *o, report_t *r); // render_collapsed.c
+
+// render_collapsed.c: --collapsed-by's words ("peak", "total", "live"), a site's weight, and the
+// frames of a stack named as in text on one line each (function, module+0xOFF, 0xIP; Python:
+// "qualname (file.py:LINE)"; an inlined call one name per function, the innermost first; ';' and
+// control characters replaced), innermost first, --python-only respected: a malloc'd array of
+// malloc'd strings (nd_rep_free_names), or -1 when out of memory.
+extern const char *const nd_rep_weight_names[ND_WEIGHTS];
+int nd_rep_parse_weight(const char *word); // -1: none of them
+uint64_t nd_rep_site_weight(const nd_rec_site_t *s, enum nd_weight w);
+int nd_rep_frame_names(report_t *r, uint32_t stack, char ***names, size_t *n);
+void nd_rep_free_names(char **names, size_t n);
 
 #endif
