@@ -33,14 +33,15 @@
 #define USAGE                                                                                      \
   "usage: ndmemreport [--format text|json|collapsed] [--collapsed-by peak|total|live] "            \
   "[--top N] [--frames N] [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces] [--limits] [--python-only] [--no-symbols] "         \
-  "[--suppressions FILE]... [--no-builtin-suppressions] FILE"
+  "[--suppressions FILE]... [--no-builtin-suppressions] FILE | diff [OPTIONS] A B"
 #define USAGE_HELP                                                                                 \
   "usage: ndmemreport [--format text|json|collapsed]\n"                                         \
   "                   [--collapsed-by peak|total|live] [--top N] [--frames N]\n"                  \
   "                   [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces]\n"             \
   "                   [--limits] [--python-only] [--no-symbols]\n"                                 \
   "                   [--suppressions FILE]...\n"                                                  \
-  "                   [--no-builtin-suppressions] FILE"
+  "                   [--no-builtin-suppressions] FILE\n"                                          \
+  "       ndmemreport diff [--help] [OPTIONS] A B"
 
 // ---------------------------------------------------------------- main
 
@@ -123,7 +124,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      too (libstdc++'s exception pool, stdio buffers, the\n"
               "                      loader's and the locale's state, ...)\n"
               "Exit status: 0, 1 (--fail-on-leak or --fail-on-growth and a finding),\n"
-              "2 (bad usage or trace).\n",
+              "2 (bad usage or trace).\n"
+              "ndmemreport diff A B compares two traces site by site (diff --help).\n",
               USAGE_HELP);
       return -1;
     } else if (IS("--format")) {
@@ -232,6 +234,9 @@ static nd_supp_t *load_suppressions(const opts_t *o, FILE *err) {
 }
 
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
+  // ---- `ndmemreport diff A B` (diff.c): its own arguments and run
+  if (argc > 1 && !strcmp(argv[1], "diff")) return nd_report_diff(argc, argv, out, err);
+  // ---- end diff
   opts_t o;
   int rc = parse_args(argc, argv, &o, out, err);
   nd_supp_t *supp = rc ? NULL : load_suppressions(&o, err);
