@@ -3,7 +3,7 @@
 // both renderers share (start time, ratios), the site, leak and workspace orderings
 // (nd_rep_analyse), the suppression rule a leak's stack matches (suppressed_by) and the
 // predicates on a trace that the text and JSON renderers both ask (leaks known, limits recorded,
-// escape records, snapshots).
+// escape records, snapshots), and a stack's stable key (nd_rep_stack_key), which diff matches on.
 #include "report.h"
 
 #include <stdlib.h>
@@ -324,6 +324,62 @@ int nd_rep_analyse(report_t *r) {
   qsort_r(r->leaks, t->nleaks, sizeof *r->leaks, by_leak, (void *)t);
   if (nd_rep_leaks_known(t) && nd_lifetimes(t, suppressed_by, r, &r->life)) return -1;
   return analyse_ws(r);
+}
+
+// ---------------------------------------------------------------- stable stack identity
+
+// FNV-1a 64 over what a frame is, never its address: a trace's stack ids and its modules' load
+// addresses change from run to run (ASLR), the symbolized frames do not. Every field ends in a
+// byte no string holds (0) so that ("ab", "c") and ("a", "bc") differ.
+#define FNV_OFF 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * FNV_PRIME;
+  return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s) {
+  if (s) h = fnv_bytes(h, s, strlen(s) + 1);
+  else h = fnv_bytes(h, "\1", 2); // NULL: unknown, unlike ""
+  return h;
+}
+
+static uint64_t fnv_u64(uint64_t h, uint64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i)); // little-endian everywhere
+  return fnv_bytes(h, b, sizeof b);
+}
+
+// A native position: its function, then file:line when known, else the module offset.
+static uint64_t key_loc(uint64_t h, const nd_loc_t *l, uint64_t offset) {
+  h = fnv_str(h, l->function);
+  if (l->file) return fnv_u64(fnv_str(fnv_bytes(h, "L", 1), l->file), (uint64_t)l->line);
+  return fnv_u64(fnv_bytes(h, "O", 1), offset);
+}
+
+int nd_rep_stack_key(report_t *r, uint32_t stack, uint64_t *key) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  uint64_t h = FNV_OFF;
+  for (size_t i = 0; i < s->depth; i++) {
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    if (f->python) { // qualname, file, line
+      h = fnv_str(fnv_bytes(h, "P", 1), f->at.function);
+      h = fnv_u64(fnv_str(h, f->at.file), (uint64_t)f->at.line);
+    } else if (!f->module) { // outside every module: only the address is known (not stable)
+      h = fnv_u64(fnv_bytes(h, "A", 1), f->ip);
+    } else {
+      const char *base = strrchr(f->module, '/');
+      h = fnv_str(fnv_bytes(h, "N", 1), base ? base + 1 : f->module);
+      h = key_loc(h, &f->at, f->offset);
+      for (size_t k = 0; k < f->ninlined; k++) h = key_loc(h, &f->inlined_into[k], f->offset);
+    }
+  }
+  *key = fnv_u64(h, s->depth);
+  return 0;
 }
 
 // Entries of a list shown: --top (0: all, as --frames 0 is every frame), 5 with --brief.

@@ -31,15 +31,19 @@
 
 // USAGE, on one line, follows a usage error; USAGE_HELP, the same in 80 columns, heads --help.
 #define USAGE                                                                                      \
-  "usage: ndmemreport [--format text|json|html] [--top N] [--frames N] [--fail-on-leak] "          \
-  "[--fail-on-growth] [--brief] [--workspaces] [--limits] [--python-only] [--no-symbols] "         \
-  "[--suppressions FILE]... [--no-builtin-suppressions] [--follow] [--follow-interval MS] FILE"
+  "usage: ndmemreport [--format text|json|html|collapsed] [--collapsed-by peak|total|live] "       \
+  "[--top N] [--frames N] [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces] "           \
+  "[--limits] [--python-only] [--no-symbols] [--suppressions FILE]... "                            \
+  "[--no-builtin-suppressions] [--follow] [--follow-interval MS] FILE | diff [OPTIONS] A B | "      \
+  "merge [OPTIONS] TRACE..."
 #define USAGE_HELP                                                                                 \
-  "usage: ndmemreport [--format text|json|html] [--top N] [--frames N]\n"                         \
-  "                   [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces]\n"              \
+  "usage: ndmemreport [--format text|json|html|collapsed]\n"                                       \
+  "                   [--collapsed-by peak|total|live] [--top N] [--frames N]\n"                  \
+  "                   [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces]\n"             \
   "                   [--limits] [--python-only] [--no-symbols]\n"                                 \
   "                   [--suppressions FILE]... [--no-builtin-suppressions]\n"                      \
   "                   [--follow] [--follow-interval MS] FILE\n"                                    \
+  "       ndmemreport diff [--help] [OPTIONS] A B\n"                                               \
   "       ndmemreport merge [--format text|json] [--top N] [--no-symbols] TRACE..."
 
 // ---------------------------------------------------------------- main
@@ -86,11 +90,17 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       fprintf(out,
               "%s\n\n"
               "Reads a trace written by libndmem.so and reports what it allocated.\n"
-              "  --format text|json|html\n"
+              "  --format text|json|html|collapsed\n"
               "                      output format (default text); html: one self-contained\n"
               "                      page (summary, a timeline plot of live memory per kind\n"
               "                      with limits, breaches and snapshots, top sites with\n"
-              "                      stacks, growth, workspaces, limits)\n"
+              "                      stacks, growth, workspaces, limits); collapsed: one line\n"
+              "                      per stack for flamegraph.pl and speedscope, frames\n"
+              "                      outermost first joined by ';', a space, the weight\n"
+              "  --collapsed-by peak|total|live\n"
+              "                      collapsed's weight: a site's peak live bytes (default),\n"
+              "                      bytes allocated, or live bytes at the end; sites of\n"
+              "                      weight 0 are left out, equal lines summed into one\n"
               "  --top N             sites, leaks, leaked workspace pointers, breaches and\n"
               "                      each snapshot's sites listed (default 10, 0 = all)\n"
               "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
@@ -128,15 +138,24 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "merge: a row per trace of a job's ranks and their sites aggregated across\n"
               "ranks, with outliers (ndmemreport merge --help).\n"
               "Exit status: 0, 1 (--fail-on-leak or --fail-on-growth and a finding),\n"
-              "2 (bad usage or trace).\n",
+              "2 (bad usage or trace).\n"
+              "ndmemreport diff A B compares two traces site by site (diff --help).\n",
               USAGE_HELP);
       return -1;
     } else if (IS("--format")) {
       const char *v = VALUE();
-      if (v && !strcmp(v, "text")) o->json = o->html = false;
-      else if (v && !strcmp(v, "json")) o->json = true, o->html = false;
-      else if (v && !strcmp(v, "html")) o->html = true, o->json = false;
-      else return usage_error(err, "--format takes text, json or html, not '%s'", v ? v : "");
+      if (v && !strcmp(v, "text")) o->json = o->html = o->collapsed = false;
+      else if (v && !strcmp(v, "json")) o->json = true, o->html = o->collapsed = false;
+      else if (v && !strcmp(v, "html")) o->html = true, o->json = o->collapsed = false;
+      else if (v && !strcmp(v, "collapsed")) o->collapsed = true, o->json = o->html = false;
+      else return usage_error(err, "--format takes text, json, html or collapsed, not '%s'",
+                              v ? v : "");
+    } else if (IS("--collapsed-by")) {
+      const char *v = VALUE();
+      int w = nd_rep_parse_weight(v);
+      if (w < 0) return usage_error(err, "--collapsed-by takes peak, total or live, not '%s'",
+                                    v ? v : "");
+      o->collapsed_by = (enum nd_weight)w;
     } else if (IS("--top")) {
       if (parse_count(err, "--top", VALUE(), &o->top)) return 2;
     } else if (IS("--frames")) {
@@ -234,9 +253,9 @@ static nd_supp_t *load_suppressions(const opts_t *o, FILE *err) {
 }
 
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
-  // ---- subcommand: merge (merge.c)
+  // ---- subcommands: merge (merge.c) and diff (diff.c), each with its own arguments
   if (argc >= 2 && !strcmp(argv[1], "merge")) return nd_report_merge(argc - 1, argv + 1, out, err);
-  // ---- end subcommand: merge
+  if (argc > 1 && !strcmp(argv[1], "diff")) return nd_report_diff(argc, argv, out, err);
   opts_t o;
   int rc = parse_args(argc, argv, &o, out, err);
   nd_supp_t *supp = rc ? NULL : load_suppressions(&o, err);
@@ -279,9 +298,10 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   if (!r.sym || nd_rep_analyse(&r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
     rc = 2;
-  } else if (o.html   ? nd_rep_html_report(out, &r)
-             : o.json ? nd_rep_json_report(out, &r)
-                      : nd_rep_text_report_80(out, &r)) {
+  } else if (o.html        ? nd_rep_html_report(out, &r)
+             : o.collapsed ? nd_rep_collapsed_report(out, &r)
+             : o.json      ? nd_rep_json_report(out, &r)
+                           : nd_rep_text_report_80(out, &r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
     rc = 2;
   } else if (fflush(out) || ferror(out)) {

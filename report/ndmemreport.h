@@ -11,6 +11,9 @@
 // diagnostics to `err`. Returns the exit status: 0, 1 (--fail-on-leak and a leak), 2 (bad usage,
 // a malformed or unreadable trace). Keeps no state between calls.
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err);
+// `ndmemreport diff [OPTIONS] A B` (diff.c; argv[1] is "diff"): 0, 1 (--fail-on-growth BYTES and
+// a site whose live bytes at the end grew by more), 2.
+int nd_report_diff(int argc, char **argv, FILE *out, FILE *err);
 
 // `ndmemreport merge TRACE...` (merge.c): argv[0] is "merge". The same exit statuses.
 int nd_report_merge(int argc, char **argv, FILE *out, FILE *err);

@@ -117,14 +117,24 @@ static int json_stack(FILE *o, report_t *r, uint32_t stack, const char *ind) {
   return 0;
 }
 
+// "stack_key": the stack's stable key (nd_rep_stack_key), 16 hex digits, then ", ".
+static int json_stack_key(FILE *o, report_t *r, uint32_t stack) {
+  uint64_t k;
+  if (nd_rep_stack_key(r, stack, &k)) return -1;
+  fprintf(o, "\"stack_key\": \"%016llx\", ", (unsigned long long)k);
+  return 0;
+}
+
 static int json_site(FILE *o, report_t *r, uint32_t si, bool more) {
   const nd_site_t *s = &r->t->sites[si];
   const nd_rec_site_t *x = &s->rec;
+  fprintf(o, "      {\"stack_id\": %u, ", x->stack_id);
+  if (json_stack_key(o, r, s->stack)) return -1;
   fprintf(o,
-          "      {\"stack_id\": %u, \"kind\": \"%s\", \"sampled\": %s, \"allocs\": %llu, "
+          "\"kind\": \"%s\", \"sampled\": %s, \"allocs\": %llu, "
           "\"frees\": %llu, \"alloc_bytes\": %llu, \"free_bytes\": %llu, \"live_bytes\": %llu, "
           "\"peak_live_bytes\": %llu,\n       ",
-          x->stack_id, nd_rep_kind_names[x->kind], x->flags & ND_SITE_SAMPLED ? "true" : "false",
+          nd_rep_kind_names[x->kind], x->flags & ND_SITE_SAMPLED ? "true" : "false",
           (unsigned long long)x->allocs, (unsigned long long)x->frees,
           (unsigned long long)x->alloc_bytes, (unsigned long long)x->free_bytes,
           (unsigned long long)nd_rep_site_live(x), (unsigned long long)x->peak_live_bytes);
@@ -208,6 +218,8 @@ static int json_ws(FILE *o, report_t *r, bool last) {
     json_str(o, e->rec.name);
     if (e->rec.stack_id == UINT32_MAX) fputs(", \"stack_id\": null, ", o);
     else fprintf(o, ", \"stack_id\": %u, ", e->rec.stack_id);
+    if (e->stack == UINT32_MAX) fputs("\"stack_key\": null, ", o);
+    else if (json_stack_key(o, r, e->stack)) return -1;
     json_u64(o, "count", g->count, true);
     json_u64(o, "bytes", g->bytes, true);
     json_u64(o, "first_cycle_born", g->born, true);
@@ -399,8 +411,9 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     fprintf(o, "\"estimated\": %s, \"top\": [%s", est ? "true" : "false", k ? "\n" : "");
     for (size_t j = 0; j < k; j++) {
       const nd_snap_site_t *e = &s->sites[j];
-      fprintf(o, "        {\"stack_id\": %u, \"kind\": \"%s\", \"sampled\": %s, ",
-              e->rec.stack_id, nd_rep_kind_names[e->rec.kind],
+      fprintf(o, "        {\"stack_id\": %u, ", e->rec.stack_id);
+      if (json_stack_key(o, r, e->stack)) return -1;
+      fprintf(o, "\"kind\": \"%s\", \"sampled\": %s, ", nd_rep_kind_names[e->rec.kind],
               e->rec.flags & ND_SITE_SAMPLED ? "true" : "false");
       json_u64(o, "live_bytes", e->rec.live_bytes, true);
       json_u64(o, "live_count", e->rec.live_count, false);
@@ -462,11 +475,13 @@ static int json_growth(FILE *o, report_t *r) {
           (unsigned long long)(t->ngrowth + t->growth_dropped), n ? "\n" : "");
   for (size_t i = 0; i < n; i++) {
     const nd_rec_growth_t *g = &t->growth[i].rec;
+    fprintf(o, "    {\"stack_id\": %u, ", g->stack_id);
+    if (json_stack_key(o, r, t->growth[i].stack)) return -1;
     fprintf(o,
-            "    {\"stack_id\": %u, \"kind\": \"%s\", \"estimated\": %s, \"at_ns\": %llu, "
+            "\"kind\": \"%s\", \"estimated\": %s, \"at_ns\": %llu, "
             "\"cycle\": %llu, \"base_cycle\": %llu, \"base_ns\": %llu, \"base_bytes\": %llu, "
             "\"floor_bytes\": %llu, \"rises\": %llu,\n     ",
-            g->stack_id, nd_rep_kind_names[g->kind], g->flags & ND_SITE_SAMPLED ? "true" : "false",
+            nd_rep_kind_names[g->kind], g->flags & ND_SITE_SAMPLED ? "true" : "false",
             (unsigned long long)nd_rep_since_start(t, g->mono_ns), (unsigned long long)g->cycle,
             (unsigned long long)g->base_cycle,
             (unsigned long long)nd_rep_since_start(t, g->base_ns),
@@ -508,12 +523,14 @@ static int json_lifetimes(FILE *o, report_t *r) {
     for (size_t i = 0; i < shown; i++) {
       const nd_life_t *e = &l->v[at + i];
       const nd_leak_t *k = e->leak >= 0 ? &t->leaks[e->leak] : NULL;
+      fprintf(o, "%s    {\"class\": \"%s\", \"stack_id\": %u, ", first ? "\n" : ",\n",
+              nd_life_keys[e->cls], t->stacks[e->stack].id);
+      if (json_stack_key(o, r, e->stack)) return -1;
       fprintf(o,
-              "%s    {\"class\": \"%s\", \"stack_id\": %u, \"kind\": \"%s\", \"bytes\": %llu, "
+              "\"kind\": \"%s\", \"bytes\": %llu, "
               "\"blocks\": %llu, \"estimated\": %s, \"capped\": %s, \"exact_bytes\": %llu, "
               "\"exact_blocks\": %llu, \"sampled_blocks\": %llu, \"estimated_bytes\": %llu,\n"
               "     \"births\": ",
-              first ? "\n" : ",\n", nd_life_keys[e->cls], t->stacks[e->stack].id,
               nd_rep_kind_names[e->kind], (unsigned long long)e->bytes,
               (unsigned long long)e->blocks,
               e->samples ? "true" : "false", e->capped ? "true" : "false",

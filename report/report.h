@@ -17,8 +17,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+// What a site weighs: its peak live bytes, bytes allocated, or live bytes at the end.
+enum nd_weight { ND_BY_PEAK, ND_BY_TOTAL, ND_BY_LIVE, ND_WEIGHTS };
+
 typedef struct opts {
   bool json, html, brief, fail_on_leak, fail_on_growth, symbols;
+  bool collapsed;             // --format collapsed
+  enum nd_weight collapsed_by; // --collapsed-by (default peak)
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
   bool python_only; // --python-only: a stack with Python frames shows only those
@@ -92,6 +97,12 @@ void nd_rep_format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak);
 // The analysis (analyse.c): sorts the sites, leaks and workspaces and classifies what was live at
 // exit; -1 when out of memory.
 int nd_rep_analyse(report_t *r);
+// A 64-bit key of a stack from its symbolized frames (module basename, function, file:line, else
+// the offset in the module; Python frames: qualname, file, line), never from its stack id or
+// addresses: the same code path in two runs, at other ids and load addresses, has the same key.
+// A frame outside every module adds its address (not stable); --no-symbols changes every key.
+// -1 when out of memory.
+int nd_rep_stack_key(report_t *r, uint32_t stack, uint64_t *key);
 // Entries of a list shown: --top (0: all), 5 with --brief.
 size_t nd_rep_list_len(const report_t *r, size_t n);
 uint64_t nd_rep_site_live(const nd_rec_site_t *s);
@@ -131,5 +142,17 @@ void nd_rep_text_summary(FILE *o, report_t *r);
 // --follow (follow.c): reports o->file every o->follow_ms until it is complete or SIGINT, running
 // nd_report_main on argv less the --follow options; its exit status.
 int nd_report_follow(int argc, char **argv, const opts_t *o, FILE *out, FILE *err);
+int nd_rep_collapsed_report(FILE *o, report_t *r); // render_collapsed.c
+
+// render_collapsed.c: --collapsed-by's words ("peak", "total", "live"), a site's weight, and the
+// frames of a stack named as in text on one line each (function, module+0xOFF, 0xIP; Python:
+// "qualname (file.py:LINE)"; an inlined call one name per function, the innermost first; ';' and
+// control characters replaced), innermost first, --python-only respected: a malloc'd array of
+// malloc'd strings (nd_rep_free_names), or -1 when out of memory.
+extern const char *const nd_rep_weight_names[ND_WEIGHTS];
+int nd_rep_parse_weight(const char *word); // -1: none of them
+uint64_t nd_rep_site_weight(const nd_rec_site_t *s, enum nd_weight w);
+int nd_rep_frame_names(report_t *r, uint32_t stack, char ***names, size_t *n);
+void nd_rep_free_names(char **names, size_t n);
 
 #endif

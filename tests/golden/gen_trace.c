@@ -996,6 +996,43 @@ static void merge_rank(int r) {
   end(T0 + (1150 + 100 * (uint64_t)r) * MS, r == 0);
 }
 
+// ---------------------------------------------------------------- diff-a / diff-b
+
+// Two runs of one program for `ndmemreport diff`: the same five code paths under other stack ids,
+// in another order, with the modules at other load addresses (ASLR), so only the stable stack
+// key can match them. The truth, B against A (heap; peak, total and live at the end each):
+// GROW grew by 4096, SHRINK shrank by 1000, ONLY_A (all freed: peak and total 3000, live 0) is
+// gone, ONLY_B (500, never freed) is new, SAME is unchanged. GROW has an mmap site too, the same
+// in both runs: matched by kind, unchanged.
+static void diff_trace(int b) {
+  uint64_t exe = b ? EXE + 0x7a000000ull : EXE, foo = b ? FOO + 0x1230000ull : FOO;
+  header("/nonexistent/bin/diffprog", b ? 2002 : 1001, 1);
+  module(0, "/nonexistent/bin/diffprog", exe, exe, exe + 0x6000);
+  module(1, "/nonexistent/lib/libfoo.so", foo, foo, foo + 0x200000);
+  enum { GROW, SHRINK, ONLY_A, ONLY_B, SAME, PATHS };
+  static const uint64_t at[PATHS][2] = {{0x1100, 0x1000}, {0x1200, 0x1010}, {0x1300, 0x1020},
+                                        {0x1400, 0x1030}, {0x1500, 0x1040}};
+  static const uint32_t ids[2][PATHS] = {{1, 2, 3, 4, 5}, {17, 9, 0, 3, 40}};
+  for (int p = 0; p < PATHS; p++) {
+    if (p == (b ? ONLY_A : ONLY_B)) continue;
+    uint64_t ips[2] = {foo + at[p][1], exe + at[p][0]};
+    stack(ids[b][p], 2, ips);
+  }
+  if (!b) {
+    site(ids[0][GROW], 0, 0, 10, 5, 10000, 5000, 6000);
+    site(ids[0][SHRINK], 0, 0, 20, 0, 20000, 0, 20000);
+    site(ids[0][ONLY_A], 0, 0, 3, 3, 3000, 3000, 3000);
+  } else {
+    site(ids[1][ONLY_B], 0, 0, 1, 0, 500, 0, 500);
+    site(ids[1][SHRINK], 0, 0, 19, 0, 19000, 0, 19000);
+    site(ids[1][GROW], 0, 0, 14, 5, 14096, 5000, 10096);
+  }
+  site(ids[b][SAME], 0, 0, 7, 7, 7000, 7000, 7000);
+  site(ids[b][GROW], 1, 0, 2, 1, 8192, 4096, 8192);
+  flush(1, T0 + 10 * MS);
+  end(T0 + 20 * MS, 0);
+}
+
 int main(int argc, char **argv) {
   static const char *const modes[] = {
       "basic",           "killed",           "ws",              "self",
@@ -1008,7 +1045,8 @@ int main(int argc, char **argv) {
       "py-v6-bit63",     "bad-py-v6",        "bad-py-code",     "bad-py-late",
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
       "bad-py-short",    "bad-py-state",     "bad-py-python-size", "merge-r0",
-      "merge-r1",        "merge-r2",         "merge-r3"};
+      "merge-r1",        "merge-r2",         "merge-r3",           "diff-a",
+      "diff-b"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -1031,6 +1069,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "devices")) devices_trace();
   else if (!strcmp(argv[1], "python")) python_trace();
   else if (!strncmp(argv[1], "merge-r", 7)) merge_rank(argv[1][7] - '0');
+  else if (!strncmp(argv[1], "diff-", 5)) diff_trace(argv[1][5] == 'b');
   else if (!strcmp(argv[1], "py-max")) py_max();
   else if (!strcmp(argv[1], "py-v6-bit63")) py_v6_bit63();
   else if (!strncmp(argv[1], "bad-py-", 7)) bad_python(argv[1]);
