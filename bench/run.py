@@ -54,6 +54,8 @@ NOISY = 10.0             # +-% spread above which the report warns that the mach
 CHURN_TARGET = 1.5       # ndmem / glibc, default settings
 TRAIN_TARGET = 1.05      # ndmem / plain, whole-process wall time
 REPORT_SIZE = 1 << 30    # bytes of synthetic trace for --report (and a quarter of it)
+REPORT_FORMATS = ["text", "json", "html", "collapsed"]  # every --format, each timed
+REPORT_RSS_MIB = 500     # the memory target for any format on a 1 GB trace
 QUICK_REPORT_SIZE = 1 << 28
 REPORT_TARGET = 10.0     # ndmemreport seconds per GB (10^9 bytes) of trace
 
@@ -485,10 +487,11 @@ def bench_report(build, size, reps, tmpdir):
             log("report: wrote %s (%d bytes, %s records) in %.1f s"
                 % (path, nbytes, facts["records"], gen_wall))
             check_report_json(report, path, facts)
-            times = {"text": [], "json": []}
-            rss = {"text": 0, "json": 0}
+            times = {f: [] for f in REPORT_FORMATS}
+            rss = {f: 0 for f in REPORT_FORMATS}
             for rep in range(reps):
-                for fmt in (("text", "json") if rep % 2 == 0 else ("json", "text")):
+                k = rep % len(REPORT_FORMATS)
+                for fmt in REPORT_FORMATS[k:] + REPORT_FORMATS[:k]:
                     wall, peak = measured([str(report), "--format", fmt, path],
                                           "ndmemreport --format %s" % fmt, 1800)
                     times[fmt].append(wall)
@@ -510,7 +513,7 @@ def report_report(res, reps):
                                               "s/GB", "peak RSS"))
     worst = 0.0
     for nb, f, times, rss in res:
-        for fmt in ("text", "json"):
+        for fmt in REPORT_FORMATS:
             sec = median(times[fmt])
             per_gb = sec / (nb / 1e9)
             if nb == nbytes:
@@ -526,11 +529,12 @@ def report_report(res, reps):
                "memory follows distinct stacks and sites, not file size" % (
                    small / 1048576, res[0][0], res[0][1]["stacks"], large / 1048576, nbytes,
                    facts["stacks"]))
-    summary = ("ndmemreport (%d-byte trace): %.2f s/GB text, %.2f s/GB json (target <= %.0f: %s); "
-               "peak RSS %.1f MiB (%.1f MiB at a quarter of the size)" % (
-                   nbytes, median(res[-1][2]["text"]) / (nbytes / 1e9),
-                   median(res[-1][2]["json"]) / (nbytes / 1e9), REPORT_TARGET,
-                   verdict(worst, REPORT_TARGET), large / 1048576, small / 1048576))
+    per = ", ".join("%.2f s/GB %s" % (median(res[-1][2][f]) / (nbytes / 1e9), f)
+                    for f in REPORT_FORMATS)
+    summary = ("ndmemreport (%d-byte trace): %s (target <= %.0f: %s); peak RSS %.1f MiB "
+               "(%.1f MiB at a quarter of the size; target <= %d MiB: %s)" % (
+                   nbytes, per, REPORT_TARGET, verdict(worst, REPORT_TARGET), large / 1048576,
+                   small / 1048576, REPORT_RSS_MIB, verdict(large / 1048576, REPORT_RSS_MIB)))
     return out, summary
 
 
