@@ -3,9 +3,11 @@
 // computed in integers so no floating-point formatting code is involved.
 #include "fmt.h"
 
-__extension__ typedef unsigned __int128 nd_u128;
-
 #include "os.h"
+
+#include <string.h>
+
+__extension__ typedef unsigned __int128 nd_u128;
 
 void nd_buf_reset(nd_buf_t *b) { b->len = 0; }
 
@@ -94,4 +96,18 @@ void nd_buf_flush(nd_buf_t *b, int fd) {
 const char *nd_buf_cstr(nd_buf_t *b) {
   b->data[b->len] = 0;
   return b->data;
+}
+
+void nd_say_path_error(const char *what, const char *path, int err, const char *then) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: ");
+  nd_buf_str(&b, what);
+  nd_buf_str(&b, " '");
+  nd_buf_strn(&b, path, 600);
+  nd_buf_str(&b, "': ");
+  nd_buf_str(&b, strerror(err));
+  nd_buf_str(&b, "; ");
+  nd_buf_str(&b, then);
+  nd_buf_line(&b, 2);
 }

@@ -69,16 +69,7 @@ void nd_metrics_atfork_child(void) {
 static void warn_once(const char *what, const char *path, int err) {
   if (M.warned || nd_quiet()) return;
   M.warned = 1;
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  nd_buf_str(&b, "ndmem: ");
-  nd_buf_str(&b, what);
-  nd_buf_str(&b, " '");
-  nd_buf_strn(&b, path, 600);
-  nd_buf_str(&b, "': ");
-  nd_buf_str(&b, strerror(err));
-  nd_buf_str(&b, "; tried again at every flush (NDMEM_METRICS)\n");
-  nd_buf_flush(&b, 2);
+  nd_say_path_error(what, path, err, "tried again at every flush (NDMEM_METRICS)");
 }
 
 // ---------------------------------------------------------------- text

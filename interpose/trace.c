@@ -281,16 +281,7 @@ void nd_trace_setup(void) {
 
 static void warn_once(const char *what, const char *path, int err) {
   if (nd_quiet()) return;
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  nd_buf_str(&b, "ndmem: ");
-  nd_buf_str(&b, what);
-  nd_buf_str(&b, " '");
-  nd_buf_strn(&b, path, 600);
-  nd_buf_str(&b, "': ");
-  nd_buf_str(&b, strerror(err));
-  nd_buf_str(&b, "; tracing off (counters and summary go on)\n");
-  nd_buf_flush(&b, 2);
+  nd_say_path_error(what, path, err, "tracing off (counters and summary go on)");
 }
 
 extern char **environ;
