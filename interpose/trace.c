@@ -23,6 +23,7 @@
 #include "python.h"
 #include "shim.h"
 #include "sites.h"
+#include "sysmem.h"
 #include "trace_format.h"
 #include "trace_write.h"
 #include "ws.h"
@@ -394,6 +395,21 @@ static int loader_generation(struct dl_phdr_info *info, size_t size, void *ctx) 
   return 1; // the first entry carries the counters
 }
 
+// Anonymous resident memory beside the counters (RESIDENT, version 8), from a statm descriptor
+// kept open above the program's range (reopened in a fork child: /proc/self was the parent's).
+static int statm_fd = -1;
+static void write_resident(void) {
+  if (statm_fd < 0) {
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    statm_fd = nd_os_fd_high(fd, 0);
+  }
+  uint64_t v;
+  if (nd_statm_anon(statm_fd, &v) != 0) return;
+  nd_rec_resident_t r = {nd_os_mono_ns(), v, 0};
+  nd_tw_record(&tr.w, ND_REC_RESIDENT, &r, sizeof r, NULL, 0);
+}
+
 static void write_counters(void) {
   ndmem_stats_t s;
   nd_counters_snapshot_process(&s);
@@ -528,6 +544,7 @@ void nd_trace_flush(int final) {
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
   nd_limits_write_records(ws_record, NULL); // and snapshots theirs
   nd_cuda_write_records(ws_record, NULL);
+  write_resident();
   write_counters();
   if (nd_py_state() != ND_PY_NONE) {
     nd_rec_python_t py;
@@ -599,6 +616,7 @@ void nd_trace_atfork_child(void) {
   memset(&tr.exit, 0, sizeof tr.exit);
   nd_sites_mark_unwritten();
   nd_py_mark_unwritten();
+  if (statm_fd >= 0) close(statm_fd), statm_fd = -1;
   nd_metrics_atfork_child();
   pthread_mutex_init(&tr.lock, NULL);
 }

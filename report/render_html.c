@@ -168,6 +168,7 @@ static void html_timeline(FILE *o, const report_t *r) {
       if (q->live[k] > 0) shown[k] = true;
       up(&p.ymax, (double)q->live[k]);
     }
+    up(&p.ymax, (double)q->resident);
   }
   const nd_rec_limits_t *l = t->have_limits ? &t->limits : NULL;
   if (l) {
@@ -276,6 +277,25 @@ static void html_timeline(FILE *o, const report_t *r) {
                "<text class=\"lab\" x=\"%d\" y=\"%d\">%s</text>\n",
             ML + PW + 4, MT + PH - 60 + 14 * legend - 4, c, ML + PW + 20,
             MT + PH - 60 + 14 * legend, nd_rep_kind_names[k]);
+    legend++;
+  }
+  // Anonymous resident memory (version 8), dashed: above the tracked kinds, what the allocator
+  // and the program's untracked memory hold.
+  if (t->have_resident) {
+    fputs("<polyline class=\"series resident\" stroke=\"#555\" stroke-dasharray=\"6 3\" "
+          "points=\"", o);
+    int first = 1;
+    for (size_t i = 0; i < t->npoints; i++) {
+      const nd_point_t *q = &t->series[i];
+      if (q->resident < 0) continue;
+      fprintf(o, "%s%.1f,%.1f", first ? "" : " ", px(&p, sec_of(t, q->mono_ns)),
+              py(&p, (double)q->resident));
+      first = 0;
+    }
+    fputs("\"><title>anonymous resident memory</title></polyline>\n", o);
+    fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"#555\"/>"
+               "<text class=\"lab\" x=\"%d\" y=\"%d\">resident</text>\n",
+            ML + PW + 4, MT + PH - 60 + 14 * legend - 4, ML + PW + 20, MT + PH - 60 + 14 * legend);
     legend++;
   }
   // Breaches (the logged ones) and snapshots, at the value they saw.

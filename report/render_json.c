@@ -640,6 +640,16 @@ int nd_rep_json_report(FILE *o, report_t *r) {
   if (h->version >= 3 && json_limits(o, r, false)) return -1; // and from version 2 reports
   if (h->version >= 6) json_devices(o, t);
   if (h->version >= 7) json_python(o, t);
+  if (h->version >= 8) { // anonymous resident memory (RESIDENT records), null without one
+    if (!t->have_resident) {
+      fputs("  \"resident\": null,\n", o);
+    } else {
+      fputs("  \"resident\": {", o);
+      json_u64(o, "peak_bytes", t->resident_peak, true);
+      json_u64(o, "last_bytes", t->resident.anon_bytes, false);
+      fputs("},\n", o);
+    }
+  }
   if (!r->o->brief) {
     size_t n = nd_rep_list_len(r, t->nsites);
     fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);

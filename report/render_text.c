@@ -531,6 +531,13 @@ static void text_summary(FILE *o, report_t *r) {
   if (t->nws || t->nescapes || t->escapes_dropped) text_ws_line(o, r);
   if (nd_rep_has_limits(t)) text_limits_line(o, t);
   if (nd_rep_has_devices(t)) text_devices_line(o, t);
+  if (t->have_resident) { // version 8: what the process holds, beside what ndmem tracks
+    fprintf(o, "  %-10s  anonymous resident memory: peak ", "resident");
+    print_bytes(o, t->resident_peak, false);
+    fputs(", at the last flush ", o);
+    print_bytes(o, t->resident.anon_bytes, false);
+    fputc('\n', o);
+  }
   if (t->have_python) text_python_line(o, t);
 }
 

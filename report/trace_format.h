@@ -20,8 +20,9 @@
 // older fields first, at the same offsets; a reader takes the short form from traces before 5 and
 // zeroes the rest (ND_REC_V4_SIZE). 6 added DEVICE and CUDA records and the device limit in
 // BREACH (limit ND_LIMIT_DEVICE, the device in `device`). 7 added Python frames in STACK records
-// (ND_PYFRAME_*) with the PYCODE records they name, and the PYTHON record. Readers accept 1 to 7.
-#define ND_TRACE_VERSION 7
+// (ND_PYFRAME_*) with the PYCODE records they name, and the PYTHON record. 8 added RESIDENT (the
+// process's anonymous resident memory at each flush). Readers accept 1 to 8.
+#define ND_TRACE_VERSION 8
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -61,6 +62,7 @@ enum nd_rec_tag {
   ND_REC_CUDA = 17,     // nd_rec_cuda_t: the CUDA driver hooks' own totals (latest wins; version 6)
   ND_REC_PYCODE = 18,   // nd_rec_pycode_t + qualname + filename: a Python code object (version 7)
   ND_REC_PYTHON = 19,   // nd_rec_python_t: the interpreter found and the frames read (latest wins)
+  ND_REC_RESIDENT = 20, // nd_rec_resident_t: anonymous resident memory, before each COUNTERS
   ND_REC_TAG_MAX
 };
 
@@ -345,6 +347,18 @@ typedef struct nd_rec_cuda {
 } nd_rec_cuda_t;
 _Static_assert(sizeof(nd_rec_cuda_t) == 8 + 8 * ND_CUDA_FNS + 64, "cuda record layout");
 
+
+// ---------------------------------------------------------------- resident memory (version 8)
+
+// The process's anonymous resident memory (resident - shared of /proc/self/statm, as
+// maxPhysicalBytes reads it), written at each flush just before its COUNTERS record: beside the
+// tracked bytes, it shows memory the allocator keeps after the program freed it.
+typedef struct nd_rec_resident {
+  uint64_t mono_ns;
+  uint64_t anon_bytes;
+  uint64_t reserved;
+} nd_rec_resident_t;
+_Static_assert(sizeof(nd_rec_resident_t) == 24, "resident record layout");
 
 // ---------------------------------------------------------------- Python (version 7)
 

@@ -25,8 +25,8 @@ _Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer ho
 static const char *const tag_names[ND_REC_TAG_MAX] = {
     "?",   "MODULE",    "STACK",     "SITE",   "COUNTERS", "BLOCK",    "FLUSH",
     "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE", "EXIT",
-    "GROWTH", "DEVICE", "CUDA", "PYCODE", "PYTHON"};
-_Static_assert(ND_REC_TAG_MAX == 20, "a name for every record tag");
+    "GROWTH", "DEVICE", "CUDA", "PYCODE", "PYTHON", "RESIDENT"};
+_Static_assert(ND_REC_TAG_MAX == 21, "a name for every record tag");
 
 static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;
@@ -493,6 +493,7 @@ static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
   pt->mono_ns = t->counters.mono_ns;
   pt->cycle = t->flush.cycles;
   for (int i = 0; i < ND_TRACE_KINDS; i++) pt->live[i] = t->counters.kind[i].live_bytes;
+  pt->resident = t->have_resident ? (int64_t)t->resident.anon_bytes : -1;
   t->series_extra = k % t->series_stride != 0;
   t->series_open = true;
   return 0;
@@ -647,6 +648,7 @@ static uint32_t fixed_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_CUDA: return sizeof(nd_rec_cuda_t);
   case ND_REC_PYCODE: *var = 1; return sizeof(nd_rec_pycode_t);
   case ND_REC_PYTHON: return sizeof(nd_rec_python_t);
+  case ND_REC_RESIDENT: return sizeof(nd_rec_resident_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -669,6 +671,9 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
                 t->hdr.version);
   if (t->hdr.version < 5 && r->tag == ND_REC_GROWTH)
     return fail(t, off, "GROWTH record in a version %u trace (version 5 introduced it)",
+                t->hdr.version);
+  if (t->hdr.version < 8 && r->tag == ND_REC_RESIDENT)
+    return fail(t, off, "RESIDENT record in a version %u trace (version 8 introduced it)",
                 t->hdr.version);
   if (t->hdr.version < 7 && (r->tag == ND_REC_PYCODE || r->tag == ND_REC_PYTHON))
     return fail(t, off, "%s record in a version %u trace (version 7 introduced it)",
@@ -730,6 +735,13 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   case ND_REC_CUDA: return on_cuda(t, p);
   case ND_REC_PYCODE: return on_pycode(t, off, p, r->size);
   case ND_REC_PYTHON: return on_python(t, off, p);
+  case ND_REC_RESIDENT: // the latest reading; the next COUNTERS' point carries it
+    memcpy(&t->resident, p, sizeof t->resident);
+    saw_time(t, t->resident.mono_ns);
+    if (!t->have_resident || t->resident.anon_bytes > t->resident_peak)
+      t->resident_peak = t->resident.anon_bytes;
+    t->have_resident = true;
+    return 0;
   case ND_REC_FLUSH:
     memcpy(&t->flush, p, sizeof t->flush);
     t->have_flush = true;
