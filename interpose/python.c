@@ -307,6 +307,8 @@ typedef struct py_cached {
 #define PY_CACHE 64
 static __thread py_cached_t py_cache[PY_CACHE] __attribute__((tls_model("initial-exec")));
 
+#define PY_WALK_MAX 100000 // frames one stack's walk may visit (Python's own limit is ~1000 deep)
+
 static uint64_t frame_of(const char *code, const char *instr, const char *start) {
   const void *q = AT(code, P.L->co_qualname, const void *);
   py_cached_t *c = &py_cache[((uintptr_t)instr * 0x9E3779B97F4A7C15ull) >> 58];
@@ -324,13 +326,20 @@ static int in_interp(uintptr_t ip) { return ip >= P.interp_lo && ip < P.interp_h
 // One evaluator's run of Python frames, innermost first, from *fp into out (at most room);
 // *fp moves past the run. 3.11: the run ends with the frame the C entry pushed (is_entry); 3.12:
 // at the shim frame the C entry pushed (owned by the C stack), which is skipped.
-static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped) {
+// *budget bounds the frames one stack's walk visits: a chain that loops (a corrupt or half-built
+// frame) ends the walk instead of the process.
+static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int *budget) {
   const py_layout_t *L = P.L;
   const char *f = *fp;
   int k = 0;
   while (f && L->owner_cstack >= 0 && AT(f, L->fr_owner, char) == L->owner_cstack)
     f = AT(f, L->fr_previous, const char *);
   while (f) {
+    if (--*budget < 0) {
+      (*dropped)++;
+      f = NULL;
+      break;
+    }
     if (L->owner_cstack >= 0 && AT(f, L->fr_owner, char) == L->owner_cstack) {
       f = AT(f, L->fr_previous, const char *);
       break;
@@ -372,11 +381,11 @@ int nd_py_rewrite(uintptr_t *ips, int n, int max) {
   const char *f = cf ? AT(cf, P.L->cf_current, const char *) : NULL;
   if (!f) return n;
   uint64_t out[ND_CAPTURE_MAX], dropped = 0;
-  int k = 0, py = 0;
+  int k = 0, py = 0, budget = PY_WALK_MAX;
   for (int i = 0; i < n && k < max; i++) {
     uintptr_t ip = ips[i];
     if (in_eval(ip - 1)) { // a return address: the call is the byte before it
-      int m = run(&f, out + k, max - k, &dropped);
+      int m = run(&f, out + k, max - k, &dropped, &budget);
       k += m, py += m;
       continue;
     }
@@ -385,7 +394,7 @@ int nd_py_rewrite(uintptr_t *ips, int n, int max) {
   }
   while (f) { // Python frames beyond the native frames captured
     uint64_t none[1];
-    if (!run(&f, none, 0, &dropped) && !f) break;
+    if (!run(&f, none, 0, &dropped, &budget) && !f) break;
   }
   if (py) __atomic_fetch_add(&P.with_python, 1, __ATOMIC_RELAXED);
   __atomic_fetch_add(&P.frames, (uint64_t)py, __ATOMIC_RELAXED);

@@ -94,13 +94,38 @@ def child_env(extra=None):
     return env
 
 
+# A run that takes longer than this is a hang: its threads' stacks are printed (gdb, when there
+# is one) before it is killed, so that a failure says where, well within Meson's timeout.
+RUN_TIMEOUT = 45
+
+
+def run_bounded(argv, env, cwd, what):
+    """subprocess.run's result for argv; a run past RUN_TIMEOUT is reported with its stacks."""
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        out, err = p.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        print("FAIL: %s: no end after %d s (%s); its threads:" % (what, RUN_TIMEOUT, " ".join(argv)),
+              flush=True)
+        try:
+            g = subprocess.run(["gdb", "-p", str(p.pid), "-batch", "-ex", "thread apply all bt"],
+                               capture_output=True, text=True, timeout=30)
+            print(g.stdout[-6000:], flush=True)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print("(no stacks: %s)" % e, flush=True)
+        p.kill()
+        out, err = p.communicate()
+        sys.exit(1)
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
 class Ctx:
     def __init__(self, lib, rep, tmp):
         self.lib, self.rep, self.tmp, self.n = lib, rep, tmp, 0
 
     def plain(self, argv, env=None):
-        return subprocess.run(argv, env=child_env(env), capture_output=True, text=True,
-                              timeout=300, cwd=self.tmp)
+        return run_bounded(argv, child_env(env), self.tmp, "plain run")
 
     def shim(self, argv, env=None):
         """Runs argv under the shim; returns (process, trace path)."""
@@ -108,13 +133,10 @@ class Ctx:
         trace = os.path.join(self.tmp, "run%d.trace" % self.n)
         e = {"LD_PRELOAD": self.lib, "NDMEM_OUTPUT": trace, "NDMEM_SUMMARY": "0"}
         e.update(env or {})
-        p = subprocess.run(argv, env=child_env(e), capture_output=True, text=True, timeout=300,
-                           cwd=self.tmp)
-        return p, trace
+        return run_bounded(argv, child_env(e), self.tmp, "run under the shim"), trace
 
     def report(self, trace, *opts):
-        return subprocess.run([self.rep] + list(opts) + [trace], capture_output=True, text=True,
-                              timeout=300)
+        return run_bounded([self.rep] + list(opts) + [trace], None, None, "ndmemreport")
 
     def json(self, trace, *opts):
         r = self.report(trace, "--format", "json", "--top", "0", *opts)
