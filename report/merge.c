@@ -6,6 +6,7 @@
 // the median named. The traces are read one at a time; only the aggregated sites stay in memory.
 #include "ndmemreport.h"
 #include "report.h"
+#include "sbuf.h"
 #include "running.h"
 #include "symbolize.h"
 #include "trace_read.h"
@@ -57,40 +58,6 @@ static uint64_t hash_key(const char *s, uint16_t kind) {
   return h;
 }
 
-// A growing string; `oom` set when an append failed.
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  bool oom;
-} sbuf_t;
-
-static void sb_add(sbuf_t *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 256;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = true;
-      return;
-    }
-    b->p = p, b->cap = cap;
-  }
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = 0;
-}
-
-static void sb_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf_t *b, const char *fmt, ...) {
-  char tmp[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n > 0) sb_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 static const char *base_name(const char *p) {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
@@ -104,24 +71,24 @@ static const char *base_name(const char *p) {
 static char *stack_key(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s) {
   sbuf_t b = {0};
   const uint64_t *ips = nd_stack_frames(t, s);
-  sb_add(&b, "", 0);
+  sb_put(&b, "", 0);
   for (uint32_t i = 0; i < s->depth; i++) {
     const nd_frame_t *f = nd_sym_frame(sym, ips[i]);
     if (!f) {
       free(b.p);
       return NULL;
     }
-    if (i) sb_add(&b, "\n", 1);
+    if (i) sb_put(&b, "\n", 1);
     if (f->python)
-      sb_printf(&b, "py %s (%s:%d)", f->at.function ? f->at.function : "?",
+      sb_fmt(&b, "py %s (%s:%d)", f->at.function ? f->at.function : "?",
                 f->at.file ? f->at.file : "?", f->at.line);
     else if (f->module && f->at.function && f->at.file)
-      sb_printf(&b, "%s!%s (%s:%d)", base_name(f->module), f->at.function, base_name(f->at.file),
+      sb_fmt(&b, "%s!%s (%s:%d)", base_name(f->module), f->at.function, base_name(f->at.file),
                 f->at.line);
     else if (f->module)
-      sb_printf(&b, "%s+0x%llx", base_name(f->module), (unsigned long long)f->offset);
+      sb_fmt(&b, "%s+0x%llx", base_name(f->module), (unsigned long long)f->offset);
     else
-      sb_printf(&b, "0x%llx", (unsigned long long)f->ip);
+      sb_fmt(&b, "0x%llx", (unsigned long long)f->ip);
   }
   if (b.oom) {
     free(b.p);

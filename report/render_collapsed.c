@@ -4,6 +4,7 @@
 // integer weight (--collapsed-by: peak live bytes, bytes allocated, or live at the end). Also the
 // frame names it shares with diff (nd_rep_frame_names): the text report's names on one line each.
 #include "report.h"
+#include "sbuf.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -20,40 +21,6 @@ int nd_rep_parse_weight(const char *word) {
 uint64_t nd_rep_site_weight(const nd_rec_site_t *s, enum nd_weight w) {
   return w == ND_BY_TOTAL ? s->alloc_bytes : w == ND_BY_LIVE ? nd_rep_site_live(s)
                                                              : s->peak_live_bytes;
-}
-
-// A growable string; `oom` sticks.
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  bool oom;
-} sbuf_t;
-
-static void sb_put(sbuf_t *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = true;
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = 0;
-}
-
-__attribute__((format(printf, 2, 3))) static void sb_fmt(sbuf_t *b, const char *fmt, ...) {
-  char tmp[64];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n > 0) sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
 // A name as collapsed stacks can hold it: ';' (the frame separator) becomes ':', and control
