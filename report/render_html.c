@@ -12,19 +12,49 @@
 
 // ---------------------------------------------------------------- escaping and units
 
-// Text from the trace, HTML-escaped; control bytes as \xNN (as in text), never raw.
+// The length of the well-formed UTF-8 sequence at p (1 to 4) and its code point, or 0: a stray
+// continuation byte, a truncated sequence, an overlong form, a surrogate or a code point above
+// U+10FFFF.
+static int utf8_len(const unsigned char *p, uint32_t *cp) {
+  unsigned c = p[0];
+  int n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4
+                                                                                            : 0;
+  *cp = c;
+  if (n <= 1) return n;
+  *cp = c & (0x7fu >> n);
+  for (int i = 1; i < n; i++) { // a NUL ends the string before any byte past it is read
+    if ((p[i] & 0xc0) != 0x80) return 0;
+    *cp = *cp << 6 | (p[i] & 0x3f);
+  }
+  static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (*cp < least[n] || (*cp >= 0xd800 && *cp <= 0xdfff) || *cp > 0x10ffff) return 0;
+  return n;
+}
+
+// Text from the trace, HTML-escaped. What HTML calls a parse error in its input stream is shown
+// as \xNN per byte (as text shows control bytes), never raw: control characters (C0, DEL, C1),
+// noncharacters, and bytes that are not well-formed UTF-8. The page is then strict UTF-8 and
+// parses as XML would.
 static void esc(FILE *o, const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    uint32_t cp;
+    int n = utf8_len(p, &cp);
+    bool bad = !n || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xfdd0 && cp <= 0xfdef) ||
+               (cp & 0xfffe) == 0xfffe;
+    if (bad) {
+      for (int i = 0; i < (n ? n : 1); i++) fprintf(o, "\\x%02x", p[i]);
+      p += n ? n : 1;
+      continue;
+    }
     switch (*p) {
     case '&': fputs("&amp;", o); break;
     case '<': fputs("&lt;", o); break;
     case '>': fputs("&gt;", o); break;
     case '"': fputs("&quot;", o); break;
     case '\'': fputs("&#39;", o); break;
-    default:
-      if (*p < 0x20 || *p == 0x7f) fprintf(o, "\\x%02x", *p);
-      else fputc(*p, o);
+    default: fwrite(p, 1, (size_t)n, o);
     }
+    p += n;
   }
 }
 
@@ -129,7 +159,8 @@ static void trim_num(char *out, size_t n, double v) {
 }
 
 typedef struct plot {
-  double tmax, ymax; // seconds, bytes
+  double tmax, ymax;  // seconds, bytes
+  double tstep;       // seconds between ticks (axes)
 } plot_t;
 
 static double px(const plot_t *p, double s) { return ML + s / p->tmax * PW; }
@@ -151,7 +182,37 @@ static void hline(FILE *o, const plot_t *p, uint64_t v, const char *cls, const c
           h);
 }
 
-static void html_timeline(FILE *o, const report_t *r) {
+// The frame, the grid and the ticks: seconds by 1-2-5 (p->tmax a whole number of p->tstep), bytes
+// by 1-2-5 of the largest binary unit that fits (p->ymax rounded up to a whole step here).
+static void axes(FILE *o, plot_t *p) {
+  static const char *const units[5] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double ymax = p->ymax > 0 ? p->ymax : 1024, unit = 1;
+  int u = 0;
+  while (u < 4 && ymax >= unit * 1024) unit *= 1024, u++;
+  double ystep = nice(ymax / unit / 5) * unit;
+  p->ymax = ystep * (double)(long long)(ymax / ystep + 0.999999);
+  fprintf(o, "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", ML, MT, PW,
+          PH);
+  char num[48];
+  for (int i = 0; (double)i * ystep <= p->ymax * 1.000001; i++) {
+    double y = py(p, i * ystep);
+    trim_num(num, sizeof num, i * ystep / unit);
+    fprintf(o, "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
+               "<text class=\"yt\" x=\"%d\" y=\"%.1f\">%s %s</text>\n",
+            ML, y, ML + PW, y, ML - 6, y + 4, num, i ? units[u] : "");
+  }
+  for (int i = 0; (double)i * p->tstep <= p->tmax * 1.000001; i++) {
+    double x = px(p, i * p->tstep);
+    trim_num(num, sizeof num, i * p->tstep);
+    fprintf(o, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+               "<text class=\"xt\" x=\"%.1f\" y=\"%d\">%s s</text>\n",
+            x, MT, x, MT + PH, x, MT + PH + 16, num);
+  }
+  fprintf(o, "<text class=\"xt\" x=\"%d\" y=\"%d\">time since start</text>\n", ML + PW / 2,
+          H - 6);
+}
+
+static void html_timeline(FILE *o, const report_t *r, plot_t *out) {
   const nd_trace_t *t = r->t;
   fputs("<h2 id=\"timeline\">Timeline</h2>\n", o);
   if (!t->npoints) {
@@ -160,7 +221,7 @@ static void html_timeline(FILE *o, const report_t *r) {
   }
   // The kinds that ever held memory, and the axes' ranges.
   bool shown[ND_TRACE_KINDS] = {false};
-  plot_t p = {sec_of(t, t->last_ns), 0};
+  plot_t p = {sec_of(t, t->last_ns), 0, 0};
   for (size_t i = 0; i < t->npoints; i++) {
     const nd_point_t *q = &t->series[i];
     up(&p.tmax, sec_of(t, q->mono_ns));
@@ -187,39 +248,13 @@ static void html_timeline(FILE *o, const report_t *r) {
   }
   for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
     if (t->have_device >> d & 1) up(&p.ymax, (double)t->devices[d].limit_bytes);
-  // Axis steps: seconds by 1-2-5, bytes by 1-2-5 of the largest binary unit that fits.
-  double tstep = nice((p.tmax > 0 ? p.tmax : 1) / 8);
-  p.tmax = tstep * (double)(long long)((p.tmax > 0 ? p.tmax : 1) / tstep + 0.999999);
-  static const char *const units[5] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double ymax = p.ymax > 0 ? p.ymax : 1024, unit = 1;
-  int u = 0;
-  while (u < 4 && ymax >= unit * 1024) unit *= 1024, u++;
-  double ystep = nice(ymax / unit / 5) * unit;
-  p.ymax = ystep * (double)(long long)(ymax / ystep + 0.999999);
-
+  p.tstep = nice((p.tmax > 0 ? p.tmax : 1) / 8);
+  p.tmax = p.tstep * (double)(long long)((p.tmax > 0 ? p.tmax : 1) / p.tstep + 0.999999);
   fprintf(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
              "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"live bytes per kind over time\">\n",
           W, H, W, H);
   fputs("<title>Live bytes per memory kind at each flush</title>\n", o);
-  fprintf(o, "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", ML, MT, PW,
-          PH);
-  char num[48];
-  for (int i = 0; (double)i * ystep <= p.ymax * 1.000001; i++) {
-    double y = py(&p, i * ystep);
-    trim_num(num, sizeof num, i * ystep / unit);
-    fprintf(o, "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
-               "<text class=\"yt\" x=\"%d\" y=\"%.1f\">%s %s</text>\n",
-            ML, y, ML + PW, y, ML - 6, y + 4, num, i ? units[u] : "");
-  }
-  for (int i = 0; (double)i * tstep <= p.tmax * 1.000001; i++) {
-    double x = px(&p, i * tstep);
-    trim_num(num, sizeof num, i * tstep);
-    fprintf(o, "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-               "<text class=\"xt\" x=\"%.1f\" y=\"%d\">%s s</text>\n",
-            x, MT, x, MT + PH, x, MT + PH + 16, num);
-  }
-  fprintf(o, "<text class=\"xt\" x=\"%d\" y=\"%d\">time since start</text>\n", ML + PW / 2,
-          H - 6);
+  axes(o, &p);
   // The steady state (the first closed cycle), and each point where the cycle clock moved.
   if (t->have_flush && t->flush.steady_ns) {
     double x = px(&p, sec_of(t, t->flush.steady_ns));
@@ -334,6 +369,170 @@ static void html_timeline(FILE *o, const report_t *r) {
         "(heap + anonymous mmaps + workspace arenas) or physical memory; markers: breaches "
         "(triangles), snapshots (squares, S<i>n</i>).</p>\n",
         o);
+  *out = p;
+}
+
+// ---------------------------------------------------------------- top sites over time
+
+// At most this many bytes of a name in a legend, which does not wrap.
+#define LEGEND_NAME 72
+
+static const char *base_name(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? b + 1 : path;
+}
+
+// As esc, for at most `max` bytes of s (cut at a character, '...' after a cut).
+static void esc_max(FILE *o, const char *s, size_t max) {
+  size_t n = strlen(s);
+  if (n <= max) {
+    esc(o, s);
+    return;
+  }
+  while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80) max--; // not inside a character
+  char b[LEGEND_NAME + 1];
+  if (max > LEGEND_NAME) max = LEGEND_NAME;
+  memcpy(b, s, max);
+  b[max] = 0;
+  esc(o, b);
+  fputs("...", o);
+}
+
+// The C and C++ runtimes and ndmem itself: their frames are allocation wrappers (malloc,
+// operator new, strdup), not where a site's memory is wanted.
+static bool runtime_module(const char *path) {
+  static const char *const prefixes[] = {"libc.so", "libc-", "libstdc++.so", "libc++.so",
+                                         "libc++abi.so", "libgcc_s.so", "libndmem"};
+  const char *b = base_name(path);
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (!strncmp(b, prefixes[i], strlen(prefixes[i]))) return true;
+  return false;
+}
+
+// A site named by its first useful frame: its stack's innermost Python frame where it has one,
+// else its innermost frame outside the runtimes (runtime_module), else frame #0; a function,
+// else module+0xOFF (the module's base name), else the address. -1 when out of memory.
+static int site_label(FILE *o, report_t *r, uint32_t stack) {
+  const nd_trace_t *t = r->t;
+  const nd_stack_t *s = &t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(t, s);
+  if (!s->depth) {
+    fputs("(no frames)", o);
+    return 0;
+  }
+  long py = nd_rep_py_innermost(t, s);
+  size_t at = py >= 0 ? (size_t)py : 0;
+  const nd_frame_t *f = NULL;
+  for (size_t i = at; i < s->depth && py < 0; i++) {
+    f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    if (!f->module || !runtime_module(f->module)) {
+      at = i;
+      break;
+    }
+  }
+  f = nd_sym_frame(r->sym, ips[at]);
+  if (!f) return -1;
+  char b[LEGEND_NAME + 64];
+  if (f->python) {
+    esc_max(o, f->at.function && *f->at.function ? f->at.function : "?", LEGEND_NAME);
+    fputs(" (", o);
+    esc_max(o, f->at.file && *f->at.file ? base_name(f->at.file) : "?", LEGEND_NAME / 2);
+    if (f->at.line) fprintf(o, ":%d", f->at.line);
+    fputc(')', o);
+  } else if (!f->module) {
+    fprintf(o, "0x%llx", (unsigned long long)f->ip);
+  } else if (f->at.function) {
+    esc_max(o, f->at.function, LEGEND_NAME);
+  } else {
+    esc_max(o, base_name(f->module), LEGEND_NAME / 2);
+    snprintf(b, sizeof b, "+0x%llx", (unsigned long long)f->offset);
+    fputs(b, o);
+  }
+  return 0;
+}
+
+enum { TOP_SERIES = 5 }; // sites drawn over time
+
+// The live bytes of the top sites by peak (the first TOP_SERIES of the list) at each point of the
+// timeline, on its time axis: a second read of the file (nd_trace_site_series), as the first
+// keeps only each site's latest totals. -1 when out of memory.
+static int html_site_timeline(FILE *o, report_t *r, const plot_t *main) {
+  const nd_trace_t *t = r->t;
+  size_t n = nd_rep_list_len(r, t->nsites);
+  if (n > TOP_SERIES) n = TOP_SERIES;
+  if (!n || !t->npoints) return 0;
+  fputs("<h3 id=\"timeline-sites\">Top sites over time</h3>\n", o);
+  nd_site_series_t ss;
+  int rc = nd_trace_site_series(t, r->by_peak, n, &ss);
+  if (rc > 0) {
+    fputs("<p class=\"note\">The input is not a regular file (a pipe): the top sites' live bytes "
+          "over time need a second read of it, so they are not drawn.</p>\n",
+          o);
+  } else if (rc < 0) {
+    fputs("<p class=\"note\">The top sites' live bytes over time are not drawn: ", o);
+    esc(o, ss.err);
+    fputs(".</p>\n", o);
+  }
+  if (rc) {
+    nd_site_series_free(&ss);
+    return 0;
+  }
+  plot_t p = {main->tmax, 0, main->tstep};
+  for (size_t j = 0; j < n; j++) up(&p.ymax, (double)ss.peak[j]);
+  int h = H + 14 * (int)n + 8;
+  fprintf(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+             "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"live bytes of the top sites over "
+             "time\">\n",
+          W, h, W, h);
+  fprintf(o, "<title>Live bytes of the top %zu %s by peak at each flush</title>\n", n,
+          n == 1 ? "site" : "sites");
+  axes(o, &p);
+  rc = 0;
+  for (size_t j = 0; j < n && !rc; j++) {
+    const nd_site_t *site = &t->sites[r->by_peak[j]];
+    bool est = site->rec.flags & ND_SITE_SAMPLED;
+    const char *c = kind_colors[j % 8];
+    const uint64_t *v = ss.live + j * ND_TRACE_MAX_POINTS;
+    fprintf(o, "<polyline class=\"series site\" stroke=\"%s\" points=\"", c);
+    for (size_t i = 0; i < ss.npoints; i++)
+      fprintf(o, "%s%.1f,%.1f", i ? " " : "", px(&p, sec_of(t, ss.mono_ns[i])),
+              py(&p, (double)v[i]));
+    fprintf(o, "\"><title>#%zu ", j + 1);
+    if ((rc = site_label(o, r, site->stack))) break;
+    fputs("</title></polyline>\n", o);
+    for (size_t i = 0; ss.npoints <= 64 && i < ss.npoints; i++) {
+      char hb[48];
+      human(hb, sizeof hb, v[i]);
+      fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>#%zu %s%s at ",
+              px(&p, sec_of(t, ss.mono_ns[i])), py(&p, (double)v[i]), c, j + 1, est ? "~" : "",
+              hb);
+      secs(o, nd_rep_since_start(t, ss.mono_ns[i]));
+      fputs("</title></circle>\n", o);
+    }
+    int y = H + 10 + 14 * (int)j;
+    char hb[48];
+    human(hb, sizeof hb, site->rec.peak_live_bytes);
+    fprintf(o, "<a href=\"#peak-%zu\"><rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" "
+               "fill=\"%s\"/><text class=\"lab\" x=\"%d\" y=\"%d\">#%zu %s, peak %s%s: ",
+            j + 1, ML, y - 4, c, ML + 16, y, j + 1, nd_rep_kind_names[site->rec.kind],
+            est ? "~" : "", hb);
+    if ((rc = site_label(o, r, site->stack))) break;
+    fputs("</text></a>\n", o);
+  }
+  if (rc) {
+    nd_site_series_free(&ss);
+    return -1;
+  }
+  fputs("</svg>\n", o);
+  fprintf(o, "<p class=\"note\">Live bytes (allocated less freed) of the %zu largest %s by peak "
+             "(each named by its first frame outside the C and C++ runtimes, its innermost Python "
+             "frame where it has one; ~: estimated from samples) at the %zu %s of the timeline "
+             "above, from the SITE records of each flush: a site that did not change in a flush "
+             "keeps its value.</p>\n",
+          n, n == 1 ? "site" : "sites", ss.npoints, ss.npoints == 1 ? "point" : "points");
+  nd_site_series_free(&ss);
+  return 0;
 }
 
 // ---------------------------------------------------------------- stacks and sites
@@ -434,6 +633,34 @@ static int html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, con
   }
   fputs("</table>\n", o);
   return 0;
+}
+
+// ---------------------------------------------------------------- Python lines
+
+// The sites grouped by their innermost Python frame (version 7), by bytes allocated: the text
+// report's view of them.
+static void html_py_lines(FILE *o, const report_t *r) {
+  if (!r->npy_lines) return;
+  size_t n = nd_rep_list_len(r, r->npy_lines);
+  fprintf(o, "<h2 id=\"python\">Top %zu Python lines by total bytes (of %zu)</h2>\n<table>\n"
+             "<tr><th>#</th><th>total</th><th>sites</th><th>allocations</th><th>live</th>"
+             "<th>line</th></tr>\n",
+          n, r->npy_lines);
+  for (size_t i = 0; i < n; i++) {
+    const py_line_t *l = &r->py_lines[i];
+    fprintf(o, "<tr><td>%zu</td><td class=\"n\">", i + 1);
+    bytes(o, l->alloc_bytes, l->est);
+    fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">%s%llu</td><td class=\"n\">",
+            (unsigned long long)l->sites, l->est ? "~" : "", (unsigned long long)l->allocs);
+    bytes(o, l->live_bytes, l->est);
+    fputs("</td><td><b>", o);
+    esc(o, l->code->qualname && *l->code->qualname ? l->code->qualname : "?");
+    fputs("</b> <span class=\"at\">", o);
+    esc(o, l->code->filename && *l->code->filename ? l->code->filename : "?");
+    if (l->line) fprintf(o, ":%u", l->line);
+    fputs("</span></td></tr>\n", o);
+  }
+  fputs("</table>\n", o);
 }
 
 // ---------------------------------------------------------------- growth and leaks
@@ -596,6 +823,105 @@ static int html_workspaces(FILE *o, report_t *r) {
   return 0;
 }
 
+// ---------------------------------------------------------------- device memory
+
+static void sbytes(FILE *o, int64_t v) {
+  if (v < 0) fputc('-', o);
+  bytes(o, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, false);
+}
+
+static void dev_class_row(FILE *o, const char *name, const nd_rec_dev_class_t *c) {
+  fprintf(o, "<tr><td>%s</td><td class=\"n\">%llu</td><td class=\"n\">", name,
+          (unsigned long long)c->allocs);
+  bytes(o, c->alloc_bytes, false);
+  fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">", (unsigned long long)c->frees);
+  bytes(o, c->free_bytes, false);
+  fputs("</td></tr>\n", o);
+}
+
+// Each device the hooks saw (exact, requested bytes), CUPTI's view beside it when it was
+// recorded, and the hooks' own totals and fallbacks: the text report's device view.
+static void html_devices(FILE *o, const nd_trace_t *t) {
+  if (!nd_rep_has_devices(t)) return;
+  fputs("<h2 id=\"devices\">Device memory (CUDA driver API)</h2>\n", o);
+  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++) {
+    if (!(t->have_device >> d & 1)) continue;
+    const nd_rec_device_t *v = &t->devices[d];
+    fprintf(o, "<h3>Device %d</h3>\n<table class=\"kv\">\n<tr><th>size</th><td>", d);
+    if (v->total_bytes) bytes(o, v->total_bytes, false);
+    else fputs("not asked", o);
+    fputs("</td></tr>\n<tr><th>maxDeviceBytes</th><td>", o);
+    if (v->limit_bytes) bytes(o, v->limit_bytes, false);
+    else fputs("none", o);
+    fputs("</td></tr>\n<tr><th>peak</th><td>", o);
+    sbytes(o, v->peak_bytes);
+    fprintf(o, "</td></tr>\n<tr><th>%s</th><td>", t->ended ? "live at exit" : "live at the last flush");
+    sbytes(o, v->live_bytes);
+    fputs("</td></tr>\n", o);
+    if (v->getinfo_calls || v->limit_bytes)
+      fprintf(o, "<tr><th>cuMemGetInfo</th><td>%llu %s, %llu lowered to the limit</td></tr>\n",
+              (unsigned long long)v->getinfo_calls, v->getinfo_calls == 1 ? "answer" : "answers",
+              (unsigned long long)v->getinfo_clamped);
+    if (v->limit_bytes || v->breaches)
+      fprintf(o, "<tr><th>breaches</th><td>%llu, %llu failed</td></tr>\n",
+              (unsigned long long)v->breaches, (unsigned long long)v->failed);
+    if (v->flags & ND_DEV_CUPTI) {
+      char why[256];
+      bool differs = nd_rep_cupti_differs(v, why, sizeof why);
+      fprintf(o, "<tr><th>CUPTI</th><td>%s", differs ? "<b>DIFFERS</b> from the hooks: "
+                                                      : "agrees with the hooks");
+      if (differs) esc(o, why);
+      fputs("</td></tr>\n", o);
+      if (v->cupti_pool_reserved_peak) {
+        fputs("<tr><th>pools reserve</th><td>", o);
+        bytes(o, v->cupti_pool_reserved, false);
+        fputs(" now, peak ", o);
+        bytes(o, v->cupti_pool_reserved_peak, false);
+        fputs("</td></tr>\n", o);
+      }
+      if (v->cupti_dropped)
+        fprintf(o, "<tr><th>CUPTI dropped</th><td>%llu records: its totals are short</td></tr>\n",
+                (unsigned long long)v->cupti_dropped);
+    }
+    fputs("</table>\n", o);
+    static const char *const cls[ND_DEV_CLASSES] = {"cuMemAlloc", "stream-ordered", "cuMemCreate"};
+    bool any = v->flags & ND_DEV_CUPTI;
+    for (int k = 0; k < ND_DEV_CLASSES; k++) any |= v->cls[k].allocs || v->cls[k].frees;
+    if (any) {
+      fputs("<table>\n<tr><th>allocated by</th><th>allocations</th><th>bytes</th><th>frees</th>"
+            "<th>bytes</th></tr>\n",
+            o);
+      for (int k = 0; k < ND_DEV_CLASSES; k++)
+        if (v->cls[k].allocs || v->cls[k].frees) dev_class_row(o, cls[k], &v->cls[k]);
+      if (v->flags & ND_DEV_CUPTI) {
+        dev_class_row(o, "CUPTI device", &v->cupti);
+        if (v->cupti_pool.allocs) dev_class_row(o, "CUPTI pools", &v->cupti_pool);
+      }
+      fputs("</table>\n", o);
+    }
+    if (v->cls[ND_DEV_ASYNC].allocs)
+      fputs("<p class=\"note\">Stream-ordered: bytes handed out; a pool may hold more from the "
+            "device.</p>\n",
+            o);
+  }
+  if (!t->have_cuda) return;
+  const nd_rec_cuda_t *c = &t->cuda;
+  fputs("<h3>Hooks</h3>\n<table class=\"kv\">\n<tr><th>calls</th><td>", o);
+  int n = 0;
+  for (int f = 0; f < ND_CUDA_FN_USED; f++)
+    if (c->calls[f])
+      fprintf(o, "%s%s=%llu", n++ ? " " : "", nd_rep_cuda_fn_names[f],
+              (unsigned long long)c->calls[f]);
+  if (!n) fputs("none", o);
+  fprintf(o, "</td></tr>\n<tr><th>lookups</th><td>answered with a hook: %llu by dlsym, %llu by "
+             "cuGetProcAddress</td></tr>\n<tr><th>fallbacks</th><td>%llu lookups not hooked, "
+             "%llu releases of memory not seen allocated, %llu allocations without a stack"
+             "</td></tr>\n</table>\n",
+          (unsigned long long)c->answered_dlsym, (unsigned long long)c->answered_proc,
+          (unsigned long long)c->unhooked, (unsigned long long)c->unknown_frees,
+          (unsigned long long)c->untracked);
+}
+
 // ---------------------------------------------------------------- limits
 
 static void limit_row(FILE *o, const char *name, uint64_t limit, const char *what, uint64_t peak,
@@ -615,12 +941,56 @@ static void limit_row(FILE *o, const char *name, uint64_t limit, const char *wha
   fputs("</td></tr>\n", o);
 }
 
-static void html_limits(FILE *o, const report_t *r) {
+// A snapshot's sites (--top of those kept), each with its stack, folded: the text --limits
+// view's snapshot.
+static int html_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
+  const nd_rec_snapshot_t *x = &s->rec;
+  bool est;
+  uint64_t live = nd_rep_snap_live(s, &est);
+  size_t n = nd_rep_list_len(r, s->nsites);
+  fprintf(o, "<details id=\"snap-%llu\"><summary>S%llu: ", (unsigned long long)s->seq,
+          (unsigned long long)s->seq);
+  if (s->read < x->sites)
+    fprintf(o, "%u of %u %s (the trace ends inside the snapshot)", s->read, x->sites,
+            x->sites == 1 ? "site" : "sites");
+  else
+    fprintf(o, "%u %s", x->sites, x->sites == 1 ? "site" : "sites");
+  fputs(", live ", o);
+  bytes(o, live, est);
+  if (s->nsites < s->read)
+    fprintf(o, " in the %zu kept; %llu more not kept (over %u)", s->nsites,
+            (unsigned long long)(s->read - s->nsites), (unsigned)ND_TRACE_MAX_SNAP_SITES);
+  if (n < s->nsites) fprintf(o, "; top %zu", n);
+  fputs("</summary>\n", o);
+  if (n) {
+    fputs("<table>\n<tr><th>#</th><th>kind</th><th>live</th><th>blocks</th><th>stack</th></tr>\n",
+          o);
+    for (size_t i = 0; i < n; i++) {
+      const nd_snap_site_t *e = &s->sites[i];
+      bool sampled = e->rec.flags & ND_SITE_SAMPLED;
+      fprintf(o, "<tr><td>%zu</td><td>%s</td><td class=\"n\">", i + 1,
+              nd_rep_kind_names[e->rec.kind]);
+      bytes(o, e->rec.live_bytes, sampled);
+      fprintf(o, "</td><td class=\"n\">%s%llu %s</td><td>stack %u ", sampled ? "~" : "",
+              (unsigned long long)e->rec.live_count,
+              e->rec.kind == 1 ? (e->rec.live_count == 1 ? "mapping" : "mappings")
+                               : (e->rec.live_count == 1 ? "block" : "blocks"),
+              e->rec.stack_id);
+      if (html_stack(o, r, e->stack)) return -1;
+      fputs("</td></tr>\n", o);
+    }
+    fputs("</table>\n", o);
+  }
+  fputs("</details>\n", o);
+  return 0;
+}
+
+static int html_limits(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   bool devices = false;
   for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
     devices |= (t->have_device >> d & 1) && t->devices[d].limit_bytes;
-  if (!nd_rep_has_limits(t) && !devices) return;
+  if (!nd_rep_has_limits(t) && !devices) return 0;
   fputs("<h2 id=\"limits\">Limits</h2>\n", o);
   fputs("<table>\n<tr><th>limit</th><th>value</th><th>measures</th><th>peak</th>"
         "<th>of the limit</th></tr>\n",
@@ -699,7 +1069,8 @@ static void html_limits(FILE *o, const report_t *r) {
       else fputs("not read", o);
       fputs("</td><td class=\"n\">", o);
       bytes(o, s->rec.threshold, false);
-      fprintf(o, "</td><td class=\"n\">%u</td><td>", s->read);
+      fprintf(o, "</td><td class=\"n\"><a href=\"#snap-%llu\">%u</a></td><td>",
+              (unsigned long long)s->seq, s->read);
       if (s->nsites) {
         const nd_snap_site_t *e = &s->sites[0];
         fprintf(o, "%s ", nd_rep_kind_names[e->rec.kind]);
@@ -709,7 +1080,10 @@ static void html_limits(FILE *o, const report_t *r) {
       fputs("</td></tr>\n", o);
     }
     fputs("</table>\n", o);
+    for (size_t i = 0; i < t->nsnaps; i++)
+      if (html_snapshot(o, r, t->snaps[i])) return -1;
   }
+  return 0;
 }
 
 // ---------------------------------------------------------------- the page
@@ -728,7 +1102,8 @@ static const char css[] =
     "svg .series{fill:none;stroke-width:2}\n"
     "svg .lim{stroke:#c00;stroke-dasharray:6 3}svg .warn{stroke:#e80;stroke-dasharray:3 3}\n"
     "svg .cyc{stroke:#393;stroke-dasharray:2 2}svg .cyct{stroke:#393}\n"
-    "svg .breach{fill:#c00}svg .snap{stroke:#888;stroke-dasharray:1 3}svg .snapm{fill:#555}\n";
+    "svg .breach{fill:#c00}svg .snap{stroke:#888;stroke-dasharray:1 3}svg .snapm{fill:#555}\n"
+    "svg a text{fill:#0645ad}details{margin:.3em 0}summary{cursor:pointer}\n";
 
 int nd_rep_html_report(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
@@ -742,11 +1117,15 @@ int nd_rep_html_report(FILE *o, report_t *r) {
   fputs("</h1>\n<p class=\"note\"><a href=\"#summary\">summary</a> · <a href=\"#timeline\">"
         "timeline</a> · <a href=\"#sites\">sites</a> · <a href=\"#growth\">growth</a>",
         o);
+  if (r->npy_lines) fputs(" · <a href=\"#python\">Python lines</a>", o);
   if (t->nws || nd_rep_esc_records(t)) fputs(" · <a href=\"#workspaces\">workspaces</a>", o);
+  if (nd_rep_has_devices(t)) fputs(" · <a href=\"#devices\">devices</a>", o);
   if (nd_rep_has_limits(t) || nd_rep_device_limited(t)) fputs(" · <a href=\"#limits\">limits</a>", o);
   fputs("</p>\n", o);
   if (html_summary(o, r)) return -1;
-  html_timeline(o, r);
+  plot_t p;
+  html_timeline(o, r, &p);
+  if (t->npoints && html_site_timeline(o, r, &p)) return -1;
   size_t n = nd_rep_list_len(r, t->nsites);
   char title[96];
   snprintf(title, sizeof title, "Top %zu allocation sites by peak live bytes (of %zu)", n,
@@ -758,8 +1137,11 @@ int nd_rep_html_report(FILE *o, report_t *r) {
   snprintf(title, sizeof title, "Top %zu allocation sites by total bytes (of %zu)", n, t->nsites);
   int rc = html_sites(o, r, r->by_total, n, title, "sites-total", peak_rank);
   free(peak_rank);
-  if (rc || html_growth(o, r) || html_workspaces(o, r)) return -1;
-  html_limits(o, r);
+  if (rc) return -1;
+  html_py_lines(o, r);
+  if (html_growth(o, r) || html_workspaces(o, r)) return -1;
+  html_devices(o, t);
+  if (html_limits(o, r)) return -1;
   fputs("</body>\n</html>\n", o);
   return 0;
 }

@@ -273,4 +273,30 @@ static inline const uint64_t *nd_stack_frames(const nd_trace_t *t, const nd_stac
   return s->depth ? t->frames + s->first : NULL;
 }
 
+// ---------------------------------------------------------------- sites over time
+
+// The live bytes of chosen sites at each COUNTERS record: a second, light pass over the file
+// (nd_trace_site_series) for the HTML timeline, as the first folds SITE records into their
+// latest. A site's value at a point is alloc_bytes - free_bytes of its latest SITE record
+// before that COUNTERS record (0 before its first): the shim writes a flush's SITE records
+// before its COUNTERS record. The points are thinned exactly as nd_trace_t.series is (same
+// records kept), so point i of both is the same COUNTERS record.
+typedef struct nd_site_series {
+  size_t nsites;      // the chosen sites, in the order given
+  size_t npoints;     // <= ND_TRACE_MAX_POINTS
+  uint64_t *mono_ns;  // [npoints]: each point's COUNTERS time
+  uint64_t *live;     // site j's point i at live[j * ND_TRACE_MAX_POINTS + i]
+  uint64_t *peak;     // [nsites]: the highest value among the points
+  uint64_t seen;      // COUNTERS records read
+  char err[256];      // why the pass failed (return -1)
+} nd_site_series_t;
+
+// Reads t->path again up to t->good_end, decoding only SITE, COUNTERS and FLUSH records, for the
+// sites t->sites[sites[0..n)]. 0; 1 when the input is not a regular file (a pipe cannot be read
+// twice: nothing read); -1 with s->err (out of memory, a read error, or a file that is no longer
+// the one t was read from). nd_site_series_free releases `s` in every case.
+int nd_trace_site_series(const nd_trace_t *t, const uint32_t *sites, size_t n,
+                         nd_site_series_t *s);
+void nd_site_series_free(nd_site_series_t *s);
+
 #endif
