@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # t_html_valid: every golden HTML report (ndmemreport --format html) parses with the standard
-# library's html.parser into balanced non-void elements, has one inline <svg> with at least one
-# <polyline> or <path> carrying points, and references nothing outside itself (no script, link,
-# img or external URL): the page must read offline.
-# usage: t_html_valid.py FILE.html...
+# library's html.parser into balanced non-void elements, has the timeline's inline <svg> (and at
+# most one more, the top sites over time) with at least one <polyline> or <path> carrying
+# points, and references nothing outside itself (no script, link, img or external URL): the page
+# must read offline. Strictly: it is UTF-8, holds no character HTML calls a parse error in its
+# input (controls, noncharacters), and with its doctype dropped and its void elements closed it
+# parses as XML (xml.etree): every '<' and '&' from the trace was escaped.
+# usage: t_html_valid.py FILE.html... (check() is imported by t_html_thin.py and t_html_hostile.py)
+import re
 import sys
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
@@ -17,7 +22,7 @@ class Check(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.stack, self.errors = [], []
-        self.svgs = self.plots = 0
+        self.svgs, self.plots = [], 0
 
     def handle_startendtag(self, tag, attrs):
         self.plot(tag, attrs)
@@ -30,7 +35,7 @@ class Check(HTMLParser):
             if k in ("src", "href") and v and not v.startswith("#"):
                 self.errors.append(f"reference {k}={v!r} at {self.getpos()}")
         if tag == "svg":
-            self.svgs += 1
+            self.svgs.append(dict(attrs).get("aria-label"))
         if tag not in VOID:
             self.stack.append((tag, self.getpos()))
 
@@ -52,23 +57,57 @@ class Check(HTMLParser):
         self.stack.pop()
 
 
-fail = 0
-for path in sys.argv[1:]:
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+# Characters HTML's tokenizer reports as parse errors in the input stream (besides NUL).
+BAD_CHARS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ufffe\uffff]")
+VOID_TAG = re.compile(r"<(%s)\b([^>]*)>" % "|".join(sorted(VOID)))
+
+
+def strict_xml(text):
+    """The page as XML: the doctype dropped, void elements closed. An error string, or None."""
+    body = text.split("\n", 1)[1] if text.startswith("<!DOCTYPE html>") else text
+    body = VOID_TAG.sub(lambda m: "<%s%s/>" % (m.group(1), m.group(2).rstrip("/")), body)
+    try:
+        ET.fromstring(body)
+    except ET.ParseError as e:
+        return f"not well-formed as XML: {e}"
+    return None
+
+
+def check(path):
+    """The page's errors (a list, empty when valid) and its checker (svgs, plots)."""
+    try:
+        with open(path, encoding="utf-8", errors="strict") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        return [f"not UTF-8: {e}"], None
     c = Check()
     c.feed(text)
     c.close()
     errs = c.errors + [f"unclosed <{t}> from {p}" for t, p in c.stack]
     if not text.startswith("<!DOCTYPE html>"):
         errs.append("no <!DOCTYPE html> first")
-    if c.svgs != 1:
-        errs.append(f"{c.svgs} <svg> elements, want 1")
+    if c.svgs.count("live bytes per kind over time") != 1:
+        errs.append(f"<svg> elements {c.svgs}: want the timeline's once")
+    if len(c.svgs) > 2 or (len(c.svgs) == 2 and c.svgs[1] != "live bytes of the top sites over time"):
+        errs.append(f"<svg> elements {c.svgs}: want the timeline's and at most the top sites'")
     if not c.plots:
         errs.append("no <polyline> with points nor <path> in the page")
-    for e in errs:
-        print(f"FAIL: {path}: {e}")
-    fail |= bool(errs)
-    if not errs:
-        print(f"ok: {path}: balanced, {c.plots} plotted shapes")
-sys.exit(fail)
+    m = BAD_CHARS.search(text)
+    if m:
+        errs.append(f"character U+{ord(m.group()):04X} at offset {m.start()}")
+    x = strict_xml(text)
+    if x:
+        errs.append(x)
+    return errs, c
+
+
+if __name__ == "__main__":
+    fail = 0
+    for path in sys.argv[1:]:
+        errs, c = check(path)
+        for e in errs:
+            print(f"FAIL: {path}: {e}")
+        fail |= bool(errs)
+        if not errs:
+            print(f"ok: {path}: balanced, strict, {len(c.svgs)} svg, {c.plots} plotted shapes")
+    sys.exit(fail)
