@@ -1059,6 +1059,61 @@ static void resident_trace(void) {
   end(T0 + 650 * MS, 10);
 }
 
+// ---------------------------------------------------------------- html-long / html-hostile
+
+// 10000 flushes 10 ms apart (COUNTERS at T0 + 10 (k + 1) ms, k from 0), more than the timeline
+// keeps (ND_TRACE_MAX_POINTS 4096): the points are records 0, 4, ..., 9996 and the latest, 9999,
+// 2501 in all (t_html_thin.py). Site 1 holds 4 KiB more at each flush ((k + 1) * 4 KiB); site 2
+// changes only every 100th flush (k / 100 + 1) * 64 KiB, so between its SITE records it keeps
+// its value; the heap counters are their sum.
+static void html_long(void) {
+  header("/nonexistent/bin/long_run", 1234, ND_TRACE_VERSION);
+  module(0, "/nonexistent/bin/long_run", EXE, EXE, EXE + 0x4000);
+  const uint64_t s1[] = {EXE + 0x1100, EXE + 0x1000}, s2[] = {EXE + 0x1200, EXE + 0x1000};
+  stack(1, 2, s1);
+  stack(2, 2, s2);
+  uint64_t calls[ND_TRACE_FNS] = {[MALLOC] = 1};
+  for (uint64_t k = 0; k < 10000; k++) {
+    uint64_t a = (k + 1) * 4096, b = (k / 100 + 1) * 65536;
+    site(1, 0, 0, k + 1, 0, a, 0, a);
+    if (k % 100 == 0) site(2, 0, 0, k / 100 + 1, 0, b, 0, b);
+    calls[MALLOC] = k + 1 + k / 100 + 1;
+    counters(T0 + 10 * (k + 1) * MS, 1,
+             (kt_t){(int64_t)(a + b), (int64_t)(a + b), (int64_t)calls[MALLOC], calls[MALLOC], 0},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    flush(k + 1, T0 + (10 * (k + 1) + 5) * MS);
+  }
+  end(T0 + 100010 * MS, 0);
+}
+
+// Names an attacker could choose (a program's path, a library's, a Python function's and file's,
+// a workspace's): markup, quotes, an ampersand, a CDATA end, control bytes, bytes that are not
+// UTF-8 (a lone lead byte, a surrogate), a noncharacter (U+FFFE), a C1 control (U+0085), then a
+// well-formed 'é'. t_html_hostile.py checks that the page shows them escaped and stays strict.
+#define HOSTILE "<script>alert(1)</script>\"'&]]>\x01\x1b\xff\xc3(\xed\xa0\x80\xef\xbf\xbe\xc2\x85\xc3\xa9"
+static void html_hostile(void) {
+  header("/nonexistent/" HOSTILE "/bin", 666, ND_TRACE_VERSION);
+  module(0, "/nonexistent/" HOSTILE "/bin", EXE, EXE, EXE + 0x4000);
+  module(1, "/nonexistent/lib" HOSTILE ".so", FOO, FOO, FOO + 0x4000);
+  pycode(7, 1, HOSTILE, "/nonexistent/" HOSTILE ".py");
+  const uint64_t s1[] = {FOO + 0x100, EXE + 0x1000}, s2[] = {FOO + 0x200, nd_pyframe(7, 3),
+                                                            EXE + 0x1000};
+  stack(1, 2, s1);
+  stack(2, 3, s2);
+  site(1, 0, 0, 2, 1, 2 << 20, 1 << 20, 2 << 20);
+  site(2, 0, 0, 1, 0, 1 << 20, 0, 1 << 20);
+  workspace((nd_rec_workspace_t){.tid = 666, .cycles = 2, .learned_cycles = 1}, "<script>\"'&]]>\x01\xff", 16);
+  python_rec(0x030b02f0, ND_PY_ON, 2, 1, 3, 0, 1);
+  counters(T0 + 90 * MS, 1, (kt_t){2 << 20, 3 << 20, 2, 3, 1}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 3, [FREE] = 1}, 0);
+  flush(1, T0 + 100 * MS);
+  block(1, 0, 0, 0x600000000000ull, 1 << 20, 1 << 20, T0 + 50 * MS);
+  block(2, 0, 0, 0x600000100000ull, 1 << 20, 1 << 20, T0 + 60 * MS);
+  nd_rec_exit_t x = {T0 + 140 * MS, ND_EXIT_NORMAL, 0, 666, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 150 * MS, 2);
+}
+
 int main(int argc, char **argv) {
   static const char *const modes[] = {
       "basic",           "killed",           "ws",              "self",
@@ -1072,7 +1127,7 @@ int main(int argc, char **argv) {
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
       "bad-py-short",    "bad-py-state",     "bad-py-python-size", "merge-r0",
       "merge-r1",        "merge-r2",         "merge-r3",           "diff-a",
-      "diff-b",          "resident"};
+      "diff-b",          "resident",         "html-long",       "html-hostile"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -1095,6 +1150,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "devices")) devices_trace();
   else if (!strcmp(argv[1], "python")) python_trace();
   else if (!strcmp(argv[1], "resident")) resident_trace();
+  else if (!strcmp(argv[1], "html-long")) html_long();
+  else if (!strcmp(argv[1], "html-hostile")) html_hostile();
   else if (!strncmp(argv[1], "merge-r", 7)) merge_rank(argv[1][7] - '0');
   else if (!strncmp(argv[1], "diff-", 5)) diff_trace(argv[1][5] == 'b');
   else if (!strcmp(argv[1], "py-max")) py_max();

@@ -3,8 +3,8 @@
 # t_html_browser: a real browser renders ndmemreport's HTML offline. Headless Chromium (Debian's
 # `chromium`) screenshots the report of one stored trace: the PNG must exist and not be blank
 # (png_pixels.py decodes it with the standard library: some pixel differs from the first), and
-# the DOM Chromium built must hold the <svg> with its plotted <polyline>. Exit 77 (skip) without
-# chromium. usage: t_html_browser.sh NDMEMREPORT TRACE PNG_PIXELS_PY
+# the DOM Chromium built must hold the timeline's plotted <polyline> and the top sites'. Exit 77
+# (skip) without chromium. usage: t_html_browser.sh NDMEMREPORT TRACE PNG_PIXELS_PY
 set -u
 report=$1 trace=$2 pixels=$3
 browser=$(command -v chromium || command -v chromium-browser || true)
@@ -43,6 +43,11 @@ if ! grep -q '<svg' "$tmp/dom.html"; then
 elif ! grep -q '<polyline class="series"[^>]* points="[0-9]' "$tmp/dom.html"; then
   echo "FAIL: the DOM's <svg> has no plotted <polyline>"
   fail=1
+elif ! grep -q '<polyline class="series site"[^>]* points="[0-9]' "$tmp/dom.html"; then
+  echo "FAIL: the DOM has no plotted top site over time"
+  fail=1
 fi
+# NDMEM_HTML_SHOT=FILE keeps the screenshot, to look at.
+[ -n "${NDMEM_HTML_SHOT:-}" ] && cp "$tmp/shot.png" "$NDMEM_HTML_SHOT"
 [ $fail = 0 ] && echo "ok: $browser ($mode) rendered $(basename "$trace")'s report"
 exit $fail
