@@ -410,8 +410,9 @@ static bool runtime_module(const char *path) {
 }
 
 // A site named by its first useful frame: its stack's innermost Python frame where it has one,
-// else its innermost frame outside the runtimes (runtime_module), else frame #0; a function,
-// else module+0xOFF (the module's base name), else the address. -1 when out of memory.
+// else its innermost frame outside the runtimes (runtime_module) with a function name, else the
+// innermost outside them, else frame #0; a function, else module+0xOFF (the module's base
+// name), else the address. -1 when out of memory.
 static int site_label(FILE *o, report_t *r, uint32_t stack) {
   const nd_trace_t *t = r->t;
   const nd_stack_t *s = &t->stacks[stack];
@@ -423,10 +424,13 @@ static int site_label(FILE *o, report_t *r, uint32_t stack) {
   long py = nd_rep_py_innermost(t, s);
   size_t at = py >= 0 ? (size_t)py : 0;
   const nd_frame_t *f = NULL;
-  for (size_t i = at; i < s->depth && py < 0; i++) {
+  bool outside = false; // `at` is a frame outside the runtimes
+  for (size_t i = 0; i < s->depth && py < 0; i++) {
     f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
-    if (!f->module || !runtime_module(f->module)) {
+    if (f->module && runtime_module(f->module)) continue;
+    if (!outside) at = i, outside = true;
+    if (f->module && f->at.function) {
       at = i;
       break;
     }
