@@ -10,6 +10,9 @@
 // breaches, snapshots and snapshot sites, `limits-cut` ends inside a snapshot's sites; the
 // `bad-*` ones are malformed. `python` (version 7: Python frames, PYCODE and PYTHON records) is
 // stored; t_py_edge.sh checks `py-max`, `py-v6-bit63` and the `bad-py-*` modes at test time.
+// `html-long` (more COUNTERS records than the timeline keeps) and `html-hostile` (names with
+// markup, control bytes and malformed UTF-8) are written at test time by t_html_thin.py and
+// t_html_hostile.py.
 // usage: gen_trace MODE OUT (the modes are listed in main)
 #include "trace_write.h"
 
