@@ -2,8 +2,10 @@
 // render_html.c: ndmemreport's HTML report (nd_rep_html_report, report.h): one self-contained
 // page, readable offline with no network, script or font: the text summary's facts as a table,
 // the timeline (live bytes per kind at each COUNTERS record, with cycles, limits, the watermark,
-// breaches and snapshots) as inline SVG, the top sites with their stacks, growth and what was
-// live at exit, the workspaces and the limits. Every string from the trace is HTML-escaped.
+// breaches and snapshots) and the top sites' live bytes at the same points (a second read of
+// the trace) as inline SVG, the top sites with their stacks, the top Python lines, growth and
+// what was live at exit, the workspaces, device memory, and the limits with each snapshot's
+// sites. Every string from the trace is HTML-escaped to strict UTF-8.
 #include "fmt.h"
 #include "report.h"
 
