@@ -391,9 +391,9 @@ static void esc_max(FILE *o, const char *s, size_t max) {
     esc(o, s);
     return;
   }
-  while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80) max--; // not inside a character
   char b[LEGEND_NAME + 1];
   if (max > LEGEND_NAME) max = LEGEND_NAME;
+  while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80) max--; // not inside a character
   memcpy(b, s, max);
   b[max] = 0;
   esc(o, b);
@@ -412,9 +412,9 @@ static bool runtime_module(const char *path) {
 }
 
 // A site named by its first useful frame: its stack's innermost Python frame where it has one,
-// else its innermost frame outside the runtimes (runtime_module) with a function name, else the
-// innermost outside them, else frame #0; a function, else module+0xOFF (the module's base
-// name), else the address. -1 when out of memory.
+// else its innermost frame outside the runtimes (runtime_module) with a function name, else with
+// a module, else outside every module, else frame #0; a function, else module+0xOFF (the
+// module's base name), else the address. -1 when out of memory.
 static int site_label(FILE *o, report_t *r, uint32_t stack) {
   const nd_trace_t *t = r->t;
   const nd_stack_t *s = &t->stacks[stack];
@@ -426,16 +426,13 @@ static int site_label(FILE *o, report_t *r, uint32_t stack) {
   long py = nd_rep_py_innermost(t, s);
   size_t at = py >= 0 ? (size_t)py : 0;
   const nd_frame_t *f = NULL;
-  bool outside = false; // `at` is a frame outside the runtimes
-  for (size_t i = 0; i < s->depth && py < 0; i++) {
+  int best = 0; // of `at`: 3 a function, 2 a module's offset, 1 an address outside every module
+  for (size_t i = 0; i < s->depth && py < 0 && best < 3; i++) {
     f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
     if (f->module && runtime_module(f->module)) continue;
-    if (!outside) at = i, outside = true;
-    if (f->module && f->at.function) {
-      at = i;
-      break;
-    }
+    int rank = !f->module ? 1 : f->at.function ? 3 : 2;
+    if (rank > best) at = i, best = rank;
   }
   f = nd_sym_frame(r->sym, ips[at]);
   if (!f) return -1;
@@ -532,8 +529,9 @@ static int html_site_timeline(FILE *o, report_t *r, const plot_t *main) {
   }
   fputs("</svg>\n", o);
   fprintf(o, "<p class=\"note\">Live bytes (allocated less freed) of the %zu largest %s by peak "
-             "(each named by its first frame outside the C and C++ runtimes, its innermost Python "
-             "frame where it has one; ~: estimated from samples) at the %zu %s of the timeline "
+             "(each named by its innermost Python frame, else its first frame outside the C and C++ "
+             "runtimes, one with a function name or a module where there is one; ~: estimated "
+             "from samples) at the %zu %s of the timeline "
              "above, from the SITE records of each flush: a site that did not change in a flush "
              "keeps its value.</p>\n",
           n, n == 1 ? "site" : "sites", ss.npoints, ss.npoints == 1 ? "point" : "points");
