@@ -529,9 +529,9 @@ static int html_site_timeline(FILE *o, report_t *r, const plot_t *main) {
   }
   fputs("</svg>\n", o);
   fprintf(o, "<p class=\"note\">Live bytes (allocated less freed) of the %zu largest %s by peak "
-             "(each named by its innermost Python frame, else its first frame outside the C and C++ "
-             "runtimes, one with a function name or a module where there is one; ~: estimated "
-             "from samples) at the %zu %s of the timeline "
+             "(each named by its innermost Python frame, else its first frame outside the C and "
+             "C++ runtimes, one with a function name or a module where there is one; ~: "
+             "estimated from samples) at the %zu %s of the timeline "
              "above, from the SITE records of each flush: a site that did not change in a flush "
              "keeps its value.</p>\n",
           n, n == 1 ? "site" : "sites", ss.npoints, ss.npoints == 1 ? "point" : "points");
@@ -859,7 +859,8 @@ static void html_devices(FILE *o, const nd_trace_t *t) {
     else fputs("none", o);
     fputs("</td></tr>\n<tr><th>peak</th><td>", o);
     sbytes(o, v->peak_bytes);
-    fprintf(o, "</td></tr>\n<tr><th>%s</th><td>", t->ended ? "live at exit" : "live at the last flush");
+    fprintf(o, "</td></tr>\n<tr><th>%s</th><td>",
+            t->ended ? "live at exit" : "live at the last flush");
     sbytes(o, v->live_bytes);
     fputs("</td></tr>\n", o);
     if (v->getinfo_calls || v->limit_bytes)

@@ -1093,7 +1093,8 @@ static void html_long(void) {
 // a workspace's): markup, quotes, an ampersand, a CDATA end, control bytes, bytes that are not
 // UTF-8 (a lone lead byte, a surrogate), a noncharacter (U+FFFE), a C1 control (U+0085), then a
 // well-formed 'é'. t_html_hostile.py checks that the page shows them escaped and stays strict.
-#define HOSTILE "<script>alert(1)</script>\"'&]]>\x01\x1b\xff\xc3(\xed\xa0\x80\xef\xbf\xbe\xc2\x85\xc3\xa9"
+#define HOSTILE                                                                                    \
+  "<script>alert(1)</script>\"'&]]>\x01\x1b\xff\xc3(\xed\xa0\x80\xef\xbf\xbe\xc2\x85\xc3\xa9"
 static void html_hostile(void) {
   header("/nonexistent/" HOSTILE "/bin", 666, ND_TRACE_VERSION);
   module(0, "/nonexistent/" HOSTILE "/bin", EXE, EXE, EXE + 0x4000);
@@ -1105,7 +1106,8 @@ static void html_hostile(void) {
   stack(2, 3, s2);
   site(1, 0, 0, 2, 1, 2 << 20, 1 << 20, 2 << 20);
   site(2, 0, 0, 1, 0, 1 << 20, 0, 1 << 20);
-  workspace((nd_rec_workspace_t){.tid = 666, .cycles = 2, .learned_cycles = 1}, "<script>\"'&]]>\x01\xff", 16);
+  workspace((nd_rec_workspace_t){.tid = 666, .cycles = 2, .learned_cycles = 1},
+            "<script>\"'&]]>\x01\xff", 16);
   python_rec(0x030b02f0, ND_PY_ON, 2, 1, 3, 0, 1);
   counters(T0 + 90 * MS, 1, (kt_t){2 << 20, 3 << 20, 2, 3, 1}, (kt_t){0, 0, 0, 0, 0},
            (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 3, [FREE] = 1}, 0);

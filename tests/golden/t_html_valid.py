@@ -88,7 +88,8 @@ def check(path):
         errs.append("no <!DOCTYPE html> first")
     if c.svgs.count("live bytes per kind over time") != 1:
         errs.append(f"<svg> elements {c.svgs}: want the timeline's once")
-    if len(c.svgs) > 2 or (len(c.svgs) == 2 and c.svgs[1] != "live bytes of the top sites over time"):
+    if len(c.svgs) > 2 or (len(c.svgs) == 2
+                           and c.svgs[1] != "live bytes of the top sites over time"):
         errs.append(f"<svg> elements {c.svgs}: want the timeline's and at most the top sites'")
     if not c.plots:
         errs.append("no <polyline> with points nor <path> in the page")
