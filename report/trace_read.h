@@ -268,7 +268,7 @@ void nd_trace_free(nd_trace_t *t);
 long nd_trace_site_of(const nd_trace_t *t, uint32_t stack_id, uint16_t kind);
 
 // The module of an instruction pointer: the most recently written one whose [lo, hi) holds it,
-// or NULL. Valid after a successful nd_trace_read.
+// or NULL. Valid after a successful nd_trace_read or nd_trace_update.
 const nd_module_t *nd_trace_module_of(const nd_trace_t *t, uint64_t ip);
 
 // Whether a frame of the trace is a Python frame: bit 63 means one only from version 7 (in older
