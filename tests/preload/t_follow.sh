@@ -7,8 +7,8 @@
 # between them, a final refresh once the trace is complete, and exit status 0 soon after the
 # program ended. The bytes read over all refreshes add up to the trace's size (each refresh
 # reads what was appended; a record cut short is read again whole, so a little more).
-# Then a trace without an END record (KILLED, written on another host) replaced by a shorter complete
-# one (DONE): a line says the trace was read again from its start, then the final refresh.
+# Then a trace without an END record (KILLED, written on another host) replaced by a shorter
+# complete one (DONE): a line says the trace was read again from its start, then the final refresh.
 # usage: t_follow.sh LIBNDMEM T_FOLLOW NDMEMREPORT KILLED DONE
 set -u
 lib=$1 prog=$2 rep=$3 killed=$4 done=$5
@@ -18,14 +18,18 @@ no() { echo "FAIL: $*" >&2; fail=1; }
 trap 'kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 NDMEM_SUMMARY=0 NDMEM_FLUSH_MS=50 NDMEM_OUTPUT="$tmp/t.trace" LD_PRELOAD=$lib "$prog" &
 pid=$!
+# A missing trace is an error (a wrong path fails at once): wait until the shim has made it.
+n=0
+while [ ! -e "$tmp/t.trace" ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
 timeout 30 "$rep" --follow --follow-interval 100 "$tmp/t.trace" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 wait $pid || no "the program failed"
 [ "$rc" = 0 ] || no "exit status $rc, want 0 (124: still following after 30 s)"
 [ -s "$tmp/err" ] && { no "stderr not empty:"; cat "$tmp/err" >&2; }
-running=$(grep -c '^== refresh [0-9]* at [0-9][0-9]:[0-9][0-9]:[0-9][0-9], +[0-9.]* [KMG]*i*B read, running$' "$tmp/out")
+hm='[0-9][0-9]:[0-9][0-9]:[0-9][0-9]' sz='+[0-9.]* [KMG]*i*B'
+running=$(grep -c "^== refresh [0-9]* at $hm, $sz read, running\$" "$tmp/out")
 [ "$running" -ge 2 ] || no "$running refreshes while the program ran, want 2 or more"
-grep -q '^== refresh [0-9]* at [0-9:]*, +[0-9.]* [KMG]*i*B read (final: the trace is complete)$' "$tmp/out" ||
+grep -q "^== refresh [0-9]* at $hm, $sz read (final: the trace is complete)\$" "$tmp/out" ||
   no "no final refresh"
 [ "$(grep -c '^== refresh' "$tmp/out")" = $((running + 1)) ] || no "refreshes after the final one"
 # The heap's live bytes at the last flush, one value per refresh that had a flush.
@@ -55,7 +59,7 @@ rc=$?
 [ "$rc" = 0 ] || no "replaced: exit status $rc, want 0"
 [ -s "$tmp/err2" ] && { no "replaced: stderr not empty:"; cat "$tmp/err2" >&2; }
 grep -q '^== refresh 1 at [0-9:]*, +3.95 KiB read, written on another host (its state unknown)$' \
-  "$out2" || no "replaced: the first refresh does not read all of KILLED nor say it is another host's"
+  "$out2" || no "replaced: the first refresh does not read all of KILLED, another host's"
 grep -q "^($tmp/r.trace was replaced or cut short: read again from its start)$" "$out2" ||
   no "replaced: no line saying the trace was read again"
 grep -q '^== refresh [0-9]* at [0-9:]*, +971 B read (final: the trace is complete)$' "$out2" ||

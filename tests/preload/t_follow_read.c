@@ -2,13 +2,15 @@
 // t_follow_read: the reading on that `ndmemreport --follow` does (nd_trace_update), against one
 // read of the same bytes. Each trace given (and one written here: 10000 COUNTERS records, so the
 // timeline's stride doubles twice, snapshots, a module added midway, leaks and END) is copied to
-// DIR/grow.trace in pieces of odd sizes (1 to 4099 bytes, so records are cut anywhere: in their
-// header, in a stack's frames, in a snapshot's run of sites); after each piece the trace read
-// on must equal a fresh nd_trace_read of the file: the same state (end of the last good record,
-// records, the timeline's points byte for byte, snapshots) and the same --brief text, JSON and
-// HTML reports, byte for byte. An update must read exactly the bytes after the last complete
-// record. Then: the file rewritten with a shorter trace, replaced by another (rename), and cut
-// short must each be read again from the start (nd_trace_update returns 1) and equal a full read.
+// DIR/grow.trace in pieces of odd sizes (1 byte to 1/16 of it, 4099 at most; 400001 for the
+// long one), so records are cut anywhere: in their header, in a stack's frames, in a snapshot's
+// run of sites. After each piece the trace read on must equal a fresh nd_trace_read of the
+// file: the same state (end of the last good record, records, the timeline's points and the
+// sites byte for byte, snapshots) and the same --brief text, JSON and HTML reports, byte for
+// byte; an update must read exactly the bytes after the last complete record. Then the file
+// rewritten with a shorter trace, replaced by another (rename), rewritten in place as another
+// pid's, and cut short must each be read again from the start (nd_trace_update returns 1) and
+// equal a full read.
 // usage: t_follow_read DIR TRACE...
 //        t_follow_read --time BIG_TRACE COPY [CHUNK_MB [STEPS]]: times reading on a copy of
 //        BIG_TRACE grown by CHUNK_MB (default 10) per refresh after a first read (no check).
@@ -166,7 +168,8 @@ static void write_long(const char *path) {
       c.kind[k].peak_bytes = (int64_t)site[k].peak_live_bytes;
     }
     rec(&w, ND_REC_COUNTERS, &c, sizeof c, NULL, 0);
-    nd_rec_flush_t f = {.mono_ns = ns, .seq = b, .cycles = b / 100, .steady_ns = b >= 100 ? 3000 : 0};
+    nd_rec_flush_t f = {.mono_ns = ns, .seq = b, .cycles = b / 100,
+                        .steady_ns = b >= 100 ? 3000 : 0};
     rec(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
     ns += 1000000;
   }
@@ -244,7 +247,8 @@ static void compare_state(const char *what, const nd_trace_t *a, const nd_trace_
   if (a->npoints == b->npoints && a->npoints &&
       memcmp(a->series, b->series, a->npoints * sizeof *a->series))
     no(what, "the timeline's points differ from a full read's");
-  if (a->nsites == b->nsites && a->nsites && memcmp(a->sites, b->sites, a->nsites * sizeof *a->sites))
+  if (a->nsites == b->nsites && a->nsites &&
+      memcmp(a->sites, b->sites, a->nsites * sizeof *a->sites))
     no(what, "the sites (or their histories) differ from a full read's");
   if ((a->snap_open == NULL) != (b->snap_open == NULL)) no(what, "snapshot open differs");
   for (size_t i = 0; i < a->nsnaps && a->nsnaps == b->nsnaps; i++)
