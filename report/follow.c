@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: MIT
-// follow.c: `ndmemreport --follow TRACE`, a running job's trace re-read and reported every
-// interval (the --brief view) until it has its END record (then reported once more, as final)
-// or SIGINT. Each refresh reads the trace from its start: the reader stops at the last complete
-// record, so a trace cut mid-record by a writer still at work is read up to its last flush.
+// follow.c: `ndmemreport --follow TRACE`, a running job's trace reported every interval (the
+// --brief view) until it has its END record (then reported once more, as final) or SIGINT.
+// The trace is read once and then read on (nd_trace_update): each refresh reads only what was
+// appended since the last complete record, so its cost is the new bytes plus the analysis and
+// the rendering (which grow with the sites, not the file), and a 1 GB trace is not read again
+// every second. The reader stops at the last complete record, so a trace cut mid-record by a
+// writer still at work is read up to its last flush and the rest next time. The arguments,
+// suppressions and the symbolizer's state (its opened modules and resolved frames) are kept
+// across refreshes; the symbolizer is made anew only when a MODULE record was read (the writer
+// writes the map again when the loader's changed: which module holds an address may change).
 // On a terminal the screen is cleared between refreshes; otherwise each refresh is headed by a
-// line `== refresh N at HH:MM:SS`, so a log or a test can tell them apart.
+// line `== refresh N at HH:MM:SS, ...`, so a log or a test can tell them apart. The header says
+// how many bytes the refresh read and the job's state.
+#include "fmt.h"
 #include "ndmemreport.h"
 #include "report.h"
+#include "running.h"
 #include "trace_read.h"
 
 #include <errno.h>
@@ -24,51 +33,28 @@ static void on_sigint(int sig) {
   interrupted = 1;
 }
 
-// Whether the trace can be read, and whether it is complete (an END record). 1: complete,
-// 0: not yet (or not yet even a whole header: the writer has just started), -1: an error
-// (reported on `err`).
-static int trace_state(const char *path, FILE *err) {
-  nd_trace_t *t = malloc(sizeof *t);
-  if (!t) {
-    fprintf(err, "ndmemreport: %s: out of memory\n", path);
-    return -1;
+// The job's state for the header: the trace is complete, or nd_trace_running's `running`.
+static const char *state_of(const nd_trace_t *t, int running) {
+  if (t->ended) return " (final: the trace is complete)";
+  switch (running) {
+  case ND_RUN_YES: return ", running";
+  case ND_RUN_NO: return ", the writer is gone (no END record)";
+  default: return ", written on another host (its state unknown)";
   }
-  int rc = nd_trace_read(t, path, NULL, NULL);
-  struct stat st;
-  if (rc && !stat(path, &st) && (uint64_t)st.st_size < sizeof(nd_trace_header_t)) rc = 0;
-  else if (rc) {
-    if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", path, t->err);
-    else
-      fprintf(err, "ndmemreport: %s: %s at offset %llu\n", path, t->err,
-              (unsigned long long)t->err_off);
-    rc = -1;
-  } else {
-    rc = t->ended;
-  }
-  nd_trace_free(t);
-  free(t);
-  return rc;
 }
 
-int nd_report_follow(int argc, char **argv, const opts_t *o, FILE *out, FILE *err) {
-  // The report's own arguments: these, less --follow and --follow-interval, with --brief.
-  char **sub = calloc((size_t)argc + 2, sizeof *sub);
-  if (!sub) {
-    fputs("ndmemreport: out of memory\n", err);
+int nd_report_follow(const opts_t *o, nd_supp_t *supp, FILE *out, FILE *err) {
+  opts_t bo = *o; // the report of each refresh: --brief
+  bo.brief = true;
+  bo.follow = false;
+  nd_trace_t *t = calloc(1, sizeof *t); // zeroed: nd_trace_free is safe before any read
+  if (!t) {
+    fprintf(err, "ndmemreport: %s: out of memory\n", o->file);
     return 2;
   }
-  int n = 0;
-  sub[n++] = argv[0];
-  sub[n++] = "--brief";
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--follow")) continue;
-    if (!strcmp(argv[i], "--follow-interval")) {
-      i++;
-      continue;
-    }
-    if (!strncmp(argv[i], "--follow-interval=", 18)) continue;
-    sub[n++] = argv[i];
-  }
+  bool have = false;   // t holds a trace read without error, to be read on
+  nd_sym_t *sym = NULL;
+  uint64_t sym_mods = 0; // t->rec_count[ND_REC_MODULE] when sym was made
   struct sigaction sa = {.sa_handler = on_sigint}, old;
   sigemptyset(&sa.sa_mask); // no SA_RESTART: the sleep ends at once
   interrupted = 0;
@@ -76,28 +62,61 @@ int nd_report_follow(int argc, char **argv, const opts_t *o, FILE *out, FILE *er
   bool tty = isatty(fileno(out));
   int rc = 0;
   for (unsigned long refresh = 1; !interrupted; refresh++) {
-    int state = trace_state(o->file, err);
-    if (state < 0) {
-      rc = 2;
-      break;
+    // A file shorter than a header: the writer has just started (or started again).
+    struct stat st;
+    bool none = !stat(o->file, &st) && S_ISREG(st.st_mode) &&
+                (uint64_t)st.st_size < sizeof(nd_trace_header_t);
+    bool again = false; // the file is another trace than the one read: read from its start
+    if (none && have) {
+      nd_sym_free(sym);
+      sym = NULL;
+      nd_trace_free(t);
+      have = false;
+      again = true;
+    } else if (!none) {
+      int r = nd_report_read(t, o->file, have, err);
+      if (r < 0) {
+        rc = 2;
+        break;
+      }
+      again = r == 1;
+      have = true;
+      if (!sym || again || t->rec_count[ND_REC_MODULE] != sym_mods) {
+        nd_sym_free(sym);
+        sym = nd_sym_new(t, o->symbols);
+        sym_mods = t->rec_count[ND_REC_MODULE];
+        if (!sym) {
+          fprintf(err, "ndmemreport: %s: out of memory\n", o->file);
+          rc = 2;
+          break;
+        }
+      }
     }
     time_t now = time(NULL);
     struct tm tm;
     localtime_r(&now, &tm);
     if (tty) fputs("\033[H\033[2J", out);
-    fprintf(out, "== refresh %lu at %02d:%02d:%02d%s\n", refresh, tm.tm_hour, tm.tm_min,
-            tm.tm_sec, state ? " (final: the trace is complete)" : "");
+    fprintf(out, "== refresh %lu at %02d:%02d:%02d", refresh, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    int running = !have || t->ended ? ND_RUN_NO : nd_trace_running(t, o->file);
+    if (have) {
+      nd_buf_t b = {.len = 0};
+      nd_buf_ubytes(&b, t->last_read);
+      fprintf(out, ", +%s read%s\n", nd_buf_cstr(&b), state_of(t, running));
+    } else {
+      fputs("\n", out);
+    }
+    if (again)
+      fprintf(out, "(%s was replaced or cut short: read again from its start)\n", o->file);
+    if (!have) fputs("(no trace yet)\n", out);
+    else rc = nd_report_render(&bo, t, sym, supp, running, out, err);
     fflush(out);
-    struct stat st;
-    if (!state && (stat(o->file, &st) || (uint64_t)st.st_size < sizeof(nd_trace_header_t)))
-      fputs("(no trace yet)\n", out);
-    else rc = nd_report_main(n, sub, out, err);
-    fflush(out);
-    if (state || rc == 2) break;
+    if ((have && t->ended) || rc == 2) break;
     struct timespec ts = {(time_t)(o->follow_ms / 1000), (long)(o->follow_ms % 1000) * 1000000};
     while (!interrupted && nanosleep(&ts, &ts) && errno == EINTR) {}
   }
   sigaction(SIGINT, &old, NULL);
-  free(sub);
+  nd_sym_free(sym);
+  nd_trace_free(t);
+  free(t);
   return interrupted && rc != 2 ? 0 : rc;
 }

@@ -129,10 +129,12 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      report the C and C++ runtimes' lifetime allocations\n"
               "                      too (libstdc++'s exception pool, stdio buffers, the\n"
               "                      loader's and the locale's state, ...)\n"
-              "  --follow            re-read a running job's trace and print the --brief view\n"
-              "                      every interval until it ends (then once more) or SIGINT;\n"
+              "  --follow            read a running job's trace as it grows (each refresh reads\n"
+              "                      what was appended) and print the --brief view every\n"
+              "                      interval until it ends (then once more) or SIGINT;\n"
               "                      a terminal is cleared between refreshes, else each\n"
-              "                      starts with a line '== refresh N at HH:MM:SS'\n"
+              "                      starts with a line '== refresh N at HH:MM:SS, +SIZE\n"
+              "                      read, STATE' (running, the writer is gone, ...)\n"
               "  --follow-interval MS\n"
               "                      milliseconds between refreshes (default 1000)\n"
               "merge: a row per trace of a job's ranks and their sites aggregated across\n"
@@ -252,62 +254,41 @@ static nd_supp_t *load_suppressions(const opts_t *o, FILE *err) {
   return s;
 }
 
-int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
-  // ---- subcommands: merge (merge.c) and diff (diff.c), each with its own arguments
-  if (argc >= 2 && !strcmp(argv[1], "merge")) return nd_report_merge(argc - 1, argv + 1, out, err);
-  if (argc > 1 && !strcmp(argv[1], "diff")) return nd_report_diff(argc, argv, out, err);
-  opts_t o;
-  int rc = parse_args(argc, argv, &o, out, err);
-  nd_supp_t *supp = rc ? NULL : load_suppressions(&o, err);
-  free(o.supp_files); // only loading reads them
-  o.supp_files = NULL;
-  if (rc) return rc < 0 ? 0 : rc;
-  if (!supp) return 2;
-  // ---- --follow (follow.c): reports again and again through this function
-  if (o.follow) {
-    nd_supp_free(supp);
-    return nd_report_follow(argc, argv, &o, out, err);
-  }
-  // ---- end --follow
-  nd_trace_t *t = malloc(sizeof *t);
-  if (!t) {
-    fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
-    nd_supp_free(supp);
-    return 2;
-  }
+int nd_report_read(nd_trace_t *t, const char *file, bool update, FILE *err) {
   progress_t prog = {.err = err, .last = -1};
   struct stat st;
-  bool show_progress = isatty(fileno(err)) && !stat(o.file, &st) && S_ISREG(st.st_mode) &&
-                       st.st_size >= PROGRESS_MIN;
-  rc = nd_trace_read(t, o.file, show_progress ? on_progress : NULL, &prog);
+  uint64_t from = update ? t->good_end : 0; // what is read already
+  bool show_progress = isatty(fileno(err)) && !stat(file, &st) && S_ISREG(st.st_mode) &&
+                       (uint64_t)st.st_size >= from + PROGRESS_MIN;
+  int rc = update ? nd_trace_update(t, show_progress ? on_progress : NULL, &prog)
+                  : nd_trace_read(t, file, show_progress ? on_progress : NULL, &prog);
   if (prog.last >= 0) fputs("\r\033[K", err);
-  if (rc) {
-    if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", o.file, t->err);
+  if (rc < 0) {
+    if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", file, t->err);
     else
-      fprintf(err, "ndmemreport: %s: %s at offset %llu\n", o.file, t->err,
+      fprintf(err, "ndmemreport: %s: %s at offset %llu\n", file, t->err,
               (unsigned long long)t->err_off);
-    nd_trace_free(t);
-    free(t);
-    nd_supp_free(supp);
-    return 2;
   }
-  report_t r = {.t = t, .o = &o, .running = ND_RUN_NO, .supp = supp};
-  if (!t->ended) r.running = nd_trace_running(t, o.file);
-  r.sym = nd_sym_new(t, o.symbols);
-  rc = 0;
-  if (!r.sym || nd_rep_analyse(&r)) {
-    fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
+  return rc;
+}
+
+int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_supp_t *supp,
+                     int running, FILE *out, FILE *err) {
+  report_t r = {.t = t, .o = o, .running = running, .supp = supp, .sym = sym};
+  int rc = 0;
+  if (nd_rep_analyse(&r)) {
+    fprintf(err, "ndmemreport: %s: out of memory\n", o->file);
     rc = 2;
-  } else if (o.html        ? nd_rep_html_report(out, &r)
-             : o.collapsed ? nd_rep_collapsed_report(out, &r)
-             : o.json      ? nd_rep_json_report(out, &r)
-                           : nd_rep_text_report_80(out, &r)) {
-    fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
+  } else if (o->html        ? nd_rep_html_report(out, &r)
+             : o->collapsed ? nd_rep_collapsed_report(out, &r)
+             : o->json      ? nd_rep_json_report(out, &r)
+                            : nd_rep_text_report_80(out, &r)) {
+    fprintf(err, "ndmemreport: %s: out of memory\n", o->file);
     rc = 2;
   } else if (fflush(out) || ferror(out)) {
     fprintf(err, "ndmemreport: cannot write the report: %s\n", strerror(errno));
     rc = 2;
-  } else if (failed(&o, &r)) {
+  } else if (failed(o, &r)) {
     rc = 1;
   }
   nd_lifetimes_free(&r.life);
@@ -319,8 +300,42 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   free(r.ws);
   free(r.groups);
   free(r.group_order);
-  nd_sym_free(r.sym);
-  nd_supp_free(r.supp);
+  return rc;
+}
+
+int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
+  // ---- subcommands: merge (merge.c) and diff (diff.c), each with its own arguments
+  if (argc >= 2 && !strcmp(argv[1], "merge")) return nd_report_merge(argc - 1, argv + 1, out, err);
+  if (argc > 1 && !strcmp(argv[1], "diff")) return nd_report_diff(argc, argv, out, err);
+  opts_t o;
+  int rc = parse_args(argc, argv, &o, out, err);
+  nd_supp_t *supp = rc ? NULL : load_suppressions(&o, err);
+  free(o.supp_files); // only loading reads them
+  o.supp_files = NULL;
+  if (rc) return rc < 0 ? 0 : rc;
+  if (!supp) return 2;
+  // ---- --follow (follow.c): reads on as the trace grows, reporting through nd_report_render
+  if (o.follow) {
+    rc = nd_report_follow(&o, supp, out, err);
+    nd_supp_free(supp);
+    return rc;
+  }
+  // ---- end --follow
+  nd_trace_t *t = malloc(sizeof *t);
+  if (!t) {
+    fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
+    nd_supp_free(supp);
+    return 2;
+  }
+  rc = 2;
+  if (!nd_report_read(t, o.file, false, err)) {
+    nd_sym_t *sym = nd_sym_new(t, o.symbols);
+    int running = t->ended ? ND_RUN_NO : nd_trace_running(t, o.file);
+    if (!sym) fprintf(err, "ndmemreport: %s: out of memory\n", o.file);
+    else rc = nd_report_render(&o, t, sym, supp, running, out, err);
+    nd_sym_free(sym);
+  }
+  nd_supp_free(supp);
   nd_trace_free(t);
   free(t);
   return rc;

@@ -139,9 +139,19 @@ int nd_rep_html_report(FILE *o, report_t *r);      // render_html.c
 // The text report's summary alone, unwrapped (render_text.c): the HTML summary's facts.
 void nd_rep_text_summary(FILE *o, report_t *r);
 
-// --follow (follow.c): reports o->file every o->follow_ms until it is complete or SIGINT, running
-// nd_report_main on argv less the --follow options; its exit status.
-int nd_report_follow(int argc, char **argv, const opts_t *o, FILE *out, FILE *err);
+// The single-trace report in two steps (ndmemreport.c), which --follow repeats on one trace as it
+// grows. nd_report_read reads `file` into `t` (update: reads on, nd_trace_update), with a
+// progress bar on a terminal for a large read; an error gets its line on `err`. Its result is
+// nd_trace_read's or nd_trace_update's (-1: an error; free `t`).
+int nd_report_read(nd_trace_t *t, const char *file, bool update, FILE *err);
+// Analyses the read trace and renders it as `o` says on `out`: the exit status (0, 1 for
+// --fail-on-leak or --fail-on-growth and a finding, 2 out of memory or a write error, reported
+// on `err`). `running`: nd_trace_running's answer for a trace without an END record.
+int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_supp_t *supp,
+                     int running, FILE *out, FILE *err);
+// --follow (follow.c): reports o->file (--brief) every o->follow_ms until it is complete or
+// SIGINT, reading only what was appended each time; its exit status.
+int nd_report_follow(const opts_t *o, nd_supp_t *supp, FILE *out, FILE *err);
 int nd_rep_collapsed_report(FILE *o, report_t *r); // render_collapsed.c
 
 // render_collapsed.c: --collapsed-by's words ("peak", "total", "live"), a site's weight, and the

@@ -25,7 +25,8 @@ typedef struct nd_mod_dw {
 struct nd_sym {
   const nd_trace_t *t;
   bool debuginfo;
-  nd_mod_dw_t *mods; // parallel to t->mods
+  nd_mod_dw_t *mods; // parallel to t->mods as they were at nd_sym_new
+  size_t nmods;      // their number then (t->nmods grows as a followed trace is read on)
   nd_frame_t **frames;
   size_t nframes, cap;
   uint64_t *keys; // ip cache: open addressing, value = index + 1
@@ -46,6 +47,7 @@ nd_sym_t *nd_sym_new(const nd_trace_t *t, bool debuginfo) {
   if (!s) return NULL;
   s->t = t;
   s->debuginfo = debuginfo;
+  s->nmods = t->nmods;
   s->mods = calloc(t->nmods ? t->nmods : 1, sizeof *s->mods);
   if (!s->mods) {
     free(s);
@@ -56,7 +58,7 @@ nd_sym_t *nd_sym_new(const nd_trace_t *t, bool debuginfo) {
 
 void nd_sym_free(nd_sym_t *s) {
   if (!s) return;
-  for (size_t i = 0; i < s->t->nmods; i++)
+  for (size_t i = 0; i < s->nmods; i++)
     if (s->mods[i].dwfl) dwfl_end(s->mods[i].dwfl);
   for (size_t i = 0; i < s->nframes; i++) {
     nd_frame_t *f = s->frames[i];

@@ -41,7 +41,10 @@ typedef struct nd_frame {
 
 typedef struct nd_sym nd_sym_t;
 
-// `debuginfo` false: never open a module (every frame prints as path+offset).
+// `debuginfo` false: never open a module (every frame prints as path+offset). A trace read on
+// (nd_trace_update) may keep its nd_sym_t while no MODULE record was read: frames are cached per
+// IP with the module that held it then, and modules by their index in t->mods. nd_sym_free is
+// safe after the trace grew or was read again.
 nd_sym_t *nd_sym_new(const nd_trace_t *t, bool debuginfo);
 // The frame for `ip`; the pointer and its strings live until nd_sym_free. NULL only when out of
 // memory.

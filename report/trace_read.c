@@ -615,6 +615,7 @@ static int cmp_snap_site(const void *a, const void *b) {
 // After reading: the kept snapshots in trace order, each one's sites by live bytes.
 static void order_snapshots(nd_trace_t *t) {
   uint64_t n = t->snap_records;
+  t->nsnaps = 0;
   if (n) t->snaps[t->nsnaps++] = snap_slot(t, 1);
   for (uint64_t seq = n > 1 + ND_TRACE_SNAP_LAST ? n - ND_TRACE_SNAP_LAST + 1 : 2; seq <= n; seq++)
     t->snaps[t->nsnaps++] = snap_slot(t, seq);
@@ -841,6 +842,10 @@ static int cmp_lo(const void *a, const void *b, void *arg) {
 }
 
 static int build_module_index(nd_trace_t *t) {
+  free(t->mod_order); // nd_trace_update: built again over the modules read since
+  free(t->mod_maxhi);
+  t->mod_order = NULL;
+  t->mod_maxhi = NULL;
   if (!t->nmods) return 0;
   t->mod_order = malloc(t->nmods * sizeof *t->mod_order);
   t->mod_maxhi = malloc(t->nmods * sizeof *t->mod_maxhi);
@@ -872,77 +877,128 @@ const nd_module_t *nd_trace_module_of(const nd_trace_t *t, uint64_t ip) {
   return best;
 }
 
-int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void *arg) {
-  memset(t, 0, sizeof *t);
-  t->path = path;
-  t->err_off = UINT64_MAX;
-  nd_in_t in = {.fd = -1};
-  int rc = -1;
-  in.fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (in.fd < 0) return fail(t, UINT64_MAX, "cannot open: %s", strerror(errno));
-  struct stat st;
-  if (fstat(in.fd, &st)) {
-    fail(t, UINT64_MAX, "cannot stat: %s", strerror(errno));
-    goto out;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    fail(t, UINT64_MAX, "is a directory, not a trace");
-    goto out;
-  }
-  uint64_t size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
-  in.cap = ND_BUF_SIZE;
-  if (size && size < ND_BUF_SIZE - 4096) in.cap = size + 4096 > 65536 ? size + 4096 : 65536;
-  in.buf = malloc(in.cap);
-  if (!in.buf) {
-    fail(t, UINT64_MAX, "out of memory");
-    goto out;
-  }
-  if (read_header(t, &in)) goto out;
-
+// Reads records from in->fd (positioned at in->base, the end of the last complete record read so
+// far) up to the file's end or its last complete record, folding them into `t`, then derives
+// what is built after reading (escapes' stacks, the snapshots' order, the module index). Each
+// of those is rebuilt from the state kept, so that reading on later gives what one read of the
+// longer file gives. 0, or -1 with t->err set.
+static int read_records(nd_trace_t *t, nd_in_t *in, uint64_t size, nd_progress_fn progress,
+                        void *arg) {
+  t->truncated = false;
   for (;;) {
-    uint64_t reads = in.reads;
-    if (fill(&in, sizeof(nd_rec_t))) {
-      fail(t, in.base + in.pos, "read error: %s", strerror(errno));
-      goto out;
-    }
-    uint64_t off = in.base + in.pos;
-    size_t avail = in.len - in.pos;
+    uint64_t reads = in->reads;
+    if (fill(in, sizeof(nd_rec_t))) return fail(t, in->base + in->pos, "read error: %s",
+                                                strerror(errno));
+    uint64_t off = in->base + in->pos;
+    size_t avail = in->len - in->pos;
     if (avail == 0) break; // clean end
     if (avail < sizeof(nd_rec_t)) {
       t->truncated = true;
       break;
     }
     nd_rec_t r;
-    memcpy(&r, in.buf + in.pos, sizeof r);
-    if (check_header(t, off, &r)) goto out;
+    memcpy(&r, in->buf + in->pos, sizeof r);
+    if (check_header(t, off, &r)) return -1;
     if (avail < sizeof r + r.size) {
-      if (fill(&in, sizeof r + r.size)) {
-        fail(t, off, "read error: %s", strerror(errno));
-        goto out;
-      }
-      if (in.len - in.pos < sizeof r + r.size) {
+      if (fill(in, sizeof r + r.size)) return fail(t, off, "read error: %s", strerror(errno));
+      if (in->len - in->pos < sizeof r + r.size) {
         t->truncated = true;
         break;
       }
     }
-    if (on_record(t, off, &r, in.buf + in.pos + sizeof r)) goto out;
-    in.pos += sizeof r + r.size;
+    if (on_record(t, off, &r, in->buf + in->pos + sizeof r)) return -1;
+    in->pos += sizeof r + r.size;
     t->records++;
     t->rec_count[r.tag]++;
     t->prev_tag = r.tag;
     t->after_flush = r.tag == ND_REC_FLUSH ? 0 : t->after_flush + 1;
-    t->good_end = in.base + in.pos;
-    if (progress && in.reads != reads) progress(arg, t->good_end, size);
+    t->good_end = in->base + in->pos;
+    if (progress && in->reads != reads) progress(arg, t->good_end, size);
   }
   if (!t->records) t->good_end = t->hdr.header_size;
-  t->file_size = in.base + in.len;
+  t->file_size = in->base + in->len;
   resolve_escapes(t);
   order_snapshots(t); // a snapshot still open keeps the sites read: the file ended in its run
-  if (build_module_index(t)) goto out;
-  rc = 0;
+  return build_module_index(t);
+}
+
+// The buffer for reading `size` bytes of a regular file (0: unknown): ND_BUF_SIZE, or less for
+// a small file (fill grows it if the file grows).
+static int in_alloc(nd_trace_t *t, nd_in_t *in, uint64_t size) {
+  in->cap = ND_BUF_SIZE;
+  if (size && size < ND_BUF_SIZE - 4096) in->cap = size + 4096 > 65536 ? size + 4096 : 65536;
+  in->buf = malloc(in->cap);
+  return in->buf ? 0 : fail(t, UINT64_MAX, "out of memory");
+}
+
+// Opens `path` for reading: 0 with *fd and *st, or -1 with t->err set.
+static int open_trace(nd_trace_t *t, const char *path, int *fd, struct stat *st) {
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0) return fail(t, UINT64_MAX, "cannot open: %s", strerror(errno));
+  if (fstat(*fd, st)) {
+    fail(t, UINT64_MAX, "cannot stat: %s", strerror(errno));
+  } else if (S_ISDIR(st->st_mode)) {
+    fail(t, UINT64_MAX, "is a directory, not a trace");
+  } else {
+    return 0;
+  }
+  close(*fd);
+  *fd = -1;
+  return -1;
+}
+
+int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void *arg) {
+  memset(t, 0, sizeof *t);
+  t->path = path;
+  t->err_off = UINT64_MAX;
+  nd_in_t in = {.fd = -1};
+  struct stat st;
+  if (open_trace(t, path, &in.fd, &st)) return -1;
+  int rc = -1;
+  t->regular = S_ISREG(st.st_mode);
+  t->dev = (uint64_t)st.st_dev;
+  t->ino = (uint64_t)st.st_ino;
+  uint64_t size = t->regular ? (uint64_t)st.st_size : 0;
+  if (in_alloc(t, &in, size) || read_header(t, &in)) goto out;
+  rc = read_records(t, &in, size, progress, arg);
 out:
+  t->last_read = in.len + in.base;
   free(in.buf);
-  if (in.fd >= 0) close(in.fd);
+  close(in.fd);
+  return rc;
+}
+
+int nd_trace_update(nd_trace_t *t, nd_progress_fn progress, void *arg) {
+  const char *path = t->path;
+  nd_in_t in = {.fd = -1};
+  struct stat st;
+  if (open_trace(t, path, &in.fd, &st)) return -1;
+  // The same file, no shorter than what was read, with the same header: else another trace was
+  // written there (a new job, a copy, the file cut), and it is read from its start.
+  nd_trace_header_t hdr;
+  bool same = t->regular && S_ISREG(st.st_mode) && (uint64_t)st.st_dev == t->dev &&
+              (uint64_t)st.st_ino == t->ino && (uint64_t)st.st_size >= t->good_end &&
+              pread(in.fd, &hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr &&
+              !memcmp(&hdr, &t->hdr, sizeof hdr);
+  if (!same) {
+    close(in.fd);
+    nd_trace_free(t);
+    int rc = nd_trace_read(t, path, progress, arg);
+    return rc ? rc : 1;
+  }
+  int rc = -1;
+  uint64_t size = (uint64_t)st.st_size;
+  uint64_t start = in.base = t->good_end;
+  if (lseek(in.fd, (off_t)in.base, SEEK_SET) < 0) {
+    fail(t, in.base, "cannot seek: %s", strerror(errno));
+    goto out;
+  }
+  if (in_alloc(t, &in, size - in.base)) goto out;
+  rc = read_records(t, &in, size, progress, arg);
+out:
+  t->last_read = in.base + in.len - start; // in.base moved on as the buffer was reused
+  free(in.buf);
+  close(in.fd);
   return rc;
 }
 

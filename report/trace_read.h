@@ -11,6 +11,8 @@
 // modules, stacks, sites, workspaces and code objects, never with file size, so a trace larger
 // than RAM can be read. Versions 1 to 7 are read; a record is rejected in a trace older than its
 // version.
+// A trace still being written can be read on as it grows (nd_trace_update): the state is what
+// one read of the longer file gives, and each update costs what was appended.
 // Malformed input gives an error with its offset, never UB.
 #ifndef ND_TRACE_READ_H
 #define ND_TRACE_READ_H
@@ -153,7 +155,10 @@ typedef struct nd_trace {
   char exe[sizeof(((nd_trace_header_t *)0)->exe) + 1];
 
   uint64_t file_size; // bytes in the file (what was read, for a pipe)
-  uint64_t good_end;  // offset just past the last complete record
+  uint64_t good_end;  // offset just past the last complete record: nd_trace_update reads on there
+  uint64_t last_read; // bytes the latest nd_trace_read or nd_trace_update read from the file
+  bool regular;       // a regular file, which nd_trace_update can tell from another (dev, ino)
+  uint64_t dev, ino;
   bool truncated;     // the file ends inside a record (good_end < file_size)
   uint64_t records, rec_count[ND_REC_TAG_MAX];
 
@@ -248,13 +253,22 @@ typedef void (*nd_progress_fn)(void *arg, uint64_t done, uint64_t total);
 // cut short inside a record is not an error: t->truncated is set and everything before is used.
 // nd_trace_free releases `t` in either case.
 int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void *arg);
+// Reads on a trace that nd_trace_read (or nd_trace_update) read without an error, as it grows:
+// only the bytes from t->good_end on, so that `t` ends as one nd_trace_read of the longer file
+// would leave it (a record cut short before is read whole now; a snapshot whose sites were cut
+// off gets the rest). When t->path names another file, one shorter than t->good_end, or one
+// whose header differs (another job's trace, the file cut or rewritten), it is read again from
+// its start. Returns 0 (read on), 1 (read again from the start), or -1 with t->err and
+// t->err_off set, after which `t` is only fit for nd_trace_free (it may hold part of the
+// records). Progress reports count from the file's start.
+int nd_trace_update(nd_trace_t *t, nd_progress_fn progress, void *arg);
 void nd_trace_free(nd_trace_t *t);
 
 // The site of (stack id, kind): an index into t->sites, or -1.
 long nd_trace_site_of(const nd_trace_t *t, uint32_t stack_id, uint16_t kind);
 
 // The module of an instruction pointer: the most recently written one whose [lo, hi) holds it,
-// or NULL. Valid after a successful nd_trace_read.
+// or NULL. Valid after a successful nd_trace_read or nd_trace_update.
 const nd_module_t *nd_trace_module_of(const nd_trace_t *t, uint64_t ip);
 
 // Whether a frame of the trace is a Python frame: bit 63 means one only from version 7 (in older
