@@ -11,7 +11,11 @@
 // writes the map again when the loader's changed: which module holds an address may change).
 // On a terminal the screen is cleared between refreshes; otherwise each refresh is headed by a
 // line `== refresh N at HH:MM:SS, ...`, so a log or a test can tell them apart. The header says
-// how many bytes the refresh read and the job's state.
+// how many bytes the refresh read and the job's state. A trace without an END record whose
+// writer is gone (nd_trace_running: its pid is dead, or another process) and that did not grow
+// in GONE_REFRESHES refreshes in a row ends the view too: the job was killed and the trace will
+// never be completed. Both conditions are needed: a writer in another pid namespace on the same
+// host looks gone, but its trace still grows.
 #include "fmt.h"
 #include "ndmemreport.h"
 #include "report.h"
@@ -25,6 +29,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#define GONE_REFRESHES 2
 
 static volatile sig_atomic_t interrupted;
 
@@ -60,7 +66,7 @@ int nd_report_follow(const opts_t *o, nd_supp_t *supp, FILE *out, FILE *err) {
   interrupted = 0;
   sigaction(SIGINT, &sa, &old);
   bool tty = isatty(fileno(out));
-  int rc = 0;
+  int rc = 0, gone = 0; // refreshes in a row that found the writer gone and nothing appended
   for (unsigned long refresh = 1; !interrupted; refresh++) {
     // A file shorter than a header: the writer has just started (or started again).
     struct stat st;
@@ -98,6 +104,7 @@ int nd_report_follow(const opts_t *o, nd_supp_t *supp, FILE *out, FILE *err) {
     if (tty) fputs("\033[H\033[2J", out);
     fprintf(out, "== refresh %lu at %02d:%02d:%02d", refresh, tm.tm_hour, tm.tm_min, tm.tm_sec);
     int running = !have || t->ended ? ND_RUN_NO : nd_trace_running(t, o->file);
+    gone = have && !t->ended && running == ND_RUN_NO && !t->last_read && !again ? gone + 1 : 0;
     if (have) {
       nd_buf_t b = {.len = 0};
       nd_buf_ubytes(&b, t->last_read);
@@ -105,12 +112,15 @@ int nd_report_follow(const opts_t *o, nd_supp_t *supp, FILE *out, FILE *err) {
     } else {
       fputs("\n", out);
     }
+    if (gone >= GONE_REFRESHES)
+      fputs("(final: the writer is gone and the trace stopped growing; it has no END record)\n",
+            out);
     if (again)
       fprintf(out, "(%s was replaced or cut short: read again from its start)\n", o->file);
     if (!have) fputs("(no trace yet)\n", out);
     else rc = nd_report_render(&bo, t, sym, supp, running, out, err);
     fflush(out);
-    if ((have && t->ended) || rc == 2) break;
+    if ((have && t->ended) || gone >= GONE_REFRESHES || rc == 2) break;
     struct timespec ts = {(time_t)(o->follow_ms / 1000), (long)(o->follow_ms % 1000) * 1000000};
     while (!interrupted && nanosleep(&ts, &ts) && errno == EINTR) {}
   }

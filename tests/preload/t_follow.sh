@@ -9,6 +9,9 @@
 # reads what was appended; a record cut short is read again whole, so a little more).
 # Then a trace without an END record (KILLED, written on another host) replaced by a shorter
 # complete one (DONE): a line says the trace was read again from its start, then the final refresh.
+# Last, the program killed (SIGKILL) while followed: its trace never gets an END record; once
+# the writer is gone and the trace stopped growing, the view ends by itself (status 0) with a
+# line saying so.
 # usage: t_follow.sh LIBNDMEM T_FOLLOW NDMEMREPORT KILLED DONE
 set -u
 lib=$1 prog=$2 rep=$3 killed=$4 done=$5
@@ -66,4 +69,29 @@ grep -q '^== refresh [0-9]* at [0-9:]*, +971 B read (final: the trace is complet
   no "replaced: no final refresh reading all of DONE"
 [ "$(grep -c 'read again from its start' "$out2")" = 1 ] || no "replaced: read again more than once"
 [ $fail = 0 ] || { echo "--- output (replaced)" >&2; cat "$out2" >&2; }
+
+# The writer killed.
+out3=$tmp/out3
+NDMEM_SUMMARY=0 NDMEM_FLUSH_MS=50 NDMEM_OUTPUT="$tmp/k.trace" LD_PRELOAD=$lib "$prog" &
+pid=$!
+n=0
+while [ ! -s "$tmp/k.trace" ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+timeout 30 "$rep" --follow --follow-interval 100 "$tmp/k.trace" >"$out3" 2>"$tmp/err3" &
+fpid=$!
+sleep 0.6
+kill -9 $pid
+wait $pid 2>/dev/null
+wait $fpid
+rc=$?
+[ "$rc" = 0 ] || no "killed: exit status $rc, want 0 (124: still following after 30 s)"
+[ -s "$tmp/err3" ] && { no "killed: stderr not empty:"; cat "$tmp/err3" >&2; }
+grep -q "^== refresh [0-9]* at $hm, $sz read, running\$" "$out3" ||
+  no "killed: no refresh while the program ran"
+[ "$(grep -c "^== refresh [0-9]* at $hm, +0 B read, the writer is gone (no END record)\$" \
+  "$out3")" -ge 2 ] || no "killed: fewer than 2 refreshes saw the writer gone and nothing read"
+[ "$(tail -n 1 "$out3" | head -c 7)" != "== refr" ] || no "killed: ends with a bare header"
+grep -q '^(final: the writer is gone and the trace stopped growing; it has no END record)$' \
+  "$out3" || no "killed: no final line"
+grep -q 'complete)' "$out3" && no "killed: a trace without END called complete"
+[ $fail = 0 ] || { echo "--- output (killed)" >&2; cat "$out3" >&2; }
 exit $fail
