@@ -102,7 +102,9 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      bytes allocated, or live bytes at the end; sites of\n"
               "                      weight 0 are left out, equal lines summed into one\n"
               "  --top N             sites, leaks, leaked workspace pointers, breaches and\n"
-              "                      each snapshot's sites listed (default 10, 0 = all)\n"
+              "                      each snapshot's sites listed (default 10, 0 = all);\n"
+              "                      collapsed: the N heaviest lines, in frame order (all\n"
+              "                      without --top)\n"
               "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
               "  --brief             summary, the 5 largest leaks and leaked workspace\n"
               "                      pointers, and the first breach of a limit only\n"
@@ -158,6 +160,7 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       o->collapsed_by = (enum nd_weight)w;
     } else if (IS("--top")) {
       if (parse_count(err, "--top", VALUE(), &o->top)) return 2;
+      o->top_set = true;
     } else if (IS("--frames")) {
       if (parse_count(err, "--frames", VALUE(), &o->frames)) return 2;
     } else if (!strcmp(a, "--fail-on-leak")) {

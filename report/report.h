@@ -28,6 +28,7 @@ typedef struct opts {
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
   bool python_only; // --python-only: a stack with Python frames shows only those
   size_t top, frames; // entries per list, frames per stack in text output; 0 = all
+  bool top_set;       // --top was given (collapsed prints every line without it)
   const char *file;
   const char **supp_files; // --suppressions, in order (malloc'd; freed by nd_report_main)
   size_t nsupp_files;
