@@ -136,6 +136,9 @@ uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est);
 // The renderers: 0, or -1 when out of memory (a write error shows on `o`).
 int nd_rep_text_report_80(FILE *out, report_t *r); // render_text.c
 int nd_rep_json_report(FILE *o, report_t *r);      // render_json.c
+// A JSON string (render_json.c): quotes, backslashes and control characters escaped, bytes that
+// are not UTF-8 each U+FFFD, so the document stays valid whatever a trace names; NULL: null.
+void nd_rep_json_str(FILE *o, const char *s);
 int nd_rep_html_report(FILE *o, report_t *r);      // render_html.c
 // The text report's summary alone, unwrapped (render_text.c): the HTML summary's facts.
 void nd_rep_text_summary(FILE *o, report_t *r);
