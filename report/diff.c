@@ -231,11 +231,7 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
   if (!sd) goto oom;
   for (int s = 0; s < 2; s++) {
     nd_trace_t *t = &sd[s].t;
-    if (nd_trace_read(t, files[s], NULL, NULL)) {
-      if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", files[s], t->err);
-      else
-        fprintf(err, "ndmemreport: %s: %s at offset %llu\n", files[s], t->err,
-                (unsigned long long)t->err_off);
+    if (nd_rep_read_trace(t, files[s], err, ND_PROGRESS_MIN)) {
       sd[s].read = true;
       rc = 2;
       goto done;

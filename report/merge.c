@@ -170,11 +170,7 @@ static int fold_trace(merge_t *m, size_t i, bool symbols, FILE *err) {
   mrank_t *r = &m->ranks[i];
   nd_trace_t *t = malloc(sizeof *t);
   if (!t) goto oom_early;
-  if (nd_trace_read(t, r->path, NULL, NULL)) {
-    if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", r->path, t->err);
-    else
-      fprintf(err, "ndmemreport: %s: %s at offset %llu\n", r->path, t->err,
-              (unsigned long long)t->err_off);
+  if (nd_rep_read_trace(t, r->path, err, ND_PROGRESS_MIN)) {
     nd_trace_free(t);
     free(t);
     return 2;

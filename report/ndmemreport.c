@@ -202,11 +202,12 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
   return 0;
 }
 
-#define PROGRESS_MIN (256 << 20) // a progress bar (stderr a tty) for traces of this size or more
+// ---- progress: the bar every command shows while it reads a trace (nd_rep_read_trace)
 
 typedef struct progress {
   FILE *err;
-  int last; // percent shown, -1 none
+  int last;       // percent shown, -1 none
+  char name[24];  // the file's base name as the bar shows it
 } progress_t;
 
 static void on_progress(void *arg, uint64_t done, uint64_t total) {
@@ -215,14 +216,39 @@ static void on_progress(void *arg, uint64_t done, uint64_t total) {
   int pct = done >= total ? 100 : (int)(done * 100 / total);
   if (pct == p->last) return;
   p->last = pct;
-  char bar[41];
-  int fill = pct * 40 / 100;
+  char bar[31];
+  int fill = pct * 30 / 100;
   memset(bar, '#', (size_t)fill);
-  memset(bar + fill, '.', (size_t)(40 - fill));
-  bar[40] = 0;
-  fprintf(p->err, "\rndmemreport: reading [%s] %3d%%", bar, pct);
+  memset(bar + fill, '.', (size_t)(30 - fill));
+  bar[30] = 0;
+  fprintf(p->err, "\rndmemreport: reading %s [%s] %3d%%", p->name, bar, pct);
   fflush(p->err);
 }
+
+int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_from) {
+  progress_t prog = {.err = err, .last = -1};
+  struct stat st;
+  bool bar = isatty(fileno(err)) && !stat(path, &st) && S_ISREG(st.st_mode) &&
+             (uint64_t)st.st_size >= bar_from;
+  if (bar) { // at most 20 bytes, so that the line fits 80 columns: a longer name keeps its end
+    const char *b = strrchr(path, '/');
+    b = b && b[1] ? b + 1 : path;
+    size_t n = strlen(b);
+    snprintf(prog.name, sizeof prog.name, "%s%s", n > 20 ? "..." : "", n > 20 ? b + n - 17 : b);
+    for (char *c = prog.name; *c; c++) // a terminal line: no control characters
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+  }
+  int rc = nd_trace_read(t, path, bar ? on_progress : NULL, &prog);
+  if (prog.last >= 0) fputs("\r\033[K", err);
+  if (!rc) return 0;
+  if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", path, t->err);
+  else
+    fprintf(err, "ndmemreport: %s: %s at offset %llu\n", path, t->err,
+            (unsigned long long)t->err_off);
+  return 2;
+}
+
+// ---- end progress
 
 // --fail-on-growth: growth, or (no normal exit, so no classes) a site found growing while running;
 // --fail-on-leak: that, or memory live at exit that was not held since start-up nor suppressed.
@@ -278,17 +304,7 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
     nd_supp_free(supp);
     return 2;
   }
-  progress_t prog = {.err = err, .last = -1};
-  struct stat st;
-  bool show_progress = isatty(fileno(err)) && !stat(o.file, &st) && S_ISREG(st.st_mode) &&
-                       st.st_size >= PROGRESS_MIN;
-  rc = nd_trace_read(t, o.file, show_progress ? on_progress : NULL, &prog);
-  if (prog.last >= 0) fputs("\r\033[K", err);
-  if (rc) {
-    if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", o.file, t->err);
-    else
-      fprintf(err, "ndmemreport: %s: %s at offset %llu\n", o.file, t->err,
-              (unsigned long long)t->err_off);
+  if (nd_rep_read_trace(t, o.file, err, ND_PROGRESS_MIN)) {
     nd_trace_free(t);
     free(t);
     nd_supp_free(supp);

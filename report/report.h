@@ -148,6 +148,13 @@ void nd_rep_text_summary(FILE *o, report_t *r);
 int nd_report_follow(int argc, char **argv, const opts_t *o, FILE *out, FILE *err);
 int nd_rep_collapsed_report(FILE *o, report_t *r); // render_collapsed.c
 
+// Reads the trace at `path` (nd_trace_read) for every command (ndmemreport.c): with a progress bar
+// on `err` naming the file when `err` is a terminal and the file has bar_from bytes or more
+// (ND_PROGRESS_MIN), the bar cleared when done; an error reported on `err` in one line. 0, or 2
+// (the caller still frees `t`).
+#define ND_PROGRESS_MIN (256ull << 20)
+int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_from);
+
 // render_collapsed.c: --collapsed-by's words ("peak", "total", "live"), a site's weight, and the
 // frames of a stack named as in text on one line each (function, module+0xOFF, 0xIP; Python:
 // "qualname (file.py:LINE)"; an inlined call one name per function, the innermost first; ';' and
