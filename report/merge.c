@@ -2,8 +2,9 @@
 // merge.c: `ndmemreport merge T1 T2 ...`, the traces of the ranks (processes) of one job side by
 // side: a table of each trace (host, pid, how it ended, duration, peaks, live at end, leaks) and
 // the allocation sites aggregated across traces by (stable stack key, kind), the key JSON reports
-// print as "stack_key" (nd_rep_stack_key: stack ids and addresses differ between processes), with per-site min / median / max and the ranks far above
-// the median named. The traces are read one at a time; only the aggregated sites stay in memory.
+// print as "stack_key" (nd_rep_stack_key: stack ids and addresses differ between processes), with
+// per-site min / median / max and the ranks far above the median named. The traces are read one
+// at a time; only the aggregated sites stay in memory.
 #include "ndmemreport.h"
 #include "report.h"
 #include "sbuf.h"
@@ -118,7 +119,7 @@ static int grow_slots(merge_t *m) {
   return 0;
 }
 
-// The aggregated site of (key, kind), created if new with the frames of stack `s`; NULL: OOM.
+// The aggregated site of (key, kind), created if new with the frames of stack `st`; NULL: OOM.
 static msite_t *site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_t *t,
                         nd_sym_t *sym, const nd_stack_t *st) {
   if ((m->nsites + 1) * 2 > m->nslots && grow_slots(m)) return NULL;
@@ -340,14 +341,13 @@ static void json_report(FILE *o, const merge_t *m, size_t top) {
           (unsigned long long)OUTLIER_FLOOR, m->nsites);
   for (size_t i = 0; i < n; i++) {
     const msite_t *s = &m->sites[i];
-    fprintf(o, "%s\n  {\"stack_key\": \"%016llx\", \"kind\": \"%s\", \"total\": %llu, \"ranks_with\": %zu, \"min\": %llu, "
-               "\"median\": %llu, \"max\": %llu, \"allocs\": %llu, \"alloc_bytes\": %llu,\n"
-               "   \"per_rank\": [",
+    fprintf(o, "%s\n  {\"stack_key\": \"%016llx\", \"kind\": \"%s\", \"total\": %llu, "
+               "\"ranks_with\": %zu, \"min\": %llu, \"median\": %llu, \"max\": %llu, "
+               "\"allocs\": %llu, \"alloc_bytes\": %llu,\n   \"per_rank\": [",
             i ? "," : "", (unsigned long long)s->key, nd_rep_kind_names[s->kind],
-            (unsigned long long)s->total, s->in,
-            (unsigned long long)s->min, (unsigned long long)s->median,
-            (unsigned long long)s->max, (unsigned long long)s->allocs,
-            (unsigned long long)s->alloc_bytes);
+            (unsigned long long)s->total, s->in, (unsigned long long)s->min,
+            (unsigned long long)s->median, (unsigned long long)s->max,
+            (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes);
     for (size_t r = 0; r < m->nranks; r++)
       fprintf(o, "%s%llu", r ? ", " : "", (unsigned long long)s->val[r]);
     fputs("], \"outliers\": [", o);
