@@ -67,16 +67,6 @@ static bool changed(const dent_t *e) {
   return false;
 }
 
-static void json_s(FILE *o, const char *s) {
-  fputc('"', o);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(o, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f) fprintf(o, "\\u%04x", *p);
-    else fputc(*p, o);
-  }
-  fputc('"', o);
-}
-
 static void json_vals(FILE *o, const dent_t *e, int s) {
   if (!e->in[s]) {
     fputs("null", o);
@@ -102,7 +92,7 @@ static int render(FILE *o, side_t *sd, const char *const *files, dent_t *v, size
     fprintf(o, "{\n  \"ndmemreport_diff\": 1,\n  \"by\": \"%s\",\n", nd_rep_weight_names[sort_by]);
     for (int s = 0; s < 2; s++) {
       fprintf(o, "  \"%c\": {\"file\": ", "ab"[s]);
-      json_s(o, files[s]);
+      nd_rep_json_str(o, files[s]);
       fprintf(o, ", \"pid\": %llu},\n", (unsigned long long)sd[s].t.hdr.pid);
     }
     fprintf(o, "  \"changed\": %zu,\n  \"sites\": [%s", n, shown ? "\n" : "");
@@ -132,7 +122,7 @@ static int render(FILE *o, side_t *sd, const char *const *files, dent_t *v, size
               (long long)delta(e, ND_BY_LIVE));
       for (size_t k = 0; k < nn; k++) {
         fputs(k ? ", " : "", o);
-        json_s(o, names[k]);
+        nd_rep_json_str(o, names[k]);
       }
       fprintf(o, "]}%s\n", i + 1 < shown ? "," : "");
     } else {
@@ -241,11 +231,7 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
   if (!sd) goto oom;
   for (int s = 0; s < 2; s++) {
     nd_trace_t *t = &sd[s].t;
-    if (nd_trace_read(t, files[s], NULL, NULL)) {
-      if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", files[s], t->err);
-      else
-        fprintf(err, "ndmemreport: %s: %s at offset %llu\n", files[s], t->err,
-                (unsigned long long)t->err_off);
+    if (nd_rep_read_trace(t, files[s], err, ND_PROGRESS_MIN)) {
       sd[s].read = true;
       rc = 2;
       goto done;

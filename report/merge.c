@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // merge.c: `ndmemreport merge T1 T2 ...`, the traces of the ranks (processes) of one job side by
 // side: a table of each trace (host, pid, how it ended, duration, peaks, live at end, leaks) and
-// the allocation sites aggregated across traces by a stack identity built from symbolized frames
-// (stack ids differ between processes), with per-site min / median / max and the ranks far above
-// the median named. The traces are read one at a time; only the aggregated sites stay in memory.
+// the allocation sites aggregated across traces by (stable stack key, kind), the key JSON reports
+// print as "stack_key" (nd_rep_stack_key: stack ids and addresses differ between processes), with
+// per-site min / median / max and the ranks far above the median named. The traces are read one
+// at a time; only the aggregated sites stay in memory.
 #include "ndmemreport.h"
 #include "report.h"
 #include "sbuf.h"
@@ -32,11 +33,14 @@ typedef struct mrank {
   uint64_t leak_bytes;
 } mrank_t;
 
-// A site aggregated over the traces: its identity (kind, frames) and each trace's peak live bytes
-// (the sum over that trace's stacks with the same identity).
+// A site aggregated over the traces: its identity (stack key, kind), its frames as the first trace
+// with it names them, and each trace's peak live bytes (the sum over that trace's stacks with the
+// same identity).
 typedef struct msite {
-  char *key; // frames' identities, '\n'-separated, innermost first
+  uint64_t key;  // nd_rep_stack_key
   uint16_t kind;
+  char *frames;  // each frame's name NUL-terminated, one after the other, innermost first
+  uint32_t nframes;
   uint64_t *val; // per rank
   uint64_t allocs, alloc_bytes; // summed over ranks
   uint64_t total, min, median, max;
@@ -52,10 +56,9 @@ typedef struct merge {
   size_t nslots;
 } merge_t;
 
-static uint64_t hash_key(const char *s, uint16_t kind) {
-  uint64_t h = 1469598103934665603ull ^ kind;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
+static uint64_t hash_key(uint64_t key, uint16_t kind) {
+  uint64_t h = (key ^ kind) * 0x9e3779b97f4a7c15ull; // the key is a hash already: spread it
+  return h ^ h >> 29;
 }
 
 static const char *base_name(const char *p) {
@@ -63,38 +66,43 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-// The identity of a stack that is the same in every process of a job: per frame, innermost
-// first, a Python frame's qualname, file and line; a native frame's module basename, function
-// and file:line when known, else module basename + offset (load bases differ between processes;
-// offsets do not); a frame outside every module keeps its address. Kept static here: the key is
-// this command's own until a shared one exists.
-static char *stack_key(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s) {
-  sbuf_t b = {0};
+// A stack's frames as merge prints them (text and JSON "frames"), innermost first: a Python
+// frame's qualname, file and line; a native frame's module basename, function and file:line when
+// known, else module basename + offset (load bases differ between processes; offsets do not); a
+// frame outside every module its address. Each name NUL-terminated (a name may hold any other
+// byte), into `b`; false when out of memory.
+static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s, sbuf_t *b) {
   const uint64_t *ips = nd_stack_frames(t, s);
-  sb_put(&b, "", 0);
+  sb_put(b, "", 0);
   for (uint32_t i = 0; i < s->depth; i++) {
     const nd_frame_t *f = nd_sym_frame(sym, ips[i]);
-    if (!f) {
-      free(b.p);
-      return NULL;
+    if (!f) return false;
+    const char *fn = f->at.function ? f->at.function : "?", *file = f->at.file ? f->at.file : "?";
+    if (f->python) {
+      sb_put(b, "py ", 3);
+      sb_put(b, fn, strlen(fn));
+      sb_put(b, " (", 2);
+      sb_put(b, file, strlen(file));
+      sb_fmt(b, ":%d)", f->at.line);
+    } else if (f->module && f->at.function && f->at.file) {
+      const char *m = base_name(f->module);
+      file = base_name(f->at.file);
+      sb_put(b, m, strlen(m));
+      sb_put(b, "!", 1);
+      sb_put(b, fn, strlen(fn));
+      sb_put(b, " (", 2);
+      sb_put(b, file, strlen(file));
+      sb_fmt(b, ":%d)", f->at.line);
+    } else if (f->module) {
+      const char *m = base_name(f->module);
+      sb_put(b, m, strlen(m));
+      sb_fmt(b, "+0x%llx", (unsigned long long)f->offset);
+    } else {
+      sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
     }
-    if (i) sb_put(&b, "\n", 1);
-    if (f->python)
-      sb_fmt(&b, "py %s (%s:%d)", f->at.function ? f->at.function : "?",
-                f->at.file ? f->at.file : "?", f->at.line);
-    else if (f->module && f->at.function && f->at.file)
-      sb_fmt(&b, "%s!%s (%s:%d)", base_name(f->module), f->at.function, base_name(f->at.file),
-                f->at.line);
-    else if (f->module)
-      sb_fmt(&b, "%s+0x%llx", base_name(f->module), (unsigned long long)f->offset);
-    else
-      sb_fmt(&b, "0x%llx", (unsigned long long)f->ip);
+    sb_put(b, "", 1); // the name's end
   }
-  if (b.oom) {
-    free(b.p);
-    return NULL;
-  }
-  return b.p;
+  return !b->oom;
 }
 
 static int grow_slots(merge_t *m) {
@@ -111,31 +119,35 @@ static int grow_slots(merge_t *m) {
   return 0;
 }
 
-// The aggregated site of (key, kind), created if new (taking `key`, or freeing it); NULL: OOM.
-static msite_t *site_of(merge_t *m, char *key, uint16_t kind) {
-  if ((m->nsites + 1) * 2 > m->nslots && grow_slots(m)) goto oom;
+// The aggregated site of (key, kind), created if new with the frames of stack `st`; NULL: OOM.
+static msite_t *site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_t *t,
+                        nd_sym_t *sym, const nd_stack_t *st) {
+  if ((m->nsites + 1) * 2 > m->nslots && grow_slots(m)) return NULL;
   size_t j = hash_key(key, kind) & (m->nslots - 1);
   for (; m->slots[j]; j = (j + 1) & (m->nslots - 1)) {
     msite_t *s = &m->sites[m->slots[j] - 1];
-    if (s->kind == kind && !strcmp(s->key, key)) {
-      free(key);
-      return s;
-    }
+    if (s->kind == kind && s->key == key) return s;
   }
   if (m->nsites == m->cap) {
     size_t cap = m->cap ? m->cap * 2 : 64;
     msite_t *p = realloc(m->sites, cap * sizeof *p);
-    if (!p) goto oom;
+    if (!p) return NULL;
     m->sites = p, m->cap = cap;
   }
+  sbuf_t b = {0};
+  if (!frame_names(t, sym, st, &b)) {
+    free(b.p);
+    return NULL;
+  }
   msite_t *s = &m->sites[m->nsites];
-  *s = (msite_t){.key = key, .kind = kind, .val = calloc(m->nranks, sizeof *s->val)};
-  if (!s->val) goto oom;
+  *s = (msite_t){.key = key, .kind = kind, .frames = b.p, .nframes = st->depth,
+                 .val = calloc(m->nranks, sizeof *s->val)};
+  if (!s->val) {
+    free(b.p);
+    return NULL;
+  }
   m->slots[j] = (uint32_t)++m->nsites;
   return s;
-oom:
-  free(key);
-  return NULL;
 }
 
 static void describe_end(const nd_trace_t *t, const char *path, char *out, size_t n) {
@@ -159,11 +171,7 @@ static int fold_trace(merge_t *m, size_t i, bool symbols, FILE *err) {
   mrank_t *r = &m->ranks[i];
   nd_trace_t *t = malloc(sizeof *t);
   if (!t) goto oom_early;
-  if (nd_trace_read(t, r->path, NULL, NULL)) {
-    if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", r->path, t->err);
-    else
-      fprintf(err, "ndmemreport: %s: %s at offset %llu\n", r->path, t->err,
-              (unsigned long long)t->err_off);
+  if (nd_rep_read_trace(t, r->path, err, ND_PROGRESS_MIN)) {
     nd_trace_free(t);
     free(t);
     return 2;
@@ -184,10 +192,13 @@ static int fold_trace(merge_t *m, size_t i, bool symbols, FILE *err) {
     r->leak_bytes += t->leaks[l].exact_bytes + t->leaks[l].est_bytes;
   nd_sym_t *sym = nd_sym_new(t, symbols);
   if (!sym) goto oom;
+  opts_t o = {.symbols = symbols};
+  report_t rep = {.t = t, .sym = sym, .o = &o};
   for (size_t j = 0; j < t->nsites; j++) {
     const nd_site_t *ts = &t->sites[j];
-    char *key = stack_key(t, sym, &t->stacks[ts->stack]);
-    msite_t *s = key ? site_of(m, key, ts->rec.kind) : NULL;
+    uint64_t key;
+    msite_t *s = nd_rep_stack_key(&rep, ts->stack, &key) ? NULL
+                 : site_of(m, key, ts->rec.kind, t, sym, &t->stacks[ts->stack]);
     if (!s) {
       nd_sym_free(sym);
       goto oom;
@@ -240,7 +251,7 @@ static int cmp_site(const void *a, const void *b) {
   const msite_t *x = a, *y = b;
   if (x->total != y->total) return x->total > y->total ? -1 : 1;
   if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
-  return strcmp(x->key, y->key);
+  return x->key < y->key ? -1 : x->key > y->key;
 }
 
 static const char *human(char *out, uint64_t v) {
@@ -294,29 +305,15 @@ static void text_report(FILE *o, const merge_t *m, size_t top) {
       any = true;
     }
     if (any) fputc('\n', o);
-    const char *k = s->key;
-    for (int f = 0; *k; f++) {
-      const char *nl = strchr(k, '\n');
-      size_t len = nl ? (size_t)(nl - k) : strlen(k);
-      if (f < 8) {
-        if (len > 68) fprintf(o, "      #%d  ...%.*s\n", f, 65, k + len - 65);
-        else fprintf(o, "      #%d  %.*s\n", f, (int)len, k);
-      }
-      k += len + (nl != NULL);
+    const char *k = s->frames;
+    for (uint32_t f = 0; f < s->nframes && f < 8; f++) {
+      size_t len = strlen(k);
+      if (len > 68) fprintf(o, "      #%u  ...%s\n", f, k + len - 65);
+      else fprintf(o, "      #%u  %s\n", f, k);
+      k += len + 1;
     }
-    if (!*s->key) fputs("      (no frames)\n", o);
+    if (!s->nframes) fputs("      (no frames)\n", o);
   }
-}
-
-static void json_str(FILE *o, const char *s, size_t n) {
-  fputc('"', o);
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '"' || c == '\\') fprintf(o, "\\%c", c);
-    else if (c < 0x20) fprintf(o, "\\u%04x", c);
-    else fputc(c, o);
-  }
-  fputc('"', o);
 }
 
 static void json_report(FILE *o, const merge_t *m, size_t top) {
@@ -324,9 +321,9 @@ static void json_report(FILE *o, const merge_t *m, size_t top) {
   for (size_t i = 0; i < m->nranks; i++) {
     const mrank_t *r = &m->ranks[i];
     fprintf(o, "%s\n  {\"rank\": %zu, \"trace\": ", i ? "," : "", i);
-    json_str(o, r->path, strlen(r->path));
+    nd_rep_json_str(o, r->path);
     fputs(", \"host\": ", o);
-    json_str(o, r->host, strlen(r->host));
+    nd_rep_json_str(o, r->host);
     fprintf(o, ", \"pid\": %llu, \"ended\": \"%s\", \"duration_ns\": %llu, \"peak_heap\": %llu, "
                "\"peak_mmap\": %llu, \"peak_device\": [",
             (unsigned long long)r->pid, r->ended, (unsigned long long)r->duration_ns,
@@ -344,13 +341,13 @@ static void json_report(FILE *o, const merge_t *m, size_t top) {
           (unsigned long long)OUTLIER_FLOOR, m->nsites);
   for (size_t i = 0; i < n; i++) {
     const msite_t *s = &m->sites[i];
-    fprintf(o, "%s\n  {\"kind\": \"%s\", \"total\": %llu, \"ranks_with\": %zu, \"min\": %llu, "
-               "\"median\": %llu, \"max\": %llu, \"allocs\": %llu, \"alloc_bytes\": %llu,\n"
-               "   \"per_rank\": [",
-            i ? "," : "", nd_rep_kind_names[s->kind], (unsigned long long)s->total, s->in,
-            (unsigned long long)s->min, (unsigned long long)s->median,
-            (unsigned long long)s->max, (unsigned long long)s->allocs,
-            (unsigned long long)s->alloc_bytes);
+    fprintf(o, "%s\n  {\"stack_key\": \"%016llx\", \"kind\": \"%s\", \"total\": %llu, "
+               "\"ranks_with\": %zu, \"min\": %llu, \"median\": %llu, \"max\": %llu, "
+               "\"allocs\": %llu, \"alloc_bytes\": %llu,\n   \"per_rank\": [",
+            i ? "," : "", (unsigned long long)s->key, nd_rep_kind_names[s->kind],
+            (unsigned long long)s->total, s->in, (unsigned long long)s->min,
+            (unsigned long long)s->median, (unsigned long long)s->max,
+            (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes);
     for (size_t r = 0; r < m->nranks; r++)
       fprintf(o, "%s%llu", r ? ", " : "", (unsigned long long)s->val[r]);
     fputs("], \"outliers\": [", o);
@@ -361,13 +358,11 @@ static void json_report(FILE *o, const merge_t *m, size_t top) {
       any = true;
     }
     fputs("],\n   \"frames\": [", o);
-    const char *k = s->key;
-    for (int f = 0; *k; f++) {
-      const char *nl = strchr(k, '\n');
-      size_t len = nl ? (size_t)(nl - k) : strlen(k);
+    const char *k = s->frames;
+    for (uint32_t f = 0; f < s->nframes; f++) {
       if (f) fputs(", ", o);
-      json_str(o, k, len);
-      k += len + (nl != NULL);
+      nd_rep_json_str(o, k);
+      k += strlen(k) + 1;
     }
     fputs("]}", o);
   }
@@ -396,9 +391,10 @@ int nd_report_merge(int argc, char **argv, FILE *out, FILE *err) {
             "                         TRACE...\n\n"
             "Reads the traces of the processes (ranks) of one job, one at a time, and prints\n"
             "a row per trace (host, pid, how it ended, duration, peaks, live at end, leaks)\n"
-            "and the sites aggregated over the traces by their symbolized frames: the sum of\n"
-            "their peak live bytes, min / median / max per rank, and the ranks above twice\n"
-            "the median and 1 MiB (outliers). Ranks are numbered in the order given.\n"
+            "and the sites aggregated over the traces by their stable stack key (from the\n"
+            "symbolized frames, as JSON reports' \"stack_key\") and kind: the sum of their\n"
+            "peak live bytes, min / median / max per rank, and the ranks above twice the\n"
+            "median and 1 MiB (outliers). Ranks are numbered in the order given.\n"
             "  --format text|json  output format (default text)\n"
             "  --top N             sites listed (default 10, 0 = all)\n"
             "  --no-symbols        do not open modules: frames are module+offset\n",
@@ -458,7 +454,7 @@ int nd_report_merge(int argc, char **argv, FILE *out, FILE *err) {
       rc = 2;
     }
   }
-  for (size_t i = 0; i < m.nsites; i++) free(m.sites[i].key), free(m.sites[i].val);
+  for (size_t i = 0; i < m.nsites; i++) free(m.sites[i].frames), free(m.sites[i].val);
   free(m.sites);
   free(m.slots);
   free(m.ranks);

@@ -102,7 +102,9 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      bytes allocated, or live bytes at the end; sites of\n"
               "                      weight 0 are left out, equal lines summed into one\n"
               "  --top N             sites, leaks, leaked workspace pointers, breaches and\n"
-              "                      each snapshot's sites listed (default 10, 0 = all)\n"
+              "                      each snapshot's sites listed (default 10, 0 = all);\n"
+              "                      collapsed: the N heaviest lines, in frame order (all\n"
+              "                      without --top)\n"
               "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
               "  --brief             summary, the 5 largest leaks and leaked workspace\n"
               "                      pointers, and the first breach of a limit only\n"
@@ -161,6 +163,7 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       o->collapsed_by = (enum nd_weight)w;
     } else if (IS("--top")) {
       if (parse_count(err, "--top", VALUE(), &o->top)) return 2;
+      o->top_set = true;
     } else if (IS("--frames")) {
       if (parse_count(err, "--frames", VALUE(), &o->frames)) return 2;
     } else if (!strcmp(a, "--fail-on-leak")) {
@@ -202,11 +205,12 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
   return 0;
 }
 
-#define PROGRESS_MIN (256 << 20) // a progress bar (stderr a tty) for traces of this size or more
+// ---- progress: the bar every command shows while it reads a trace (nd_rep_read_trace)
 
 typedef struct progress {
   FILE *err;
-  int last; // percent shown, -1 none
+  int last;       // percent shown, -1 none
+  char name[24];  // the file's base name as the bar shows it
 } progress_t;
 
 static void on_progress(void *arg, uint64_t done, uint64_t total) {
@@ -215,14 +219,47 @@ static void on_progress(void *arg, uint64_t done, uint64_t total) {
   int pct = done >= total ? 100 : (int)(done * 100 / total);
   if (pct == p->last) return;
   p->last = pct;
-  char bar[41];
-  int fill = pct * 40 / 100;
+  char bar[31];
+  int fill = pct * 30 / 100;
   memset(bar, '#', (size_t)fill);
-  memset(bar + fill, '.', (size_t)(40 - fill));
-  bar[40] = 0;
-  fprintf(p->err, "\rndmemreport: reading [%s] %3d%%", bar, pct);
+  memset(bar + fill, '.', (size_t)(30 - fill));
+  bar[30] = 0;
+  fprintf(p->err, "\rndmemreport: reading %s [%s] %3d%%", p->name, bar, pct);
   fflush(p->err);
 }
+
+// Reads `path` into `t` (update: reads on from what `t` holds, nd_trace_update), with the bar for a
+// file of `bar_from` bytes or more; an error reported on `err` in one line. The reader's result:
+// 0, 1 (update: the file was read again from its start) or -1.
+static int read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_from, bool update) {
+  progress_t prog = {.err = err, .last = -1};
+  struct stat st;
+  bool bar = isatty(fileno(err)) && !stat(path, &st) && S_ISREG(st.st_mode) &&
+             (uint64_t)st.st_size >= bar_from;
+  if (bar) { // at most 20 bytes, so that the line fits 80 columns: a longer name keeps its end
+    const char *b = strrchr(path, '/');
+    b = b && b[1] ? b + 1 : path;
+    size_t n = strlen(b);
+    snprintf(prog.name, sizeof prog.name, "%s%s", n > 20 ? "..." : "", n > 20 ? b + n - 17 : b);
+    for (char *c = prog.name; *c; c++) // a terminal line: no control characters
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+  }
+  int rc = update ? nd_trace_update(t, bar ? on_progress : NULL, &prog)
+                  : nd_trace_read(t, path, bar ? on_progress : NULL, &prog);
+  if (prog.last >= 0) fputs("\r\033[K", err);
+  if (rc >= 0 && (update || !rc)) return rc;
+  if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", path, t->err);
+  else
+    fprintf(err, "ndmemreport: %s: %s at offset %llu\n", path, t->err,
+            (unsigned long long)t->err_off);
+  return -1;
+}
+
+int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_from) {
+  return read_trace(t, path, err, bar_from, false) ? 2 : 0;
+}
+
+// ---- end progress
 
 // --fail-on-growth: growth, or (no normal exit, so no classes) a site found growing while running;
 // --fail-on-leak: that, or memory live at exit that was not held since start-up nor suppressed.
@@ -256,21 +293,8 @@ static nd_supp_t *load_suppressions(const opts_t *o, FILE *err) {
 }
 
 int nd_report_read(nd_trace_t *t, const char *file, bool update, FILE *err) {
-  progress_t prog = {.err = err, .last = -1};
-  struct stat st;
-  uint64_t from = update ? t->good_end : 0; // what is read already
-  bool show_progress = isatty(fileno(err)) && !stat(file, &st) && S_ISREG(st.st_mode) &&
-                       (uint64_t)st.st_size >= from + PROGRESS_MIN;
-  int rc = update ? nd_trace_update(t, show_progress ? on_progress : NULL, &prog)
-                  : nd_trace_read(t, file, show_progress ? on_progress : NULL, &prog);
-  if (prog.last >= 0) fputs("\r\033[K", err);
-  if (rc < 0) {
-    if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", file, t->err);
-    else
-      fprintf(err, "ndmemreport: %s: %s at offset %llu\n", file, t->err,
-              (unsigned long long)t->err_off);
-  }
-  return rc;
+  if (!update) return nd_rep_read_trace(t, file, err, ND_PROGRESS_MIN) ? -1 : 0;
+  return read_trace(t, file, err, t->good_end + ND_PROGRESS_MIN, true);
 }
 
 int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_supp_t *supp,

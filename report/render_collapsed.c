@@ -50,6 +50,30 @@ void nd_rep_free_names(char **names, size_t n) {
   free(names);
 }
 
+// Part j of frame f's names (nd_rep_frame_names), into `b` (emptied first); f NULL: the name of a
+// stack without frames, "[no frames]".
+static void frame_name(sbuf_t *b, const nd_frame_t *f, size_t j) {
+  b->len = 0;
+  sb_put(b, "", 0);
+  if (!f) {
+    sb_put(b, "[no frames]", 11);
+  } else if (f->python) {
+    sb_name(b, f->at.function && *f->at.function ? f->at.function : "?");
+    sb_put(b, " (", 2);
+    sb_name(b, f->at.file && *f->at.file ? f->at.file : "?");
+    if (f->at.line) sb_fmt(b, ":%d", f->at.line);
+    sb_put(b, ")", 1);
+  } else if (!f->module) {
+    sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
+  } else {
+    sb_loc(b, j ? &f->inlined_into[j - 1] : &f->at, f);
+  }
+}
+
+static size_t frame_parts(const nd_frame_t *f) {
+  return 1 + (f->module && !f->python ? f->ninlined : 0);
+}
+
 int nd_rep_frame_names(report_t *r, uint32_t stack, char ***names, size_t *n) {
   const nd_stack_t *s = &r->t->stacks[stack];
   const uint64_t *ips = nd_stack_frames(r->t, s);
@@ -59,7 +83,7 @@ int nd_rep_frame_names(report_t *r, uint32_t stack, char ***names, size_t *n) {
     if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
-    cap += 1 + (f->module && !f->python ? f->ninlined : 0);
+    cap += frame_parts(f);
   }
   char **v = calloc(cap ? cap : 1, sizeof *v);
   if (!v) return -1;
@@ -67,20 +91,9 @@ int nd_rep_frame_names(report_t *r, uint32_t stack, char ***names, size_t *n) {
     if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) goto oom;
-    size_t parts = 1 + (f->module && !f->python ? f->ninlined : 0);
-    for (size_t j = 0; j < parts; j++) {
+    for (size_t j = 0, parts = frame_parts(f); j < parts; j++) {
       sbuf_t b = {0};
-      if (f->python) {
-        sb_name(&b, f->at.function && *f->at.function ? f->at.function : "?");
-        sb_put(&b, " (", 2);
-        sb_name(&b, f->at.file && *f->at.file ? f->at.file : "?");
-        if (f->at.line) sb_fmt(&b, ":%d", f->at.line);
-        sb_put(&b, ")", 1);
-      } else if (!f->module) {
-        sb_fmt(&b, "0x%llx", (unsigned long long)f->ip);
-      } else {
-        sb_loc(&b, j ? &f->inlined_into[j - 1] : &f->at, f);
-      }
+      frame_name(&b, f, j);
       if (b.oom) {
         free(b.p);
         goto oom;
@@ -96,63 +109,191 @@ oom:
   return -1;
 }
 
-// A site's line before its weight: the frames outermost first, or "[no frames]".
-static char *collapsed_stack(report_t *r, uint32_t stack) {
-  char **names;
-  size_t n;
-  if (nd_rep_frame_names(r, stack, &names, &n)) return NULL;
-  sbuf_t b = {0};
-  if (!n) sb_put(&b, "[no frames]", 11);
-  for (size_t i = n; i-- > 0;) {
-    sb_put(&b, names[i], strlen(names[i]));
-    if (i) sb_put(&b, ";", 1);
-  }
-  nd_rep_free_names(names, n);
-  if (b.oom) {
-    free(b.p);
-    return NULL;
-  }
-  return b.p;
-}
+// ---------------------------------------------------------------- the collapsed report
 
+// The names of a line are never stored: each is made again from the symbolizer's frame (cached
+// per address) when two lines are compared and when the line is printed. A 1 GB trace's 100,000
+// sites have ~3,000,000 frames whose names are nearly all distinct (a synthetic trace's random
+// addresses), so holding them, joined per line or interned once each, cost 125 MB and more on
+// top of the frames the symbolizer keeps anyway. A line is its site's stack and its weight.
 typedef struct line {
-  char *stack;
+  uint32_t stack;
   uint64_t weight;
 } line_t;
 
-static int by_stack(const void *a, const void *b) {
-  return strcmp(((const line_t *)a)->stack, ((const line_t *)b)->stack);
+// A walk over a stack's names outermost first (the reverse of nd_rep_frame_names's order): the
+// frames from the outermost, each one's inlined functions from the outermost caller.
+typedef struct walk {
+  report_t *r;
+  const uint64_t *ips;
+  size_t i;             // frames not yet entered: ips[0 .. i)
+  bool py_only, none;   // none: the stack has no frame and "[no frames]" is still to give
+  const nd_frame_t *f;  // the frame being walked
+  size_t j;             // its parts not yet given: 0 .. j)
+} walk_t;
+
+static void walk_init(walk_t *w, report_t *r, uint32_t stack) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  *w = (walk_t){.r = r, .ips = nd_stack_frames(r->t, s), .i = s->depth,
+                .py_only = nd_rep_python_only(r, s), .none = !s->depth};
+}
+
+// The next name as (frame, part); false at the end (or when out of memory, which the pass that
+// symbolizes every frame first has ruled out for the walks after it). f NULL: "[no frames]".
+static bool walk_next(walk_t *w, const nd_frame_t **f, size_t *j) {
+  if (w->none) {
+    w->none = false;
+    *f = NULL, *j = 0;
+    return true;
+  }
+  while (!w->j) {
+    if (!w->i) return false;
+    uint64_t ip = w->ips[--w->i];
+    if (w->py_only && !nd_trace_is_pyframe(w->r->t, ip)) continue;
+    if (!(w->f = nd_sym_frame(w->r->sym, ip))) return false;
+    w->j = frame_parts(w->f);
+  }
+  *f = w->f, *j = --w->j;
+  return true;
+}
+
+// Whether a name follows the one last given.
+static bool walk_more(const walk_t *w) {
+  if (w->j) return true;
+  for (size_t i = w->i; i-- > 0;)
+    if (!w->py_only || nd_trace_is_pyframe(w->r->t, w->ips[i])) return true;
+  return false;
+}
+
+// qsort's context: the report, and two buffers with room for the longest name (made sure
+// before sorting), so that comparing never allocates.
+static struct {
+  report_t *r;
+  sbuf_t a, b;
+} cmp;
+
+// Orders two lines exactly as strcmp orders their joined text ("a;b;c"): frame by frame, the
+// same (frame, part) being the same name; at the first two names that differ their bytes decide,
+// a name's end counting as the ';' that follows it in its line (names hold no ';': it became ':'
+// and no control character), or as the line's end (0). A line that another starts comes first.
+static int by_frames(const void *pa, const void *pb) {
+  const line_t *x = pa, *y = pb;
+  if (x->stack == y->stack) return 0;
+  walk_t u, v;
+  walk_init(&u, cmp.r, x->stack);
+  walk_init(&v, cmp.r, y->stack);
+  for (;;) {
+    const nd_frame_t *f, *g;
+    size_t j, k;
+    bool more_u = walk_next(&u, &f, &j), more_v = walk_next(&v, &g, &k);
+    if (!more_u || !more_v) return more_u - more_v;
+    if (f == g && j == k) continue;
+    frame_name(&cmp.a, f, j);
+    frame_name(&cmp.b, g, k);
+    const unsigned char *s = (const unsigned char *)cmp.a.p, *t = (const unsigned char *)cmp.b.p;
+    size_t p = 0;
+    while (s[p] && s[p] == t[p]) p++;
+    if (s[p] == t[p]) continue; // the same name from another frame
+    unsigned cs = s[p] ? s[p] : walk_more(&u) ? ';' : 0;
+    unsigned ct = t[p] ? t[p] : walk_more(&v) ? ';' : 0;
+    return cs < ct ? -1 : cs > ct;
+  }
+}
+
+// --top N: the heaviest first, a tie to the line first in frame order.
+static const line_t *top_lines;
+static int by_weight(const void *a, const void *b) {
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  uint64_t x = top_lines[i].weight, y = top_lines[j].weight;
+  if (x != y) return x > y ? -1 : 1;
+  return i < j ? -1 : i > j;
+}
+
+// Symbolizes every frame of the lines (so that the walks after it never allocate) and makes room
+// in `cmp`'s buffers for the longest name. -1 when out of memory.
+static int prepare(report_t *r, const line_t *v, size_t n) {
+  size_t longest = 0;
+  for (size_t i = 0; i < n; i++) {
+    const nd_stack_t *s = &r->t->stacks[v[i].stack];
+    const uint64_t *ips = nd_stack_frames(r->t, s);
+    bool py_only = nd_rep_python_only(r, s);
+    for (size_t k = 0; k < s->depth; k++) {
+      if (py_only && !nd_trace_is_pyframe(r->t, ips[k])) continue;
+      const nd_frame_t *f = nd_sym_frame(r->sym, ips[k]);
+      if (!f) return -1;
+      for (size_t j = 0, parts = frame_parts(f); j < parts; j++) {
+        frame_name(&cmp.a, f, j);
+        if (cmp.a.oom) return -1;
+        longest = cmp.a.len > longest ? cmp.a.len : longest;
+      }
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    sbuf_t *b = i ? &cmp.b : &cmp.a;
+    b->len = 0;
+    while (b->len < longest + 11) sb_put(b, "[no frames]", 11); // room, then emptied
+    if (b->oom) return -1;
+  }
+  return 0;
 }
 
 // Every site of weight > 0, its line; lines with the same frames (the same stack under two kinds,
 // or, with --python-only, two stacks with the same Python frames) are one line, their weights
-// summed. Sorted by the frames, as the stackcollapse scripts print them.
+// summed. Sorted by the frames, as the stackcollapse scripts print them. With an explicit --top N
+// (N > 0), only the N heaviest lines, still in that order.
 int nd_rep_collapsed_report(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
+  uint32_t *order = NULL;
+  bool *keep = NULL;
   line_t *v = malloc((t->nsites ? t->nsites : 1) * sizeof *v);
   if (!v) return -1;
-  size_t n = 0;
-  int rc = 0;
+  size_t n = 0, m = 0;
   for (size_t i = 0; i < t->nsites; i++) {
     uint64_t w = nd_rep_site_weight(&t->sites[i].rec, r->o->collapsed_by);
-    if (!w) continue;
-    if (!(v[n].stack = collapsed_stack(r, t->sites[i].stack))) {
-      rc = -1;
-      break;
-    }
-    v[n++].weight = w;
+    if (w) v[n++] = (line_t){t->sites[i].stack, w};
   }
+  cmp.r = r;
+  int rc = prepare(r, v, n);
   if (!rc) {
-    qsort(v, n, sizeof *v, by_stack);
-    for (size_t i = 0; i < n;) {
-      uint64_t w = 0;
-      size_t j = i;
-      for (; j < n && !strcmp(v[j].stack, v[i].stack); j++) w = nd_rep_sat_add(w, v[j].weight);
-      fprintf(o, "%s %llu\n", v[i].stack, (unsigned long long)w);
-      i = j;
+    qsort(v, n, sizeof *v, by_frames);
+    for (size_t i = 0; i < n; i++) {
+      if (m && !by_frames(&v[m - 1], &v[i]))
+        v[m - 1].weight = nd_rep_sat_add(v[m - 1].weight, v[i].weight);
+      else
+        v[m++] = v[i];
     }
   }
-  for (size_t i = 0; i < n; i++) free(v[i].stack);
+  size_t top = r->o->top_set ? r->o->top : 0;
+  if (!rc && top && top < m) {
+    order = malloc(m * sizeof *order);
+    keep = calloc(m, sizeof *keep);
+    if (!order || !keep || m > UINT32_MAX) {
+      rc = -1;
+    } else {
+      for (size_t i = 0; i < m; i++) order[i] = (uint32_t)i;
+      top_lines = v;
+      qsort(order, m, sizeof *order, by_weight);
+      for (size_t i = 0; i < top; i++) keep[order[i]] = true;
+    }
+  }
+  for (size_t i = 0; !rc && i < m; i++) {
+    if (keep && !keep[i]) continue;
+    walk_t w;
+    walk_init(&w, r, v[i].stack);
+    const nd_frame_t *f;
+    size_t j;
+    for (bool first = true; walk_next(&w, &f, &j); first = false) {
+      frame_name(&cmp.a, f, j);
+      if (!first) fputc(';', o);
+      fputs(cmp.a.p, o);
+    }
+    fprintf(o, " %llu\n", (unsigned long long)v[i].weight);
+  }
+  free(order);
+  free(keep);
   free(v);
+  free(cmp.a.p);
+  free(cmp.b.p);
+  cmp.a = cmp.b = (sbuf_t){0};
   return rc;
 }

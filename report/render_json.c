@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // render_json.c: ndmemreport's JSON report (nd_rep_json_report, report.h): one document, keys in
-// a fixed order; strings escaped and kept valid UTF-8 (json_str).
+// a fixed order; strings escaped and kept valid UTF-8 (nd_rep_json_str).
 #include "report.h"
 #include "running.h"
 
@@ -10,7 +10,7 @@
 // ---------------------------------------------------------------- formatting helpers
 
 // JSON string: escapes, and valid UTF-8 only (an invalid byte becomes U+FFFD).
-static void json_str(FILE *o, const char *s) {
+void nd_rep_json_str(FILE *o, const char *s) {
   if (!s) {
     fputs("null", o);
     return;
@@ -59,9 +59,9 @@ static void json_hex(FILE *o, uint64_t v) { fprintf(o, "\"0x%llx\"", (unsigned l
 
 static void json_loc(FILE *o, const nd_loc_t *l) {
   fputs("\"function\": ", o);
-  json_str(o, l->function);
+  nd_rep_json_str(o, l->function);
   fputs(", \"file\": ", o);
-  json_str(o, l->file);
+  nd_rep_json_str(o, l->file);
   if (l->file) fprintf(o, ", \"line\": %d", l->line);
   else fputs(", \"line\": null", o);
 }
@@ -69,9 +69,9 @@ static void json_loc(FILE *o, const nd_loc_t *l) {
 // A Python frame, or a Python line: its function, file and line (null: unknown).
 static void json_pyloc(FILE *o, const char *function, const char *file, uint32_t line) {
   fputs("\"function\": ", o);
-  json_str(o, function);
+  nd_rep_json_str(o, function);
   fputs(", \"file\": ", o);
-  json_str(o, file);
+  nd_rep_json_str(o, file);
   if (line) fprintf(o, ", \"line\": %u", line);
   else fputs(", \"line\": null", o);
 }
@@ -99,7 +99,7 @@ static int json_stack(FILE *o, report_t *r, uint32_t stack, const char *ind) {
     fputs("\"ip\": ", o);
     json_hex(o, f->ip);
     fputs(", \"module\": ", o);
-    json_str(o, f->module);
+    nd_rep_json_str(o, f->module);
     fputs(", \"offset\": ", o);
     if (f->module) json_hex(o, f->offset);
     else fputs("null", o);
@@ -169,7 +169,7 @@ static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool more) {
   char ratio[64];
   nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
   fprintf(o, "      {\"tid\": %u, \"name\": ", w->tid);
-  json_str(o, w->name);
+  nd_rep_json_str(o, w->name);
   fputs(", ", o);
   json_u64(o, "cycles", w->cycles, true);
   json_u64(o, "learned_cycles", w->learned_cycles, true);
@@ -215,7 +215,7 @@ static int json_ws(FILE *o, report_t *r, bool last) {
     const esc_group_t *g = &r->groups[r->group_order[i]];
     const nd_ws_escape_t *e = &t->escapes[g->first];
     fprintf(o, "    {\"tid\": %u, \"workspace\": ", e->rec.tid);
-    json_str(o, e->rec.name);
+    nd_rep_json_str(o, e->rec.name);
     if (e->rec.stack_id == UINT32_MAX) fputs(", \"stack_id\": null, ", o);
     else fprintf(o, ", \"stack_id\": %u, ", e->rec.stack_id);
     if (e->stack == UINT32_MAX) fputs("\"stack_key\": null, ", o);
@@ -276,7 +276,7 @@ static void json_devices(FILE *o, const nd_trace_t *t) {
       char why[256] = "";
       bool differs = nd_rep_cupti_differs(v, why, sizeof why);
       fprintf(o, "{\"agrees\": %s, \"difference\": ", differs ? "false" : "true");
-      if (differs) json_str(o, why);
+      if (differs) nd_rep_json_str(o, why);
       else fputs("null", o);
       fputs(", ", o);
       json_u64(o, "allocs", v->cupti.allocs, true);
@@ -548,7 +548,7 @@ static int json_lifetimes(FILE *o, report_t *r) {
       else fputs("null", o);
       fprintf(o, ", \"flagged_while_running\": %s, \"suppressed_by\": ",
               e->flagged ? "true" : "false");
-      if (e->suppressed_by) json_str(o, e->suppressed_by);
+      if (e->suppressed_by) nd_rep_json_str(o, e->suppressed_by);
       else fputs("null", o);
       fputs(",\n     ", o);
       if (json_stack(o, r, e->stack, "     ")) return -1;
@@ -567,7 +567,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
   char start[64];
   nd_rep_format_start(start, sizeof start, h->start_realtime_ns);
   fputs("{\n  \"ndmemreport\": 1,\n  \"file\": ", o);
-  json_str(o, t->path);
+  nd_rep_json_str(o, t->path);
   fprintf(o,
           ",\n  \"trace\": {\"version\": %u, \"bytes\": %llu, \"records\": %llu, "
           "\"complete\": %s, \"read_to\": %llu, ",
@@ -587,9 +587,9 @@ int nd_rep_json_report(FILE *o, report_t *r) {
     return 0;
   }
   fprintf(o, "  \"process\": {\"pid\": %llu, \"exe\": ", (unsigned long long)h->pid);
-  json_str(o, t->exe);
+  nd_rep_json_str(o, t->exe);
   fputs(", \"host\": ", o);
-  json_str(o, t->host);
+  nd_rep_json_str(o, t->host);
   fprintf(o,
           ", \"start_realtime_ns\": %llu, \"start\": \"%s\", \"duration_ns\": %llu, "
           "\"exited_normally\": %s, \"running\": %s",

@@ -28,6 +28,7 @@ typedef struct opts {
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
   bool python_only; // --python-only: a stack with Python frames shows only those
   size_t top, frames; // entries per list, frames per stack in text output; 0 = all
+  bool top_set;       // --top was given (collapsed prints every line without it)
   const char *file;
   const char **supp_files; // --suppressions, in order (malloc'd; freed by nd_report_main)
   size_t nsupp_files;
@@ -135,6 +136,9 @@ uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est);
 // The renderers: 0, or -1 when out of memory (a write error shows on `o`).
 int nd_rep_text_report_80(FILE *out, report_t *r); // render_text.c
 int nd_rep_json_report(FILE *o, report_t *r);      // render_json.c
+// A JSON string (render_json.c): quotes, backslashes and control characters escaped, bytes that
+// are not UTF-8 each U+FFFD, so the document stays valid whatever a trace names; NULL: null.
+void nd_rep_json_str(FILE *o, const char *s);
 int nd_rep_html_report(FILE *o, report_t *r);      // render_html.c
 // The text report's summary alone, unwrapped (render_text.c): the HTML summary's facts.
 void nd_rep_text_summary(FILE *o, report_t *r);
@@ -153,6 +157,13 @@ int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_sup
 // SIGINT, reading only what was appended each time; its exit status.
 int nd_report_follow(const opts_t *o, nd_supp_t *supp, FILE *out, FILE *err);
 int nd_rep_collapsed_report(FILE *o, report_t *r); // render_collapsed.c
+
+// Reads the trace at `path` (nd_trace_read) for every command (ndmemreport.c): with a progress bar
+// on `err` naming the file when `err` is a terminal and the file has bar_from bytes or more
+// (ND_PROGRESS_MIN), the bar cleared when done; an error reported on `err` in one line. 0, or 2
+// (the caller still frees `t`).
+#define ND_PROGRESS_MIN (256ull << 20)
+int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_from);
 
 // render_collapsed.c: --collapsed-by's words ("peak", "total", "live"), a site's weight, and the
 // frames of a stack named as in text on one line each (function, module+0xOFF, 0xIP; Python:

@@ -31,6 +31,7 @@ static nd_tw_t w;
 #define T0 1000000000ull // start, CLOCK_MONOTONIC ns
 
 static uint32_t ver; // the version being written: records version 5 lengthened are short before
+static const char *host = "golden-host"; // the header's host (hostile: a name JSON must escape)
 
 static void header(const char *exe, uint64_t pid, uint32_t version) {
   ver = version;
@@ -46,7 +47,7 @@ static void header(const char *exe, uint64_t pid, uint32_t version) {
   h.track_min = 64 * 1024;
   h.depth = 32;
   h.page_size = 4096;
-  snprintf(h.host, sizeof h.host, "golden-host");
+  snprintf(h.host, sizeof h.host, "%s", host);
   snprintf(h.exe, sizeof h.exe, "%s", exe);
   nd_tw_header(&w, &h);
 }
@@ -1119,6 +1120,66 @@ static void html_hostile(void) {
   end(T0 + 150 * MS, 2);
 }
 
+// ---------------------------------------------------------------- collapsed-order
+
+// Lines whose byte order differs from their frames' order name by name, for --format collapsed:
+// "A+0x100;A+0x20" sorts before "A+0x10;A+0x20" (after "0x10", '0' < ';') though "A+0x10" sorts
+// before "A+0x100". A = /nonexistent/a.so (never opened: frames print as path+offset). The truth
+// (peak live bytes), in the order printed:
+//   1 A+0x10                  100
+//   2 A+0x100                 300
+//   3 A+0x100;A+0x20          300  (a tie with 2: --top 1 keeps 2, the first in line order)
+//   4 A+0x10;A+0x20           110  (stacks 3 and 7, the same frames: 50 + 60)
+//   5..8 A+0x30 .. A+0x60     1, 2, 3, 4
+//   9 /nonexistent/a.so.1+0x10 120 (another module: '+' < '.')
+//   10 0x10                     5  (outside every module)
+//   11 [no frames]            200
+// --top 5 keeps 2, 3, 11, 9 and 4 (merged, 110 > 100): lines 2, 3, 4, 9, 11.
+static void collapsed_order(void) {
+  const uint64_t A = FOO, B = LIBC;
+  header("/nonexistent/bin/order", 4242, 1);
+  module(0, "/nonexistent/a.so", A, A, A + 0x1000);
+  module(1, "/nonexistent/a.so.1", B, B, B + 0x1000);
+  const uint64_t s1[] = {A + 0x10}, s2[] = {A + 0x100}, s3[] = {A + 0x20, A + 0x10},
+                 s4[] = {A + 0x20, A + 0x100}, s8[] = {B + 0x10}, s6[] = {0x10};
+  stack(1, 1, s1);
+  stack(2, 1, s2);
+  stack(3, 2, s3);
+  stack(4, 2, s4);
+  stack(5, 0, NULL);
+  stack(6, 1, s6);
+  stack(7, 2, s3);
+  stack(8, 1, s8);
+  static const uint64_t peak[] = {0, 100, 300, 50, 300, 200, 5, 60, 120};
+  for (uint32_t i = 1; i <= 8; i++) site(i, 0, 0, 1, 1, peak[i], peak[i], peak[i]);
+  for (uint32_t i = 0; i < 4; i++) {
+    const uint64_t ip[] = {A + 0x30 + 0x10 * i};
+    stack(10 + i, 1, ip);
+    site(10 + i, 0, 0, 1, 1, i + 1, i + 1, i + 1);
+  }
+  flush(1, T0 + 10 * MS);
+  end(T0 + 20 * MS, 0);
+}
+
+// ---------------------------------------------------------------- hostile
+
+// Names JSON must escape, in a version 7 trace read by diff and merge: a host, a module path and
+// a Python function and file holding a quote, a backslash, control characters (newline, tab,
+// 0x01, DEL) and bytes that are not UTF-8 (a lone 0xff, a lead byte without its continuation, a
+// truncated sequence, an overlong '/', a UTF-16 surrogate). One heap site, 1 MiB live at the end.
+#define HOSTILE_JSON "q\"b\\s\nt\tc\x01" "d\x7f" "e\xff" "f\xc3(" "g\xe2\x82" "h\xc0\xaf" "i\xed\xa0\x80"
+static void hostile(void) {
+  host = "h\"o\\st\x01\xff";
+  header("/nonexistent/bin/hostile", 6666, 7);
+  module(0, "/nonexistent/lib/we\"ird\\" HOSTILE_JSON ".so", FOO, FOO, FOO + 0x1000);
+  pycode(1, 10, "fn" HOSTILE_JSON, "/nonexistent/app/" HOSTILE_JSON ".py");
+  const uint64_t ips[] = {FOO + 0x100, nd_pyframe(1, 12)};
+  stack(1, 2, ips);
+  site(1, 0, 0, 1, 0, 1 << 20, 0, 1 << 20);
+  flush(1, T0 + 10 * MS);
+  end(T0 + 20 * MS, 0);
+}
+
 int main(int argc, char **argv) {
   static const char *const modes[] = {
       "basic",           "killed",           "ws",              "self",
@@ -1132,7 +1193,8 @@ int main(int argc, char **argv) {
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
       "bad-py-short",    "bad-py-state",     "bad-py-python-size", "merge-r0",
       "merge-r1",        "merge-r2",         "merge-r3",           "diff-a",
-      "diff-b",          "resident",         "html-long",       "html-hostile"};
+      "diff-b",          "resident",         "html-long",       "html-hostile",
+      "collapsed-order", "hostile"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -1157,6 +1219,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "resident")) resident_trace();
   else if (!strcmp(argv[1], "html-long")) html_long();
   else if (!strcmp(argv[1], "html-hostile")) html_hostile();
+  else if (!strcmp(argv[1], "collapsed-order")) collapsed_order();
+  else if (!strcmp(argv[1], "hostile")) hostile();
   else if (!strncmp(argv[1], "merge-r", 7)) merge_rank(argv[1][7] - '0');
   else if (!strncmp(argv[1], "diff-", 5)) diff_trace(argv[1][5] == 'b');
   else if (!strcmp(argv[1], "py-max")) py_max();
