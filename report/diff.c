@@ -227,8 +227,12 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
 
   side_t *sd = calloc(2, sizeof *sd);
   dent_t *v = NULL;
+  size_t total = 0;
   int rc = 0;
   if (!sd) goto oom;
+  // One trace at a time: its sites keyed, then its symbolizer's cache (a frame per distinct
+  // return address: the most memory a large trace costs) dropped for a fresh one, which resolves
+  // only the frames of the sites shown. So two traces' caches are never held at once.
   for (int s = 0; s < 2; s++) {
     nd_trace_t *t = &sd[s].t;
     if (nd_rep_read_trace(t, files[s], err, ND_PROGRESS_MIN)) {
@@ -239,22 +243,22 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
     sd[s].read = true;
     if (!(sd[s].sym = nd_sym_new(t, o.symbols))) goto oom;
     sd[s].r = (report_t){.t = t, .sym = sd[s].sym, .o = &o};
-  }
-  size_t total = sd[0].t.nsites + sd[1].t.nsites, k = 0;
-  v = calloc(total ? total : 1, sizeof *v);
-  if (!v) goto oom;
-  for (int s = 0; s < 2; s++) {
-    for (size_t i = 0; i < sd[s].t.nsites; i++, k++) {
-      const nd_site_t *x = &sd[s].t.sites[i];
-      dent_t *e = &v[k];
+    dent_t *nv = realloc(v, (total + t->nsites + 1) * sizeof *v);
+    if (!nv) goto oom;
+    v = nv;
+    for (size_t i = 0; i < t->nsites; i++, total++) {
+      const nd_site_t *x = &t->sites[i];
+      dent_t *e = &v[total];
+      *e = (dent_t){.kind = x->rec.kind, .side = s};
       if (nd_rep_stack_key(&sd[s].r, x->stack, &e->key)) goto oom;
-      e->kind = x->rec.kind;
-      e->side = s;
       e->in[s] = true;
       e->stack[s] = x->stack;
       for (int w = 0; w < ND_WEIGHTS; w++)
         e->v[s][w] = nd_rep_site_weight(&x->rec, (enum nd_weight)w);
     }
+    nd_sym_free(sd[s].sym);
+    if (!(sd[s].sym = nd_sym_new(t, o.symbols))) goto oom;
+    sd[s].r.sym = sd[s].sym;
   }
   qsort(v, total, sizeof *v, by_key);
   // Fold each (key, kind) into its first entry: A's sites come before B's.

@@ -150,6 +150,10 @@ static msite_t *site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_
   return s;
 }
 
+// The frames merge's symbolizer caches at most (about 25 MiB): a job's code has far fewer distinct
+// return addresses, so this only bounds traces with millions of them.
+#define MERGE_SYM_FRAMES (256u << 10)
+
 static void describe_end(const nd_trace_t *t, const char *path, char *out, size_t n) {
   if (t->have_exit) {
     switch (t->exit.how) {
@@ -206,6 +210,7 @@ static int fold_trace(merge_t *m, size_t i, bool symbols, FILE *err) {
     s->val[i] += ts->rec.peak_live_bytes;
     s->allocs += ts->rec.allocs;
     s->alloc_bytes += ts->rec.alloc_bytes;
+    nd_sym_trim(sym, MERGE_SYM_FRAMES); // a site's frames are named and keyed: done with them
   }
   nd_sym_free(sym);
   nd_trace_free(t);

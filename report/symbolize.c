@@ -22,13 +22,17 @@ typedef struct nd_mod_dw {
   Dwfl *dwfl;
 } nd_mod_dw_t;
 
+#define FRAME_CHUNK 4096
+
 struct nd_sym {
   const nd_trace_t *t;
   bool debuginfo;
   nd_mod_dw_t *mods; // parallel to t->mods as they were at nd_sym_new
   size_t nmods;      // their number then (t->nmods grows as a followed trace is read on)
-  nd_frame_t **frames;
-  size_t nframes, cap;
+  // The frames, in chunks of FRAME_CHUNK that never move (a frame's pointer lives until
+  // nd_sym_free): no allocation per frame, and no array of pointers beside them.
+  nd_frame_t **chunks;
+  size_t nframes, nchunks, chunks_cap;
   uint64_t *keys; // ip cache: open addressing, value = index + 1
   uint32_t *vals;
   size_t slots;
@@ -56,12 +60,10 @@ nd_sym_t *nd_sym_new(const nd_trace_t *t, bool debuginfo) {
   return s;
 }
 
-void nd_sym_free(nd_sym_t *s) {
-  if (!s) return;
-  for (size_t i = 0; i < s->nmods; i++)
-    if (s->mods[i].dwfl) dwfl_end(s->mods[i].dwfl);
+// Frees the frames' strings and empties the cache; the chunks are kept for the next frames.
+static void forget(nd_sym_t *s) {
   for (size_t i = 0; i < s->nframes; i++) {
-    nd_frame_t *f = s->frames[i];
+    nd_frame_t *f = &s->chunks[i / FRAME_CHUNK][i % FRAME_CHUNK];
     free((char *)f->at.function);
     free((char *)f->at.mangled);
     free((char *)f->at.file);
@@ -71,9 +73,23 @@ void nd_sym_free(nd_sym_t *s) {
       free((char *)f->inlined_into[k].file);
     }
     free(f->inlined_into);
-    free(f);
+    memset(f, 0, sizeof *f);
   }
-  free(s->frames);
+  s->nframes = 0;
+  if (s->vals) memset(s->vals, 0, s->slots * sizeof *s->vals);
+}
+
+void nd_sym_trim(nd_sym_t *s, size_t max_frames) {
+  if (s->nframes > max_frames) forget(s);
+}
+
+void nd_sym_free(nd_sym_t *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->nmods; i++)
+    if (s->mods[i].dwfl) dwfl_end(s->mods[i].dwfl);
+  forget(s);
+  for (size_t i = 0; i < s->nchunks; i++) free(s->chunks[i]);
+  free(s->chunks);
   free(s->keys);
   free(s->vals);
   free(s->mods);
@@ -281,10 +297,14 @@ static uint64_t mix64(uint64_t x) {
   return x;
 }
 
+static nd_frame_t *frame_at(const nd_sym_t *s, size_t i) {
+  return &s->chunks[i / FRAME_CHUNK][i % FRAME_CHUNK];
+}
+
 const nd_frame_t *nd_sym_frame(nd_sym_t *s, uint64_t ip) {
   if (s->slots) {
     for (size_t i = mix64(ip) & (s->slots - 1); s->vals[i]; i = (i + 1) & (s->slots - 1))
-      if (s->keys[i] == ip) return s->frames[s->vals[i] - 1];
+      if (s->keys[i] == ip) return frame_at(s, s->vals[i] - 1);
   }
   if ((s->nframes + 1) * 2 > s->slots) {
     size_t n = s->slots ? s->slots * 2 : 256;
@@ -308,21 +328,24 @@ const nd_frame_t *nd_sym_frame(nd_sym_t *s, uint64_t ip) {
     s->vals = v;
     s->slots = n;
   }
-  if (s->nframes == s->cap) {
-    size_t n = s->cap ? s->cap * 2 : 64;
-    nd_frame_t **p = realloc(s->frames, n * sizeof *p);
-    if (!p) return NULL;
-    s->frames = p;
-    s->cap = n;
+  if (s->nframes >= UINT32_MAX - 1) return NULL; // the cache's values are 32-bit
+  if (s->nframes == s->nchunks * FRAME_CHUNK) {
+    if (s->nchunks == s->chunks_cap) {
+      size_t n = s->chunks_cap ? s->chunks_cap * 2 : 16;
+      nd_frame_t **p = realloc(s->chunks, n * sizeof *p);
+      if (!p) return NULL;
+      s->chunks = p;
+      s->chunks_cap = n;
+    }
+    if (!(s->chunks[s->nchunks] = calloc(FRAME_CHUNK, sizeof(nd_frame_t)))) return NULL;
+    s->nchunks++;
   }
-  nd_frame_t *f = calloc(1, sizeof *f);
-  if (!f) return NULL;
+  nd_frame_t *f = frame_at(s, s->nframes); // zeroed by calloc
   f->ip = ip;
   resolve(s, f);
   size_t i = mix64(ip) & (s->slots - 1);
   while (s->vals[i]) i = (i + 1) & (s->slots - 1);
   s->keys[i] = ip;
-  s->frames[s->nframes++] = f;
-  s->vals[i] = (uint32_t)s->nframes;
+  s->vals[i] = (uint32_t)++s->nframes;
   return f;
 }

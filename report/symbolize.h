@@ -31,13 +31,13 @@ typedef struct nd_loc {
 // line (0: unknown), and no module, offset or inlining.
 typedef struct nd_frame {
   uint64_t ip;        // the return address as recorded (a Python frame: code and line)
-  bool python;
   const char *module; // path of the module holding ip, or NULL
   uint64_t offset;    // ip - the module's load bias
   nd_loc_t at;        // the call: function (ELF symbol, or the inlined function) and file:line
-  size_t ninlined;
   nd_loc_t *inlined_into;
-} nd_frame_t;
+  uint32_t ninlined;
+  bool python;
+} nd_frame_t; // 72 bytes: a report may hold millions (one per distinct return address)
 
 typedef struct nd_sym nd_sym_t;
 
@@ -50,6 +50,11 @@ nd_sym_t *nd_sym_new(const nd_trace_t *t, bool debuginfo);
 // memory.
 const nd_frame_t *nd_sym_frame(nd_sym_t *s, uint64_t ip);
 void nd_sym_free(nd_sym_t *s);
+// Empties the frame cache when it holds more than `max_frames` frames (every pointer
+// nd_sym_frame returned before is then invalid); the opened modules are kept. For a caller that
+// uses each stack's frames once (merge), so that a trace of millions of distinct return
+// addresses does not hold them all.
+void nd_sym_trim(nd_sym_t *s, size_t max_frames);
 
 // `name` demangled, in a new malloc'd string: a C++ linkage name ("_Z..."), keeping a symbol
 // version ("@@GLIBCXX_3.4") and clone suffixes ("[clone .cold]") as the demangler gives them.
