@@ -316,11 +316,11 @@ static int64_t point_tracked(const nd_point_t *q) {
 }
 
 // The reference is the steady state's start, but not before a third of the run: memory a job
-// takes while it warms up (libraries, first batches, caches) is not retention. The peak is the
-// highest resident reading after it (which is at least the end's). Readings of the allocator are
-// sparse (allocstat.c asks only when the gap moved): at the reference its latest reading at or
-// before it counts, else its first one after (the smaller growth, never the larger); at the peak,
-// its latest at or before the peak.
+// takes while it warms up (libraries, first batches, caches) is not retention. Readings of the
+// allocator are sparse (allocstat.c asks only when the gap moved): at the reference its latest
+// reading at or before it counts, else its first one after (the smaller growth, never the
+// larger); at the point compared, its latest at or before it. The allocator's free bytes must
+// have *grown*: free bytes it already held at the reference (resident or not) explain nothing.
 static void retention(const nd_trace_t *t, nd_retention_t *out) {
   memset(out, 0, sizeof *out);
   out->allocator = t->resident.allocator;
@@ -335,9 +335,18 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
       break;
     }
   if (ref == t->npoints) return;
+  // The point compared with it: where resident memory stands highest above the reference beyond
+  // the tracked bytes' change (a spike of live memory, freed, then held: after the spike, not at
+  // its top; a process that gave the memory back at exit: before that).
   size_t peak = ref;
-  for (size_t i = ref + 1; i < t->npoints; i++)
-    if (t->series[i].resident > t->series[peak].resident) peak = i;
+  int64_t best = 0;
+  for (size_t i = ref + 1; i < t->npoints; i++) {
+    const nd_point_t *q = &t->series[i];
+    if (q->resident < 0) continue;
+    int64_t dt = point_tracked(q) - point_tracked(&t->series[ref]);
+    int64_t v = q->resident - t->series[ref].resident - (dt < 0 ? -dt : dt);
+    if (v > best) best = v, peak = i;
+  }
   const nd_point_t *a = &t->series[ref], *b = &t->series[peak];
   out->known = true;
   out->from_ns = a->mono_ns;
