@@ -750,9 +750,10 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
       return fail(t, off, "RESIDENT record with an unknown allocator (%u)", t->resident.allocator);
     if (t->resident.alloc_ns && t->resident.allocator == ND_ALLOCATOR_UNKNOWN)
       return fail(t, off, "RESIDENT record with an unknown allocator's reading");
-    if (t->resident.alloc_free_bytes > t->resident.alloc_system_bytes ||
-        t->resident.alloc_top_bytes > t->resident.alloc_free_bytes)
+    if (t->resident.alloc_free_bytes > t->resident.alloc_system_bytes)
       return fail(t, off, "RESIDENT record with more free bytes than the allocator holds");
+    if (t->resident.alloc_top_bytes > t->resident.alloc_free_bytes)
+      return fail(t, off, "RESIDENT record with a top chunk larger than the free bytes");
     saw_time(t, t->resident.mono_ns);
     if (!t->have_resident || t->resident.anon_bytes > t->resident_peak)
       t->resident_peak = t->resident.anon_bytes;

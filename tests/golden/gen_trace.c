@@ -1106,6 +1106,24 @@ static void retention_trace(void) {
   end(T0 + 6500 * MS, 5);
 }
 
+// Malformed RESIDENT records (t_resident_edge.sh): each after a header and a FLUSH.
+static void bad_resident(const char *which) {
+  int v8 = !strcmp(which, "bad-res-v8-long"), v7 = !strcmp(which, "bad-res-v7");
+  header("/nonexistent/bin/bad", 67, v7 ? 7 : v8 ? 8 : 9);
+  flush(1, T0 + 10 * MS);
+  nd_rec_resident_t r = {T0 + 20 * MS, 64 << 20, 0, 1 << 20, 8 << 20, 0, T0 + 19 * MS,
+                         ND_ALLOCATOR_GLIBC, 10};
+  uint32_t size = sizeof r;
+  if (!strcmp(which, "bad-res-v9-short")) size = ND_REC_RESIDENT_V8_SIZE;
+  else if (!strcmp(which, "bad-res-allocator")) r.allocator = ND_ALLOCATOR_MAX + 1;
+  else if (!strcmp(which, "bad-res-unknown-read")) r.allocator = ND_ALLOCATOR_UNKNOWN;
+  else if (!strcmp(which, "bad-res-free")) r.alloc_free_bytes = r.alloc_system_bytes + 1;
+  else if (!strcmp(which, "bad-res-top")) r.alloc_top_bytes = r.alloc_free_bytes + 1;
+  else if (v7) size = ND_REC_RESIDENT_V8_SIZE;
+  nd_tw_record(&w, ND_REC_RESIDENT, &r, size, NULL, 0);
+  end(T0 + 30 * MS, 0);
+}
+
 int main(int argc, char **argv) {
   static const char *const modes[] = {
       "basic",           "killed",           "ws",              "self",
@@ -1119,7 +1137,9 @@ int main(int argc, char **argv) {
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
       "bad-py-short",    "bad-py-state",     "bad-py-python-size", "merge-r0",
       "merge-r1",        "merge-r2",         "merge-r3",           "diff-a",
-      "diff-b",          "resident",         "retention"};
+      "diff-b",          "resident",         "retention",          "bad-res-v8-long",
+      "bad-res-v7",      "bad-res-v9-short", "bad-res-allocator",  "bad-res-unknown-read",
+      "bad-res-free",    "bad-res-top"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -1148,6 +1168,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "py-max")) py_max();
   else if (!strcmp(argv[1], "py-v6-bit63")) py_v6_bit63();
   else if (!strncmp(argv[1], "bad-py-", 7)) bad_python(argv[1]);
+  else if (!strncmp(argv[1], "bad-res-", 8)) bad_resident(argv[1]);
   else if (!strcmp(argv[1], "limits")) limits_trace();
   else if (!strcmp(argv[1], "limits-aborted")) limits_aborted();
   else if (!strcmp(argv[1], "many-limits")) many_limits();
