@@ -7,7 +7,8 @@
 # the same work without lasting growth (null).
 # The allocator's reading is also in the NDMEM_METRICS file, and --fail-on-leak does not fail on
 # retention.
-# usage: t_retention.py LIBNDMEM T_RETENTION NDMEMREPORT
+# Chained to jemalloc (when found), the trace names it and carries its own account.
+# usage: t_retention.py LIBNDMEM T_RETENTION NDMEMREPORT [LIBJEMALLOC]
 import glob
 import json
 import os
@@ -17,6 +18,7 @@ import sys
 import tempfile
 
 LIB, EXE, REP = (os.path.abspath(a) for a in sys.argv[1:4])
+JEMALLOC = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
 MIB = 1 << 20
 ROUNDS, BLOCK = 8, 20 * MIB  # as in t_retention.c
 FREED = RAW = ROUNDS * BLOCK  # what glibc keeps in "allocator" mode; what "untracked" maps
@@ -29,10 +31,10 @@ def check(cond, msg):
         print("FAIL:", msg, file=sys.stderr)
 
 
-def run(mode, tmp):
-    d = os.path.join(tmp, mode)
+def run(mode, tmp, preload=LIB, name=None):
+    d = os.path.join(tmp, name or mode)
     os.mkdir(d)
-    env = dict(os.environ, LD_PRELOAD=LIB, NDMEM_OUTPUT=os.path.join(d, "t.%p.trace"),
+    env = dict(os.environ, LD_PRELOAD=preload, NDMEM_OUTPUT=os.path.join(d, "t.%p.trace"),
                NDMEM_FLUSH_MS="20", NDMEM_SUMMARY="0", NDMEM_METRICS=os.path.join(d, "m.prom"),
                # glibc's behaviour alone: while it learns a cycle, the workspace engine trims the
                # heap after large frees (ws.c), which would give the held memory back
@@ -101,6 +103,15 @@ def main():
         print("flat:", r)
         check(r["class"] is None, "flat: class %r" % r["class"])
         check(not re.search(r"^  retention ", txt, re.M), "flat: a retention line in\n" + txt)
+
+        # jemalloc behind ndmem: asked through mallctl (resident - allocated), named in the trace.
+        if JEMALLOC:
+            j, txt, leak_rc, prom = run("allocator", tmp, LIB + " " + JEMALLOC, "jemalloc")
+            r = j["retention"]
+            print("jemalloc:", r)
+            check(r["allocator"] == "jemalloc", "jemalloc: allocator %r" % r["allocator"])
+            check(r["allocator_free_bytes"] is not None, "jemalloc: no reading")
+            check('allocator="jemalloc"' in prom, "jemalloc: no metrics series")
     return 1 if failures else 0
 
 
