@@ -26,12 +26,18 @@ typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
 // MiB a thread at most), 10 % keeps a large steady gap from being asked at every flush.
 #define ALLOCSTAT_MIN_MOVE (16ull << 20)
 #define ALLOCSTAT_MIN_FRAC 10 // percent of the gap at the last answer
+// And the answers together take at most 1/ALLOCSTAT_SHARE of the time: after an answer that took
+// d, the next waits 100 d. mallinfo2 holds each arena's lock while it walks its free chunks: ~90
+// ms for 1M free small chunks (bench/mallinfo_cost.c), a stall of the program's allocations in
+// that arena; on such a heap it is asked every 9 s at most.
+#define ALLOCSTAT_SHARE 100
 
 static struct {
   enum nd_allocator kind;
   struct nd_mallinfo2 (*mallinfo2)(void);
   mallctl_fn mallctl;
   int have;           // an answer since the start (or the fork)
+  uint64_t next_ns;   // no answer before (ALLOCSTAT_SHARE)
   int64_t gap;        // resident - tracked when it was asked
   nd_rec_resident_t last; // its allocator fields
 } A;
@@ -126,10 +132,11 @@ void nd_allocstat_flush(uint64_t anon, uint64_t tracked, int may_ask, nd_rec_res
   }
   nd_rec_resident_t v;
   memset(&v, 0, sizeof v);
-  if (due && may_ask && ask(&v) == 0) {
+  if (due && may_ask && nd_os_mono_ns() >= A.next_ns && ask(&v) == 0) {
     A.last = v;
     A.gap = gap;
     A.have = 1;
+    A.next_ns = v.alloc_ns + (uint64_t)v.alloc_query_us * 1000 * ALLOCSTAT_SHARE;
   }
   if (A.have) copy_view(r, &A.last);
 }
@@ -140,4 +147,4 @@ int nd_allocstat_last(nd_rec_resident_t *r) {
   return 0;
 }
 
-void nd_allocstat_atfork_child(void) { A.have = 0; }
+void nd_allocstat_atfork_child(void) { A.have = 0, A.next_ns = 0; }

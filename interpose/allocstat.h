@@ -18,8 +18,8 @@ enum nd_allocator nd_allocstat_kind(void);
 // At a flush: fills r's allocator fields (version 9). The allocator is asked again only when
 // `may_ask` (not in a flush from a fatal signal or _exit) and the gap, `anon` resident minus
 // `tracked` bytes, has moved by ALLOCSTAT_MIN_MOVE and ALLOCSTAT_MIN_FRAC since the last
-// answer (or there is none yet); otherwise the last answer is repeated with its own time. Under
-// the trace writer's lock.
+// answer (or there is none yet), and the answers so far leave the time share ALLOCSTAT_SHARE;
+// otherwise the last answer is repeated with its own time. Under the trace writer's lock.
 void nd_allocstat_flush(uint64_t anon, uint64_t tracked, int may_ask, nd_rec_resident_t *r);
 // The last answer, for the metrics file: 0, or -1 when there is none.
 int nd_allocstat_last(nd_rec_resident_t *r);

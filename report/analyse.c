@@ -307,6 +307,7 @@ const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1] = {"unknown", "gli
 #define RETAIN_MIN_PCT 25     // of the resident memory at the reference
 #define RETAIN_FLAT_DIV 4     // |tracked change| <= growth / 4
 #define RETAIN_EXPLAIN_DIV 2  // allocator free growth >= growth / 2
+#define RETAIN_NEAR_DIV 16    // a point within 1/16 of the highest growth stands as high
 
 // Host memory ndmem tracks at a point: heap, mmap, pinned and managed (the kinds before device0).
 static int64_t point_tracked(const nd_point_t *q) {
@@ -337,16 +338,20 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
   if (ref == t->npoints) return;
   // The point compared with it: where resident memory stands highest above the reference beyond
   // the tracked bytes' change (a spike of live memory, freed, then held: after the spike, not at
-  // its top; a process that gave the memory back at exit: before that).
+  // its top; a process that gave the memory back at exit: before that). The last point within
+  // 1/RETAIN_NEAR_DIV of that height: the allocator's reading, which may lag a flush or more
+  // behind (allocstat.c), has caught up with a plateau by its end.
   size_t peak = ref;
   int64_t best = 0;
-  for (size_t i = ref + 1; i < t->npoints; i++) {
-    const nd_point_t *q = &t->series[i];
-    if (q->resident < 0) continue;
-    int64_t dt = point_tracked(q) - point_tracked(&t->series[ref]);
-    int64_t v = q->resident - t->series[ref].resident - (dt < 0 ? -dt : dt);
-    if (v > best) best = v, peak = i;
-  }
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = ref + 1; i < t->npoints; i++) {
+      const nd_point_t *q = &t->series[i];
+      if (q->resident < 0) continue;
+      int64_t dt = point_tracked(q) - point_tracked(&t->series[ref]);
+      int64_t v = q->resident - t->series[ref].resident - (dt < 0 ? -dt : dt);
+      if (pass == 0 && v > best) best = v;
+      if (pass == 1 && best > 0 && v >= best - best / RETAIN_NEAR_DIV) peak = i;
+    }
   const nd_point_t *a = &t->series[ref], *b = &t->series[peak];
   out->known = true;
   out->from_ns = a->mono_ns;
