@@ -11,8 +11,10 @@
 //   flat       the same work, each round's block freed before the next: no lasting growth.
 // A still phase first (the report's reference is a third of the run in), the rounds, then a
 // hold for flushes that read the allocator after the frees; nothing is live at exit
-// (--fail-on-leak must not fail on retention).
+// (--fail-on-leak must not fail on retention). The end-* modes end at once by exit, _exit or a
+// fatal signal, for the final flush's allocator reading.
 #include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +32,20 @@ static void pause_ms(long ms) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) return fprintf(stderr, "usage: t_retention allocator|untracked|flat\n"), 2;
+  if (argc != 2) return fprintf(stderr, "usage: t_retention allocator|untracked|flat|end-*\n"), 2;
   const char *mode = argv[1];
+  // The last words: a block, then the end at once (run with a flush interval longer than the
+  // run, the final flush is the only one). A fatal signal's or _exit's flush must not ask the
+  // allocator (this thread may have been inside it); exit's does.
+  if (!strncmp(mode, "end-", 4)) {
+    char *p = malloc(1 << 20);
+    if (!p) return 1;
+    memset(p, 1, 1 << 20);
+    if (!strcmp(mode, "end-signal")) raise(SIGTERM);
+    if (!strcmp(mode, "end-_exit")) _exit(0);
+    free(p);
+    return 0;
+  }
   int alloc = !strcmp(mode, "allocator"), raw = !strcmp(mode, "untracked");
   if (!alloc && !raw && strcmp(mode, "flat")) return fprintf(stderr, "unknown mode\n"), 2;
   // Blocks of 20 MiB from the heap, not from mmap (dynamic threshold off): 32 MiB is glibc's

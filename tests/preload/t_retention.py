@@ -7,12 +7,14 @@
 # the same work without lasting growth (null).
 # The allocator's reading is also in the NDMEM_METRICS file, and --fail-on-leak does not fail on
 # retention.
-# Chained to jemalloc (when found), the trace names it and carries its own account.
+# Chained to jemalloc (when found), the trace names it and carries its own account. A final
+# flush from a fatal signal or _exit does not ask the allocator; one at exit does.
 # usage: t_retention.py LIBNDMEM T_RETENTION NDMEMREPORT [LIBJEMALLOC]
 import glob
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -112,7 +114,39 @@ def main():
             check(r["allocator"] == "jemalloc", "jemalloc: allocator %r" % r["allocator"])
             check(r["allocator_free_bytes"] is not None, "jemalloc: no reading")
             check('allocator="jemalloc"' in prom, "jemalloc: no metrics series")
+
+        # The final flush asks the allocator at exit, never from a fatal signal or _exit (that
+        # thread may hold the arena's lock). With no flush before it, the first ask is due.
+        for mode, rc, asked in (("end-exit", 0, True), ("end-_exit", 0, False),
+                                ("end-signal", -15, False)):
+            r = last_resident(tmp, mode, rc)
+            print(mode, r)
+            check(r is not None and r[1] == 1, "%s: RESIDENT %r (want allocator glibc)" % (mode, r))
+            check(r is not None and (r[0] != 0) == asked, "%s: alloc_ns %r, asked want %s" %
+                  (mode, r and r[0], asked))
     return 1 if failures else 0
+
+
+def last_resident(tmp, mode, want_rc):
+    """The final RESIDENT record's (alloc_ns, allocator), read from the trace itself."""
+    d = os.path.join(tmp, mode)
+    os.mkdir(d)
+    env = dict(os.environ, LD_PRELOAD=LIB, NDMEM_OUTPUT=os.path.join(d, "t.%p.trace"),
+               NDMEM_FLUSH_MS="60000", NDMEM_SUMMARY="0")
+    p = subprocess.run([EXE, mode], env=env, cwd=d, capture_output=True, timeout=60)
+    check(p.returncode == want_rc, "%s: exit %d, want %d" % (mode, p.returncode, want_rc))
+    traces = glob.glob(os.path.join(d, "t.*.trace"))
+    if len(traces) != 1:
+        return None
+    with open(traces[0], "rb") as f:
+        data = f.read()
+    off, last = struct.unpack_from("<I", data, 12)[0], None  # header_size after magic, version
+    while off + 8 <= len(data):
+        tag, _, size = struct.unpack_from("<HHI", data, off)
+        if tag == 20 and size == 64:  # ND_REC_RESIDENT, version 9
+            last = struct.unpack_from("<QI", data, off + 8 + 48)
+        off += 8 + size
+    return last
 
 
 sys.exit(main())
