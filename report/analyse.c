@@ -310,10 +310,18 @@ const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1] = {"unknown", "gli
 #define RETAIN_NEAR_DIV 16    // a point within 1/16 of the highest growth stands as high
 
 // Host memory ndmem tracks at a point: heap, mmap, pinned and managed (the kinds before device0).
-static int64_t point_tracked(const nd_point_t *q) {
-  int64_t v = 0;
+__extension__ typedef __int128 i128;
+
+// Sums and differences of a trace's values are taken in 128 bits (a garbled trace may hold any
+// 64-bit value) and clamped on the way out.
+static i128 point_tracked(const nd_point_t *q) {
+  i128 v = 0;
   for (int k = 0; k < 4; k++) v += q->live[k];
   return v;
+}
+static i128 abs128(i128 v) { return v < 0 ? -v : v; }
+static int64_t clamp64(i128 v) {
+  return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
 }
 
 // The reference is the steady state's start, but not before a third of the run: memory a job
@@ -341,30 +349,31 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
   // its top; a process that gave the memory back at exit: before that). The last point within
   // 1/RETAIN_NEAR_DIV of that height: the allocator's reading, which may lag a flush or more
   // behind (allocstat.c), has caught up with a plateau by its end.
+  const nd_point_t *a = &t->series[ref];
   size_t peak = ref;
-  int64_t best = 0;
+  i128 best = 0;
   for (int pass = 0; pass < 2; pass++)
     for (size_t i = ref + 1; i < t->npoints; i++) {
       const nd_point_t *q = &t->series[i];
       if (q->resident < 0) continue;
-      int64_t dt = point_tracked(q) - point_tracked(&t->series[ref]);
-      int64_t v = q->resident - t->series[ref].resident - (dt < 0 ? -dt : dt);
+      i128 v = (i128)q->resident - a->resident - abs128(point_tracked(q) - point_tracked(a));
       if (pass == 0 && v > best) best = v;
       if (pass == 1 && best > 0 && v >= best - best / RETAIN_NEAR_DIV) peak = i;
     }
-  const nd_point_t *a = &t->series[ref], *b = &t->series[peak];
+  const nd_point_t *b = &t->series[peak];
   out->known = true;
   out->from_ns = a->mono_ns;
   out->to_ns = b->mono_ns;
   out->resident_from = (uint64_t)a->resident;
-  out->resident_to = (uint64_t)b->resident;
+  out->resident_to = (uint64_t)b->resident; // >= resident_from: best > 0, or the same point
   // Workspace arenas are ndmem's own mappings; the trace has their size at the end only, so they
   // count at both points (the change is the heap's and mmaps'), and growth that they could
   // explain is never called untracked below.
   uint64_t arenas = 0;
-  for (size_t i = 0; i < t->nws; i++) arenas += t->ws[i].arena_bytes;
-  out->tracked_from = point_tracked(a) + (int64_t)arenas;
-  out->tracked_to = point_tracked(b) + (int64_t)arenas;
+  for (size_t i = 0; i < t->nws; i++) arenas = nd_rep_sat_add(arenas, t->ws[i].arena_bytes);
+  i128 dt = point_tracked(b) - point_tracked(a);
+  out->tracked_to = clamp64(point_tracked(b) + arenas);
+  out->tracked_change = clamp64(dt);
   int64_t free_from = -1;
   for (size_t i = 0; i <= peak; i++) {
     int64_t f = t->series[i].alloc_free;
@@ -373,14 +382,12 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
     out->have_free = true;
     out->free_bytes = (uint64_t)f;
   }
-  if (out->have_free) out->free_growth = (int64_t)out->free_bytes - free_from;
+  if (out->have_free) out->free_growth = (int64_t)out->free_bytes - free_from; // both >= 0
 
   uint64_t growth = out->resident_to - out->resident_from;
-  int64_t dt = out->tracked_to - out->tracked_from;
-  uint64_t change = dt < 0 ? (uint64_t)-dt : (uint64_t)dt;
   if (growth < RETAIN_MIN_BYTES || (u128)growth * 100 < (u128)out->resident_from * RETAIN_MIN_PCT)
     return; // (a) no material growth
-  if (change > growth / RETAIN_FLAT_DIV) return; // (b) the program's live memory grew with it
+  if (abs128(dt) > growth / RETAIN_FLAT_DIV) return; // (b) the program's live memory grew with it
   if (out->allocator != ND_ALLOCATOR_UNKNOWN && out->have_free && out->free_growth > 0 &&
       (uint64_t)out->free_growth >= growth / RETAIN_EXPLAIN_DIV)
     out->cls = ND_RET_ALLOCATOR; // (c) the allocator's own account holds most of it

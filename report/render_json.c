@@ -176,7 +176,7 @@ static void json_retention(FILE *o, const nd_retention_t *x) {
     json_u64(o, "resident_from_bytes", x->resident_from, true);
     json_u64(o, "resident_growth_bytes", x->resident_to - x->resident_from, true);
     fprintf(o, "\"tracked_bytes\": %lld, \"tracked_change_bytes\": %lld, ",
-            (long long)x->tracked_to, (long long)(x->tracked_to - x->tracked_from));
+            (long long)x->tracked_to, (long long)x->tracked_change);
   } else {
     fputs("\"resident_from_bytes\": null, \"resident_growth_bytes\": null, "
           "\"tracked_bytes\": null, \"tracked_change_bytes\": null, ", o);

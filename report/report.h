@@ -66,14 +66,16 @@ typedef struct nd_retention {
   bool known;               // RESIDENT records at and after the reference: the figures are read
   uint64_t from_ns, to_ns;  // the reference point and the resident peak after it (monotonic)
   uint64_t resident_from, resident_to;
-  int64_t tracked_from, tracked_to; // host kinds' live bytes + workspace arenas at those points
+  int64_t tracked_to;       // host kinds' live bytes + workspace arenas at the second point
+  int64_t tracked_change;   // the host kinds' live bytes' change between the two
   uint32_t allocator;       // enum nd_allocator (the latest RESIDENT record's)
   bool have_free;           // the allocator's account was read by the peak
   uint64_t free_bytes;      // its free bytes as of the peak point
   int64_t free_growth;      // their change since the reference (see analyse.c)
 } nd_retention_t;
-extern const char *const nd_rep_allocator_names[ND_ALLOCATOR_MAX + 1]; // "unknown", "glibc malloc"...
-extern const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1];  // JSON: "glibc", ...
+// By enum nd_allocator: in text ("glibc malloc", ...), in JSON ("glibc", ...).
+extern const char *const nd_rep_allocator_names[ND_ALLOCATOR_MAX + 1];
+extern const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1];
 
 typedef struct report {
   const nd_trace_t *t;
