@@ -397,7 +397,8 @@ static int loader_generation(struct dl_phdr_info *info, size_t size, void *ctx) 
 }
 
 // Anonymous resident memory beside the counters (RESIDENT, version 8; 9: and the allocator's
-// account), from a statm descriptor kept open above the program's range (reopened in a fork child: /proc/self was the parent's).
+// account), from a statm descriptor kept open above the program's range (reopened in a fork
+// child: /proc/self was the parent's).
 static int statm_fd = -1;
 static void write_resident(void) {
   if (statm_fd < 0) {
