@@ -8,6 +8,7 @@
 // intercepted call, which may come from another library's constructor before ours has run.
 #include "shim.h"
 
+#include "allocstat.h"
 #include "cuda_hooks.h"
 #include "fmt.h"
 #include "names.h"
@@ -127,6 +128,7 @@ static int resolve(void) {
   nd_real.signal = FN(void (*(*)(int, void (*)(int)))(int), next_sym("signal"));
   nd_real.exit_ = FN(__typeof__(nd_real.exit_), next_sym("_exit"));
   nd_real.pipe2 = FN(int (*)(int *, int), next_sym("pipe2"));
+  nd_allocstat_resolve(FN(void *, nd_real.malloc)); // whose free bytes a flush asks (allocstat.c)
   f = next_sym("malloc_trim"); // relief for workspaces and limits; another heap's would not help
   nd_real.trim = same_object(f, base) ? FN(int (*)(size_t), f) : NULL;
 

@@ -7,6 +7,7 @@
 // rejects them); every process has its own pid label, so the files of many ranks merge.
 #include "metrics.h"
 
+#include "allocstat.h"
 #include "config.h"
 #include "counters.h"
 #include "cuda_hooks.h"
@@ -215,6 +216,25 @@ static void build(uint64_t growth_sites) {
   }
   if (fd >= 0) close(fd);
   errno = saved;
+
+  // The allocator's own account (allocstat.c), as of its last reading: only when one was read
+  // (an allocator ndmem cannot ask has no series, never a guessed 0).
+  nd_rec_resident_t a;
+  if (nd_allocstat_last(&a) == 0) {
+    const char *who = a.allocator == ND_ALLOCATOR_GLIBC ? "glibc" : "jemalloc";
+    family("ndmem_allocator_free_bytes", "gauge",
+           "Bytes the program freed that the allocator keeps (glibc: mallinfo2 fordblks; "
+           "jemalloc: resident - allocated), at its last reading.");
+    series("ndmem_allocator_free_bytes", "allocator", who);
+    put_u64(a.alloc_free_bytes);
+    put("\n", 1);
+    family("ndmem_allocator_system_bytes", "gauge",
+           "Bytes the allocator holds from the system (glibc: arena + hblkhd; jemalloc: "
+           "resident), at its last reading.");
+    series("ndmem_allocator_system_bytes", "allocator", who);
+    put_u64(a.alloc_system_bytes);
+    put("\n", 1);
+  }
 
   nd_ws_totals_t w;
   nd_ws_totals(&w);

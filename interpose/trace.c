@@ -13,6 +13,7 @@
 // signals and never allocates through the hooks.
 #include "trace.h"
 
+#include "allocstat.h"
 #include "cuda_hooks.h"
 #include "fmt.h"
 #include "growth.h"
@@ -395,8 +396,9 @@ static int loader_generation(struct dl_phdr_info *info, size_t size, void *ctx) 
   return 1; // the first entry carries the counters
 }
 
-// Anonymous resident memory beside the counters (RESIDENT, version 8), from a statm descriptor
-// kept open above the program's range (reopened in a fork child: /proc/self was the parent's).
+// Anonymous resident memory beside the counters (RESIDENT, version 8; 9: and the allocator's
+// account), from a statm descriptor kept open above the program's range (reopened in a fork
+// child: /proc/self was the parent's).
 static int statm_fd = -1;
 static void write_resident(void) {
   if (statm_fd < 0) {
@@ -406,7 +408,20 @@ static void write_resident(void) {
   }
   uint64_t v;
   if (nd_statm_anon(statm_fd, &v) != 0) return;
-  nd_rec_resident_t r = {nd_os_mono_ns(), v, 0};
+  nd_rec_resident_t r;
+  memset(&r, 0, sizeof r);
+  r.mono_ns = nd_os_mono_ns();
+  r.anon_bytes = v;
+  // The allocator's own view beside it (version 9), asked only when the gap between resident
+  // and tracked bytes moved (allocstat.c), and never from a fatal signal's or _exit's flush: that
+  // thread may have been interrupted inside the allocator, holding the arena lock it would take.
+  ndmem_stats_t s;
+  nd_counters_snapshot_process(&s);
+  nd_ws_totals_t w;
+  nd_ws_totals(&w);
+  int64_t tracked = (int64_t)w.arena_bytes;
+  for (int k = 0; k < NDMEM_KIND_DEVICE0; k++) tracked += s.kind[k].live_bytes;
+  nd_allocstat_flush(v, tracked > 0 ? (uint64_t)tracked : 0, !nd_os_last_words, &r);
   nd_tw_record(&tr.w, ND_REC_RESIDENT, &r, sizeof r, NULL, 0);
 }
 
@@ -617,6 +632,7 @@ void nd_trace_atfork_child(void) {
   nd_sites_mark_unwritten();
   nd_py_mark_unwritten();
   if (statm_fd >= 0) close(statm_fd), statm_fd = -1;
+  nd_allocstat_atfork_child();
   nd_metrics_atfork_child();
   pthread_mutex_init(&tr.lock, NULL);
 }

@@ -292,6 +292,109 @@ static int analyse_py_lines(report_t *r) {
   return 0;
 }
 
+// ---------------------------------------------------------------- allocator retention
+
+const char *const nd_rep_allocator_names[ND_ALLOCATOR_MAX + 1] = {"an unknown allocator",
+                                                                  "glibc malloc", "jemalloc"};
+const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1] = {"unknown", "glibc", "jemalloc"};
+
+// Resident growth worth naming: 64 MiB is far above what thread caches, a heap's top chunk or a
+// library loaded late add, and a quarter of the resident memory at the reference keeps a large
+// job's noise out. Tracked memory "stayed flat" when it changed by at most a quarter of that
+// growth (the rest is then not the program's live memory), and the allocator "accounts for" the
+// growth when its own free bytes grew by at least half of it.
+#define RETAIN_MIN_BYTES (64ull << 20)
+#define RETAIN_MIN_PCT 25     // of the resident memory at the reference
+#define RETAIN_FLAT_DIV 4     // |tracked change| <= growth / 4
+#define RETAIN_EXPLAIN_DIV 2  // allocator free growth >= growth / 2
+#define RETAIN_NEAR_DIV 16    // a point within 1/16 of the highest growth stands as high
+
+// Host memory ndmem tracks at a point: heap, mmap, pinned and managed (the kinds before device0).
+__extension__ typedef __int128 i128;
+
+// Sums and differences of a trace's values are taken in 128 bits (a garbled trace may hold any
+// 64-bit value) and clamped on the way out.
+static i128 point_tracked(const nd_point_t *q) {
+  i128 v = 0;
+  for (int k = 0; k < 4; k++) v += q->live[k];
+  return v;
+}
+static i128 abs128(i128 v) { return v < 0 ? -v : v; }
+static int64_t clamp64(i128 v) {
+  return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
+}
+
+// The reference is the steady state's start, but not before a third of the run: memory a job
+// takes while it warms up (libraries, first batches, caches) is not retention. Readings of the
+// allocator are sparse (allocstat.c asks only when the gap moved): at the reference its latest
+// reading at or before it counts, else its first one after (the smaller growth, never the
+// larger); at the point compared, its latest at or before it. The allocator's free bytes must
+// have *grown*: free bytes it already held at the reference (resident or not) explain nothing.
+static void retention(const nd_trace_t *t, nd_retention_t *out) {
+  memset(out, 0, sizeof *out);
+  out->allocator = t->resident.allocator;
+  if (!t->have_resident || t->npoints < 2) return;
+  uint64_t start = t->hdr.start_mono_ns, end = t->last_ns > start ? t->last_ns : start;
+  uint64_t ref_ns = start + (end - start) / 3;
+  if (t->flush.steady_ns > ref_ns) ref_ns = t->flush.steady_ns;
+  size_t ref = t->npoints;
+  for (size_t i = 0; i < t->npoints; i++)
+    if (t->series[i].mono_ns >= ref_ns && t->series[i].resident >= 0) {
+      ref = i;
+      break;
+    }
+  if (ref == t->npoints) return;
+  // The point compared with it: where resident memory stands highest above the reference beyond
+  // the tracked bytes' change (a spike of live memory, freed, then held: after the spike, not at
+  // its top; a process that gave the memory back at exit: before that). The last point within
+  // 1/RETAIN_NEAR_DIV of that height: the allocator's reading, which may lag a flush or more
+  // behind (allocstat.c), has caught up with a plateau by its end.
+  const nd_point_t *a = &t->series[ref];
+  size_t peak = ref;
+  i128 best = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = ref + 1; i < t->npoints; i++) {
+      const nd_point_t *q = &t->series[i];
+      if (q->resident < 0) continue;
+      i128 v = (i128)q->resident - a->resident - abs128(point_tracked(q) - point_tracked(a));
+      if (pass == 0 && v > best) best = v;
+      if (pass == 1 && best > 0 && v >= best - best / RETAIN_NEAR_DIV) peak = i;
+    }
+  const nd_point_t *b = &t->series[peak];
+  out->known = true;
+  out->from_ns = a->mono_ns;
+  out->to_ns = b->mono_ns;
+  out->resident_from = (uint64_t)a->resident;
+  out->resident_to = (uint64_t)b->resident; // >= resident_from: best > 0, or the same point
+  // Workspace arenas are ndmem's own mappings; the trace has their size at the end only, so they
+  // count at both points (the change is the heap's and mmaps'), and growth that they could
+  // explain is never called untracked below.
+  uint64_t arenas = 0;
+  for (size_t i = 0; i < t->nws; i++) arenas = nd_rep_sat_add(arenas, t->ws[i].arena_bytes);
+  i128 dt = point_tracked(b) - point_tracked(a);
+  out->tracked_to = clamp64(point_tracked(b) + arenas);
+  out->tracked_change = clamp64(dt);
+  int64_t free_from = -1;
+  for (size_t i = 0; i <= peak; i++) {
+    int64_t f = t->series[i].alloc_free;
+    if (f < 0) continue;
+    if (i <= ref || free_from < 0) free_from = f;
+    out->have_free = true;
+    out->free_bytes = (uint64_t)f;
+  }
+  if (out->have_free) out->free_growth = (int64_t)out->free_bytes - free_from; // both >= 0
+
+  uint64_t growth = out->resident_to - out->resident_from;
+  if (growth < RETAIN_MIN_BYTES || (u128)growth * 100 < (u128)out->resident_from * RETAIN_MIN_PCT)
+    return; // (a) no material growth
+  if (abs128(dt) > growth / RETAIN_FLAT_DIV) return; // (b) the program's live memory grew with it
+  if (out->allocator != ND_ALLOCATOR_UNKNOWN && out->have_free && out->free_growth > 0 &&
+      (uint64_t)out->free_growth >= growth / RETAIN_EXPLAIN_DIV)
+    out->cls = ND_RET_ALLOCATOR; // (c) the allocator's own account holds most of it
+  else if (growth - (arenas < growth ? arenas : growth) >= RETAIN_MIN_BYTES)
+    out->cls = ND_RET_UNTRACKED;
+}
+
 int nd_rep_analyse(report_t *r) {
   const nd_trace_t *t = r->t;
   size_t n = t->nsites ? t->nsites : 1;
@@ -323,6 +426,7 @@ int nd_rep_analyse(report_t *r) {
   }
   qsort_r(r->leaks, t->nleaks, sizeof *r->leaks, by_leak, (void *)t);
   if (nd_rep_leaks_known(t) && nd_lifetimes(t, suppressed_by, r, &r->life)) return -1;
+  retention(t, &r->retention);
   return analyse_ws(r);
 }
 

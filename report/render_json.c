@@ -165,6 +165,29 @@ static void json_u64(FILE *o, const char *key, uint64_t v, bool more) {
   fprintf(o, "\"%s\": %llu%s", key, (unsigned long long)v, more ? ", " : "");
 }
 
+// Version 9: resident growth beside flat tracked memory (analyse.c), one fixed-schema object.
+// class: "allocator" (the allocator's own free bytes grew by most of it), "untracked" (nothing
+// ndmem reads accounts for it) or null; the figures are null where the trace cannot give them.
+static void json_retention(FILE *o, const nd_retention_t *x) {
+  static const char *const cls[] = {"null", "\"allocator\"", "\"untracked\""};
+  fprintf(o, "  \"retention\": {\"class\": %s, \"allocator\": \"%s\", ", cls[x->cls],
+          nd_rep_allocator_keys[x->allocator]);
+  if (x->known) {
+    json_u64(o, "resident_from_bytes", x->resident_from, true);
+    json_u64(o, "resident_growth_bytes", x->resident_to - x->resident_from, true);
+    fprintf(o, "\"tracked_bytes\": %lld, \"tracked_change_bytes\": %lld, ",
+            (long long)x->tracked_to, (long long)x->tracked_change);
+  } else {
+    fputs("\"resident_from_bytes\": null, \"resident_growth_bytes\": null, "
+          "\"tracked_bytes\": null, \"tracked_change_bytes\": null, ", o);
+  }
+  if (x->known && x->have_free)
+    fprintf(o, "\"allocator_free_bytes\": %llu, \"allocator_free_growth_bytes\": %lld},\n",
+            (unsigned long long)x->free_bytes, (long long)x->free_growth);
+  else
+    fputs("\"allocator_free_bytes\": null, \"allocator_free_growth_bytes\": null},\n", o);
+}
+
 static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool more) {
   char ratio[64];
   nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
@@ -650,6 +673,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
       fputs("},\n", o);
     }
   }
+  if (h->version >= 9) json_retention(o, &r->retention);
   if (!r->o->brief) {
     size_t n = nd_rep_list_len(r, t->nsites);
     fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);

@@ -430,6 +430,34 @@ static void text_python_line(FILE *o, const nd_trace_t *t) {
 static void text_summary(FILE *o, report_t *r);
 void nd_rep_text_summary(FILE *o, report_t *r) { text_summary(o, r); }
 
+// Resident growth beside flat tracked memory (analyse.c decides), in the user's words. Named
+// retention/fragmentation only on the allocator's own account; without it, only what is known:
+// the growth is outside what ndmem tracks. Never a leak: nothing says the memory is unreachable.
+static void text_retention_line(FILE *o, const nd_retention_t *x) {
+  if (x->cls == ND_RET_NONE) return;
+  char g[48], k[48], f[48];
+  human(g, sizeof g, x->resident_to - x->resident_from);
+  human(k, sizeof k, x->tracked_to > 0 ? (uint64_t)x->tracked_to : 0);
+  fprintf(o, "  %-10s  resident grew %s while tracked memory stayed at %s: ", "retention", g, k);
+  const char *who = nd_rep_allocator_names[x->allocator];
+  if (x->cls == ND_RET_ALLOCATOR) {
+    human(f, sizeof f, x->free_bytes);
+    fprintf(o, "%s holds %s freed memory (allocator retention/fragmentation, not a leak)\n", who,
+            f);
+    return;
+  }
+  if (x->allocator == ND_ALLOCATOR_UNKNOWN || !x->have_free) {
+    fprintf(o, "the growth is outside the memory ndmem tracks (not allocated through the hooked "
+               "functions, or kept by %s whose own account %s)\n",
+            x->allocator == ND_ALLOCATOR_UNKNOWN ? "an allocator" : who,
+            x->allocator == ND_ALLOCATOR_UNKNOWN ? "is unknown" : "was not read");
+    return;
+  }
+  human(f, sizeof f, x->free_growth > 0 ? (uint64_t)x->free_growth : 0);
+  fprintf(o, "%s's free memory grew only %s, so the growth is outside the memory ndmem tracks "
+             "(not allocated through the hooked functions)\n", who, f);
+}
+
 static void text_summary(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -537,6 +565,7 @@ static void text_summary(FILE *o, report_t *r) {
     fputs(", at the last flush ", o);
     print_bytes(o, t->resident.anon_bytes, false);
     fputc('\n', o);
+    text_retention_line(o, &r->retention);
   }
   if (t->have_python) text_python_line(o, t);
 }

@@ -55,6 +55,29 @@ typedef struct py_line {
   bool est;                // a site is sampled: the totals are estimates
 } py_line_t;
 
+// Resident memory that grew while the tracked bytes stayed flat (nd_rep_retention, analyse.c).
+enum nd_retention_class {
+  ND_RET_NONE,      // no such growth (or no RESIDENT records to tell)
+  ND_RET_ALLOCATOR, // and the allocator's own free bytes grew by most of it: it keeps freed memory
+  ND_RET_UNTRACKED  // and nothing ndmem reads accounts for it: memory ndmem does not see, or kept
+                    // by an allocator whose view is unknown
+};
+typedef struct nd_retention {
+  enum nd_retention_class cls;
+  bool known;               // RESIDENT records at and after the reference: the figures are read
+  uint64_t from_ns, to_ns;  // the reference point and the resident peak after it (monotonic)
+  uint64_t resident_from, resident_to;
+  int64_t tracked_to;       // host kinds' live bytes + workspace arenas at the second point
+  int64_t tracked_change;   // the host kinds' live bytes' change between the two
+  uint32_t allocator;       // enum nd_allocator (the latest RESIDENT record's)
+  bool have_free;           // the allocator's account was read by the peak
+  uint64_t free_bytes;      // its free bytes as of the peak point
+  int64_t free_growth;      // their change since the reference (see analyse.c)
+} nd_retention_t;
+// By enum nd_allocator: in text ("glibc malloc", ...), in JSON ("glibc", ...).
+extern const char *const nd_rep_allocator_names[ND_ALLOCATOR_MAX + 1];
+extern const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1];
+
 typedef struct report {
   const nd_trace_t *t;
   nd_sym_t *sym;
@@ -74,6 +97,7 @@ typedef struct report {
   py_line_t *py_lines;    // by bytes allocated (version 7; not with --brief)
   size_t npy_lines;
   nd_lifetimes_t life;    // what was live at exit, by class (a normal exit)
+  nd_retention_t retention; // resident growth beside flat tracked memory (RESIDENT records)
   int running;            // no END record: ND_RUN_YES / _NO / _UNKNOWN (running.h)
   nd_supp_t *supp;        // leak suppressions: the built-ins (unless off), then each file's
   nd_wrap_t *wrap;        // text: the 80-column stream's state (textwrap.h), or NULL

@@ -21,8 +21,10 @@
 // zeroes the rest (ND_REC_V4_SIZE). 6 added DEVICE and CUDA records and the device limit in
 // BREACH (limit ND_LIMIT_DEVICE, the device in `device`). 7 added Python frames in STACK records
 // (ND_PYFRAME_*) with the PYCODE records they name, and the PYTHON record. 8 added RESIDENT (the
-// process's anonymous resident memory at each flush). Readers accept 1 to 8.
-#define ND_TRACE_VERSION 8
+// process's anonymous resident memory at each flush). 9 lengthened RESIDENT with the next
+// allocator's own view of the memory it holds free (ND_REC_RESIDENT_V8_SIZE: the short form,
+// read with the rest zeroed: no allocator view). Readers accept 1 to 9.
+#define ND_TRACE_VERSION 9
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -350,15 +352,38 @@ _Static_assert(sizeof(nd_rec_cuda_t) == 8 + 8 * ND_CUDA_FNS + 64, "cuda record l
 
 // ---------------------------------------------------------------- resident memory (version 8)
 
+// The allocator ndmem chains to, as far as the shim could name it (version 9).
+enum nd_allocator {
+  ND_ALLOCATOR_UNKNOWN = 0, // none that ndmem can ask: its free bytes are never guessed
+  ND_ALLOCATOR_GLIBC = 1,   // glibc malloc: mallinfo2()
+  ND_ALLOCATOR_JEMALLOC = 2 // jemalloc: mallctl stats.resident, stats.allocated
+};
+#define ND_ALLOCATOR_MAX ND_ALLOCATOR_JEMALLOC
+
 // The process's anonymous resident memory (resident - shared of /proc/self/statm, as
 // maxPhysicalBytes reads it), written at each flush just before its COUNTERS record: beside the
-// tracked bytes, it shows memory the allocator keeps after the program freed it.
+// tracked bytes, it shows memory the allocator keeps after the program freed it. Version 9 adds
+// the allocator's own account of what it holds free, the evidence that names that retention: it
+// is read only when the gap between resident and tracked bytes has moved materially since the
+// last reading (mallinfo2 locks and walks every arena), and a flush in between repeats the last
+// reading with its time (alloc_ns). alloc_ns 0: not read (yet, or the allocator is unknown).
 typedef struct nd_rec_resident {
   uint64_t mono_ns;
   uint64_t anon_bytes;
   uint64_t reserved;
+  // version 9
+  uint64_t alloc_free_bytes;   // freed by the program, kept by the allocator (glibc: fordblks,
+                               // free chunks in the arenas incl. the top; jemalloc: resident -
+                               // allocated, i.e. dirty pages, fragmentation and metadata)
+  uint64_t alloc_system_bytes; // what the allocator got from the system (glibc: arena + hblkhd;
+                               // jemalloc: stats.resident)
+  uint64_t alloc_top_bytes;    // of the free bytes, glibc's trimmable top chunk (keepcost); 0 else
+  uint64_t alloc_ns;           // when that account was read (monotonic); 0: none
+  uint32_t allocator;          // enum nd_allocator
+  uint32_t alloc_query_us;     // how long that reading took, microseconds (its cost, shown)
 } nd_rec_resident_t;
-_Static_assert(sizeof(nd_rec_resident_t) == 24, "resident record layout");
+_Static_assert(sizeof(nd_rec_resident_t) == 64, "resident record layout");
+#define ND_REC_RESIDENT_V8_SIZE 24u // version 8: mono_ns, anon_bytes, reserved
 
 // ---------------------------------------------------------------- Python (version 7)
 

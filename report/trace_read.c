@@ -494,6 +494,8 @@ static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
   pt->cycle = t->flush.cycles;
   for (int i = 0; i < ND_TRACE_KINDS; i++) pt->live[i] = t->counters.kind[i].live_bytes;
   pt->resident = t->have_resident ? (int64_t)t->resident.anon_bytes : -1;
+  pt->alloc_free = t->have_resident && t->resident.alloc_ns ? (int64_t)t->resident.alloc_free_bytes
+                                                            : -1;
   t->series_extra = k % t->series_stride != 0;
   t->series_open = true;
   return 0;
@@ -649,7 +651,7 @@ static uint32_t fixed_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_CUDA: return sizeof(nd_rec_cuda_t);
   case ND_REC_PYCODE: *var = 1; return sizeof(nd_rec_pycode_t);
   case ND_REC_PYTHON: return sizeof(nd_rec_python_t);
-  case ND_REC_RESIDENT: return sizeof(nd_rec_resident_t);
+  case ND_REC_RESIDENT: return version < 9 ? ND_REC_RESIDENT_V8_SIZE : sizeof(nd_rec_resident_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -712,6 +714,13 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
     memcpy(full, p, r->size);
     p = full;
   }
+  // And RESIDENT, which version 9 lengthened (the allocator's view: none in the short form).
+  _Static_assert(sizeof full >= sizeof(nd_rec_resident_t), "room for RESIDENT");
+  if (t->hdr.version < 9 && r->tag == ND_REC_RESIDENT) {
+    memset(full, 0, sizeof full);
+    memcpy(full, p, r->size);
+    p = full;
+  }
   switch (r->tag) {
   case ND_REC_MODULE: return on_module(t, off, p, r->size);
   case ND_REC_STACK: return on_stack(t, off, p, r->size);
@@ -738,6 +747,14 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   case ND_REC_PYTHON: return on_python(t, off, p);
   case ND_REC_RESIDENT: // the latest reading; the next COUNTERS' point carries it
     memcpy(&t->resident, p, sizeof t->resident);
+    if (t->resident.allocator > ND_ALLOCATOR_MAX)
+      return fail(t, off, "RESIDENT record with an unknown allocator (%u)", t->resident.allocator);
+    if (t->resident.alloc_ns && t->resident.allocator == ND_ALLOCATOR_UNKNOWN)
+      return fail(t, off, "RESIDENT record with an unknown allocator's reading");
+    if (t->resident.alloc_free_bytes > t->resident.alloc_system_bytes)
+      return fail(t, off, "RESIDENT record with more free bytes than the allocator holds");
+    if (t->resident.alloc_top_bytes > t->resident.alloc_free_bytes)
+      return fail(t, off, "RESIDENT record with a top chunk larger than the free bytes");
     saw_time(t, t->resident.mono_ns);
     if (!t->have_resident || t->resident.anon_bytes > t->resident_peak)
       t->resident_peak = t->resident.anon_bytes;

@@ -106,6 +106,7 @@ typedef struct nd_point {
   uint64_t cycle;
   int64_t live[ND_TRACE_KINDS];
   int64_t resident; // anonymous resident bytes (the RESIDENT record before it); -1: none (< 8)
+  int64_t alloc_free; // the allocator's free bytes as last read (version 9); -1: not read
 } nd_point_t;
 // Points kept. When a point arrives with the array full, every other one is dropped and from then
 // on only every 2nd (4th, ...) COUNTERS record is kept, so the points stay evenly spaced in
@@ -168,7 +169,7 @@ typedef struct nd_trace {
   nd_rec_exit_t exit;
   bool have_counters;
   nd_rec_counters_t counters; // the latest COUNTERS record
-  bool have_resident;       // a RESIDENT record (version 8)
+  bool have_resident;       // a RESIDENT record (version 8; version 9: the allocator's view)
   nd_rec_resident_t resident; // the latest
   uint64_t resident_peak;   // the highest anonymous resident memory read
   nd_point_t *series;       // the timeline, in trace order (ND_TRACE_MAX_POINTS at most)

@@ -151,7 +151,8 @@ def main():
     _, types = read(path)
     expect = {"ndmem_info": "gauge", "ndmem_live_bytes": "gauge", "ndmem_peak_bytes": "gauge",
               "ndmem_allocations_total": "counter", "ndmem_frees_total": "counter",
-              "ndmem_resident_anon_bytes": "gauge", "ndmem_workspace_hits_total": "counter",
+              "ndmem_resident_anon_bytes": "gauge", "ndmem_allocator_free_bytes": "gauge",
+              "ndmem_allocator_system_bytes": "gauge", "ndmem_workspace_hits_total": "counter",
               "ndmem_workspace_spills_total": "counter",
               "ndmem_workspace_spill_bytes_total": "counter",
               "ndmem_workspace_arena_bytes": "gauge", "ndmem_limit_breaches_total": "counter",
@@ -170,6 +171,11 @@ def main():
             fail("breaches of " + lim)
     if value(s0, "ndmem_resident_anon_bytes", pid=pid) <= 0:
         fail("resident_anon_bytes")
+    # glibc's own account (the first flush always reads it): free bytes within what it holds
+    free = value(s0, "ndmem_allocator_free_bytes", pid=pid, allocator="glibc")
+    held = value(s0, "ndmem_allocator_system_bytes", pid=pid, allocator="glibc")
+    if not 0 <= free <= held or held <= 0:
+        fail("allocator free %r of %r" % (free, held))
     if any(dict(ls).get("pid") != pid for (n, ls) in s0):
         fail("a series without the pid label")
     # The baseline: the program is blocked in read(2); wait for a flush that saw it there.
