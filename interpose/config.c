@@ -43,7 +43,8 @@ const nd_option_t nd_options[] = {
     OPT("NDMEM_SAMPLE", ND_OPT_SIZE, sample, 512 * 1024, 0, INT64_MAX,
         "smaller blocks are sampled, one per this many bytes on average; 0 samples none"),
     OPT("NDMEM_FLUSH_MS", ND_OPT_INT, flush_ms, 1000, 10, 60000,
-        "the trace is flushed at least this often (milliseconds) and at exit"),
+        "the trace is flushed at least this often (milliseconds; the first flushes sooner: "
+        "after 100 ms, then doubling) and at exit"),
     OPT("NDMEM_GROWTH_CYCLES", ND_OPT_INT, growth_cycles, 20, 0, 1000000000,
         "a site whose lowest live bytes keep rising for this many cycles (flush windows when "
         "no cycle is found) is named on stderr and in the trace while the job runs; 0: never"),

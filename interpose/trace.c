@@ -591,11 +591,18 @@ void nd_trace_flush(int final) {
 
 // ---------------------------------------------------------------- writer thread
 
+// The first flushes come sooner: after FIRST_FLUSH_MS, then at intervals doubling up to
+// NDMEM_FLUSH_MS (100, 200, 400, 800 ms with the default), so that a job of a few seconds still
+// has a timeline (a point at each flush) and a live view early; a long job pays 4 flushes more.
+#define FIRST_FLUSH_MS 100
 static void *writer_main(void *arg) {
   (void)arg;
   nd_tls.mode = ND_T_BUSY; // nothing this thread does is the program's
+  int64_t wait = FIRST_FLUSH_MS;
   for (;;) {
-    nd_os_sleep_ms(nd_cfg.flush_ms);
+    if (wait > nd_cfg.flush_ms) wait = nd_cfg.flush_ms;
+    nd_os_sleep_ms(wait);
+    wait *= 2;
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
     nd_trace_flush(0);
   }
