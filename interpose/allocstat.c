@@ -5,12 +5,25 @@
 // memory ndmem does not see at all. Only allocators that can be asked are: glibc (mallinfo2) and
 // jemalloc (mallctl); any other is "unknown", never a guess. Asking costs: mallinfo2 takes every
 // arena's lock in turn and walks its free lists (DESIGN.md: no per-call work that grows with the
-// arenas), so it is asked at a flush only, and only when the gap it would explain has moved.
+// arenas), so it is asked by ndmem's writer thread only, before a flush and outside every ndmem
+// lock, and only when the gap it would explain has moved. Never by a program's thread: one that
+// exits from a signal handler may have been interrupted inside malloc, holding the arena lock
+// mallinfo2 would wait for (and a flush waiting for the writer would wait with it). A flush
+// copies the last answer, and gives up rather than wait for it.
+//
+// A malloc_trim (ndmem's own, ws.c and limits.c, or the program's, hooked in hooks.c) gives the
+// pages inside free chunks back to the system, and glibc still counts those chunks free: after a
+// trim, free bytes are no evidence of resident memory. Until the next answer a flush then says
+// "not read", and from it on the record carries `alloc_trimmed_bytes`, an upper bound on the free
+// bytes that are not resident: the free bytes of that first answer (given back, or freed since),
+// lowered by every later answer below it (free bytes taken by allocations are touched again).
+// The report counts only the free bytes above it: a lower bound of what is held resident.
 #include "allocstat.h"
 
 #include "os.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -36,11 +49,18 @@ static struct {
   enum nd_allocator kind;
   struct nd_mallinfo2 (*mallinfo2)(void);
   mallctl_fn mallctl;
+  // The writer thread's alone (nd_allocstat_poll):
   int have;           // an answer since the start (or the fork)
   uint64_t next_ns;   // no answer before (ALLOCSTAT_SHARE)
   int64_t gap;        // resident - tracked when it was asked
+  int have_trim;      // a trim was seen: `trimmed` bounds the free bytes not resident
+  uint64_t trimmed;
+  // Published under `lock` (held for a copy only), read by flushes and the metrics file:
+  pthread_mutex_t lock;
+  int published;          // `last` holds an answer
   nd_rec_resident_t last; // its allocator fields
-} A;
+  int trim_pending;       // a trim since the last answer: no answer stands (atomic)
+} A = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define FN(type, p) (__extension__(type)(p))
 
@@ -115,36 +135,72 @@ static void copy_view(nd_rec_resident_t *to, const nd_rec_resident_t *from) {
   to->alloc_free_bytes = from->alloc_free_bytes;
   to->alloc_system_bytes = from->alloc_system_bytes;
   to->alloc_top_bytes = from->alloc_top_bytes;
+  to->alloc_trimmed_bytes = from->alloc_trimmed_bytes;
   to->alloc_ns = from->alloc_ns;
   to->allocator = from->allocator;
   to->alloc_query_us = from->alloc_query_us;
 }
 
-void nd_allocstat_flush(uint64_t anon, uint64_t tracked, int may_ask, nd_rec_resident_t *r) {
-  r->allocator = (uint32_t)A.kind;
+void nd_allocstat_trimmed(void) {
+  if (A.kind == ND_ALLOCATOR_GLIBC) __atomic_store_n(&A.trim_pending, 1, __ATOMIC_RELEASE);
+}
+
+void nd_allocstat_poll(uint64_t anon, uint64_t tracked) {
   if (A.kind == ND_ALLOCATOR_UNKNOWN) return;
   int64_t gap = (int64_t)anon - (int64_t)tracked;
-  int due = !A.have;
+  int trim = __atomic_load_n(&A.trim_pending, __ATOMIC_ACQUIRE);
+  int due = !A.have || trim;
   if (!due) {
     uint64_t move = gap > A.gap ? (uint64_t)(gap - A.gap) : (uint64_t)(A.gap - gap);
     uint64_t was = A.gap < 0 ? (uint64_t)-A.gap : (uint64_t)A.gap;
     due = move >= ALLOCSTAT_MIN_MOVE && move * 100 >= was * ALLOCSTAT_MIN_FRAC;
   }
+  if (!due || nd_os_mono_ns() < A.next_ns) return;
+  // A trim from here on is after this answer: it stands pending for the next one.
+  if (trim) __atomic_store_n(&A.trim_pending, 0, __ATOMIC_RELEASE);
   nd_rec_resident_t v;
   memset(&v, 0, sizeof v);
-  if (due && may_ask && nd_os_mono_ns() >= A.next_ns && ask(&v) == 0) {
-    A.last = v;
-    A.gap = gap;
-    A.have = 1;
-    A.next_ns = v.alloc_ns + (uint64_t)v.alloc_query_us * 1000 * ALLOCSTAT_SHARE;
+  if (ask(&v) != 0) {
+    if (trim) __atomic_store_n(&A.trim_pending, 1, __ATOMIC_RELEASE);
+    return;
   }
-  if (A.have) copy_view(r, &A.last);
+  if (trim || (A.have_trim && v.alloc_free_bytes < A.trimmed)) A.trimmed = v.alloc_free_bytes;
+  A.have_trim |= trim;
+  v.alloc_trimmed_bytes = A.have_trim ? A.trimmed : 0;
+  A.gap = gap;
+  A.have = 1;
+  A.next_ns = v.alloc_ns + (uint64_t)v.alloc_query_us * 1000 * ALLOCSTAT_SHARE;
+  pthread_mutex_lock(&A.lock);
+  A.last = v;
+  A.published = 1;
+  pthread_mutex_unlock(&A.lock);
 }
 
-int nd_allocstat_last(nd_rec_resident_t *r) {
-  if (!A.have) return -1;
-  copy_view(r, &A.last);
-  return 0;
+// The last answer, unless a trim came after it or it cannot be had at once (a copy in progress
+// in another thread; this one may be a signal handler's that interrupted its own copy).
+static int last(nd_rec_resident_t *r) {
+  if (__atomic_load_n(&A.trim_pending, __ATOMIC_ACQUIRE) || pthread_mutex_trylock(&A.lock))
+    return -1;
+  int have = A.published;
+  if (have) copy_view(r, &A.last);
+  pthread_mutex_unlock(&A.lock);
+  return have ? 0 : -1;
 }
 
-void nd_allocstat_atfork_child(void) { A.have = 0, A.next_ns = 0; }
+void nd_allocstat_fill(nd_rec_resident_t *r) {
+  if (last(r) != 0) {
+    r->alloc_free_bytes = r->alloc_system_bytes = r->alloc_top_bytes = 0;
+    r->alloc_trimmed_bytes = r->alloc_ns = 0;
+    r->alloc_query_us = 0;
+  }
+  r->allocator = (uint32_t)A.kind;
+}
+
+int nd_allocstat_last(nd_rec_resident_t *r) { return last(r); }
+
+void nd_allocstat_atfork_child(void) {
+  A.have = A.have_trim = 0, A.next_ns = 0, A.trimmed = 0;
+  pthread_mutex_init(&A.lock, NULL); // the parent's copier thread is not in the child
+  A.published = 0;
+  A.trim_pending = 0;
+}

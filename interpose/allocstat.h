@@ -15,13 +15,19 @@
 void nd_allocstat_resolve(void *real_malloc);
 enum nd_allocator nd_allocstat_kind(void);
 
-// At a flush: fills r's allocator fields (version 9). The allocator is asked again only when
-// `may_ask` (not in a flush from a fatal signal or _exit) and the gap, `anon` resident minus
-// `tracked` bytes, has moved by ALLOCSTAT_MIN_MOVE and ALLOCSTAT_MIN_FRAC since the last
-// answer (or there is none yet), and the answers so far leave the time share ALLOCSTAT_SHARE;
-// otherwise the last answer is repeated with its own time. Under the trace writer's lock.
-void nd_allocstat_flush(uint64_t anon, uint64_t tracked, int may_ask, nd_rec_resident_t *r);
-// The last answer, for the metrics file: 0, or -1 when there is none.
+// The writer thread, before a flush and outside every ndmem lock: asks the allocator again when
+// there is no answer yet, a trim came since the last one, or the gap (`anon` resident minus
+// `tracked` bytes) has moved by ALLOCSTAT_MIN_MOVE and ALLOCSTAT_MIN_FRAC since it, and the
+// answers so far leave the time share ALLOCSTAT_SHARE; then publishes the answer.
+void nd_allocstat_poll(uint64_t anon, uint64_t tracked);
+// At a flush (any thread): fills r's allocator fields (version 9) with the last answer and its
+// own time, or with none (alloc_ns 0) when there is none, a trim came after it, or it cannot be
+// had without waiting. Never asks the allocator.
+void nd_allocstat_fill(nd_rec_resident_t *r);
+// After a malloc_trim (ndmem's or the program's): glibc's free bytes then include pages given
+// back to the system.
+void nd_allocstat_trimmed(void);
+// The last answer, for the metrics file, as nd_allocstat_fill has it: 0, or -1 when none.
 int nd_allocstat_last(nd_rec_resident_t *r);
 // A fork child asks again at its first flush (its own trace starts without a reading).
 void nd_allocstat_atfork_child(void);

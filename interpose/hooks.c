@@ -7,6 +7,8 @@
 #undef _FILE_OFFSET_BITS
 #include "shim.h"
 
+#include "allocstat.h"
+
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -30,6 +32,16 @@ ND_EXPORT void *memalign(size_t align, size_t n) { return nd_memalign(align, n, 
 ND_EXPORT void *valloc(size_t n) { return nd_valloc(n, RA); }
 ND_EXPORT void *pvalloc(size_t n) { return nd_pvalloc(n, RA); }
 ND_EXPORT size_t malloc_usable_size(void *p) { return nd_malloc_usable_size(p); }
+// The program's malloc_trim goes on to the next one; glibc's gives back the pages inside free
+// chunks, which it still counts free, and the allocator's account must say so (allocstat.c).
+// Before ndmem has resolved it, nothing was trimmed (0, as when no memory could be released).
+ND_EXPORT int malloc_trim(size_t pad) {
+  int (*next)(size_t) = nd_real.trim_next;
+  if (!next) return 0;
+  int r = next(pad);
+  nd_allocstat_trimmed();
+  return r;
+}
 
 #ifdef ND_HAVE_FREE_SIZED
 // C23: the size and alignment are promises the program makes; free needs neither.

@@ -131,6 +131,7 @@ static int resolve(void) {
   nd_allocstat_resolve(FN(void *, nd_real.malloc)); // whose free bytes a flush asks (allocstat.c)
   f = next_sym("malloc_trim"); // relief for workspaces and limits; another heap's would not help
   nd_real.trim = same_object(f, base) ? FN(int (*)(size_t), f) : NULL;
+  nd_real.trim_next = FN(int (*)(size_t), f);
 
   // Without malloc_usable_size (in the allocator itself) nothing can be accounted exactly, and
   // without an aligned allocator of its own the synthesised ones would recurse.

@@ -7,6 +7,7 @@
 // for the writer, which asks for them at each flush.
 #include "limits.h"
 
+#include "allocstat.h"
 #include "fmt.h"
 #include "names.h"
 #include "ndmem.h"
@@ -370,7 +371,10 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
 
 static void relieve(nd_lim_t *c) {
   uint64_t freed = nd_ws_relieve();
-  if (nd_real.trim) nd_real.trim(0);
+  if (nd_real.trim) {
+    nd_real.trim(0);
+    nd_allocstat_trimmed(); // glibc's free bytes now include pages given back (allocstat.c)
+  }
   ADD(L.reliefs, 1);
   ADD(L.relief_bytes, freed);
   if (c->limit == ND_LIMIT_PHYSICAL) ST(nd_lim.phys_due, 1); // the retry reads again

@@ -62,6 +62,7 @@ typedef struct nd_real {
   int (*munmap)(void *, size_t);
   void *(*mremap)(void *, size_t, size_t, int, ...);
   int (*trim)(size_t); // the next allocator's malloc_trim; NULL when it has none of its own
+  int (*trim_next)(size_t); // the next malloc_trim whoever defines it: the program's calls go there
   // Not allocator functions: the next definitions of the other names ndmem exports (exits.c).
   int (*sigaction)(int, const struct sigaction *, struct sigaction *);
   void (*(*signal)(int, void (*)(int)))(int);

@@ -398,30 +398,48 @@ static int loader_generation(struct dl_phdr_info *info, size_t size, void *ctx) 
 
 // Anonymous resident memory beside the counters (RESIDENT, version 8; 9: and the allocator's
 // account), from a statm descriptor kept open above the program's range (reopened in a fork
-// child: /proc/self was the parent's).
+// child: /proc/self was the parent's). The writer thread and a flushing thread may both open it
+// first: one keeps its descriptor.
 static int statm_fd = -1;
-static void write_resident(void) {
-  if (statm_fd < 0) {
-    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    statm_fd = nd_os_fd_high(fd, 0);
+static int resident_now(uint64_t *v) {
+  int fd = __atomic_load_n(&statm_fd, __ATOMIC_ACQUIRE);
+  if (fd < 0) {
+    int mine = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (mine < 0) return -1;
+    mine = nd_os_fd_high(mine, 0);
+    int none = -1;
+    if (__atomic_compare_exchange_n(&statm_fd, &none, mine, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      fd = mine;
+    } else {
+      close(mine);
+      fd = none;
+    }
   }
-  uint64_t v;
-  if (nd_statm_anon(statm_fd, &v) != 0) return;
-  nd_rec_resident_t r;
-  memset(&r, 0, sizeof r);
-  r.mono_ns = nd_os_mono_ns();
-  r.anon_bytes = v;
-  // The allocator's own view beside it (version 9), asked only when the gap between resident
-  // and tracked bytes moved (allocstat.c), and never from a fatal signal's or _exit's flush: that
-  // thread may have been interrupted inside the allocator, holding the arena lock it would take.
+  return nd_statm_anon(fd, v);
+}
+
+// The host memory ndmem tracks now: heap, mmap, pinned, managed and the workspace arenas.
+static uint64_t tracked_now(void) {
   ndmem_stats_t s;
   nd_counters_snapshot_process(&s);
   nd_ws_totals_t w;
   nd_ws_totals(&w);
   int64_t tracked = (int64_t)w.arena_bytes;
   for (int k = 0; k < NDMEM_KIND_DEVICE0; k++) tracked += s.kind[k].live_bytes;
-  nd_allocstat_flush(v, tracked > 0 ? (uint64_t)tracked : 0, !nd_os_last_words, &r);
+  return tracked > 0 ? (uint64_t)tracked : 0;
+}
+
+static void write_resident(void) {
+  uint64_t v;
+  if (resident_now(&v) != 0) return;
+  nd_rec_resident_t r;
+  memset(&r, 0, sizeof r);
+  r.mono_ns = nd_os_mono_ns();
+  r.anon_bytes = v;
+  // The allocator's own view beside it (version 9): its last answer, which only the writer
+  // thread asks for, outside this lock (allocstat.c).
+  nd_allocstat_fill(&r);
   nd_tw_record(&tr.w, ND_REC_RESIDENT, &r, sizeof r, NULL, 0);
 }
 
@@ -552,8 +570,13 @@ void nd_trace_flush(int final) {
     tr.adds = gen[0];
     tr.subs = gen[1];
     dl_iterate_phdr(write_modules, NULL);
-    nd_py_modules_changed(); // an interpreter loaded by dlopen (an embedding program) is found
-    nd_py_detect();
+    // An interpreter loaded by dlopen (an embedding program) is found, but not by the last flush:
+    // a failed dlsym allocates its error message, and a program that exits from a signal handler
+    // may have been interrupted inside malloc. The first tracked block already looked.
+    if (!final) {
+      nd_py_modules_changed();
+      nd_py_detect();
+    }
   }
   write_sites();
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
@@ -604,6 +627,9 @@ static void *writer_main(void *arg) {
     nd_os_sleep_ms(wait);
     wait *= 2;
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
+    uint64_t v; // the allocator asked here, holding no lock of ndmem's (allocstat.c)
+    if (nd_allocstat_kind() != ND_ALLOCATOR_UNKNOWN && resident_now(&v) == 0)
+      nd_allocstat_poll(v, tracked_now());
     nd_trace_flush(0);
   }
   return NULL;

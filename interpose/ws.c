@@ -21,6 +21,7 @@
 // excepted), so a stale pointer faults and is named.
 #include "ws.h"
 
+#include "allocstat.h"
 #include "fmt.h"
 #include "limits.h"
 #include "os.h"
@@ -170,6 +171,7 @@ static void trim_bounded(void) {
   if (__atomic_exchange_n(&trim_busy, 1, __ATOMIC_ACQUIRE)) return;
   __atomic_store_n(&trim_freed, 0, __ATOMIC_RELAXED);
   nd_real.trim(0);
+  nd_allocstat_trimmed(); // glibc's free bytes now include pages given back (allocstat.c)
   __atomic_fetch_add(&trim_spent_ns, nd_os_mono_ns() - now, __ATOMIC_RELAXED);
   __atomic_store_n(&trim_busy, 0, __ATOMIC_RELEASE);
 }

@@ -326,10 +326,11 @@ static int64_t clamp64(i128 v) {
 
 // The reference is the steady state's start, but not before a third of the run: memory a job
 // takes while it warms up (libraries, first batches, caches) is not retention. Readings of the
-// allocator are sparse (allocstat.c asks only when the gap moved): at the reference its latest
-// reading at or before it counts, else its first one after (the smaller growth, never the
-// larger); at the point compared, its latest at or before it. The allocator's free bytes must
-// have *grown*: free bytes it already held at the reference (resident or not) explain nothing.
+// allocator are sparse (allocstat.c asks only when the gap moved, and a flush repeats the last):
+// at the reference the reading its point carries, else the first one after (the smaller growth,
+// never the larger); at the point compared, the one it carries. The free bytes counted are those
+// surely resident (less those a malloc_trim may have given back), and they must have *grown*:
+// free bytes the allocator already held at the reference explain nothing.
 static void retention(const nd_trace_t *t, nd_retention_t *out) {
   memset(out, 0, sizeof *out);
   out->allocator = t->resident.allocator;
@@ -374,15 +375,18 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
   i128 dt = point_tracked(b) - point_tracked(a);
   out->tracked_to = clamp64(point_tracked(b) + arenas);
   out->tracked_change = clamp64(dt);
-  int64_t free_from = -1;
-  for (size_t i = 0; i <= peak; i++) {
-    int64_t f = t->series[i].alloc_free;
-    if (f < 0) continue;
-    if (i <= ref || free_from < 0) free_from = f;
+  // Each point carries the reading its flush had: the latest answer, or none (before the first,
+  // or after a trim until the next: allocstat.c). At the point compared, that one, and none is
+  // none (an earlier answer may predate a trim); at the reference, the first one from it on.
+  int64_t free_from = -1, free_to = t->series[peak].alloc_free;
+  for (size_t i = ref; i <= peak && free_from < 0; i++) free_from = t->series[i].alloc_free;
+  if (free_to >= 0 && free_from >= 0) {
     out->have_free = true;
-    out->free_bytes = (uint64_t)f;
+    out->free_bytes = (uint64_t)free_to;
+    out->free_growth = free_to - free_from; // both >= 0
+    int64_t tb = t->series[peak].alloc_trimmed;
+    out->trimmed_bytes = tb > 0 ? (uint64_t)tb : 0;
   }
-  if (out->have_free) out->free_growth = (int64_t)out->free_bytes - free_from; // both >= 0
 
   uint64_t growth = out->resident_to - out->resident_from;
   if (growth < RETAIN_MIN_BYTES || (u128)growth * 100 < (u128)out->resident_from * RETAIN_MIN_PCT)

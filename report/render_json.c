@@ -182,10 +182,13 @@ static void json_retention(FILE *o, const nd_retention_t *x) {
           "\"tracked_bytes\": null, \"tracked_change_bytes\": null, ", o);
   }
   if (x->known && x->have_free)
-    fprintf(o, "\"allocator_free_bytes\": %llu, \"allocator_free_growth_bytes\": %lld},\n",
-            (unsigned long long)x->free_bytes, (long long)x->free_growth);
+    fprintf(o, "\"allocator_free_bytes\": %llu, \"allocator_free_growth_bytes\": %lld, "
+               "\"allocator_trimmed_bytes\": %llu},\n",
+            (unsigned long long)x->free_bytes, (long long)x->free_growth,
+            (unsigned long long)x->trimmed_bytes);
   else
-    fputs("\"allocator_free_bytes\": null, \"allocator_free_growth_bytes\": null},\n", o);
+    fputs("\"allocator_free_bytes\": null, \"allocator_free_growth_bytes\": null, "
+          "\"allocator_trimmed_bytes\": null},\n", o);
 }
 
 static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool more) {

@@ -454,6 +454,12 @@ static void text_retention_line(FILE *o, const nd_retention_t *x) {
     return;
   }
   human(f, sizeof f, x->free_growth > 0 ? (uint64_t)x->free_growth : 0);
+  if (x->trimmed_bytes) { // glibc's free bytes since a trim: resident or not, it cannot say
+    fprintf(o, "%s's free memory grew only %s beyond what a malloc_trim may have given back, so "
+               "the growth is outside the memory ndmem tracks, or freed memory %s holds again "
+               "since that trim (its account cannot tell which)\n", who, f, who);
+    return;
+  }
   fprintf(o, "%s's free memory grew only %s, so the growth is outside the memory ndmem tracks "
              "(not allocated through the hooked functions)\n", who, f);
 }

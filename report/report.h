@@ -73,6 +73,7 @@ typedef struct nd_retention {
   bool have_free;           // the allocator's account was read by the peak
   uint64_t free_bytes;      // its free bytes as of the peak point
   int64_t free_growth;      // their change since the reference (see analyse.c)
+  uint64_t trimmed_bytes;   // free bytes left out: a malloc_trim may have given them back
 } nd_retention_t;
 // By enum nd_allocator: in text ("glibc malloc", ...), in JSON ("glibc", ...).
 extern const char *const nd_rep_allocator_names[ND_ALLOCATOR_MAX + 1];

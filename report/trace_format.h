@@ -370,7 +370,9 @@ enum nd_allocator {
 typedef struct nd_rec_resident {
   uint64_t mono_ns;
   uint64_t anon_bytes;
-  uint64_t reserved;
+  uint64_t alloc_trimmed_bytes; // version 9 (0 in 8): of alloc_free_bytes, an upper bound on
+                                // those not resident, after a malloc_trim gave their pages back
+                                // (allocstat.c); 0: no trim seen
   // version 9
   uint64_t alloc_free_bytes;   // freed by the program, kept by the allocator (glibc: fordblks,
                                // free chunks in the arenas incl. the top; jemalloc: resident -
@@ -383,7 +385,7 @@ typedef struct nd_rec_resident {
   uint32_t alloc_query_us;     // how long that reading took, microseconds (its cost, shown)
 } nd_rec_resident_t;
 _Static_assert(sizeof(nd_rec_resident_t) == 64, "resident record layout");
-#define ND_REC_RESIDENT_V8_SIZE 24u // version 8: mono_ns, anon_bytes, reserved
+#define ND_REC_RESIDENT_V8_SIZE 24u // version 8: mono_ns, anon_bytes, a reserved 0
 
 // ---------------------------------------------------------------- Python (version 7)
 

@@ -494,8 +494,11 @@ static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
   pt->cycle = t->flush.cycles;
   for (int i = 0; i < ND_TRACE_KINDS; i++) pt->live[i] = t->counters.kind[i].live_bytes;
   pt->resident = t->have_resident ? (int64_t)t->resident.anon_bytes : -1;
-  pt->alloc_free = t->have_resident && t->resident.alloc_ns ? (int64_t)t->resident.alloc_free_bytes
-                                                            : -1;
+  // The allocator's free bytes that are surely resident: less those a trim may have given back.
+  pt->alloc_free = t->have_resident && t->resident.alloc_ns
+                       ? (int64_t)(t->resident.alloc_free_bytes - t->resident.alloc_trimmed_bytes)
+                       : -1;
+  pt->alloc_trimmed = pt->alloc_free >= 0 ? (int64_t)t->resident.alloc_trimmed_bytes : -1;
   t->series_extra = k % t->series_stride != 0;
   t->series_open = true;
   return 0;
@@ -719,6 +722,7 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   if (t->hdr.version < 9 && r->tag == ND_REC_RESIDENT) {
     memset(full, 0, sizeof full);
     memcpy(full, p, r->size);
+    ((nd_rec_resident_t *)(void *)full)->alloc_trimmed_bytes = 0; // reserved in version 8
     p = full;
   }
   switch (r->tag) {
@@ -755,6 +759,8 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
       return fail(t, off, "RESIDENT record with more free bytes than the allocator holds");
     if (t->resident.alloc_top_bytes > t->resident.alloc_free_bytes)
       return fail(t, off, "RESIDENT record with a top chunk larger than the free bytes");
+    if (t->resident.alloc_trimmed_bytes > t->resident.alloc_free_bytes)
+      return fail(t, off, "RESIDENT record with more trimmed bytes than free bytes");
     saw_time(t, t->resident.mono_ns);
     if (!t->have_resident || t->resident.anon_bytes > t->resident_peak)
       t->resident_peak = t->resident.anon_bytes;

@@ -106,7 +106,9 @@ typedef struct nd_point {
   uint64_t cycle;
   int64_t live[ND_TRACE_KINDS];
   int64_t resident; // anonymous resident bytes (the RESIDENT record before it); -1: none (< 8)
-  int64_t alloc_free; // the allocator's free bytes as last read (version 9); -1: not read
+  int64_t alloc_free; // the allocator's free bytes surely resident (free - trimmed) as read at
+                      // this flush (version 9); -1: none
+  int64_t alloc_trimmed; // of its free bytes, those a malloc_trim may have given back; -1: none
 } nd_point_t;
 // Points kept. When a point arrives with the array full, every other one is dropped and from then
 // on only every 2nd (4th, ...) COUNTERS record is kept, so the points stay evenly spaced in

@@ -3,7 +3,8 @@
 # t_resident_edge: malformed RESIDENT records (versions 8 and 9), on traces gen_trace writes at
 # test time: version 9's long form in a version 8 trace and the short form in a version 9 one, a
 # RESIDENT record before version 8, an allocator out of range, a reading of an unknown allocator,
-# more free bytes than the allocator holds, a top chunk larger than the free bytes. Each must give
+# more free bytes than the allocator holds, a top chunk larger than the free bytes, more trimmed
+# bytes than free ones. Each must give
 # exit status 2 and exactly the expected error.
 # usage: t_resident_edge.sh NDMEMREPORT GEN_TRACE
 set -u
@@ -17,4 +18,5 @@ bad bad-res-allocator 424 'RESIDENT record with an unknown allocator (3)'
 bad bad-res-unknown-read 424 "RESIDENT record with an unknown allocator's reading"
 bad bad-res-free 424 'RESIDENT record with more free bytes than the allocator holds'
 bad bad-res-top 424 'RESIDENT record with a top chunk larger than the free bytes'
+bad bad-res-trimmed 424 'RESIDENT record with more trimmed bytes than free bytes'
 exit $fail

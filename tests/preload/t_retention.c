@@ -9,10 +9,13 @@
 //              and is trimmed: the memory is given back before exit).
 //   untracked  the same growth from memory the hooks never see (mmap by raw system call).
 //   flat       the same work, each round's block freed before the next: no lasting growth.
+//   trimmed    the allocator case, then the program's malloc_trim(0) gives the hole's pages back
+//              (glibc still counts them free), then RAW_AFTER_TRIM blocks by raw mmap: the
+//              growth is not the allocator's, though its free bytes are as high as before.
 // A still phase first (the report's reference is a third of the run in), the rounds, then a
 // hold for flushes that read the allocator after the frees; nothing is live at exit
 // (--fail-on-leak must not fail on retention). The end-* modes end at once by exit, _exit or a
-// fatal signal, for the final flush's allocator reading.
+// fatal signal: the final flush never asks the allocator.
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@
 
 #define ROUNDS 8
 #define BLOCK (20u << 20) // a round's block (t_retention.py knows both)
+#define RAW_AFTER_TRIM 10 // blocks mapped after the trim: a plateau above the one before it
 
 static void pause_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -35,8 +39,8 @@ int main(int argc, char **argv) {
   if (argc != 2) return fprintf(stderr, "usage: t_retention allocator|untracked|flat|end-*\n"), 2;
   const char *mode = argv[1];
   // The last words: a block, then the end at once (run with a flush interval longer than the
-  // run, the final flush is the only one). A fatal signal's or _exit's flush must not ask the
-  // allocator (this thread may have been inside it); exit's does.
+  // run, the final flush is the only one). No final flush asks the allocator: this thread may
+  // have been inside it (a fatal signal, or exit from a signal handler).
   if (!strncmp(mode, "end-", 4)) {
     char *p = malloc(1 << 20);
     if (!p) return 1;
@@ -46,7 +50,8 @@ int main(int argc, char **argv) {
     free(p);
     return 0;
   }
-  int alloc = !strcmp(mode, "allocator"), raw = !strcmp(mode, "untracked");
+  int trimmed = !strcmp(mode, "trimmed");
+  int alloc = !strcmp(mode, "allocator") || trimmed, raw = !strcmp(mode, "untracked");
   if (!alloc && !raw && strcmp(mode, "flat")) return fprintf(stderr, "unknown mode\n"), 2;
   // Blocks of 20 MiB from the heap, not from mmap (dynamic threshold off): 32 MiB is glibc's
   // largest threshold on 64-bit.
@@ -57,7 +62,7 @@ int main(int argc, char **argv) {
   if (!own) return perror("malloc"), 1;
   memset(own, 1, 64 << 10);
   char *blocks[ROUNDS];
-  pause_ms(700);
+  pause_ms(trimmed ? 1500 : 700); // trimmed runs longer: its reference stays before the rounds
   for (int i = 0; i < ROUNDS; i++) {
     size_t n = BLOCK;
     if (raw) {
@@ -79,7 +84,20 @@ int main(int argc, char **argv) {
   if (alloc)
     for (int i = 0; i < ROUNDS; i++) free(blocks[i]);
   pause_ms(400);
+  if (trimmed) {
+    malloc_trim(0); // the hole's pages go back to the system; glibc still counts them free
+    pause_ms(200);
+    for (int i = 0; i < RAW_AFTER_TRIM; i++) {
+      long p = syscall(SYS_mmap, NULL, BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+      if (p == -1) return perror("mmap"), 1;
+      memset((void *)p, 1, BLOCK);
+      pause_ms(50);
+    }
+    pause_ms(400);
+  }
   free(pin);
+  pause_ms(200); // the writer asks again: the hole merged with the top and was given back
   free(own);
   return 0;
 }
