@@ -223,10 +223,11 @@ static void build(uint64_t growth_sites) {
   if (nd_allocstat_last(&a) == 0) {
     const char *who = a.allocator == ND_ALLOCATOR_GLIBC ? "glibc" : "jemalloc";
     family("ndmem_allocator_free_bytes", "gauge",
-           "Bytes the program freed that the allocator keeps (glibc: mallinfo2 fordblks; "
-           "jemalloc: resident - allocated), at its last reading.");
+           "Bytes the program freed that the allocator keeps resident (glibc: mallinfo2 "
+           "fordblks, less what a malloc_trim may have given back; jemalloc: resident - "
+           "allocated), at its last reading.");
     series("ndmem_allocator_free_bytes", "allocator", who);
-    put_u64(a.alloc_free_bytes);
+    put_u64(a.alloc_free_bytes - a.alloc_trimmed_bytes); // <= free (allocstat.c)
     put("\n", 1);
     family("ndmem_allocator_system_bytes", "gauge",
            "Bytes the allocator holds from the system (glibc: arena + hblkhd; jemalloc: "
