@@ -98,8 +98,11 @@ static int render(FILE *o, side_t *sd, const char *const *files, dent_t *v, size
     fprintf(o, "  \"changed\": %zu,\n  \"sites\": [%s", n, shown ? "\n" : "");
   } else {
     fprintf(o, "ndmemreport diff: sites by the change of their %s\n", measure_words[sort_by]);
-    for (int s = 0; s < 2; s++)
-      fprintf(o, "  %c: %s (pid %llu)\n", "AB"[s], files[s], (unsigned long long)sd[s].t.hdr.pid);
+    for (int s = 0; s < 2; s++) {
+      fprintf(o, "  %c: ", "AB"[s]);
+      nd_rep_print_text(o, files[s]);
+      fprintf(o, " (pid %llu)\n", (unsigned long long)sd[s].t.hdr.pid);
+    }
     fprintf(o, "  %zu changed (%zu only in A, %zu only in B), %zu unchanged; %zu shown\n\n", n,
             only[0], only[1], same, shown);
     if (shown)

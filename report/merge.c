@@ -273,6 +273,14 @@ static uint64_t dev_peak(const mrank_t *r) {
   return p;
 }
 
+// A trace's text (a host name, a file name) for a table cell: a control byte becomes '?', so a
+// hostile trace cannot move the terminal's cursor nor break the columns.
+static void cell(char *out, size_t n, const char *s) {
+  snprintf(out, n, "%s", s);
+  for (unsigned char *c = (unsigned char *)out; *c; c++)
+    if (*c < 0x20 || *c == 0x7f) *c = '?';
+}
+
 static void text_report(FILE *o, const merge_t *m, size_t top) {
   char a[24], b[24], c[24], d[24], e[24];
   fprintf(o, "== ranks: %zu traces, numbered in the order given (a trace holds no rank)\n",
@@ -280,9 +288,10 @@ static void text_report(FILE *o, const merge_t *m, size_t top) {
   fputs("  #  trace                     host:pid                  ended        duration\n", o);
   for (size_t i = 0; i < m->nranks; i++) {
     const mrank_t *r = &m->ranks[i];
-    char hp[96];
-    snprintf(hp, sizeof hp, "%s:%llu", r->host, (unsigned long long)r->pid);
-    const char *p = base_name(r->path);
+    char hp[96], p[96];
+    snprintf(p, sizeof p, "%s:%llu", r->host, (unsigned long long)r->pid);
+    cell(hp, sizeof hp, p);
+    cell(p, sizeof p, base_name(r->path));
     fprintf(o, "%3zu  %-24.24s  %-24.24s  %-11.11s  %8.3f s\n", i, p, hp, r->ended,
             (double)r->duration_ns / 1e9);
   }
@@ -313,8 +322,9 @@ static void text_report(FILE *o, const merge_t *m, size_t top) {
     const char *k = s->frames;
     for (uint32_t f = 0; f < s->nframes && f < 8; f++) {
       size_t len = strlen(k);
-      if (len > 68) fprintf(o, "      #%u  ...%s\n", f, k + len - 65);
-      else fprintf(o, "      #%u  %s\n", f, k);
+      fprintf(o, "      #%u  %s", f, len > 68 ? "..." : "");
+      nd_rep_print_text(o, len > 68 ? k + len - 65 : k);
+      fputc('\n', o);
       k += len + 1;
     }
     if (!s->nframes) fputs("      (no frames)\n", o);

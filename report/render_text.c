@@ -45,7 +45,7 @@ static void print_sbytes(FILE *o, int64_t v) {
 }
 
 // Text from the trace (paths, host names) with control bytes shown as \xNN.
-static void print_text(FILE *o, const char *s) {
+void nd_rep_print_text(FILE *o, const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     if (*p < 0x20 || *p == 0x7f) fprintf(o, "\\x%02x", *p);
     else fputc(*p, o);
@@ -65,14 +65,14 @@ static void print_secs(FILE *o, uint64_t ns) {
 
 static void text_loc(FILE *o, const nd_loc_t *l, const nd_frame_t *f) {
   if (l->function) {
-    print_text(o, l->function);
+    nd_rep_print_text(o, l->function);
     fputs(" (", o);
   }
   if (l->file) {
-    print_text(o, l->file);
+    nd_rep_print_text(o, l->file);
     fprintf(o, ":%d", l->line);
   } else {
-    print_text(o, f->module);
+    nd_rep_print_text(o, f->module);
     fprintf(o, "+0x%llx", (unsigned long long)f->offset);
   }
   if (l->function) fputc(')', o);
@@ -80,9 +80,9 @@ static void text_loc(FILE *o, const nd_loc_t *l, const nd_frame_t *f) {
 
 // A Python frame, or a Python line: "qualname (file.py:LINE)", "qualname (file.py)" for line 0.
 static void text_pyloc(FILE *o, const char *function, const char *file, uint32_t line) {
-  print_text(o, function && *function ? function : "?");
+  nd_rep_print_text(o, function && *function ? function : "?");
   fputs(" (", o);
-  print_text(o, file && *file ? file : "?");
+  nd_rep_print_text(o, file && *file ? file : "?");
   if (line) fprintf(o, ":%u", line);
   fputc(')', o);
 }
@@ -470,9 +470,9 @@ static void text_summary(FILE *o, report_t *r) {
   char buf[64];
   fputs("== summary\n", o);
   fprintf(o, "  %-10s  pid %llu on ", "process", (unsigned long long)h->pid);
-  print_text(o, t->host[0] ? t->host : "?");
+  nd_rep_print_text(o, t->host[0] ? t->host : "?");
   fputs(": ", o);
-  print_text(o, t->exe[0] ? t->exe : "?");
+  nd_rep_print_text(o, t->exe[0] ? t->exe : "?");
   fputc('\n', o);
   nd_rep_format_start(buf, sizeof buf, h->start_realtime_ns);
   fprintf(o, "  %-10s  %s; duration ", "started", buf);
@@ -498,7 +498,7 @@ static void text_summary(FILE *o, report_t *r) {
     else fputs("ended without an END record: killed (SIGKILL, the OOM killer) or crashed", o);
     if (r->running == ND_RUN_UNKNOWN && !nd_rep_aborted(t)) {
       fputs(", unless it still runs on ", o);
-      print_text(o, t->host[0] ? t->host : "?");
+      nd_rep_print_text(o, t->host[0] ? t->host : "?");
       fputs(" (another host: not checked)", o);
     }
     fputs("; leaks cannot be known, live figures are at the last flush", o);
@@ -630,7 +630,7 @@ static int text_site(FILE *o, report_t *r, size_t rank, uint32_t si, enum rank_b
 
 static void text_ws_name(FILE *o, const char *name, uint32_t tid) {
   fputc('[', o);
-  print_text(o, name);
+  nd_rep_print_text(o, name);
   fprintf(o, "] on thread %u", tid);
 }
 

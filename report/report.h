@@ -188,6 +188,8 @@ int nd_rep_collapsed_report(FILE *o, report_t *r); // render_collapsed.c
 // (ND_PROGRESS_MIN), the bar cleared when done; an error reported on `err` in one line. 0, or 2
 // (the caller still frees `t`).
 #define ND_PROGRESS_MIN (256ull << 20)
+// Text from a trace (a path, a host, a name) on a terminal's line: control bytes as \xNN.
+void nd_rep_print_text(FILE *o, const char *s);
 int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_from);
 
 // render_collapsed.c: --collapsed-by's words ("peak", "total", "live"), a site's weight, and the

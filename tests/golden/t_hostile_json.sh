@@ -6,7 +6,8 @@
 # of bytes. Each document must parse as strict UTF-8 JSON, keep the quote, the backslash and the
 # control characters (merge's frames are the names as they are; diff's, like the text report's,
 # have control characters as spaces) and show each byte that is not UTF-8 as U+FFFD; merge's
-# "stack_key" must be the key the single-trace JSON report prints for that stack.
+# "stack_key" must be the key the single-trace JSON report prints for that stack. Their text
+# output holds no control byte but the newline.
 # usage: t_hostile_json.sh NDMEMREPORT GEN_TRACE PYTHON3 DIFF_A_TRACE
 set -u
 . "$(dirname "$0")/edge_common.sh"
@@ -59,5 +60,17 @@ assert s["frames"] == ["we\"ird\\" + H + ".so+0x100",
 text = open(sys.argv[2], encoding="utf-8").read()
 assert '"stack_key": "%s"' % s["stack_key"] in text, s["stack_key"]
 PY
+
+# The text of both: no control byte but the newline (a hostile name must not drive the terminal)
+"$report" merge "$name" h.trace >merge.txt 2>err || no "merge (text): exit status $?"
+"$report" diff "$diff_a" "$name" >diff.txt 2>err || no "diff (text): exit status $?"
+for f in merge.txt diff.txt; do
+  "$python" -c '
+import sys
+b = open(sys.argv[1], "rb").read()
+bad = sorted({c for c in b if (c < 0x20 and c != 0x0a) or c == 0x7f})
+assert b and not bad, "control bytes %r" % bad
+' $f || no "$f: control bytes in the text"
+done
 
 exit $fail
