@@ -13,8 +13,8 @@
 //
 // A malloc_trim (ndmem's own, ws.c and limits.c, or the program's, hooked in hooks.c) gives the
 // pages inside free chunks back to the system, and glibc still counts those chunks free: after a
-// trim, free bytes are no evidence of resident memory. Until the next answer a flush then says
-// "not read", and from it on the record carries `alloc_trimmed_bytes`, an upper bound on the free
+// trim, free bytes are no evidence of resident memory. From a trim's start until the next answer
+// a flush then says "not read", and from it on the record carries `alloc_trimmed_bytes`, an upper bound on the free
 // bytes that are not resident: the free bytes of that first answer (given back, or freed since),
 // lowered by every later answer below it (free bytes taken by allocations are touched again).
 // The report counts only the free bytes above it: a lower bound of what is held resident.
@@ -55,11 +55,12 @@ static struct {
   int64_t gap;        // resident - tracked when it was asked
   int have_trim;      // a trim was seen: `trimmed` bounds the free bytes not resident
   uint64_t trimmed;
+  uint64_t seq;       // trim_seq when the last answer's walk began
   // Published under `lock` (held for a copy only), read by flushes and the metrics file:
   pthread_mutex_t lock;
   int published;          // `last` holds an answer
   nd_rec_resident_t last; // its allocator fields
-  int trim_pending;       // a trim since the last answer: no answer stands (atomic)
+  uint64_t last_seq;      // trim_seq when its walk began: it stands while the count is that
 } A = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define FN(type, p) (__extension__(type)(p))
@@ -141,14 +142,20 @@ static void copy_view(nd_rec_resident_t *to, const nd_rec_resident_t *from) {
   to->alloc_query_us = from->alloc_query_us;
 }
 
+// Trims begun and ended: each trim counts once before it starts (from then on its pages may be
+// going back) and once after it returns. An answer stands only while the count is the one read
+// before it was asked: a trim during or after the walk voids it until the next answer.
+static uint64_t trim_seq;
+
 void nd_allocstat_trimmed(void) {
-  if (A.kind == ND_ALLOCATOR_GLIBC) __atomic_store_n(&A.trim_pending, 1, __ATOMIC_RELEASE);
+  if (A.kind == ND_ALLOCATOR_GLIBC) __atomic_add_fetch(&trim_seq, 1, __ATOMIC_ACQ_REL);
 }
 
 void nd_allocstat_poll(uint64_t anon, uint64_t tracked) {
   if (A.kind == ND_ALLOCATOR_UNKNOWN) return;
   int64_t gap = (int64_t)anon - (int64_t)tracked;
-  int trim = __atomic_load_n(&A.trim_pending, __ATOMIC_ACQUIRE);
+  uint64_t seq = __atomic_load_n(&trim_seq, __ATOMIC_ACQUIRE);
+  int trim = seq != A.seq; // a trim since the last answer's walk began
   int due = !A.have || trim;
   if (!due) {
     uint64_t move = gap > A.gap ? (uint64_t)(gap - A.gap) : (uint64_t)(A.gap - gap);
@@ -156,32 +163,30 @@ void nd_allocstat_poll(uint64_t anon, uint64_t tracked) {
     due = move >= ALLOCSTAT_MIN_MOVE && move * 100 >= was * ALLOCSTAT_MIN_FRAC;
   }
   if (!due || nd_os_mono_ns() < A.next_ns) return;
-  // A trim from here on is after this answer: it stands pending for the next one.
-  if (trim) __atomic_store_n(&A.trim_pending, 0, __ATOMIC_RELEASE);
   nd_rec_resident_t v;
   memset(&v, 0, sizeof v);
-  if (ask(&v) != 0) {
-    if (trim) __atomic_store_n(&A.trim_pending, 1, __ATOMIC_RELEASE);
-    return;
-  }
+  if (ask(&v) != 0) return;
+  // The first answer after a trim: all its free bytes may have been given back. Later ones can
+  // only lower that bound (free bytes taken by allocations are touched again).
   if (trim || (A.have_trim && v.alloc_free_bytes < A.trimmed)) A.trimmed = v.alloc_free_bytes;
   A.have_trim |= trim;
   v.alloc_trimmed_bytes = A.have_trim ? A.trimmed : 0;
+  A.seq = seq;
   A.gap = gap;
   A.have = 1;
   A.next_ns = v.alloc_ns + (uint64_t)v.alloc_query_us * 1000 * ALLOCSTAT_SHARE;
   pthread_mutex_lock(&A.lock);
   A.last = v;
+  A.last_seq = seq;
   A.published = 1;
   pthread_mutex_unlock(&A.lock);
 }
 
-// The last answer, unless a trim came after it or it cannot be had at once (a copy in progress
-// in another thread; this one may be a signal handler's that interrupted its own copy).
+// The last answer, unless a trim began since its walk did, or it cannot be had at once (a copy in
+// progress in another thread; this one may be a signal handler's that interrupted its own copy).
 static int last(nd_rec_resident_t *r) {
-  if (__atomic_load_n(&A.trim_pending, __ATOMIC_ACQUIRE) || pthread_mutex_trylock(&A.lock))
-    return -1;
-  int have = A.published;
+  if (pthread_mutex_trylock(&A.lock)) return -1;
+  int have = A.published && A.last_seq == __atomic_load_n(&trim_seq, __ATOMIC_ACQUIRE);
   if (have) copy_view(r, &A.last);
   pthread_mutex_unlock(&A.lock);
   return have ? 0 : -1;
@@ -198,9 +203,9 @@ void nd_allocstat_fill(nd_rec_resident_t *r) {
 
 int nd_allocstat_last(nd_rec_resident_t *r) { return last(r); }
 
+// The child's heap is the parent's copy: pages given back stay away, so the trim bound holds.
 void nd_allocstat_atfork_child(void) {
-  A.have = A.have_trim = 0, A.next_ns = 0, A.trimmed = 0;
+  A.have = 0, A.next_ns = 0;
   pthread_mutex_init(&A.lock, NULL); // the parent's copier thread is not in the child
   A.published = 0;
-  A.trim_pending = 0;
 }

@@ -24,8 +24,8 @@ void nd_allocstat_poll(uint64_t anon, uint64_t tracked);
 // own time, or with none (alloc_ns 0) when there is none, a trim came after it, or it cannot be
 // had without waiting. Never asks the allocator.
 void nd_allocstat_fill(nd_rec_resident_t *r);
-// After a malloc_trim (ndmem's or the program's): glibc's free bytes then include pages given
-// back to the system.
+// Before and after a malloc_trim (ndmem's or the program's): glibc's free bytes then include
+// pages given back to the system. One atomic add: safe anywhere.
 void nd_allocstat_trimmed(void);
 // The last answer, for the metrics file, as nd_allocstat_fill has it: 0, or -1 when none.
 int nd_allocstat_last(nd_rec_resident_t *r);

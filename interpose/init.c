@@ -469,7 +469,9 @@ void nd_finish(int how, int code) {
   unsigned char saved = t->mode;
   int last = nd_os_last_words;
   t->mode = ND_T_BUSY;
-  nd_os_last_words = how == ND_EXIT_UNDERSCORE || how == ND_EXIT_SIGNAL;
+  // A thread that was inside ndmem (exit from a signal handler that interrupted a hook) may hold
+  // one of its locks too.
+  nd_os_last_words = how == ND_EXIT_UNDERSCORE || how == ND_EXIT_SIGNAL || saved == ND_T_BUSY;
   if (nd_accounting) {
     if (t->shard)
       for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);

@@ -372,8 +372,9 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
 static void relieve(nd_lim_t *c) {
   uint64_t freed = nd_ws_relieve();
   if (nd_real.trim) {
+    nd_allocstat_trimmed(); // before and after: glibc's free bytes will include pages given back
     nd_real.trim(0);
-    nd_allocstat_trimmed(); // glibc's free bytes now include pages given back (allocstat.c)
+    nd_allocstat_trimmed();
   }
   ADD(L.reliefs, 1);
   ADD(L.relief_bytes, freed);
