@@ -12,7 +12,6 @@
 #include "symbolize.h"
 #include "trace_read.h"
 
-#include "fmt.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -259,26 +258,12 @@ static int cmp_site(const void *a, const void *b) {
   return x->key < y->key ? -1 : x->key > y->key;
 }
 
-static const char *human(char *out, uint64_t v) {
-  nd_buf_t b = {.len = 0};
-  nd_buf_ubytes(&b, v);
-  snprintf(out, 24, "%.*s", (int)b.len, b.data);
-  return out;
-}
 
 // The highest device peak of a rank, and whether it has any device memory.
 static uint64_t dev_peak(const mrank_t *r) {
   uint64_t p = 0;
   for (int k = 4; k < ND_TRACE_KINDS; k++) p = r->peak[k] > p ? r->peak[k] : p;
   return p;
-}
-
-// A trace's text (a host name, a file name) for a table cell: a control byte becomes '?', so a
-// hostile trace cannot move the terminal's cursor nor break the columns.
-static void cell(char *out, size_t n, const char *s) {
-  snprintf(out, n, "%s", s);
-  for (unsigned char *c = (unsigned char *)out; *c; c++)
-    if (*c < 0x20 || *c == 0x7f) *c = '?';
 }
 
 static void text_report(FILE *o, const merge_t *m, size_t top) {
@@ -288,19 +273,20 @@ static void text_report(FILE *o, const merge_t *m, size_t top) {
   fputs("  #  trace                     host:pid                  ended        duration\n", o);
   for (size_t i = 0; i < m->nranks; i++) {
     const mrank_t *r = &m->ranks[i];
-    char hp[96], p[96];
-    snprintf(p, sizeof p, "%s:%llu", r->host, (unsigned long long)r->pid);
-    cell(hp, sizeof hp, p);
-    cell(p, sizeof p, base_name(r->path));
+    char hp[96], p[96]; // a control byte from a hostile trace becomes '?': the columns hold
+    snprintf(hp, sizeof hp, "%s:%llu", r->host, (unsigned long long)r->pid);
+    snprintf(p, sizeof p, "%s", base_name(r->path));
+    nd_rep_no_controls(hp);
+    nd_rep_no_controls(p);
     fprintf(o, "%3zu  %-24.24s  %-24.24s  %-11.11s  %8.3f s\n", i, p, hp, r->ended,
             (double)r->duration_ns / 1e9);
   }
   fputs("\n  #    peak heap    peak mmap  peak device     live end        leaks\n", o);
   for (size_t i = 0; i < m->nranks; i++) {
     const mrank_t *r = &m->ranks[i];
-    fprintf(o, "%3zu  %11s  %11s  %11s  %11s  %11s\n", i, human(a, r->peak[0]),
-            human(b, r->peak[1]), human(c, dev_peak(r)), human(d, r->live_end),
-            r->leaks_known ? human(e, r->leak_bytes) : "-");
+    fprintf(o, "%3zu  %11s  %11s  %11s  %11s  %11s\n", i, nd_rep_human(a, sizeof a, r->peak[0]),
+            nd_rep_human(b, sizeof b, r->peak[1]), nd_rep_human(c, sizeof c, dev_peak(r)), nd_rep_human(d, sizeof d, r->live_end),
+            r->leaks_known ? nd_rep_human(e, sizeof e, r->leak_bytes) : "-");
   }
   fputs("  (peak device: the highest of the devices; leaks: - without a normal exit)\n", o);
   size_t n = top && top < m->nsites ? top : m->nsites;
@@ -309,13 +295,13 @@ static void text_report(FILE *o, const merge_t *m, size_t top) {
   for (size_t i = 0; i < n; i++) {
     const msite_t *s = &m->sites[i];
     fprintf(o, "#%-3zu %-8s total %s in %zu of %zu ranks\n", i + 1, nd_rep_kind_names[s->kind],
-            human(a, s->total), s->in, m->nranks);
-    fprintf(o, "      min %s, median %s, max %s\n", human(a, s->min), human(b, s->median),
-            human(c, s->max));
+            nd_rep_human(a, sizeof a, s->total), s->in, m->nranks);
+    fprintf(o, "      min %s, median %s, max %s\n", nd_rep_human(a, sizeof a, s->min), nd_rep_human(b, sizeof b, s->median),
+            nd_rep_human(c, sizeof c, s->max));
     bool any = false;
     for (size_t r = 0; r < m->nranks; r++) {
       if (!is_outlier(s, s->val[r])) continue;
-      fprintf(o, "%s #%zu %s", any ? "," : "      outliers:", r, human(a, s->val[r]));
+      fprintf(o, "%s #%zu %s", any ? "," : "      outliers:", r, nd_rep_human(a, sizeof a, s->val[r]));
       any = true;
     }
     if (any) fputc('\n', o);

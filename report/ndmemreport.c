@@ -241,8 +241,7 @@ static int read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_f
     b = b && b[1] ? b + 1 : path;
     size_t n = strlen(b);
     snprintf(prog.name, sizeof prog.name, "%s%s", n > 20 ? "..." : "", n > 20 ? b + n - 17 : b);
-    for (char *c = prog.name; *c; c++) // a terminal line: no control characters
-      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    nd_rep_no_controls(prog.name); // a terminal line
   }
   int rc = update ? nd_trace_update(t, bar ? on_progress : NULL, &prog)
                   : nd_trace_read(t, path, bar ? on_progress : NULL, &prog);

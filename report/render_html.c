@@ -6,32 +6,12 @@
 // the trace) as inline SVG, the top sites with their stacks, the top Python lines, growth and
 // what was live at exit, the workspaces, device memory, and the limits with each snapshot's
 // sites. Every string from the trace is HTML-escaped to strict UTF-8.
-#include "fmt.h"
 #include "report.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 // ---------------------------------------------------------------- escaping and units
-
-// The length of the well-formed UTF-8 sequence at p (1 to 4) and its code point, or 0: a stray
-// continuation byte, a truncated sequence, an overlong form, a surrogate or a code point above
-// U+10FFFF.
-static int utf8_len(const unsigned char *p, uint32_t *cp) {
-  unsigned c = p[0];
-  int n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4
-                                                                                            : 0;
-  *cp = c;
-  if (n <= 1) return n;
-  *cp = c & (0x7fu >> n);
-  for (int i = 1; i < n; i++) { // a NUL ends the string before any byte past it is read
-    if ((p[i] & 0xc0) != 0x80) return 0;
-    *cp = *cp << 6 | (p[i] & 0x3f);
-  }
-  static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (*cp < least[n] || (*cp >= 0xd800 && *cp <= 0xdfff) || *cp > 0x10ffff) return 0;
-  return n;
-}
 
 // Text from the trace, HTML-escaped. What HTML calls a parse error in its input stream is shown
 // as \xNN per byte (as text shows control bytes), never raw: control characters (C0, DEL, C1),
@@ -40,7 +20,7 @@ static int utf8_len(const unsigned char *p, uint32_t *cp) {
 static void esc(FILE *o, const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; *p;) {
     uint32_t cp;
-    int n = utf8_len(p, &cp);
+    int n = nd_rep_utf8_len(p, &cp);
     bool bad = !n || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xfdd0 && cp <= 0xfdef) ||
                (cp & 0xfffe) == 0xfffe;
     if (bad) {
@@ -69,17 +49,11 @@ static void esc_n(FILE *o, const char *s, size_t n) {
   esc(o, b);
 }
 
-static void human(char *out, size_t n, uint64_t v) {
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  nd_buf_ubytes(&b, v);
-  snprintf(out, n, "%s", nd_buf_cstr(&b));
-}
 
 // "28.23 MiB" with the exact bytes as its title; `est` prefixes '~'.
 static void bytes(FILE *o, uint64_t v, bool est) {
   char h[48];
-  human(h, sizeof h, v);
+  nd_rep_human(h, sizeof h, v);
   fprintf(o, "<span title=\"%llu B\">%s%s</span>", (unsigned long long)v, est ? "~" : "", h);
 }
 
@@ -177,7 +151,7 @@ static void up(double *m, double v) {
 static void hline(FILE *o, const plot_t *p, uint64_t v, const char *cls, const char *label) {
   double y = py(p, (double)v);
   char h[48];
-  human(h, sizeof h, v);
+  nd_rep_human(h, sizeof h, v);
   fprintf(o, "<line class=\"%s\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>", cls, ML, y,
           ML + PW, y);
   fprintf(o, "<text class=\"lab\" x=\"%d\" y=\"%.1f\">%s %s</text>\n", ML + PW + 4, y + 4, label,
@@ -303,7 +277,7 @@ static void html_timeline(FILE *o, const report_t *r, plot_t *out) {
     for (size_t i = 0; t->npoints <= 64 && i < t->npoints; i++) {
       const nd_point_t *q = &t->series[i];
       char h[48];
-      human(h, sizeof h, q->live[k] > 0 ? (uint64_t)q->live[k] : 0);
+      nd_rep_human(h, sizeof h, q->live[k] > 0 ? (uint64_t)q->live[k] : 0);
       fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>%s %s at ",
               px(&p, sec_of(t, q->mono_ns)), py(&p, q->live[k] > 0 ? (double)q->live[k] : 0), c,
               nd_rep_kind_names[k], h);
@@ -340,7 +314,7 @@ static void html_timeline(FILE *o, const report_t *r, plot_t *out) {
     const nd_rec_breach_t *b = &t->breaches[i];
     double x = px(&p, sec_of(t, b->mono_ns)), y = py(&p, (double)b->value);
     char h[48];
-    human(h, sizeof h, b->value);
+    nd_rep_human(h, sizeof h, b->value);
     fprintf(o, "<path class=\"breach\" d=\"M%.1f %.1fl5 8h-10z\"><title>%s breach %llu: %s "
                "before the call, at ",
             x, y - 4, nd_rep_limit_names[b->limit], (unsigned long long)b->count, h);
@@ -351,7 +325,7 @@ static void html_timeline(FILE *o, const report_t *r, plot_t *out) {
     const nd_snapshot_t *s = t->snaps[i];
     double x = px(&p, sec_of(t, s->rec.mono_ns)), y = py(&p, (double)s->rec.tracked);
     char h[48];
-    human(h, sizeof h, s->rec.tracked);
+    nd_rep_human(h, sizeof h, s->rec.tracked);
     fprintf(o, "<line class=\"snap\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
                "<rect class=\"snapm\" x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\">"
                "<title>snapshot %llu (%s): tracked %s</title></rect>"
@@ -506,7 +480,7 @@ static int html_site_timeline(FILE *o, report_t *r, const plot_t *main) {
     fputs("</title></polyline>\n", o);
     for (size_t i = 0; ss.npoints <= 64 && i < ss.npoints; i++) {
       char hb[48];
-      human(hb, sizeof hb, v[i]);
+      nd_rep_human(hb, sizeof hb, v[i]);
       fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>#%zu %s%s at ",
               px(&p, sec_of(t, ss.mono_ns[i])), py(&p, (double)v[i]), c, j + 1, est ? "~" : "",
               hb);
@@ -515,7 +489,7 @@ static int html_site_timeline(FILE *o, report_t *r, const plot_t *main) {
     }
     int y = H + 10 + 14 * (int)j;
     char hb[48];
-    human(hb, sizeof hb, site->rec.peak_live_bytes);
+    nd_rep_human(hb, sizeof hb, site->rec.peak_live_bytes);
     fprintf(o, "<a href=\"#peak-%zu\"><rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" "
                "fill=\"%s\"/><text class=\"lab\" x=\"%d\" y=\"%d\">#%zu %s, peak %s%s: ",
             j + 1, ML, y - 4, c, ML + 16, y, j + 1, nd_rep_kind_names[site->rec.kind],

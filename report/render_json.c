@@ -9,6 +9,22 @@
 
 // ---------------------------------------------------------------- formatting helpers
 
+int nd_rep_utf8_len(const unsigned char *p, uint32_t *cp) {
+  unsigned c = p[0];
+  int n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4
+                                                                                            : 0;
+  *cp = c;
+  if (n <= 1) return n;
+  *cp = c & (0x7fu >> n);
+  for (int i = 1; i < n; i++) { // a NUL ends the string before any byte past it is read
+    if ((p[i] & 0xc0) != 0x80) return 0;
+    *cp = *cp << 6 | (p[i] & 0x3f);
+  }
+  static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (*cp < least[n] || (*cp >= 0xd800 && *cp <= 0xdfff) || *cp > 0x10ffff) return 0;
+  return n;
+}
+
 // JSON string: escapes, and valid UTF-8 only (an invalid byte becomes U+FFFD).
 void nd_rep_json_str(FILE *o, const char *s) {
   if (!s) {
@@ -30,20 +46,11 @@ void nd_rep_json_str(FILE *o, const char *s) {
       fputc((int)c, o);
       p++;
     } else {
-      // continuation bytes after the lead byte: 1 to 3, 0 for a byte that cannot lead
-      int n = c >= 0xf0 && c <= 0xf4 ? 3 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xc2 && c <= 0xdf;
-      bool ok = n > 0;
-      uint32_t cp = c & (0x3fu >> n);
-      for (int i = 1; ok && i <= n; i++) {
-        if ((p[i] & 0xc0) != 0x80) ok = false;
-        else cp = cp << 6 | (p[i] & 0x3fu);
-      }
-      if (ok && ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-                 (n == 3 && (cp < 0x10000 || cp > 0x10ffff))))
-        ok = false;
-      if (ok) {
-        fwrite(p, 1, (size_t)n + 1, o);
-        p += n + 1;
+      uint32_t cp;
+      int n = nd_rep_utf8_len(p, &cp);
+      if (n) {
+        fwrite(p, 1, (size_t)n, o);
+        p += n;
       } else {
         fputs("\\ufffd", o);
         p++;

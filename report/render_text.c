@@ -11,12 +11,12 @@
 
 // ---------------------------------------------------------------- formatting helpers
 
-// Human size exactly as the shim prints it (interpose/fmt.c): "512 B", "1.50 KiB", "28.23 MiB".
-static void human(char *out, size_t n, uint64_t v) {
+const char *nd_rep_human(char *out, size_t n, uint64_t v) {
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_ubytes(&b, v);
   snprintf(out, n, "%s", nd_buf_cstr(&b));
+  return out;
 }
 
 // v / limit in percent to one decimal, rounded down so that "100.0 %" means the limit was reached.
@@ -29,7 +29,7 @@ static void format_pct(char *out, size_t n, uint64_t v, uint64_t limit) {
 // "28.23 MiB (29606488 B)", or "512 B" below 1 KiB; `est` prefixes both numbers with '~'.
 static void print_bytes(FILE *o, uint64_t v, bool est) {
   char h[48];
-  human(h, sizeof h, v);
+  nd_rep_human(h, sizeof h, v);
   const char *t = est ? "~" : "";
   if (v < 1024) fprintf(o, "%s%s", t, h);
   else fprintf(o, "%s%s (%s%llu B)", t, h, t, (unsigned long long)v);
@@ -42,6 +42,11 @@ static void print_sbytes(FILE *o, int64_t v) {
   } else {
     print_bytes(o, (uint64_t)v, false);
   }
+}
+
+void nd_rep_no_controls(char *s) {
+  for (unsigned char *c = (unsigned char *)s; *c; c++)
+    if (*c < 0x20 || *c == 0x7f) *c = '?';
 }
 
 // Text from the trace (paths, host names) with control bytes shown as \xNN.
@@ -213,8 +218,8 @@ static void text_limit_short(FILE *o, int id, uint64_t limit, uint64_t peak) {
     fputs("none", o);
     return;
   }
-  human(a, sizeof a, limit);
-  human(b, sizeof b, peak);
+  nd_rep_human(a, sizeof a, limit);
+  nd_rep_human(b, sizeof b, peak);
   format_pct(pct, sizeof pct, peak, limit);
   fprintf(o, "%s (peak %s %s, %s)", a, id == ND_LIMIT_BYTES ? "tracked" : "physical", b, pct);
 }
@@ -235,7 +240,7 @@ static void text_limits_line(FILE *o, const nd_trace_t *t) {
   text_limit_short(o, ND_LIMIT_BYTES, l->max_bytes, l->peak_tracked);
   fputs(", ", o);
   text_limit_short(o, ND_LIMIT_PHYSICAL, l->max_physical_bytes, l->peak_physical);
-  human(h, sizeof h, l->warn_at);
+  nd_rep_human(h, sizeof h, l->warn_at);
   if (l->warn_at) fprintf(o, "; warn at %s", h);
   else fputs("; no warning watermark", o);
   fprintf(o, "; on limit %s", nd_rep_action_names[l->action]);
@@ -436,12 +441,12 @@ void nd_rep_text_summary(FILE *o, report_t *r) { text_summary(o, r); }
 static void text_retention_line(FILE *o, const nd_retention_t *x) {
   if (x->cls == ND_RET_NONE) return;
   char g[48], k[48], f[48];
-  human(g, sizeof g, x->resident_to - x->resident_from);
-  human(k, sizeof k, x->tracked_to > 0 ? (uint64_t)x->tracked_to : 0);
+  nd_rep_human(g, sizeof g, x->resident_to - x->resident_from);
+  nd_rep_human(k, sizeof k, x->tracked_to > 0 ? (uint64_t)x->tracked_to : 0);
   fprintf(o, "  %-10s  resident grew %s while tracked memory stayed at %s: ", "retention", g, k);
   const char *who = nd_rep_allocator_names[x->allocator];
   if (x->cls == ND_RET_ALLOCATOR) {
-    human(f, sizeof f, x->free_bytes);
+    nd_rep_human(f, sizeof f, x->free_bytes);
     fprintf(o, "%s holds %s freed memory (allocator retention/fragmentation, not a leak)\n", who,
             f);
     return;
@@ -453,7 +458,7 @@ static void text_retention_line(FILE *o, const nd_retention_t *x) {
             x->allocator == ND_ALLOCATOR_UNKNOWN ? "is unknown" : "was not read");
     return;
   }
-  human(f, sizeof f, x->free_growth > 0 ? (uint64_t)x->free_growth : 0);
+  nd_rep_human(f, sizeof f, x->free_growth > 0 ? (uint64_t)x->free_growth : 0);
   if (x->trimmed_bytes) { // glibc's free bytes since a trim: resident or not, it cannot say
     fprintf(o, "%s's free memory grew only %s beyond what a malloc_trim may have given back, so "
                "the growth is outside the memory ndmem tracks, or freed memory %s holds again "
@@ -513,8 +518,8 @@ static void text_summary(FILE *o, report_t *r) {
   text_trace_line(o, t);
   fprintf(o, "  %-10s  ", "tracking");
   char a[48], b[48];
-  human(a, sizeof a, h->track_min);
-  human(b, sizeof b, h->sample_interval);
+  nd_rep_human(a, sizeof a, h->track_min);
+  nd_rep_human(b, sizeof b, h->sample_interval);
   if (h->sample_interval)
     fprintf(o, "blocks of %s or more exact, smaller ones sampled every ~%s (~: estimate)", a, b);
   else if (h->track_min > 1)

@@ -188,8 +188,16 @@ int nd_rep_collapsed_report(FILE *o, report_t *r); // render_collapsed.c
 // (ND_PROGRESS_MIN), the bar cleared when done; an error reported on `err` in one line. 0, or 2
 // (the caller still frees `t`).
 #define ND_PROGRESS_MIN (256ull << 20)
-// Text from a trace (a path, a host, a name) on a terminal's line: control bytes as \xNN.
+// Text from a trace (a path, a host, a name) on a terminal's line: control bytes as \xNN
+// (render_text.c); in place, each control byte '?' (a fixed-width cell, a progress bar).
 void nd_rep_print_text(FILE *o, const char *s);
+void nd_rep_no_controls(char *s);
+// A size as the shim prints it (interpose/fmt.c): "512 B", "1.50 KiB", "28.23 MiB"; `out`.
+const char *nd_rep_human(char *out, size_t n, uint64_t v);
+// The length of the well-formed UTF-8 sequence at p (1 to 4) and its code point, or 0: a stray
+// continuation byte, a truncated sequence, an overlong form, a surrogate or a code point above
+// U+10FFFF (render_json.c; JSON and HTML keep their strings valid with it).
+int nd_rep_utf8_len(const unsigned char *p, uint32_t *cp);
 int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_from);
 
 // render_collapsed.c: --collapsed-by's words ("peak", "total", "live"), a site's weight, and the
