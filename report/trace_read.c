@@ -472,24 +472,44 @@ static int on_growth(nd_trace_t *t, uint64_t off, const char *p) {
 
 // ---------------------------------------------------------------- limits (version 3)
 
+// The timeline's thinning, shared by the counters series (on_counters) and the top sites'
+// (nd_trace_site_series), which must keep the same points: each COUNTERS record is a point; the
+// latest is always kept, replaced by the next one when it is off the stride; when `cap` points
+// (on the stride) are held, every other one goes (keep_even(arg, n): point i becomes point 2i)
+// and the stride doubles. Returns the index of the new point, which the caller fills.
+typedef struct thin {
+  uint64_t *seen, *stride; // records counted; every stride-th record is kept
+  bool *extra;             // the last point is off the stride
+  size_t *npoints;
+} thin_t;
+static size_t thin_step(thin_t th, size_t cap, void (*keep_even)(void *arg, size_t n), void *arg) {
+  uint64_t k = (*th.seen)++;
+  if (!*th.stride) *th.stride = 1;
+  if (*th.extra) --*th.npoints; // the previous latest, off the stride: this one replaces it
+  if (*th.npoints == cap) {
+    keep_even(arg, *th.npoints);
+    *th.npoints = (*th.npoints + 1) / 2;
+    *th.stride *= 2;
+  }
+  *th.extra = k % *th.stride != 0;
+  return (*th.npoints)++;
+}
+
+static void series_keep_even(void *arg, size_t n) {
+  nd_point_t *v = arg;
+  for (size_t i = 0; 2 * i < n; i++) v[i] = v[2 * i];
+}
+
 // A COUNTERS record: the latest counters, and a point of the timeline (ND_TRACE_MAX_POINTS).
 static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
   memcpy(&t->counters, p, sizeof t->counters);
   t->have_counters = true;
   saw_time(t, t->counters.mono_ns);
-  uint64_t k = t->series_seen++;
-  if (!t->series_stride) t->series_stride = 1;
-  if (t->series_extra) t->npoints--; // the previous latest, off the stride: this one replaces it
-  t->series_extra = false;
-  if (t->npoints == ND_TRACE_MAX_POINTS) { // full (of stride points): keep every other one
-    size_t n = t->npoints;
-    for (size_t i = 0; 2 * i < n; i++) t->series[i] = t->series[2 * i];
-    t->npoints = (n + 1) / 2;
-    t->series_stride *= 2;
-  }
+  // room for one more first: the step below adds it
   if (grow(&t->series, &t->series_cap, t->npoints + 1, sizeof *t->series))
     return fail(t, off, "out of memory");
-  nd_point_t *pt = &t->series[t->npoints++];
+  thin_t th = {&t->series_seen, &t->series_stride, &t->series_extra, &t->npoints};
+  nd_point_t *pt = &t->series[thin_step(th, ND_TRACE_MAX_POINTS, series_keep_even, t->series)];
   pt->mono_ns = t->counters.mono_ns;
   pt->cycle = t->flush.cycles;
   for (int i = 0; i < ND_TRACE_KINDS; i++) pt->live[i] = t->counters.kind[i].live_bytes;
@@ -499,7 +519,6 @@ static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
                        ? (int64_t)(t->resident.alloc_free_bytes - t->resident.alloc_trimmed_bytes)
                        : -1;
   pt->alloc_trimmed = pt->alloc_free >= 0 ? (int64_t)t->resident.alloc_trimmed_bytes : -1;
-  t->series_extra = k % t->series_stride != 0;
   t->series_open = true;
   return 0;
 }
@@ -1071,26 +1090,22 @@ static int series_fail(nd_site_series_t *s, const char *fmt, ...) {
 
 #define SERIES_SLOTS ND_TRACE_MAX_POINTS // points per site; on_counters never holds more
 
-// A point at each COUNTERS record, kept or dropped as on_counters keeps t->series.
+static void sites_keep_even(void *arg, size_t n) {
+  nd_site_series_t *s = arg;
+  for (size_t i = 0; 2 * i < n; i++) {
+    s->mono_ns[i] = s->mono_ns[2 * i];
+    for (size_t j = 0; j < s->nsites; j++)
+      s->live[j * SERIES_SLOTS + i] = s->live[j * SERIES_SLOTS + 2 * i];
+  }
+}
+
+// A point at each COUNTERS record, kept or dropped as on_counters keeps t->series (thin_step).
 static void series_point(nd_site_series_t *s, const uint64_t *cur, uint64_t ns, uint64_t *stride,
                          bool *extra) {
-  uint64_t k = s->seen++;
-  if (*extra) s->npoints--;
-  *extra = false;
-  if (s->npoints == SERIES_SLOTS) {
-    size_t n = s->npoints;
-    for (size_t i = 0; 2 * i < n; i++) {
-      s->mono_ns[i] = s->mono_ns[2 * i];
-      for (size_t j = 0; j < s->nsites; j++)
-        s->live[j * SERIES_SLOTS + i] = s->live[j * SERIES_SLOTS + 2 * i];
-    }
-    s->npoints = (n + 1) / 2;
-    *stride *= 2;
-  }
-  s->mono_ns[s->npoints] = ns;
-  for (size_t j = 0; j < s->nsites; j++) s->live[j * SERIES_SLOTS + s->npoints] = cur[j];
-  s->npoints++;
-  *extra = k % *stride != 0;
+  thin_t th = {&s->seen, stride, extra, &s->npoints};
+  size_t i = thin_step(th, SERIES_SLOTS, sites_keep_even, s);
+  s->mono_ns[i] = ns;
+  for (size_t j = 0; j < s->nsites; j++) s->live[j * SERIES_SLOTS + i] = cur[j];
 }
 
 int nd_trace_site_series(const nd_trace_t *t, const uint32_t *sites, size_t n,
