@@ -329,11 +329,22 @@ static ND_NOINLINE void ws_note_external(void *p, size_t u) {
   if (__atomic_load_n(&nd_ws_recording, __ATOMIC_RELAXED)) nd_ws_free_external(p);
 }
 
+// Untracks a block as the thread inside ndmem (ND_T_BUSY): the block table's lock is held for
+// it, and a signal handler that interrupts it and calls exit() must find the thread marked so
+// (nd_finish then waits for ndmem's locks a bounded time).
+static ND_NOINLINE void track_free(void *p) {
+  nd_tls_t *t = &nd_tls;
+  unsigned char saved = t->mode;
+  t->mode = ND_T_BUSY;
+  nd_track_free(p);
+  t->mode = saved;
+}
+
 void nd_free(void *p, int fn) {
   if (!p) return; // free(NULL) is a no-op by definition; nothing to forward or count
   if (ND_UNLIKELY(nd_boot_owns(p))) return; // bootstrap blocks are never reused
   // Untrack before the memory goes back: afterwards its address may be handed out again.
-  if (ND_UNLIKELY(nd_blocks_maybe((uintptr_t)p))) nd_track_free(p);
+  if (ND_UNLIKELY(nd_blocks_maybe((uintptr_t)p))) track_free(p);
   if (ND_UNLIKELY(nd_ws_owns(p)) && ws_free_path(p, fn)) return;
   nd_tls_t *t = &nd_tls;
   if (ND_LIKELY(t->mode == ND_T_COUNT)) {
