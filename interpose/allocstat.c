@@ -39,10 +39,12 @@ typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
 // MiB a thread at most), 10 % keeps a large steady gap from being asked at every flush.
 #define ALLOCSTAT_MIN_MOVE (16ull << 20)
 #define ALLOCSTAT_MIN_FRAC 10 // percent of the gap at the last answer
-// And the answers together take at most 1/ALLOCSTAT_SHARE of the time: after an answer that took
-// d, the next waits 100 d. mallinfo2 holds each arena's lock while it walks its free chunks: ~90
-// ms for 1M free small chunks (bench/mallinfo_cost.c), a stall of the program's allocations in
-// that arena; on such a heap it is asked every 9 s at most.
+// And the answers together take at most 1/ALLOCSTAT_SHARE of the time: after an answer whose walk
+// took d of the writer's CPU time, the next waits 100 d. mallinfo2 holds each arena's lock while
+// it walks its free chunks: ~90 ms for 1M free small chunks (bench/mallinfo_cost.c), a stall of
+// the program's allocations in that arena; on such a heap it is asked every 9 s at most. CPU
+// time, not wall time: on a loaded machine a walk of microseconds can span a time slice taken by
+// other work, and 100 times that kept the answers away for seconds (a verdict lost for no cost).
 #define ALLOCSTAT_SHARE 100
 
 static struct {
@@ -108,8 +110,8 @@ static int ask_jemalloc(nd_rec_resident_t *r) {
   return 0;
 }
 
-static int ask(nd_rec_resident_t *r) {
-  uint64_t t0 = nd_os_mono_ns();
+static int ask(nd_rec_resident_t *r, uint64_t *cpu_ns) {
+  uint64_t t0 = nd_os_mono_ns(), c0 = nd_os_thread_cpu_ns();
   if (A.kind == ND_ALLOCATOR_GLIBC) {
     struct nd_mallinfo2 m = A.mallinfo2();
     r->alloc_free_bytes = m.fordblks;
@@ -124,7 +126,8 @@ static int ask(nd_rec_resident_t *r) {
   } else {
     return -1;
   }
-  uint64_t t1 = nd_os_mono_ns();
+  uint64_t t1 = nd_os_mono_ns(), c1 = nd_os_thread_cpu_ns();
+  *cpu_ns = c1 > c0 ? c1 - c0 : 0;
   r->alloc_ns = t1;
   uint64_t us = (t1 - t0) / 1000;
   r->alloc_query_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
@@ -165,7 +168,8 @@ void nd_allocstat_poll(uint64_t anon, uint64_t tracked) {
   if (!due || nd_os_mono_ns() < A.next_ns) return;
   nd_rec_resident_t v;
   memset(&v, 0, sizeof v);
-  if (ask(&v) != 0) return;
+  uint64_t cpu_ns;
+  if (ask(&v, &cpu_ns) != 0) return;
   // The first answer after a trim: all its free bytes may have been given back. Later ones can
   // only lower that bound (free bytes taken by allocations are touched again).
   if (trim || (A.have_trim && v.alloc_free_bytes < A.trimmed)) A.trimmed = v.alloc_free_bytes;
@@ -174,7 +178,7 @@ void nd_allocstat_poll(uint64_t anon, uint64_t tracked) {
   A.seq = seq;
   A.gap = gap;
   A.have = 1;
-  A.next_ns = v.alloc_ns + (uint64_t)v.alloc_query_us * 1000 * ALLOCSTAT_SHARE;
+  A.next_ns = v.alloc_ns + cpu_ns * ALLOCSTAT_SHARE;
   pthread_mutex_lock(&A.lock);
   A.last = v;
   A.last_seq = seq;

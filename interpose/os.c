@@ -89,6 +89,12 @@ uint64_t nd_os_mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t nd_os_thread_cpu_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 void nd_os_sleep_ms(int64_t ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
   int saved = errno;

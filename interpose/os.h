@@ -17,6 +17,7 @@ pid_t nd_os_getpid(void);
 size_t nd_os_page_size(void);
 uint64_t nd_os_phys_bytes(void);               // physical RAM in bytes (sysinfo), 0 if unknown
 uint64_t nd_os_mono_ns(void);                  // CLOCK_MONOTONIC in nanoseconds
+uint64_t nd_os_thread_cpu_ns(void);            // the calling thread's CPU time (0: none)
 void nd_os_sleep_ms(int64_t ms);               // the whole interval, through EINTR
 
 // Starts fn on a background thread of ndmem's own, once: *started goes from 0 to 1 first (a
