@@ -26,6 +26,8 @@ const char *const nd_rep_limit_names[ND_LIMIT_DEVICE + 1] = {"maxBytes", "maxPhy
 const char *const nd_rep_limit_keys[ND_LIMIT_DEVICE + 1] = {"max_bytes", "max_physical_bytes",
                                                              "max_device_bytes"};
 const char *const nd_rep_cuda_fn_names[ND_CUDA_FN_USED] = {ND_CUDA_FN_NAMES};
+const char *const nd_rep_dev_class_names[ND_DEV_CLASSES] = {"cuMemAlloc", "stream-ordered",
+                                                            "cuMemCreate"};
 const char *const nd_rep_action_names[3] = {"fail", "warn", "abort"};
 
 // ---------------------------------------------------------------- formatting: both renderers

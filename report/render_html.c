@@ -863,7 +863,6 @@ static void html_devices(FILE *o, const nd_trace_t *t) {
                 (unsigned long long)v->cupti_dropped);
     }
     fputs("</table>\n", o);
-    static const char *const cls[ND_DEV_CLASSES] = {"cuMemAlloc", "stream-ordered", "cuMemCreate"};
     bool any = v->flags & ND_DEV_CUPTI;
     for (int k = 0; k < ND_DEV_CLASSES; k++) any |= v->cls[k].allocs || v->cls[k].frees;
     if (any) {
@@ -871,7 +870,8 @@ static void html_devices(FILE *o, const nd_trace_t *t) {
             "<th>bytes</th></tr>\n",
             o);
       for (int k = 0; k < ND_DEV_CLASSES; k++)
-        if (v->cls[k].allocs || v->cls[k].frees) dev_class_row(o, cls[k], &v->cls[k]);
+        if (v->cls[k].allocs || v->cls[k].frees)
+          dev_class_row(o, nd_rep_dev_class_names[k], &v->cls[k]);
       if (v->flags & ND_DEV_CUPTI) {
         dev_class_row(o, "CUPTI device", &v->cupti);
         if (v->cupti_pool.allocs) dev_class_row(o, "CUPTI pools", &v->cupti_pool);

@@ -920,9 +920,8 @@ static void text_devices(FILE *o, const nd_trace_t *t) {
     fputs(t->ended ? ", live at exit " : ", live at the last flush ", o);
     print_sbytes(o, v->live_bytes);
     fputc('\n', o);
-    static const char *const cls[ND_DEV_CLASSES] = {"cuMemAlloc", "stream-ordered", "cuMemCreate"};
     for (int k = 0; k < ND_DEV_CLASSES; k++)
-      if (v->cls[k].allocs || v->cls[k].frees) text_class(o, cls[k], &v->cls[k]);
+      if (v->cls[k].allocs || v->cls[k].frees) text_class(o, nd_rep_dev_class_names[k], &v->cls[k]);
     if (v->cls[ND_DEV_ASYNC].allocs)
       fputs("    (stream-ordered: bytes handed out; a pool may hold more from the device)\n", o);
     if (v->getinfo_calls || v->limit_bytes)

@@ -113,6 +113,7 @@ extern const char *const nd_rep_fb_names[4];
 extern const char *const nd_rep_limit_names[ND_LIMIT_DEVICE + 1];
 extern const char *const nd_rep_limit_keys[ND_LIMIT_DEVICE + 1];
 extern const char *const nd_rep_cuda_fn_names[ND_CUDA_FN_USED]; // the CUDA record's calls
+extern const char *const nd_rep_dev_class_names[ND_DEV_CLASSES]; // device memory by how allocated
 extern const char *const nd_rep_action_names[3];
 
 // Formatting both renderers use (analyse.c).
