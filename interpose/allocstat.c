@@ -150,8 +150,15 @@ static void copy_view(nd_rec_resident_t *to, const nd_rec_resident_t *from) {
 // before it was asked: a trim during or after the walk voids it until the next answer.
 static uint64_t trim_seq;
 
-void nd_allocstat_trimmed(void) {
+static void trimmed(void) {
   if (A.kind == ND_ALLOCATOR_GLIBC) __atomic_add_fetch(&trim_seq, 1, __ATOMIC_ACQ_REL);
+}
+
+int nd_allocstat_trim(int (*trim)(size_t), size_t pad) {
+  trimmed(); // from now on its pages may be going back
+  int r = trim(pad);
+  trimmed();
+  return r;
 }
 
 void nd_allocstat_poll(uint64_t anon, uint64_t tracked) {

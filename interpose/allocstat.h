@@ -7,6 +7,7 @@
 
 #include "trace_format.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 // Names the allocator whose malloc ndmem chains to (`real_malloc`), once, at resolution: glibc
@@ -24,9 +25,10 @@ void nd_allocstat_poll(uint64_t anon, uint64_t tracked);
 // own time, or with none (alloc_ns 0) when there is none, a trim came after it, or it cannot be
 // had without waiting. Never asks the allocator.
 void nd_allocstat_fill(nd_rec_resident_t *r);
-// Before and after a malloc_trim (ndmem's or the program's): glibc's free bytes then include
-// pages given back to the system. One atomic add: safe anywhere.
-void nd_allocstat_trimmed(void);
+// Every malloc_trim (ndmem's or the program's) goes through here: `trim(pad)`, counted before it
+// starts and after it returns (glibc's free bytes then include pages given back to the system).
+// The counts are an atomic add each: safe anywhere.
+int nd_allocstat_trim(int (*trim)(size_t), size_t pad);
 // The last answer, for the metrics file, as nd_allocstat_fill has it: 0, or -1 when none.
 int nd_allocstat_last(nd_rec_resident_t *r);
 // A fork child asks again at its first flush (its own trace starts without a reading).

@@ -37,11 +37,7 @@ ND_EXPORT size_t malloc_usable_size(void *p) { return nd_malloc_usable_size(p); 
 // Before ndmem has resolved it, nothing was trimmed (0, as when no memory could be released).
 ND_EXPORT int malloc_trim(size_t pad) {
   int (*next)(size_t) = nd_real.trim_next;
-  if (!next) return 0;
-  nd_allocstat_trimmed(); // before (its pages may be going back from now on) and after
-  int r = next(pad);
-  nd_allocstat_trimmed();
-  return r;
+  return next ? nd_allocstat_trim(next, pad) : 0;
 }
 
 #ifdef ND_HAVE_FREE_SIZED

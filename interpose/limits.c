@@ -371,11 +371,7 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
 
 static void relieve(nd_lim_t *c) {
   uint64_t freed = nd_ws_relieve();
-  if (nd_real.trim) {
-    nd_allocstat_trimmed(); // before and after: glibc's free bytes will include pages given back
-    nd_real.trim(0);
-    nd_allocstat_trimmed();
-  }
+  if (nd_real.trim) nd_allocstat_trim(nd_real.trim, 0);
   ADD(L.reliefs, 1);
   ADD(L.relief_bytes, freed);
   if (c->limit == ND_LIMIT_PHYSICAL) ST(nd_lim.phys_due, 1); // the retry reads again

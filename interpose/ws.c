@@ -170,9 +170,7 @@ static void trim_bounded(void) {
   if (spent > TRIM_CREDIT_NS && (spent - TRIM_CREDIT_NS) * TRIM_SHARE > now - trim_start_ns) return;
   if (__atomic_exchange_n(&trim_busy, 1, __ATOMIC_ACQUIRE)) return;
   __atomic_store_n(&trim_freed, 0, __ATOMIC_RELAXED);
-  nd_allocstat_trimmed(); // before and after: glibc's free bytes will include pages given back
-  nd_real.trim(0);
-  nd_allocstat_trimmed();
+  nd_allocstat_trim(nd_real.trim, 0);
   __atomic_fetch_add(&trim_spent_ns, nd_os_mono_ns() - now, __ATOMIC_RELAXED);
   __atomic_store_n(&trim_busy, 0, __ATOMIC_RELEASE);
 }
