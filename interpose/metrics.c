@@ -15,7 +15,6 @@
 #include "limits.h"
 #include "os.h"
 #include "shim.h"
-#include "sysmem.h"
 #include "ws.h"
 
 #include <errno.h>
@@ -154,7 +153,7 @@ static const struct {
     {"ndmem_frees_total", "counter", "Blocks or mappings released, by kind of memory."},
 };
 
-static void build(uint64_t growth_sites) {
+static void build(uint64_t growth_sites, const uint64_t *anon) {
   M.len = 0;
   M.full = 0;
   nd_buf_t b;
@@ -202,20 +201,13 @@ static void build(uint64_t growth_sites) {
     }
   }
 
-  // Read at each write, not kept open: the file lives in the folder a node_exporter scrapes,
-  // the statm descriptor would live in the program's table between flushes.
-  int saved = errno;
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  uint64_t anon;
-  if (fd >= 0 && nd_statm_anon(fd, &anon) == 0) {
+  if (anon) { // the flush's reading (trace.c), the one its RESIDENT record has
     family("ndmem_resident_anon_bytes", "gauge",
            "Anonymous resident bytes (resident - shared of /proc/self/statm).");
     series("ndmem_resident_anon_bytes", NULL, NULL);
-    put_u64(anon);
+    put_u64(*anon);
     put("\n", 1);
   }
-  if (fd >= 0) close(fd);
-  errno = saved;
 
   // The allocator's own account (allocstat.c), as of its last reading: only when one was read
   // (an allocator ndmem cannot ask has no series, never a guessed 0).
@@ -318,10 +310,10 @@ static int resolve(void) {
   return 0;
 }
 
-void nd_metrics_write(uint64_t growth_sites) {
+void nd_metrics_write(uint64_t growth_sites, const uint64_t *anon) {
   if (!M.on) return;
   int saved = errno;
-  build(growth_sites);
+  build(growth_sites, anon);
   if (M.full || resolve() != 0) {
     errno = saved;
     return;

@@ -430,9 +430,11 @@ static uint64_t tracked_now(void) {
   return tracked > 0 ? (uint64_t)tracked : 0;
 }
 
-static void write_resident(void) {
+// 0 with the bytes read (the metrics file has them too), or -1: no record.
+static int write_resident(uint64_t *anon) {
   uint64_t v;
-  if (resident_now(&v) != 0) return;
+  if (resident_now(&v) != 0) return -1;
+  *anon = v;
   nd_rec_resident_t r;
   memset(&r, 0, sizeof r);
   r.mono_ns = nd_os_mono_ns();
@@ -441,6 +443,7 @@ static void write_resident(void) {
   // thread asks for, outside this lock (allocstat.c).
   nd_allocstat_fill(&r);
   nd_tw_record(&tr.w, ND_REC_RESIDENT, &r, sizeof r, NULL, 0);
+  return 0;
 }
 
 static void write_counters(void) {
@@ -559,7 +562,9 @@ void nd_trace_flush(int final) {
     if (tr.state == TR_OK) tr.state = TR_OFF;
     // The metrics file does not depend on the trace's: a trace that could not be made or was
     // removed still leaves the counters to the textfile collector.
-    if (tr.state == TR_OFF) nd_metrics_write(tr.growth_sites);
+    uint64_t anon;
+    if (tr.state == TR_OFF)
+      nd_metrics_write(tr.growth_sites, resident_now(&anon) == 0 ? &anon : NULL);
     pthread_mutex_unlock(&tr.lock);
     return;
   }
@@ -582,7 +587,8 @@ void nd_trace_flush(int final) {
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
   nd_limits_write_records(ws_record, NULL); // and snapshots theirs
   nd_cuda_write_records(ws_record, NULL);
-  write_resident();
+  uint64_t anon;
+  int have_anon = write_resident(&anon) == 0;
   write_counters();
   if (nd_py_state() != ND_PY_NONE) {
     nd_rec_python_t py;
@@ -608,7 +614,8 @@ void nd_trace_flush(int final) {
   } else if (final) {
     tr.state = TR_DONE;
   }
-  nd_metrics_write(tr.growth_sites); // after the trace: its sites' windows named the growth
+  // After the trace: its sites' windows named the growth.
+  nd_metrics_write(tr.growth_sites, have_anon ? &anon : NULL);
   pthread_mutex_unlock(&tr.lock);
 }
 
