@@ -1115,7 +1115,10 @@ int nd_trace_site_series(const nd_trace_t *t, const uint32_t *sites, size_t n,
   nd_in_t in = {.fd = -1};
   uint64_t *cur = NULL; // each site's latest value
   int rc = -1;
-  in.fd = open(t->path, O_RDONLY | O_CLOEXEC);
+  // A pipe (or a named one) was read once; opening a named one again would wait for a writer.
+  // O_NONBLOCK for a file replaced by one since: fstat below says so without waiting.
+  if (!t->regular) return 1;
+  in.fd = open(t->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (in.fd < 0) return series_fail(s, "cannot open it again: %s", strerror(errno));
   struct stat st;
   if (fstat(in.fd, &st)) {

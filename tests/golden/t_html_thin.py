@@ -85,8 +85,21 @@ try:
          "through a pipe: a second plot")
     want(len(re.findall(r'<polyline class="series" [^>]*points="([^"]*)"', piped)) == 1,
          "through a pipe: no timeline")
+
+    # A named pipe too, which the second read must not open again (it would wait for a writer).
+    fifo = os.path.join(tmp, "html-long.fifo")
+    os.mkfifo(fifo)
+    feeder = subprocess.Popen(["cp", trace, fifo])
+    try:
+        out = subprocess.run([report, "--format", "html", fifo], capture_output=True,
+                             check=False, timeout=60)
+        want(out.returncode == 0 and "The input is not a regular file (a pipe)" in
+             out.stdout.decode("utf-8"), f"through a named pipe: exit {out.returncode}, no note")
+    except subprocess.TimeoutExpired:
+        want(False, "through a named pipe: no answer in 60 s (opened again, waiting for a writer)")
+    feeder.wait(timeout=60)
 finally:
-    for p in (trace, page):
+    for p in (trace, page, os.path.join(tmp, "html-long.fifo")):
         if os.path.exists(p):
             os.unlink(p)
 
