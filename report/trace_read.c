@@ -726,22 +726,20 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
 }
 
 static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p) {
-  // A record that version 5 lengthened, in its older short form: the new fields read as 0.
+  // A record a later version lengthened, in its older short form (check_header let through only
+  // the trace version's size): the new fields read as 0. Version 5 lengthened SITE, BLOCK, FLUSH
+  // and WORKSPACE; version 9 RESIDENT (the allocator's view: none in the short form).
   char full[sizeof(nd_rec_workspace_t)]; // the largest of them
   _Static_assert(sizeof full >= sizeof(nd_rec_site_t) && sizeof full >= sizeof(nd_rec_block_t) &&
-                     sizeof full >= sizeof(nd_rec_flush_t), "room for every lengthened record");
-  if (t->hdr.version < 5 && (r->tag == ND_REC_SITE || r->tag == ND_REC_BLOCK ||
-                             r->tag == ND_REC_FLUSH || r->tag == ND_REC_WORKSPACE)) {
+                     sizeof full >= sizeof(nd_rec_flush_t) &&
+                     sizeof full >= sizeof(nd_rec_resident_t), "room for every lengthened record");
+  int var;
+  uint32_t now = fixed_size(r->tag, ND_TRACE_VERSION, &var);
+  if (!var && r->size < now && now <= sizeof full) {
     memset(full, 0, sizeof full);
     memcpy(full, p, r->size);
-    p = full;
-  }
-  // And RESIDENT, which version 9 lengthened (the allocator's view: none in the short form).
-  _Static_assert(sizeof full >= sizeof(nd_rec_resident_t), "room for RESIDENT");
-  if (t->hdr.version < 9 && r->tag == ND_REC_RESIDENT) {
-    memset(full, 0, sizeof full);
-    memcpy(full, p, r->size);
-    ((nd_rec_resident_t *)(void *)full)->alloc_trimmed_bytes = 0; // reserved in version 8
+    if (r->tag == ND_REC_RESIDENT) // reserved in version 8
+      ((nd_rec_resident_t *)(void *)full)->alloc_trimmed_bytes = 0;
     p = full;
   }
   switch (r->tag) {
