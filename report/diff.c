@@ -152,15 +152,6 @@ static int diff_usage(FILE *err, const char *what, const char *v) {
   return 2;
 }
 
-static int count_arg(const char *v, unsigned long long max, unsigned long long *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
-  if (!end || *end || errno || n > max) return -1;
-  *out = n;
-  return 0;
-}
-
 int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
   opts_t o = {.symbols = true, .top = 10, .frames = 3, .builtin_supp = true};
   const char *files[2] = {NULL, NULL};
@@ -208,12 +199,12 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
     } else if (IS("--top") || IS("--frames")) {
       bool top = IS("--top");
       const char *v = VALUE();
-      if (count_arg(v, 1000000, &n))
+      if (nd_rep_parse_count(v, 1000000, &n))
         return diff_usage(err, "--top and --frames need a number from 0 to 1000000, not", v);
       *(top ? &o.top : &o.frames) = (size_t)n;
     } else if (IS("--fail-on-growth")) {
       const char *v = VALUE();
-      if (count_arg(v, UINT64_MAX, &fail_bytes))
+      if (nd_rep_parse_count(v, UINT64_MAX, &fail_bytes))
         return diff_usage(err, "--fail-on-growth needs a number of bytes, not", v);
       fail_set = true;
     } else if (!strcmp(a, "--python-only")) {

@@ -414,10 +414,8 @@ int nd_report_merge(int argc, char **argv, FILE *out, FILE *err) {
       json = !strcmp(v, "json");
     } else if (!strncmp(a, "--top", 5) && (!a[5] || a[5] == '=')) {
       const char *v = a[5] ? a + 6 : i + 1 < argc ? argv[++i] : "";
-      char *end = NULL;
-      errno = 0;
-      unsigned long long n = *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
-      if (!end || *end || errno || n > 1000000) {
+      unsigned long long n;
+      if (nd_rep_parse_count(v, 1000000, &n)) {
         fprintf(err, "ndmemreport: --top needs a number from 0 to 1000000, not '%s' (" MERGE_USAGE
                      ")\n", v);
         rc = 2;

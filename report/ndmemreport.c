@@ -59,11 +59,18 @@ static int usage_error(FILE *err, const char *fmt, ...) {
   return 2;
 }
 
-static int parse_count(FILE *err, const char *opt, const char *v, size_t *out) {
+int nd_rep_parse_count(const char *v, unsigned long long max, unsigned long long *out) {
   char *end = NULL;
   errno = 0;
   unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
-  if (!end || *end || errno || n > 1000000)
+  if (!end || *end || errno || n > max) return -1;
+  *out = n;
+  return 0;
+}
+
+static int parse_count(FILE *err, const char *opt, const char *v, size_t *out) {
+  unsigned long long n;
+  if (nd_rep_parse_count(v, 1000000, &n))
     return usage_error(err, "%s needs a number from 0 to 1000000, not '%s'", opt, v ? v : "");
   *out = (size_t)n;
   return 0;

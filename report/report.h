@@ -195,6 +195,8 @@ void nd_rep_print_text(FILE *o, const char *s);
 void nd_rep_no_controls(char *s);
 // A size as the shim prints it (interpose/fmt.c): "512 B", "1.50 KiB", "28.23 MiB"; `out`.
 const char *nd_rep_human(char *out, size_t n, uint64_t v);
+// An option's count: decimal digits only, at most `max`. 0, or -1 (the caller says what is wrong).
+int nd_rep_parse_count(const char *v, unsigned long long max, unsigned long long *out);
 // The length of the well-formed UTF-8 sequence at p (1 to 4) and its code point, or 0: a stray
 // continuation byte, a truncated sequence, an overlong form, a surrogate or a code point above
 // U+10FFFF (render_json.c; JSON and HTML keep their strings valid with it).
