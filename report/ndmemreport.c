@@ -156,10 +156,10 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       return -1;
     } else if (IS("--format")) {
       const char *v = VALUE();
-      if (v && !strcmp(v, "text")) o->json = o->html = o->collapsed = false;
-      else if (v && !strcmp(v, "json")) o->json = true, o->html = o->collapsed = false;
-      else if (v && !strcmp(v, "html")) o->html = true, o->json = o->collapsed = false;
-      else if (v && !strcmp(v, "collapsed")) o->collapsed = true, o->json = o->html = false;
+      static const char *const formats[ND_FORMATS] = {"text", "json", "html", "collapsed"};
+      int f = 0;
+      while (f < ND_FORMATS && !(v && !strcmp(v, formats[f]))) f++;
+      if (f < ND_FORMATS) o->format = (enum nd_format)f;
       else return usage_error(err, "--format takes text, json, html or collapsed, not '%s'",
                               v ? v : "");
     } else if (IS("--collapsed-by")) {
@@ -310,10 +310,10 @@ int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_sup
   if (nd_rep_analyse(&r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o->file);
     rc = 2;
-  } else if (o->html        ? nd_rep_html_report(out, &r)
-             : o->collapsed ? nd_rep_collapsed_report(out, &r)
-             : o->json      ? nd_rep_json_report(out, &r)
-                            : nd_rep_text_report_80(out, &r)) {
+  } else if (o->format == ND_FMT_HTML        ? nd_rep_html_report(out, &r)
+             : o->format == ND_FMT_COLLAPSED ? nd_rep_collapsed_report(out, &r)
+             : o->format == ND_FMT_JSON      ? nd_rep_json_report(out, &r)
+                                             : nd_rep_text_report_80(out, &r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o->file);
     rc = 2;
   } else if (fflush(out) || ferror(out)) {

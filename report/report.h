@@ -20,9 +20,12 @@
 // What a site weighs: its peak live bytes, bytes allocated, or live bytes at the end.
 enum nd_weight { ND_BY_PEAK, ND_BY_TOTAL, ND_BY_LIVE, ND_WEIGHTS };
 
+// --format.
+enum nd_format { ND_FMT_TEXT, ND_FMT_JSON, ND_FMT_HTML, ND_FMT_COLLAPSED, ND_FORMATS };
+
 typedef struct opts {
-  bool json, html, brief, fail_on_leak, fail_on_growth, symbols;
-  bool collapsed;             // --format collapsed
+  enum nd_format format;
+  bool brief, fail_on_leak, fail_on_growth, symbols;
   enum nd_weight collapsed_by; // --collapsed-by (default peak)
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only

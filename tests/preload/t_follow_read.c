@@ -520,8 +520,8 @@ int main(int argc, char **argv) {
   }
   const char *dir = argv[1];
   views[0] = (view_t){"--brief text", {.brief = true, .symbols = true, .top = 10, .frames = 8}};
-  views[1] = (view_t){"JSON (--top 0)", {.json = true, .symbols = true, .top = 0, .frames = 0}};
-  views[2] = (view_t){"HTML", {.html = true, .symbols = true, .top = 10, .frames = 8}};
+  views[1] = (view_t){"JSON (--top 0)", {.format = ND_FMT_JSON, .symbols = true, .top = 0, .frames = 0}};
+  views[2] = (view_t){"HTML", {.format = ND_FMT_HTML, .symbols = true, .top = 10, .frames = 8}};
   nd_supp_t *supp = nd_supp_new();
   if (!supp || nd_supp_builtin(supp)) return 2;
   char longp[4096];
