@@ -253,7 +253,7 @@ static int read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_f
   int rc = update ? nd_trace_update(t, bar ? on_progress : NULL, &prog)
                   : nd_trace_read(t, path, bar ? on_progress : NULL, &prog);
   if (prog.last >= 0) fputs("\r\033[K", err);
-  if (rc >= 0 && (update || !rc)) return rc;
+  if (rc >= 0) return rc; // nd_trace_read: 0; nd_trace_update: 0 or 1 (read again)
   if (t->err_off == UINT64_MAX) fprintf(err, "ndmemreport: %s: %s\n", path, t->err);
   else
     fprintf(err, "ndmemreport: %s: %s at offset %llu\n", path, t->err,
