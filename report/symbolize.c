@@ -73,7 +73,6 @@ static void forget(nd_sym_t *s) {
       free((char *)f->inlined_into[k].file);
     }
     free(f->inlined_into);
-    memset(f, 0, sizeof *f);
   }
   s->nframes = 0;
   if (s->vals) memset(s->vals, 0, s->slots * sizeof *s->vals);
@@ -337,11 +336,11 @@ const nd_frame_t *nd_sym_frame(nd_sym_t *s, uint64_t ip) {
       s->chunks = p;
       s->chunks_cap = n;
     }
-    if (!(s->chunks[s->nchunks] = calloc(FRAME_CHUNK, sizeof(nd_frame_t)))) return NULL;
+    if (!(s->chunks[s->nchunks] = malloc(FRAME_CHUNK * sizeof(nd_frame_t)))) return NULL;
     s->nchunks++;
   }
-  nd_frame_t *f = frame_at(s, s->nframes); // zeroed by calloc
-  f->ip = ip;
+  nd_frame_t *f = frame_at(s, s->nframes);
+  *f = (nd_frame_t){.ip = ip};
   resolve(s, f);
   size_t i = mix64(ip) & (s->slots - 1);
   while (s->vals[i]) i = (i + 1) & (s->slots - 1);
