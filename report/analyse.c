@@ -25,6 +25,11 @@ const char *const nd_rep_limit_names[ND_LIMIT_DEVICE + 1] = {"maxBytes", "maxPhy
                                                               "maxDeviceBytes"};
 const char *const nd_rep_limit_keys[ND_LIMIT_DEVICE + 1] = {"max_bytes", "max_physical_bytes",
                                                              "max_device_bytes"};
+const char *nd_rep_base_name(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? b + 1 : path;
+}
+
 const char *const nd_rep_cuda_fn_names[ND_CUDA_FN_USED] = {ND_CUDA_FN_NAMES};
 const char *const nd_rep_dev_class_names[ND_DEV_CLASSES] = {"cuMemAlloc", "stream-ordered",
                                                             "cuMemCreate"};
@@ -482,8 +487,7 @@ int nd_rep_stack_key(report_t *r, uint32_t stack, uint64_t *key) {
     } else if (!f->module) { // outside every module: only the address is known (not stable)
       h = fnv_u64(fnv_bytes(h, "A", 1), f->ip);
     } else {
-      const char *base = strrchr(f->module, '/');
-      h = fnv_str(fnv_bytes(h, "N", 1), base ? base + 1 : f->module);
+      h = fnv_str(fnv_bytes(h, "N", 1), nd_rep_base_name(f->module));
       h = key_loc(h, &f->at, f->offset);
       for (size_t k = 0; k < f->ninlined; k++) h = key_loc(h, &f->inlined_into[k], f->offset);
     }

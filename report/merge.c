@@ -60,11 +60,6 @@ static uint64_t hash_key(uint64_t key, uint16_t kind) {
   return h ^ h >> 29;
 }
 
-static const char *base_name(const char *p) {
-  const char *s = strrchr(p, '/');
-  return s ? s + 1 : p;
-}
-
 // A stack's frames as merge prints them (text and JSON "frames"), innermost first: a Python
 // frame's qualname, file and line; a native frame's module basename, function and file:line when
 // known, else module basename + offset (load bases differ between processes; offsets do not); a
@@ -84,8 +79,8 @@ static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s,
       sb_put(b, file, strlen(file));
       sb_fmt(b, ":%d)", f->at.line);
     } else if (f->module && f->at.function && f->at.file) {
-      const char *m = base_name(f->module);
-      file = base_name(f->at.file);
+      const char *m = nd_rep_base_name(f->module);
+      file = nd_rep_base_name(f->at.file);
       sb_put(b, m, strlen(m));
       sb_put(b, "!", 1);
       sb_put(b, fn, strlen(fn));
@@ -93,7 +88,7 @@ static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s,
       sb_put(b, file, strlen(file));
       sb_fmt(b, ":%d)", f->at.line);
     } else if (f->module) {
-      const char *m = base_name(f->module);
+      const char *m = nd_rep_base_name(f->module);
       sb_put(b, m, strlen(m));
       sb_fmt(b, "+0x%llx", (unsigned long long)f->offset);
     } else {
@@ -275,7 +270,7 @@ static void text_report(FILE *o, const merge_t *m, size_t top) {
     const mrank_t *r = &m->ranks[i];
     char hp[96], p[96]; // a control byte from a hostile trace becomes '?': the columns hold
     snprintf(hp, sizeof hp, "%s:%llu", r->host, (unsigned long long)r->pid);
-    snprintf(p, sizeof p, "%s", base_name(r->path));
+    snprintf(p, sizeof p, "%s", nd_rep_base_name(r->path));
     nd_rep_no_controls(hp);
     nd_rep_no_controls(p);
     fprintf(o, "%3zu  %-24.24s  %-24.24s  %-11.11s  %8.3f s\n", i, p, hp, r->ended,

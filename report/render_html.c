@@ -353,11 +353,6 @@ static void html_timeline(FILE *o, const report_t *r, plot_t *out) {
 // At most this many bytes of a name in a legend, which does not wrap.
 #define LEGEND_NAME 72
 
-static const char *base_name(const char *path) {
-  const char *b = strrchr(path, '/');
-  return b ? b + 1 : path;
-}
-
 // As esc, for at most `max` bytes of s (cut at a character, '...' after a cut).
 static void esc_max(FILE *o, const char *s, size_t max) {
   size_t n = strlen(s);
@@ -379,7 +374,7 @@ static void esc_max(FILE *o, const char *s, size_t max) {
 static bool runtime_module(const char *path) {
   static const char *const prefixes[] = {"libc.so", "libc-", "libstdc++.so", "libc++.so",
                                          "libc++abi.so", "libgcc_s.so", "libndmem"};
-  const char *b = base_name(path);
+  const char *b = nd_rep_base_name(path);
   for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
     if (!strncmp(b, prefixes[i], strlen(prefixes[i]))) return true;
   return false;
@@ -414,7 +409,7 @@ static int site_label(FILE *o, report_t *r, uint32_t stack) {
   if (f->python) {
     esc_max(o, f->at.function && *f->at.function ? f->at.function : "?", LEGEND_NAME);
     fputs(" (", o);
-    esc_max(o, f->at.file && *f->at.file ? base_name(f->at.file) : "?", LEGEND_NAME / 2);
+    esc_max(o, f->at.file && *f->at.file ? nd_rep_base_name(f->at.file) : "?", LEGEND_NAME / 2);
     if (f->at.line) fprintf(o, ":%d", f->at.line);
     fputc(')', o);
   } else if (!f->module) {
@@ -422,7 +417,7 @@ static int site_label(FILE *o, report_t *r, uint32_t stack) {
   } else if (f->at.function) {
     esc_max(o, f->at.function, LEGEND_NAME);
   } else {
-    esc_max(o, base_name(f->module), LEGEND_NAME / 2);
+    esc_max(o, nd_rep_base_name(f->module), LEGEND_NAME / 2);
     snprintf(b, sizeof b, "+0x%llx", (unsigned long long)f->offset);
     fputs(b, o);
   }

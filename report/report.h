@@ -198,6 +198,8 @@ void nd_rep_print_text(FILE *o, const char *s);
 void nd_rep_no_controls(char *s);
 // A size as the shim prints it (interpose/fmt.c): "512 B", "1.50 KiB", "28.23 MiB"; `out`.
 const char *nd_rep_human(char *out, size_t n, uint64_t v);
+// What follows the last '/' of a path (all of it without one).
+const char *nd_rep_base_name(const char *path);
 // An option's count: decimal digits only, at most `max`. 0, or -1 (the caller says what is wrong).
 int nd_rep_parse_count(const char *v, unsigned long long max, unsigned long long *out);
 // The length of the well-formed UTF-8 sequence at p (1 to 4) and its code point, or 0: a stray
