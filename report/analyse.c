@@ -45,6 +45,17 @@ void nd_rep_format_start(char *out, size_t n, uint64_t realtime_ns) {
 }
 
 // sum / peak to two decimals, rounded half up ("4.00"), or "n/a" for a zero peak.
+void nd_rep_format_pct(char *out, size_t n, uint64_t v, uint64_t limit) {
+  u128 m = (u128)v * 1000 / (limit ? limit : 1);
+  if (m > (u128)UINT64_MAX) m = UINT64_MAX;
+  snprintf(out, n, "%llu.%u %%", (unsigned long long)(m / 10), (unsigned)(m % 10));
+}
+
+void nd_rep_print_secs(FILE *o, uint64_t ns) {
+  fprintf(o, "%llu.%03llu s", (unsigned long long)(ns / 1000000000u),
+          (unsigned long long)(ns % 1000000000u / 1000000u));
+}
+
 void nd_rep_format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak) {
   if (!peak) {
     snprintf(out, n, "n/a");

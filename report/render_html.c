@@ -57,11 +57,6 @@ static void bytes(FILE *o, uint64_t v, bool est) {
   fprintf(o, "<span title=\"%llu B\">%s%s</span>", (unsigned long long)v, est ? "~" : "", h);
 }
 
-static void secs(FILE *o, uint64_t ns) {
-  fprintf(o, "%llu.%03llu s", (unsigned long long)(ns / 1000000000u),
-          (unsigned long long)(ns % 1000000000u / 1000000u));
-}
-
 // ---------------------------------------------------------------- summary
 
 // The text summary, rendered by render_text.c into memory and laid out as a table: its lines are
@@ -281,7 +276,7 @@ static void html_timeline(FILE *o, const report_t *r, plot_t *out) {
       fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>%s %s at ",
               px(&p, sec_of(t, q->mono_ns)), py(&p, q->live[k] > 0 ? (double)q->live[k] : 0), c,
               nd_rep_kind_names[k], h);
-      secs(o, nd_rep_since_start(t, q->mono_ns));
+      nd_rep_print_secs(o, nd_rep_since_start(t, q->mono_ns));
       fputs("</title></circle>\n", o);
     }
     fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/>"
@@ -318,7 +313,7 @@ static void html_timeline(FILE *o, const report_t *r, plot_t *out) {
     fprintf(o, "<path class=\"breach\" d=\"M%.1f %.1fl5 8h-10z\"><title>%s breach %llu: %s "
                "before the call, at ",
             x, y - 4, nd_rep_limit_names[b->limit], (unsigned long long)b->count, h);
-    secs(o, nd_rep_since_start(t, b->mono_ns));
+    nd_rep_print_secs(o, nd_rep_since_start(t, b->mono_ns));
     fputs("</title></path>\n", o);
   }
   for (size_t i = 0; i < t->nsnaps; i++) {
@@ -479,7 +474,7 @@ static int html_site_timeline(FILE *o, report_t *r, const plot_t *main) {
       fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>#%zu %s%s at ",
               px(&p, sec_of(t, ss.mono_ns[i])), py(&p, (double)v[i]), c, j + 1, est ? "~" : "",
               hb);
-      secs(o, nd_rep_since_start(t, ss.mono_ns[i]));
+      nd_rep_print_secs(o, nd_rep_since_start(t, ss.mono_ns[i]));
       fputs("</title></circle>\n", o);
     }
     int y = H + 10 + 14 * (int)j;
@@ -660,7 +655,7 @@ static int html_growth(FILE *o, report_t *r) {
                 (unsigned long long)g->cycle);
       else
         fputs("</td><td>none</td><td>", o);
-      secs(o, nd_rep_since_start(t, g->mono_ns));
+      nd_rep_print_secs(o, nd_rep_since_start(t, g->mono_ns));
       fprintf(o, "</td><td class=\"n\">%llu</td><td>stack %u ", (unsigned long long)g->rises,
               g->stack_id);
       if (html_stack(o, r, t->growth[i].stack)) return -1;
@@ -908,9 +903,9 @@ static void limit_row(FILE *o, const char *name, uint64_t limit, const char *wha
   else fputs("not read", o);
   fputs("</td><td class=\"n\">", o);
   if (limit && read) {
-    u128 m = (u128)peak * 1000 / limit;
-    if (m > (u128)UINT64_MAX) m = UINT64_MAX;
-    fprintf(o, "%llu.%u %%", (unsigned long long)(m / 10), (unsigned)(m % 10));
+    char pct[32];
+    nd_rep_format_pct(pct, sizeof pct, peak, limit);
+    fputs(pct, o);
   }
   fputs("</td></tr>\n", o);
 }
@@ -1010,7 +1005,7 @@ static int html_limits(FILE *o, report_t *r) {
       const nd_rec_breach_t *b = &t->breaches[i];
       fprintf(o, "<tr><td>%zu</td><td>%s</td><td class=\"n\">%llu</td><td class=\"n\">", i + 1,
               nd_rep_limit_names[b->limit], (unsigned long long)b->count);
-      secs(o, nd_rep_since_start(t, b->mono_ns));
+      nd_rep_print_secs(o, nd_rep_since_start(t, b->mono_ns));
       fprintf(o, "</td><td class=\"n\">%u</td><td>%s", b->tid, nd_rep_breach_fn(b));
       if (b->limit == ND_LIMIT_DEVICE) fprintf(o, " (device %u)", b->device);
       fputs("</td><td class=\"n\">", o);
@@ -1032,7 +1027,7 @@ static int html_limits(FILE *o, report_t *r) {
       const nd_snapshot_t *s = t->snaps[i];
       int lim = nd_rep_snap_limit(t, &s->rec);
       fprintf(o, "<tr><td>S%llu</td><td class=\"n\">", (unsigned long long)s->seq);
-      secs(o, nd_rep_since_start(t, s->rec.mono_ns));
+      nd_rep_print_secs(o, nd_rep_since_start(t, s->rec.mono_ns));
       fprintf(o, "</td><td>%s%s</td><td class=\"n\">",
               s->rec.reason == ND_SNAP_WATERMARK ? "watermark" : "first breach of ",
               s->rec.reason == ND_SNAP_WATERMARK ? "" : lim < 0 ? "a limit"
@@ -1097,7 +1092,7 @@ int nd_rep_html_report(FILE *o, report_t *r) {
   if (nd_rep_has_limits(t) || nd_rep_device_limited(t)) fputs(" · <a href=\"#limits\">limits</a>", o);
   fputs("</p>\n", o);
   if (html_summary(o, r)) return -1;
-  plot_t p;
+  plot_t p = {0, 0, 0}; // set by html_timeline when there are points (the only use)
   html_timeline(o, r, &p);
   if (t->npoints && html_site_timeline(o, r, &p)) return -1;
   size_t n = nd_rep_list_len(r, t->nsites);

@@ -19,13 +19,6 @@ const char *nd_rep_human(char *out, size_t n, uint64_t v) {
   return out;
 }
 
-// v / limit in percent to one decimal, rounded down so that "100.0 %" means the limit was reached.
-static void format_pct(char *out, size_t n, uint64_t v, uint64_t limit) {
-  u128 m = (u128)v * 1000 / (limit ? limit : 1);
-  if (m > (u128)UINT64_MAX) m = UINT64_MAX;
-  snprintf(out, n, "%llu.%u %%", (unsigned long long)(m / 10), (unsigned)(m % 10));
-}
-
 // "28.23 MiB (29606488 B)", or "512 B" below 1 KiB; `est` prefixes both numbers with '~'.
 static void print_bytes(FILE *o, uint64_t v, bool est) {
   char h[48];
@@ -59,11 +52,6 @@ void nd_rep_print_text(FILE *o, const char *s) {
 
 static const char *plural(uint64_t n, const char *one, const char *many) {
   return n == 1 ? one : many;
-}
-
-static void print_secs(FILE *o, uint64_t ns) {
-  fprintf(o, "%llu.%03llu s", (unsigned long long)(ns / 1000000000u),
-          (unsigned long long)(ns % 1000000000u / 1000000u));
 }
 
 // ---------------------------------------------------------------- text
@@ -220,7 +208,7 @@ static void text_limit_short(FILE *o, int id, uint64_t limit, uint64_t peak) {
   }
   nd_rep_human(a, sizeof a, limit);
   nd_rep_human(b, sizeof b, peak);
-  format_pct(pct, sizeof pct, peak, limit);
+  nd_rep_format_pct(pct, sizeof pct, peak, limit);
   fprintf(o, "%s (peak %s %s, %s)", a, id == ND_LIMIT_BYTES ? "tracked" : "physical", b, pct);
 }
 
@@ -366,7 +354,7 @@ static int text_lifetimes(FILE *o, report_t *r) {
       fprintf(o, " from %zu %s\n", n, plural(n, "stack", "stacks"));
       if (c == ND_LIFE_STARTUP) {
         fputs("   born before the steady state began (the first cycle, at ", o);
-        print_secs(o, l->steady_ns);
+        nd_rep_print_secs(o, l->steady_ns);
         fputs(") and kept\n", o);
       }
       // Suppressed: bytes and blocks per rule, in the order of their largest entry.
@@ -481,7 +469,7 @@ static void text_summary(FILE *o, report_t *r) {
   fputc('\n', o);
   nd_rep_format_start(buf, sizeof buf, h->start_realtime_ns);
   fprintf(o, "  %-10s  %s; duration ", "started", buf);
-  print_secs(o, t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0);
+  nd_rep_print_secs(o, t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0);
   fputs(" (to the last record)\n", o);
   if (t->ended && t->have_exit) {
     fprintf(o, "  %-10s  ", "exit");
@@ -511,7 +499,7 @@ static void text_summary(FILE *o, report_t *r) {
   }
   if (!t->ended && t->have_flush) {
     fprintf(o, " (#%llu at ", (unsigned long long)t->flush.seq);
-    print_secs(o, t->flush.mono_ns > h->start_mono_ns ? t->flush.mono_ns - h->start_mono_ns : 0);
+    nd_rep_print_secs(o, t->flush.mono_ns > h->start_mono_ns ? t->flush.mono_ns - h->start_mono_ns : 0);
     fputc(')', o);
   }
   if (!t->ended) fputc('\n', o);
@@ -736,7 +724,7 @@ static void text_limit_full(FILE *o, const nd_rec_limits_t *l, int id) {
   print_bytes(o, peak, false);
   if (limit) {
     char pct[48];
-    format_pct(pct, sizeof pct, peak, limit);
+    nd_rep_format_pct(pct, sizeof pct, peak, limit);
     fprintf(o, ", %s", pct);
   }
   fputc('\n', o);
@@ -802,7 +790,7 @@ static void text_breach(FILE *o, const nd_trace_t *t, size_t rank, const nd_rec_
   bool device = b->limit == ND_LIMIT_DEVICE;
   fprintf(o, "#%-3zu %s breach %llu at ", rank, nd_rep_limit_names[b->limit],
           (unsigned long long)b->count);
-  print_secs(o, nd_rep_since_start(t, b->mono_ns));
+  nd_rep_print_secs(o, nd_rep_since_start(t, b->mono_ns));
   fprintf(o, " on thread %u: %s ", b->tid, nd_rep_breach_fn(b));
   bool growth = !device && (b->fn == 2 || b->fn == 3); // realloc, reallocarray: the growth
   fputs(growth ? "growing a block by " : "of ", o);
@@ -846,7 +834,7 @@ static int text_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
   const nd_rec_snapshot_t *x = &s->rec;
   fprintf(o, "\n== snapshot %llu of %llu at ", (unsigned long long)s->seq,
           (unsigned long long)t->snap_records);
-  print_secs(o, nd_rep_since_start(t, x->mono_ns));
+  nd_rep_print_secs(o, nd_rep_since_start(t, x->mono_ns));
   int lim = nd_rep_snap_limit(t, x);
   if (x->reason == ND_SNAP_WATERMARK) fputs(": the warning watermark was crossed\n", o);
   else fprintf(o, ": the first breach of %s\n", lim < 0 ? "a limit" : nd_rep_limit_names[lim]);
@@ -1052,7 +1040,7 @@ static int text_growth(FILE *o, report_t *r) {
     else
       fputs("no cycles", o);
     fputs(", named at ", o);
-    print_secs(o, nd_rep_since_start(t, g->mono_ns));
+    nd_rep_print_secs(o, nd_rep_since_start(t, g->mono_ns));
     fprintf(o, "; rose in %llu flush windows\n", (unsigned long long)g->rises);
     if (text_stack(o, r, t->growth[i].stack)) return -1;
   }

@@ -123,6 +123,10 @@ extern const char *const nd_rep_action_names[3];
 void nd_rep_format_start(char *out, size_t n, uint64_t realtime_ns);
 // sum / peak to two decimals ("n/a" without a peak).
 void nd_rep_format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak);
+// v / limit in percent to one decimal, rounded down so that "100.0 %" means the limit was reached.
+void nd_rep_format_pct(char *out, size_t n, uint64_t v, uint64_t limit);
+// "12.345 s": nanoseconds as seconds to the millisecond (rounded down).
+void nd_rep_print_secs(FILE *o, uint64_t ns);
 
 // The analysis (analyse.c): sorts the sites, leaks and workspaces and classifies what was live at
 // exit; -1 when out of memory.
