@@ -956,10 +956,8 @@ static int html_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
 
 static int html_limits(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
-  bool devices = false;
-  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
-    devices |= (t->have_device >> d & 1) && t->devices[d].limit_bytes;
-  if (!nd_rep_has_limits(t) && !devices) return 0;
+  // As the link to it at the top (a device with breaches and no limit left set has one too).
+  if (!nd_rep_has_limits(t) && !nd_rep_device_limited(t)) return 0;
   fputs("<h2 id=\"limits\">Limits</h2>\n", o);
   fputs("<table>\n<tr><th>limit</th><th>value</th><th>measures</th><th>peak</th>"
         "<th>of the limit</th></tr>\n",
