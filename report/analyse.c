@@ -381,8 +381,6 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
     }
   const nd_point_t *b = &t->series[peak];
   out->known = true;
-  out->from_ns = a->mono_ns;
-  out->to_ns = b->mono_ns;
   out->resident_from = (uint64_t)a->resident;
   out->resident_to = (uint64_t)b->resident; // >= resident_from: best > 0, or the same point
   // Workspace arenas are ndmem's own mappings; the trace has their size at the end only, so they

@@ -40,14 +40,6 @@ static void esc(FILE *o, const char *s) {
   }
 }
 
-// As esc, for the first n bytes of a fixed, NUL-padded field.
-static void esc_n(FILE *o, const char *s, size_t n) {
-  char b[257];
-  if (n >= sizeof b) n = sizeof b - 1;
-  memcpy(b, s, n);
-  b[n] = 0;
-  esc(o, b);
-}
 
 
 // "28.23 MiB" with the exact bytes as its title; `est` prefixes '~'.
@@ -740,7 +732,7 @@ static int html_workspaces(FILE *o, report_t *r) {
       char ratio[64];
       nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
       fputs("<tr><td>", o);
-      esc_n(o, w->name, sizeof w->name);
+      esc(o, w->name); // NUL-terminated (check_name)
       fprintf(o, "</td><td class=\"n\">%u</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
                  "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">",
               w->tid, (unsigned long long)w->cycles, (unsigned long long)w->learned_cycles,
@@ -771,7 +763,7 @@ static int html_workspaces(FILE *o, report_t *r) {
     const esc_group_t *g = &r->groups[r->group_order[i]];
     const nd_ws_escape_t *e = &t->escapes[g->first];
     fprintf(o, "<tr><td>%zu</td><td>", i + 1);
-    esc_n(o, e->rec.name, sizeof e->rec.name);
+    esc(o, e->rec.name); // NUL-terminated (check_name)
     fprintf(o, "</td><td class=\"n\">%u</td><td class=\"n\">%llu</td><td class=\"n\">", e->rec.tid,
             (unsigned long long)g->count);
     bytes(o, g->bytes, false);

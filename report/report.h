@@ -68,7 +68,6 @@ enum nd_retention_class {
 typedef struct nd_retention {
   enum nd_retention_class cls;
   bool known;               // RESIDENT records at and after the reference: the figures are read
-  uint64_t from_ns, to_ns;  // the reference point and the resident peak after it (monotonic)
   uint64_t resident_from, resident_to;
   int64_t tracked_to;       // host kinds' live bytes + workspace arenas at the second point
   int64_t tracked_change;   // the host kinds' live bytes' change between the two
