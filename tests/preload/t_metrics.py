@@ -112,15 +112,16 @@ def read(path):
 
 
 def poll(path, until, what, timeout=10.0):
-    """Reads the file until `until(samples)` holds (a flush after the phase), or fails."""
+    """Reads the file until `until(samples)` holds (a flush after the phase), or fails; returns
+    that file's (samples, types)."""
     end, last = time.monotonic() + timeout, None
     while time.monotonic() < end:
         if os.path.exists(path):
-            last = read(path)[0]
-            if until(last):
+            last = read(path)
+            if until(last[0]):
                 return last
         time.sleep(0.02)
-    raise AssertionError("%s: not seen in %gs (last: %r)" % (what, timeout, last))
+    raise AssertionError("%s: not seen in %gs (last: %r)" % (what, timeout, last and last[0]))
 
 
 TRACES = tempfile.mkdtemp(prefix="ndmem-metrics-traces-")
@@ -147,8 +148,7 @@ def main():
     heap = dict(kind="heap", pid=pid)
 
     assert p.stdout.readline() == "0\n"
-    s0 = poll(path, lambda s: True, "the first file")
-    _, types = read(path)
+    s0, types = poll(path, lambda s: True, "the first file")
     expect = {"ndmem_info": "gauge", "ndmem_live_bytes": "gauge", "ndmem_peak_bytes": "gauge",
               "ndmem_allocations_total": "counter", "ndmem_frees_total": "counter",
               "ndmem_resident_anon_bytes": "gauge", "ndmem_allocator_free_bytes": "gauge",
@@ -179,7 +179,6 @@ def main():
     if any(dict(ls).get("pid") != pid for (n, ls) in s0):
         fail("a series without the pid label")
     # The baseline: the program is blocked in read(2); wait for a flush that saw it there.
-    a0 = value(s0, "ndmem_allocations_total", **heap)
     time.sleep(0.2)
     s0 = read(path)[0]
     a0, f0 = value(s0, "ndmem_allocations_total", **heap), value(s0, "ndmem_frees_total", **heap)
@@ -190,7 +189,8 @@ def main():
     line = p.stdout.readline().split()
     assert line[0] == "1", line
     n, usable = int(line[1]), int(line[2])
-    s1 = poll(path, lambda s: value(s, "ndmem_allocations_total", **heap) >= a0 + n, "phase 1")
+    s1, _ = poll(path, lambda s: value(s, "ndmem_allocations_total", **heap) >= a0 + n,
+                 "phase 1")
     if value(s1, "ndmem_allocations_total", **heap) != a0 + n:
         fail("allocations delta %g, not %d" % (value(s1, "ndmem_allocations_total", **heap) - a0, n))
     if value(s1, "ndmem_live_bytes", **heap) != live0 + usable:
@@ -201,7 +201,7 @@ def main():
     p.stdin.write("\n")
     p.stdin.flush()
     assert p.stdout.readline() == "2\n"
-    s2 = poll(path, lambda s: value(s, "ndmem_frees_total", **heap) >= f0 + n, "phase 2")
+    s2, _ = poll(path, lambda s: value(s, "ndmem_frees_total", **heap) >= f0 + n, "phase 2")
     if value(s2, "ndmem_frees_total", **heap) != f0 + n:
         fail("frees delta")
     if value(s2, "ndmem_live_bytes", **heap) != live0:
