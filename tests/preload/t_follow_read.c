@@ -87,10 +87,6 @@ static void put_file(const char *path, const char *p, size_t n) {
 
 static char wbuf[1 << 16];
 
-static void rec(nd_tw_t *w, uint16_t tag, const void *p, uint32_t n, const void *tail,
-                uint32_t tn) {
-  nd_tw_record(w, tag, p, n, tail, tn);
-}
 
 // 10000 flush batches of a version 8 trace: SITE updates, RESIDENT, COUNTERS (the timeline),
 // FLUSH; a snapshot of 5 sites at batches 3000 and 7000 (and one of 2 at each 1000th); a second
@@ -113,12 +109,12 @@ static void write_long(const char *path) {
   const char *app = "/nonexistent/follow-app", *lib = "/nonexistent/libfollow.so";
   nd_rec_module_t m = {.id = 0, .path_len = (uint32_t)strlen(app), .base = 0x400000,
                        .lo = 0x400000, .hi = 0x800000};
-  rec(&w, ND_REC_MODULE, &m, sizeof m, app, m.path_len);
+  nd_tw_record(&w, ND_REC_MODULE, &m, sizeof m, app, m.path_len);
   uint64_t frames[6];
   for (uint32_t s = 1; s <= 3; s++) {
     for (int i = 0; i < 6; i++) frames[i] = 0x401000 + s * 0x100 + (uint64_t)i * 0x10;
     nd_rec_stack_t st = {.id = s, .depth = 3 + s};
-    rec(&w, ND_REC_STACK, &st, sizeof st, frames, st.depth * 8);
+    nd_tw_record(&w, ND_REC_STACK, &st, sizeof st, frames, st.depth * 8);
   }
   nd_rec_site_t site[5] = {0};
   uint64_t ns = 2000;
@@ -126,10 +122,10 @@ static void write_long(const char *path) {
     if (b == 5000) {
       nd_rec_module_t m2 = {.id = 1, .path_len = (uint32_t)strlen(lib), .base = 0x7f0000000000,
                             .lo = 0x7f0000000000, .hi = 0x7f0000100000};
-      rec(&w, ND_REC_MODULE, &m2, sizeof m2, lib, m2.path_len);
+      nd_tw_record(&w, ND_REC_MODULE, &m2, sizeof m2, lib, m2.path_len);
       for (int i = 0; i < 6; i++) frames[i] = 0x7f0000001000 + (uint64_t)i * 0x40;
       nd_rec_stack_t st = {.id = 4, .depth = 6};
-      rec(&w, ND_REC_STACK, &st, sizeof st, frames, st.depth * 8);
+      nd_tw_record(&w, ND_REC_STACK, &st, sizeof st, frames, st.depth * 8);
     }
     uint32_t nsites = b >= 5000 ? 4 : 3;
     for (uint32_t k = 0; k < nsites; k++) {
@@ -145,43 +141,43 @@ static void write_long(const char *path) {
       if (live > s->peak_live_bytes) s->peak_live_bytes = live;
       s->floor_bytes = live - (b % 5) * 16;
       s->cycle = b / 100;
-      rec(&w, ND_REC_SITE, s, sizeof *s, NULL, 0);
+      nd_tw_record(&w, ND_REC_SITE, s, sizeof *s, NULL, 0);
     }
     if (b % 1000 == 0 || b == 3000 || b == 7000) {
       uint32_t n = b == 3000 || b == 7000 ? 5 : 2;
       nd_rec_snapshot_t sn = {.mono_ns = ns, .reason = ND_SNAP_BREACH, .sites = n,
                               .tracked = b * 4096ull, .threshold = 1 << 20};
-      rec(&w, ND_REC_SNAPSHOT, &sn, sizeof sn, NULL, 0);
+      nd_tw_record(&w, ND_REC_SNAPSHOT, &sn, sizeof sn, NULL, 0);
       for (uint32_t k = 0; k < n; k++) {
         nd_rec_snap_site_t x = {.stack_id = 1 + k % 3, .kind = (uint16_t)(k / 3),
                                 .live_bytes = (b * 7 + k * 1013) % 100000, .live_count = k + 1};
-        rec(&w, ND_REC_SNAP_SITE, &x, sizeof x, NULL, 0);
+        nd_tw_record(&w, ND_REC_SNAP_SITE, &x, sizeof x, NULL, 0);
       }
     }
     if (b % 10 == 0) {
       nd_rec_resident_t r = {.mono_ns = ns, .anon_bytes = (uint64_t)b * 8192 + (b % 13) * 4096};
-      rec(&w, ND_REC_RESIDENT, &r, sizeof r, NULL, 0);
+      nd_tw_record(&w, ND_REC_RESIDENT, &r, sizeof r, NULL, 0);
     }
     nd_rec_counters_t c = {.mono_ns = ns, .threads = 1 + b % 4};
     for (int k = 0; k < 2; k++) {
       c.kind[k].live_bytes = (int64_t)(site[k].alloc_bytes - site[k].free_bytes);
       c.kind[k].peak_bytes = (int64_t)site[k].peak_live_bytes;
     }
-    rec(&w, ND_REC_COUNTERS, &c, sizeof c, NULL, 0);
+    nd_tw_record(&w, ND_REC_COUNTERS, &c, sizeof c, NULL, 0);
     nd_rec_flush_t f = {.mono_ns = ns, .seq = b, .cycles = b / 100,
                         .steady_ns = b >= 100 ? 3000 : 0};
-    rec(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
     ns += 1000000;
   }
   for (uint32_t k = 0; k < 2; k++) {
     nd_rec_block_t bl = {.stack_id = k + 1, .kind = (uint16_t)k, .size = 4096 * (k + 1),
                          .mono_ns = ns - 5000000, .cycle = 99};
-    rec(&w, ND_REC_BLOCK, &bl, sizeof bl, NULL, 0);
+    nd_tw_record(&w, ND_REC_BLOCK, &bl, sizeof bl, NULL, 0);
   }
   nd_rec_exit_t ex = {.mono_ns = ns, .how = ND_EXIT_NORMAL};
-  rec(&w, ND_REC_EXIT, &ex, sizeof ex, NULL, 0);
+  nd_tw_record(&w, ND_REC_EXIT, &ex, sizeof ex, NULL, 0);
   nd_rec_end_t e = {.mono_ns = ns, .blocks = 2};
-  rec(&w, ND_REC_END, &e, sizeof e, NULL, 0);
+  nd_tw_record(&w, ND_REC_END, &e, sizeof e, NULL, 0);
   if (nd_tw_flush(&w)) {
     fprintf(stderr, "t_follow_read: writing %s failed\n", path);
     exit(2);
@@ -300,6 +296,19 @@ static nd_sym_t *keep_sym(nd_sym_t *sym, uint64_t *mods, const nd_trace_t *t, bo
   return nd_sym_new(t, true);
 }
 
+// A replaced trace: nd_trace_update must read it again from its start (1), and then equal a full
+// read of it. Returns the symbolizer for the trace as read now.
+static nd_sym_t *reread(const char *what, const char *path, nd_trace_t *t, nd_sym_t *sym,
+                        uint64_t *mods, nd_supp_t *supp) {
+  int rc = nd_trace_update(t, NULL, NULL);
+  if (rc != 1) no(what, "nd_trace_update returned %d, want 1 (read again)", rc);
+  if (rc >= 0) {
+    sym = keep_sym(sym, mods, t, true);
+    check_against_full(what, path, t, sym, supp);
+  }
+  return sym;
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static size_t piece(size_t max) { // an odd size from 1 to max (odd), skewed to small
   rng ^= rng >> 12;
@@ -377,44 +386,24 @@ static void grow_and_check(const char *dir, const char *src, const char *other,
   // The file rewritten in place with a shorter trace (same inode).
   snprintf(what, sizeof what, "%s rewritten with the shorter %s", src, other);
   put_file(path, op, on < n ? on : n / 2); // a prefix of a trace is a trace (cut short)
-  int rc = nd_trace_update(t, NULL, NULL);
-  if (rc != 1) no(what, "nd_trace_update returned %d, want 1 (read again)", rc);
-  if (rc >= 0) {
-    sym = keep_sym(sym, &mods, t, true);
-    check_against_full(what, path, t, sym, supp);
-  }
+  sym = reread(what, path, t, sym, &mods, supp);
   // Another file renamed over it: the original, longer, trace.
   snprintf(what, sizeof what, "%s renamed over %s", src, other);
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.new", path);
   put_file(tmp, p, n);
   if (rename(tmp, path)) no(what, "rename: %s", strerror(errno));
-  rc = nd_trace_update(t, NULL, NULL);
-  if (rc != 1) no(what, "nd_trace_update returned %d, want 1 (read again)", rc);
-  if (rc >= 0) {
-    sym = keep_sym(sym, &mods, t, true);
-    check_against_full(what, path, t, sym, supp);
-  }
+  sym = reread(what, path, t, sym, &mods, supp);
   // Rewritten in place (same inode, same size) as another process's trace: read again.
   snprintf(what, sizeof what, "%s rewritten in place with another pid", src);
   ((nd_trace_header_t *)(void *)p)->pid ^= 1; // p is malloc'd: aligned
   put_file(path, p, n);
   ((nd_trace_header_t *)(void *)p)->pid ^= 1;
-  rc = nd_trace_update(t, NULL, NULL);
-  if (rc != 1) no(what, "nd_trace_update returned %d, want 1 (read again)", rc);
-  if (rc >= 0) {
-    sym = keep_sym(sym, &mods, t, true);
-    check_against_full(what, path, t, sym, supp);
-  }
+  sym = reread(what, path, t, sym, &mods, supp);
   // The same trace cut short (its header intact): read again, up to the cut.
   snprintf(what, sizeof what, "%s cut to %zu bytes", src, n / 2);
   if (truncate(path, (off_t)(n / 2))) no(what, "truncate: %s", strerror(errno));
-  rc = nd_trace_update(t, NULL, NULL);
-  if (rc != 1) no(what, "nd_trace_update returned %d, want 1 (read again)", rc);
-  if (rc >= 0) {
-    sym = keep_sym(sym, &mods, t, true);
-    check_against_full(what, path, t, sym, supp);
-  }
+  sym = reread(what, path, t, sym, &mods, supp);
   nd_sym_free(sym);
   nd_trace_free(t);
   free(t);
@@ -520,7 +509,8 @@ int main(int argc, char **argv) {
   }
   const char *dir = argv[1];
   views[0] = (view_t){"--brief text", {.brief = true, .symbols = true, .top = 10, .frames = 8}};
-  views[1] = (view_t){"JSON (--top 0)", {.format = ND_FMT_JSON, .symbols = true, .top = 0, .frames = 0}};
+  views[1] = (view_t){"JSON (--top 0)",
+                      {.format = ND_FMT_JSON, .symbols = true, .top = 0, .frames = 0}};
   views[2] = (view_t){"HTML", {.format = ND_FMT_HTML, .symbols = true, .top = 10, .frames = 8}};
   nd_supp_t *supp = nd_supp_new();
   if (!supp || nd_supp_builtin(supp)) return 2;
