@@ -110,18 +110,23 @@ static void resolve_dlsym(void) {
   __atomic_store_n(&nd_dlsym_next, (void *(*)(void *, const char *))f, __ATOMIC_RELEASE);
 }
 
-// ndmem's own lookups (not the program's): out of the program's books, and a failed one leaves
-// no message for the program's dlerror. glibc allocates the message at the failure and frees it
-// at the second dlerror that reads it: both happen here, in BUSY mode, so the program's heap
-// counters see neither (a message read later by the program would be freed as its memory).
-void *nd_dlsym_own(void *handle, const char *name) {
+// ndmem's own lookups (not the program's): out of the program's books (BUSY mode: glibc
+// allocates a failed lookup's message, which the program's heap counters must not see).
+// `clear`: a lookup on one of the program's threads (its own dlsym and cuGetProcAddress calls,
+// which are hooked) also leaves nothing for that thread's dlerror: glibc frees the message at the
+// second dlerror that reads it, both here. The first dlerror translates the message through
+// gettext, which takes glibc's setlocale lock and reads the environment: never from a malloc or
+// mmap hook (a hook may run inside setlocale holding that lock: python.h), never from ndmem's
+// threads (a shell replaces `environ` as it likes; bash crashed in gettext's getenv). On those
+// threads a failed lookup's message stays in the thread's own dlerror state, which nothing reads.
+void *nd_dlsym_own(void *handle, const char *name, int clear) {
   if (!__atomic_load_n(&nd_dlsym_next, __ATOMIC_ACQUIRE)) resolve_dlsym();
   if (!nd_dlsym_next) return NULL;
   nd_tls_t *t = &nd_tls;
   unsigned char mode = t->mode;
   if (mode == ND_T_COUNT) t->mode = ND_T_BUSY;
   void *r = nd_dlsym_next(handle, name);
-  if (!r) {
+  if (!r && clear) {
     dlerror();
     dlerror();
   }
@@ -199,9 +204,9 @@ static void *real_of(int f, int inst) {
   // whose own references to its functions are interposable hands out ndmem's exported hook.
   if (!LD(nd_dlsym_next)) resolve_dlsym();
   if (!nd_dlsym_next) return NULL;
-  r = nd_dlsym_own(RTLD_NEXT, names[f].sym);
+  r = nd_dlsym_own(RTLD_NEXT, names[f].sym, 1);
   void *m = __atomic_load_n(&drv_module, __ATOMIC_ACQUIRE);
-  if (!r && m) r = nd_dlsym_own(m, names[f].sym);
+  if (!r && m) r = nd_dlsym_own(m, names[f].sym, 1);
   if (r && is_hook(r)) r = NULL; // never ndmem's own
   if (r) __atomic_store_n(&real_fn[f][inst], r, __ATOMIC_RELEASE);
   return r;
@@ -291,7 +296,7 @@ static struct {
 static void *drv_sym(const void *real, const char *name) {
   if (!is_hook(real)) learn_module(NULL, real);
   void *m = __atomic_load_n(&drv_module, __ATOMIC_ACQUIRE);
-  return m ? nd_dlsym_own(m, name) : NULL;
+  return m ? nd_dlsym_own(m, name, 1) : NULL;
 }
 
 static void drv_resolve(const void *real) {

@@ -98,6 +98,11 @@ const char *nd_buf_cstr(nd_buf_t *b) {
   return b->data;
 }
 
+const char *nd_errno_text(int err) {
+  const char *s = strerrordesc_np(err);
+  return s ? s : "unknown error";
+}
+
 void nd_say_path_error(const char *what, const char *path, int err, const char *then) {
   nd_buf_t b;
   nd_buf_reset(&b);
@@ -106,7 +111,7 @@ void nd_say_path_error(const char *what, const char *path, int err, const char *
   nd_buf_str(&b, " '");
   nd_buf_strn(&b, path, 600);
   nd_buf_str(&b, "': ");
-  nd_buf_str(&b, strerror(err));
+  nd_buf_str(&b, nd_errno_text(err));
   nd_buf_str(&b, "; ");
   nd_buf_str(&b, then);
   nd_buf_line(&b, 2);

@@ -26,7 +26,10 @@ void nd_buf_ubytes(nd_buf_t *b, uint64_t v);             // the same for the who
 void nd_buf_flush(nd_buf_t *b, int fd);                  // write and reset
 void nd_buf_line(nd_buf_t *b, int fd);                   // end the line, write and reset
 const char *nd_buf_cstr(nd_buf_t *b);                    // NUL-terminated view (for tests)
-// One stderr line about a file: "ndmem: WHAT 'PATH': strerror(err); THEN".
+// An errno's description, untranslated: strerror translates through gettext, which takes glibc's
+// setlocale lock, and ndmem may run inside setlocale holding it (python.h tells the hang).
+const char *nd_errno_text(int err);
+// One stderr line about a file: "ndmem: WHAT 'PATH': nd_errno_text(err); THEN".
 void nd_say_path_error(const char *what, const char *path, int err, const char *then);
 
 #endif

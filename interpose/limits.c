@@ -465,7 +465,7 @@ static void statm_warn(const char *path, int err, const char *then) {
   nd_buf_str(&b, "ndmem: cannot read resident memory from '");
   nd_buf_strn(&b, path, 200);
   nd_buf_str(&b, "' (");
-  nd_buf_str(&b, strerror(err));
+  nd_buf_str(&b, nd_errno_text(err));
   nd_buf_str(&b, "); ");
   nd_buf_str(&b, then);
   nd_buf_line(&b, 2);

@@ -95,6 +95,33 @@ uint64_t nd_os_thread_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+// /proc/self/stat's starttime (field 22, clock ticks since boot on CLOCK_BOOTTIME) moved to the
+// monotonic clock by the two clocks' current difference (the time the machine was suspended).
+uint64_t nd_os_process_start_mono_ns(void) {
+  int saved = errno;
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  long tick = sysconf(_SC_CLK_TCK);
+  errno = saved;
+  if (n <= 0 || tick <= 0) return 0;
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')'); // the command name may hold spaces and parentheses
+  for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
+  if (!p || p[1] < '0' || p[1] > '9') return 0;
+  uint64_t ticks = 0;
+  for (p++; *p >= '0' && *p <= '9'; p++) ticks = ticks * 10 + (uint64_t)(*p - '0');
+  struct timespec mono, boot; // the later reading second: no suspension reads as a few ns, not < 0
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  int64_t suspended = ((int64_t)boot.tv_sec - (int64_t)mono.tv_sec) * 1000000000ll +
+                      (int64_t)boot.tv_nsec - (int64_t)mono.tv_nsec;
+  uint64_t start = ticks * (1000000000ull / (uint64_t)tick);
+  if (suspended < 0) suspended = 0;
+  return start > (uint64_t)suspended ? start - (uint64_t)suspended : 0;
+}
+
 void nd_os_sleep_ms(int64_t ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
   int saved = errno;

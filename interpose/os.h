@@ -18,6 +18,9 @@ size_t nd_os_page_size(void);
 uint64_t nd_os_phys_bytes(void);               // physical RAM in bytes (sysinfo), 0 if unknown
 uint64_t nd_os_mono_ns(void);                  // CLOCK_MONOTONIC in nanoseconds
 uint64_t nd_os_thread_cpu_ns(void);            // the calling thread's CPU time (0: none)
+// When this process was created (by fork or clone; exec keeps it), on the CLOCK_MONOTONIC time
+// base, rounded down to the kernel's clock tick; 0 when /proc/self/stat cannot be read.
+uint64_t nd_os_process_start_mono_ns(void);
 void nd_os_sleep_ms(int64_t ms);               // the whole interval, through EINTR
 
 // Starts fn on a background thread of ndmem's own, once: *started goes from 0 to 1 first (a

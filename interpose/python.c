@@ -226,17 +226,21 @@ static int range_of(struct dl_phdr_info *info, size_t size, void *ctx) {
 
 void nd_py_modules_changed(void) { __atomic_store_n(&P.tried, 0, __ATOMIC_RELEASE); }
 
+// A symbol of the interpreter, from ndmem's thread or the last flush: a failed look-up leaves its
+// message in the thread's dlerror state (nd_dlsym_own tells why it is not cleared).
+static void *look(const char *name) { return nd_dlsym_own(RTLD_DEFAULT, name, 0); }
+
+void nd_py_setup(void) {
+  if (!nd_cfg.python) __atomic_store_n(&P.state, ND_PY_OFF, __ATOMIC_RELEASE);
+}
+
 void nd_py_detect(void) {
   int st = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE), zero = 0;
   if (st != ND_PY_NONE ||
       !__atomic_compare_exchange_n(&P.tried, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return; // decided, or another thread is looking
-  if (!nd_cfg.python) {
-    __atomic_store_n(&P.state, ND_PY_OFF, __ATOMIC_RELEASE);
-    return;
-  }
-  const unsigned long *ver = nd_dlsym_own(RTLD_DEFAULT, "Py_Version");
-  const char *(*getver)(void) = ver ? NULL : (const char *(*)(void))nd_dlsym_own(RTLD_DEFAULT, "Py_GetVersion");
+  const unsigned long *ver = look("Py_Version");
+  const char *(*getver)(void) = ver ? NULL : (const char *(*)(void))look("Py_GetVersion");
   int state = ND_PY_NONE;
   if (!ver && getver) { // 3.10 and older have no Py_Version
     const char *v = getver();
@@ -259,12 +263,12 @@ void nd_py_detect(void) {
     unsigned minor = (P.version_hex >> 16) & 0xff, major = P.version_hex >> 24;
     for (size_t i = 0; i < sizeof nd_py_layouts / sizeof nd_py_layouts[0]; i++)
       if (major == 3 && nd_py_layouts[i].minor == minor) P.L = &nd_py_layouts[i];
-    P.initialized = (int (*)(void))nd_dlsym_own(RTLD_DEFAULT, "Py_IsInitialized");
-    P.this_tstate = (void *(*)(void))nd_dlsym_own(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-    P.addr2line = (int (*)(void *, int))nd_dlsym_own(RTLD_DEFAULT, "PyCode_Addr2Line");
-    P.code_type = nd_dlsym_own(RTLD_DEFAULT, "PyCode_Type");
-    P.str_type = nd_dlsym_own(RTLD_DEFAULT, "PyUnicode_Type");
-    void *eval = nd_dlsym_own(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    P.initialized = (int (*)(void))look("Py_IsInitialized");
+    P.this_tstate = (void *(*)(void))look("PyGILState_GetThisThreadState");
+    P.addr2line = (int (*)(void *, int))look("PyCode_Addr2Line");
+    P.code_type = look("PyCode_Type");
+    P.str_type = look("PyUnicode_Type");
+    void *eval = look("_PyEval_EvalFrameDefault");
     int ok = P.L && P.initialized && P.this_tstate && P.addr2line && P.code_type && P.str_type &&
              eval && extent(eval, &P.eval_lo, &P.eval_hi) == 0;
     if (ok) {
@@ -371,7 +375,6 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int 
 }
 
 int nd_py_rewrite(uintptr_t *ips, int n, int max) {
-  if (ND_UNLIKELY(!__atomic_load_n(&P.tried, __ATOMIC_ACQUIRE))) nd_py_detect();
   if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) return n;
   __atomic_fetch_add(&P.stacks, 1, __ATOMIC_RELAXED);
   if (!P.initialized()) return n;

@@ -11,10 +11,16 @@
 #include <stdint.h>
 
 // Looks for the interpreter (once; again after nd_py_modules_changed) and says once if it is of
-// an unsupported version. The first tracked block's stack asks, and the trace writer when the
-// module map changed (an embedding program may dlopen libpython). Never during initialisation:
-// a dlsym that finds nothing allocates its message, which would come from the bootstrap pool.
+// an unsupported version. Only the trace's flushes look, holding the trace lock, which fork waits
+// for: the writer thread's when it starts (at the first tracked block) and when the module map
+// changed (an embedding program may dlopen libpython), and the last flush of a normal exit. Never from a hook: a lookup that finds nothing
+// leaves its message to dlerror, which translates it through gettext, which takes glibc's
+// setlocale lock; a hook can run inside setlocale holding that lock for writing, and the read
+// lock then fails with EDEADLK and gettext's unlock releases setlocale's own lock (the next
+// setlocale hung: an exact-mode run of any program that sets its locale twice, and bash).
+// Never during initialisation either: the message would come from the bootstrap pool.
 void nd_py_detect(void);
+void nd_py_setup(void); // at start-up: NDMEM_PYTHON=0 decides at once (no look-up)
 void nd_py_modules_changed(void);
 int nd_py_state(void);   // enum nd_python_state
 // Rewrites a stack of n native frames (innermost first, ndmem's own removed) in place: each

@@ -273,6 +273,7 @@ void nd_trace_setup(void) {
   ssize_t n = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
   h->exe[n > 0 ? n : 0] = 0;
   fix_dir();
+  nd_py_setup();
   nd_metrics_setup(tr.dir);
   tr.on = 1;
   tr.state = TR_LATER;
@@ -288,18 +289,24 @@ static void warn_once(const char *what, const char *path, int err) {
 
 extern char **environ;
 
-// A file of this process from before an exec: the fork child that became this process created it
-// at its first allocation and wrote its header only. Nothing is lost by taking it over.
+// A file of this process from before an exec: written by an earlier image of this very process
+// (same pid, started no earlier than the process was created: a process that had the pid before
+// ended before this one began). An exec chain (a launcher script that execs another, pyenv's
+// shims, `exec` in a shell) ends in the program the user meant: its image takes the path over,
+// as the trace of the run, whatever the earlier images wrote (a fork child that became this
+// process wrote a header at its first allocation; a script that ran for a while, its flushes).
 static int take_over(const char *path) {
   int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
   struct stat st;
   nd_trace_header_t h;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1 &&
-      st.st_size == (off_t)sizeof h && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
-      memcmp(h.magic, ND_TRACE_MAGIC, 8) == 0 && h.pid == (uint64_t)nd_os_getpid() &&
-      ftruncate(fd, 0) == 0)
-    return fd;
+      st.st_size >= (off_t)sizeof h && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+      memcmp(h.magic, ND_TRACE_MAGIC, 8) == 0 && h.pid == (uint64_t)nd_os_getpid()) {
+    uint64_t born = st.st_size == (off_t)sizeof h ? 0 : nd_os_process_start_mono_ns();
+    if ((st.st_size == (off_t)sizeof h || (born && h.start_mono_ns >= born)) && ftruncate(fd, 0) == 0)
+      return fd;
+  }
   close(fd);
   return -1;
 }
@@ -575,14 +582,12 @@ void nd_trace_flush(int final) {
     tr.adds = gen[0];
     tr.subs = gen[1];
     dl_iterate_phdr(write_modules, NULL);
-    // An interpreter loaded by dlopen (an embedding program) is found, but not by the last flush:
-    // a failed dlsym allocates its error message, and a program that exits from a signal handler
-    // may have been interrupted inside malloc. The first tracked block already looked.
-    if (!final) {
-      nd_py_modules_changed();
-      nd_py_detect();
-    }
+    if (!final) nd_py_modules_changed(); // an embedding program may have dlopen'ed libpython
   }
+  // The interpreter is looked for (python.h; nothing once decided), also by the last flush of a
+  // run too short for the writer to have started, but not when the process may have stopped
+  // inside malloc (a fatal signal, _exit from a handler): a failed dlsym allocates its message.
+  if (!final || !nd_os_last_words) nd_py_detect();
   write_sites();
   nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
   nd_limits_write_records(ws_record, NULL); // and snapshots theirs
@@ -628,6 +633,10 @@ void nd_trace_flush(int final) {
 static void *writer_main(void *arg) {
   (void)arg;
   nd_tls.mode = ND_T_BUSY; // nothing this thread does is the program's
+  // The interpreter is looked for here, not in the hook that tracked the first block (python.h).
+  nd_os_mutex_lock(&tr.lock);
+  nd_py_detect();
+  pthread_mutex_unlock(&tr.lock);
   int64_t wait = FIRST_FLUSH_MS;
   for (;;) {
     if (wait > nd_cfg.flush_ms) wait = nd_cfg.flush_ms;

@@ -218,7 +218,7 @@ static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
         nd_buf_str(&b, "ndmem: NDMEM_WS_MMAP_DIR='");
         nd_buf_strn(&b, nd_cfg.ws_mmap_dir, 200);
         nd_buf_str(&b, "': cannot make an arena file (");
-        nd_buf_str(&b, strerror(err));
+        nd_buf_str(&b, nd_errno_text(err));
         nd_buf_str(&b, "); arenas use anonymous memory (NDMEM_WS_LOCATION=ram)");
         nd_buf_line(&b, 2);
       }
