@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -516,34 +517,73 @@ size_t nd_malloc_usable_size(void *p) {
 // next allocator's heap, so the next allocator's delete and free take the block) and keeps the
 // C++ contract as libstdc++ does: size 0 is 1 byte, and on failure the new_handler is called until
 // it gives up, then std::bad_alloc is thrown (these frames carry unwind tables; nothing is held
-// while the handler or the throw run). The C++ runtime's functions are looked up when first
-// needed: a process that reaches operator new has one loaded.
-static void *cxx_sym(int next, const char *name) {
-  nd_tls_t *t = &nd_tls;
-  unsigned char m = t->mode;
-  if (m == ND_T_COUNT) t->mode = ND_T_BUSY; // dlsym's own allocations are not the program's
-  void *f = dlsym(next ? RTLD_NEXT : RTLD_DEFAULT, name);
-  t->mode = m;
-  return f;
+// while the handler or the throw run).
+//
+// The C++ runtime's functions are looked up when first needed, in the runtime itself: a process
+// that reaches operator new has one loaded, but not always where a global look-up finds it (a
+// Python extension is dlopen'ed RTLD_LOCAL with its libstdc++: torch under a limit reached
+// abort() where it should have thrown). The runtime is found among the loaded objects by name
+// (libstdc++, or LLVM's libc++ with libc++abi) and asked through its own handle, so no look-up
+// fails (a failure would leave a message for the program's dlerror); else the global scope after
+// ndmem.
+enum { CXX_THROW, CXX_GET_HANDLER, CXX_NOTHROW }; // slots; the nothrow forms follow (4)
+static void *cxx_fn[CXX_NOTHROW + 4];
+static int cxx_found; // atomic: 1 once cxx_fn holds what the runtime has
+
+static const char *const nothrow_names[4] = {
+    "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
+    "_ZnamSt11align_val_tRKSt9nothrow_t"};
+
+typedef struct cxx_runtime {
+  char path[512]; // the loaded runtime's file ("": none found)
+  int libcxx;     // LLVM's libc++ (its throw helper lives in namespace std::__1)
+} cxx_runtime_t;
+
+static int find_runtime(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  cxx_runtime_t *r = ctx;
+  const char *name = info->dlpi_name, *base = name ? strrchr(name, '/') : NULL;
+  base = base ? base + 1 : name;
+  if (!base || strlen(name) >= sizeof r->path) return 0;
+  int gnu = strncmp(base, "libstdc++.so", 12) == 0, llvm = strncmp(base, "libc++.so", 9) == 0;
+  if (!gnu && !llvm) return 0;
+  memcpy(r->path, name, strlen(name) + 1);
+  r->libcxx = llvm;
+  return 1;
 }
 
-// The C++ runtime's function `name`, looked up once into *slot (a racing lookup finds the same).
-static void *cxx_cached(void **slot, const char *name) {
-  void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (!f) __atomic_store_n(slot, f = cxx_sym(0, name), __ATOMIC_RELEASE);
-  return f;
+// Fills cxx_fn once (racing threads find the same). Marked inside ndmem: the loader's own
+// allocations are not the program's.
+static void cxx_resolve(void) {
+  if (__atomic_load_n(&cxx_found, __ATOMIC_ACQUIRE)) return;
+  nd_tls_t *t = &nd_tls;
+  unsigned char m = t->mode;
+  if (m == ND_T_COUNT) t->mode = ND_T_BUSY;
+  cxx_runtime_t r = {"", 0};
+  dl_iterate_phdr(find_runtime, &r);
+  void *h = r.path[0] ? dlopen(r.path, RTLD_LAZY | RTLD_NOLOAD) : NULL; // loaded: nothing loads
+  void *scope = h ? h : RTLD_NEXT; // never ndmem's own nothrow new
+  const char *names[CXX_NOTHROW + 4] = {r.libcxx ? "_ZNSt3__117__throw_bad_allocEv" : "_ZSt17__throw_bad_allocv",
+                                        "_ZSt15get_new_handlerv"};
+  for (int i = 0; i < 4; i++) names[CXX_NOTHROW + i] = nothrow_names[i];
+  void *fn[CXX_NOTHROW + 4];
+  for (int i = 0; i < CXX_NOTHROW + 4; i++) fn[i] = dlsym(scope, names[i]);
+  // the runtime is never unloaded while its operator new may be called: the handle is kept
+  for (int i = 0; i < CXX_NOTHROW + 4; i++) __atomic_store_n(&cxx_fn[i], fn[i], __ATOMIC_RELAXED);
+  __atomic_store_n(&cxx_found, 1, __ATOMIC_RELEASE);
+  t->mode = m;
 }
 
 static void cxx_bad_alloc(void) {
-  static void *thrower;
-  void *f = cxx_cached(&thrower, "_ZSt17__throw_bad_allocv");
+  cxx_resolve();
+  void *f = cxx_fn[CXX_THROW];
   if (f) (__extension__(void (*)(void)) f)();
   abort(); // no C++ runtime to throw with: what an uncaught bad_alloc would do
 }
 
 static void (*cxx_handler(void))(void) {
-  static void *getter;
-  void *f = cxx_cached(&getter, "_ZSt15get_new_handlerv");
+  cxx_resolve();
+  void *f = cxx_fn[CXX_GET_HANDLER];
   return f ? (__extension__(void (*(*)(void))(void)) f)() : NULL;
 }
 
@@ -556,12 +596,8 @@ static void *cxx_alloc(size_t n, size_t align, void *ra) {
 }
 
 // The nothrow forms catch what the handler throws and return NULL; C cannot catch, so with a
-// handler installed they are left to the next definition of the same form (libstdc++'s calls
+// handler installed they are left to the runtime's definition of the same form (libstdc++'s calls
 // back into ndmem's throwing new; another allocator's is counted here).
-static const char *const nothrow_names[4] = {
-    "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
-    "_ZnamSt11align_val_tRKSt9nothrow_t"};
-
 void *nd_cxx_new(size_t n, size_t align, int form, void *ra) {
   for (;;) {
     void *p = cxx_alloc(n, align, ra);
@@ -575,7 +611,8 @@ void *nd_cxx_new(size_t n, size_t align, int form, void *ra) {
       h();
       continue;
     }
-    void *f = cxx_sym(1, nothrow_names[form & 3]);
+    cxx_resolve();
+    void *f = cxx_fn[CXX_NOTHROW + (form & 3)];
     if (!f) return NULL;
     nd_tls_t *t = &nd_tls;
     unsigned char m = t->mode;
