@@ -84,6 +84,10 @@ const nd_option_t nd_options[] = {
     LOPT("NDMEM_MAX_PHYSICAL_BYTES", max_physical_bytes, 0,
          "limit on anonymous resident memory (resident - shared; file pages do not count); "
          "same forms; 0: none"),
+    COPT("NDMEM_MAX_BYTES_MAPPINGS", max_bytes_mappings, 0, "touched|whole",
+         "how an anonymous mapping of 4 MiB or more counts towards NDMEM_MAX_BYTES: touched (its "
+         "pages written or read, resident; a reserved buffer never used counts nothing) or whole "
+         "(its size); smaller mappings count whole"),
     { "NDMEM_MAX_DEVICE_BYTES", ND_OPT_DEVICE_LIMIT, offsetof(nd_config_t, max_device), 0, 0, 0,
       NULL,
       "limit on CUDA device memory (cuMemAlloc, stream-ordered and cuMemCreate allocations) of "
@@ -93,6 +97,13 @@ const nd_option_t nd_options[] = {
     COPT("NDMEM_ON_LIMIT", on_limit, 0, "fail|warn|abort",
          "over a limit after relief: fail (NULL/MAP_FAILED, ENOMEM), warn (allow; logged once "
          "per doubling), abort (write the trace and summary, then SIGABRT)"),
+    OPT("NDMEM_LIMIT_RETRY_MS", ND_OPT_INT, limit_retry_ms, 2000, 0, 3600000,
+        "with NDMEM_ON_LIMIT=fail, a thread that retries the same refused request (function, "
+        "size, call site) for this long (milliseconds; 16 tries at least) cannot go on: the "
+        "process is stopped as abort does; 0: never"),
+    OPT("NDMEM_LIMITS_STRICT", ND_OPT_BOOL, limits_strict, 0, 0, 1,
+        "1: a limit that cannot be read stops the process before it starts (exit status 2); 0: "
+        "it runs without that limit and says so (`ndmem run` checks its limits this way)"),
     LOPT("NDMEM_WARN_AT", warn_at, -1,
          "watermark on anonymous resident memory: crossing it writes a snapshot of live memory "
          "by site to the trace; auto: 90% of the cgroup limit when there is one; 0: none"),
@@ -409,6 +420,7 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
   cfg->given = 0;
   for (int i = 0; i <= ND_CONFIG_DEVICES; i++) cfg->max_device[i] = 0;
   cfg->max_device_frac = cfg->max_device_given = 0;
+  cfg->unread_limits = 0;
   warnings = load_env(cfg, secure ? NULL : envp, warn, ctx);
   warnings += check_effects(cfg, warn, ctx);
   if (cfg->warn_at < 0) { // auto: 90 % of the cgroup limit, when there is one
@@ -486,6 +498,7 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
         nd_buf_str(&b, "' is not a limit (e.g. 8G, 512m, 1.5g, 1073741824, 75% of the device or "
                        "off); using none (the limit is off)");
         warn(nd_buf_cstr(&b), ctx);
+        cfg->unread_limits |= ND_UNREAD_DEVICE;
         warnings++;
         continue;
       }
@@ -499,6 +512,9 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
       if (nd_parse_limit(value, percent_base(cfg, envp0), opt->min < 0, &v) != 0) {
         warn_bad(opt, value, 0, warn, ctx);
         cfg->given &= ~(1ull << (opt - nd_options)); // said once: not again as "no effect"
+        if (opt->offset == offsetof(nd_config_t, max_bytes)) cfg->unread_limits |= ND_UNREAD_BYTES;
+        if (opt->offset == offsetof(nd_config_t, max_physical_bytes))
+          cfg->unread_limits |= ND_UNREAD_PHYSICAL;
         warnings++;
       } else {
         *(int64_t *)((char *)cfg + opt->offset) = v;

@@ -37,7 +37,11 @@ typedef struct nd_config {
   int64_t ws_guard;    // NDMEM_WS_GUARD: make finished generations inaccessible
   int64_t max_bytes;          // NDMEM_MAX_BYTES: tracked host bytes (0: no limit)
   int64_t max_physical_bytes; // NDMEM_MAX_PHYSICAL_BYTES: anonymous resident bytes (0: no limit)
+  int64_t max_bytes_mappings; // NDMEM_MAX_BYTES_MAPPINGS: enum nd_mappings_count (touched|whole)
   int64_t on_limit;           // NDMEM_ON_LIMIT: enum nd_limit_action (fail|warn|abort)
+  int64_t limit_retry_ms;     // NDMEM_LIMIT_RETRY_MS: a refused request retried this long is a
+                              // loop the program cannot leave (0: never decided)
+  int64_t limits_strict;      // NDMEM_LIMITS_STRICT: a limit that cannot be read stops the process
   int64_t warn_at;            // NDMEM_WARN_AT: watermark (0: none; after loading never -1/auto)
   int64_t limit_step;         // NDMEM_LIMIT_STEP: allocation between physical readings (0: auto)
   int64_t limit_poll_ms;      // NDMEM_LIMIT_POLL_MS: physical readings by time (0: none)
@@ -54,9 +58,17 @@ typedef struct nd_config {
   // Not settings: which variables the environment named (bit i: nd_options[i]), and what '%'
   // limits are relative to, found while loading.
   uint64_t given;
+  uint32_t unread_limits; // the limits that were asked for but could not be read (ND_UNREAD_*)
   uint64_t ram_bytes;    // physical RAM
   uint64_t cgroup_bytes; // the process's cgroup memory limit (0: none)
 } nd_config_t;
+
+// NDMEM_MAX_BYTES_MAPPINGS: how an anonymous mapping of ND_TOUCH_MIN bytes or more counts towards
+// maxBytes: by its pages touched (resident), or whole. Smaller ones always count whole.
+enum nd_mappings_count { ND_MAPPINGS_TOUCHED = 0, ND_MAPPINGS_WHOLE = 1 };
+#define ND_TOUCH_MIN (4u << 20)
+// nd_config_t.unread_limits: a limit variable was given a value that is not a limit.
+enum { ND_UNREAD_BYTES = 1, ND_UNREAD_PHYSICAL = 2, ND_UNREAD_DEVICE = 4 };
 
 typedef enum nd_opt_type {
   ND_OPT_BOOL,

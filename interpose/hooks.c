@@ -53,11 +53,11 @@ ND_EXPORT void free_aligned_sized(void *p, size_t align, size_t n) {
 #endif
 
 ND_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-  return nd_mmap(addr, len, prot, flags, fd, off);
+  return nd_mmap(addr, len, prot, flags, fd, off, RA);
 }
 // Programs built with _FILE_OFFSET_BITS=64 call mmap64; on 64-bit systems it is the same call.
 ND_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
-  return nd_mmap(addr, len, prot, flags, fd, off);
+  return nd_mmap(addr, len, prot, flags, fd, off, RA);
 }
 ND_EXPORT int munmap(void *addr, size_t len) { return nd_munmap(addr, len, RA); }
 ND_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
@@ -68,7 +68,7 @@ ND_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
     new_addr = va_arg(ap, void *);
     va_end(ap);
   }
-  return nd_mremap(old, old_len, new_len, flags, new_addr);
+  return nd_mremap(old, old_len, new_len, flags, new_addr, RA);
 }
 
 // exits.c: how the process ends (a trace for _exit and fatal signals) and the dispositions the

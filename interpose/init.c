@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -265,6 +266,13 @@ static void initialize(nd_tls_t *t) {
   nd_child = parent_traced() ? ND_EXEC_CHILD : ND_ROOT;
   nd_cfg.summary_children = 0; // until the settings are read: a child is quiet
   nd_config_load(&nd_cfg, environ, secure, warn_line, NULL);
+  if (nd_cfg.limits_strict && nd_cfg.unread_limits) {
+    // The job asked to be capped and the cap cannot be read: it does not start (config.h).
+    warn_line("ndmem: NDMEM_LIMITS_STRICT=1: a job whose limit cannot be read (above) is not "
+              "started (exit status 2)",
+              NULL);
+    syscall(SYS_exit_group, 2);
+  }
   int rc = resolve();
   if (rc < 0) {
     // Nothing to forward to: this cannot run a program. Say so and stop.
@@ -374,9 +382,6 @@ static void kind_line(nd_buf_t *b, int fd, int kind, const ndmem_kind_stats_t *k
   nd_buf_flush(b, fd);
 }
 
-static const char *const fn_names[NDMEM_FN_COUNT] = {
-    "malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
-    "valloc", "pvalloc", "free", "free_sized", "free_aligned_sized", "mmap", "munmap", "mremap"};
 static const char *const fb_names[NDMEM_FB_COUNT] = {"bootstrap", "synthesized", "late-thread",
                                                      "untracked-free"};
 
@@ -394,7 +399,7 @@ void nd_print_summary(int fd) {
     if (!s.calls[i]) continue;
     calls = 1;
     nd_buf_char(&b, ' ');
-    nd_buf_str(&b, fn_names[i]);
+    nd_buf_str(&b, nd_fn_name(i));
     nd_buf_char(&b, ' ');
     nd_buf_u64(&b, s.calls[i]);
   }
@@ -447,6 +452,7 @@ __attribute__((destructor)) static void nd_dtor(void) {
   nd_tls_t *t = &nd_tls;
   if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
   unsigned char saved = t->mode;
+  nd_limits_exit_wait();
   nd_finish(ND_EXIT_NORMAL, 0);
   t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
 }

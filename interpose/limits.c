@@ -53,6 +53,7 @@ static struct {
   int snap_waiting;
   nd_rec_snapshot_t snap;
   int poller; // atomic: the reading thread was started
+  uint64_t retrying_ns; // atomic: when a thread in a long run of refusals was last refused
 } L = {.statm_fd = -1, .phys = -1};
 
 nd_lim_hot_t nd_lim;
@@ -79,8 +80,14 @@ static int64_t tracked_est(nd_tls_t *t) { return nd_limit_tracked_est(t ? t->sha
 static int64_t tracked_exact(void) {
   return nd_counters_published(NDMEM_KIND_HEAP) + nd_counters_published(NDMEM_KIND_MMAP) +
          nd_counters_pending_sum(NDMEM_KIND_HEAP) + nd_counters_pending_sum(NDMEM_KIND_MMAP) +
-         nd_ws_idle_bytes();
+         nd_ws_idle_bytes() - LD(nd_lim.untouched);
 }
+
+// Large mappings counted by their touched pages: read again (mincore) by the reading thread every
+// NDMEM_LIMIT_POLL_MS, and before a breach is declared, so that none is declared on pages
+// counted touched that were given back since, and pages touched since the last reading go
+// uncounted for one interval at most (limits.h).
+static int maps_read(void) { return nd_lim.touched && LD(nd_lim.max_bytes) > 0; }
 
 static int64_t margin(void) { return nd_limit_margin(); }
 
@@ -163,8 +170,9 @@ static void start_poller(void);
 int nd_limit_pre(nd_tls_t *t, nd_lim_t *c, int what) {
   if (c->allow) return ND_LIM_OK;
   int64_t maxp = LD(L.max_physical);
+  if (ND_UNLIKELY(!LD(L.poller)) && nd_cfg.limit_poll_ms > 0 && (nd_lim.phys_on || maps_read()))
+    start_poller();
   if ((what & ND_LIM_PHYS) && nd_lim.phys_on) {
-    if (ND_UNLIKELY(!LD(L.poller)) && nd_cfg.limit_poll_ms > 0) start_poller();
     if (LD(nd_lim.phys_due) || since_reading(t) >= (uint64_t)nd_lim.step || LD(L.phys) < 0) {
       int64_t v = phys_read(t);
       if (maxp && v > maxp) {
@@ -206,6 +214,7 @@ int nd_limit_post(nd_tls_t *t, nd_lim_t *c, uint64_t bytes) {
 }
 
 void nd_limit_settle(nd_tls_t *t, nd_lim_t *c, int ok) {
+  if (ok) t->retry_n = 0; // granted: whatever was refused before is no loop
   if (c->reserved) {
     // Published before the reservation goes: for a moment the block counts twice, never not at all.
     if (ok && t->shard) {
@@ -345,8 +354,10 @@ static void say_breach(nd_lim_t *c, int action, uint64_t n) {
 }
 
 // A logged breach waits for the trace writer (a device's: limit ND_LIMIT_DEVICE with its device).
+// site: the refused request's stack, or NULL; retries and since: of a retry loop (ND_BREACH_*).
 static void queue_breach_rec(int limit, int action, int fn, int device, uint64_t req, int64_t value,
-                             int64_t lim, uint64_t n) {
+                             int64_t lim, uint64_t n, const nd_site_t *site, uint64_t retries,
+                             uint64_t since) {
   nd_spin_lock(&L.rec_lock);
   if (L.npending < MAX_PENDING) {
     nd_rec_breach_t *r = &L.pending[L.npending++];
@@ -361,15 +372,27 @@ static void queue_breach_rec(int limit, int action, int fn, int device, uint64_t
     r->value = (uint64_t)(value > 0 ? value : 0);
     r->limit_bytes = (uint64_t)lim;
     r->count = n;
+    if (site) r->flags |= ND_BREACH_STACK, r->stack_id = site->id;
+    if (retries) r->flags |= ND_BREACH_RETRY_LOOP, r->retries = retries, r->retry_ns = since;
   }
   nd_spin_unlock(&L.rec_lock);
 }
 
+// The stack of the request being refused, interned as a site (that holds no block) so that the
+// trace can name it; NULL without a trace.
+static nd_site_t *refused_site(const nd_lim_t *c) {
+  if (!nd_trace_enabled()) return NULL;
+  int map = c->fn == NDMEM_FN_MMAP || c->fn == NDMEM_FN_MREMAP;
+  return nd_site_here(map ? NDMEM_KIND_MMAP : NDMEM_KIND_HEAP, 0);
+}
+
 static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
-  queue_breach_rec(c->limit, action, c->fn, 0, c->req, c->value, lim_max(c->limit), n);
+  queue_breach_rec(c->limit, action, c->fn, 0, c->req, c->value, lim_max(c->limit), n,
+                   refused_site(c), 0, 0);
 }
 
 static void relieve(nd_lim_t *c) {
+  if (maps_read()) nd_mmap_untouched_read();
   uint64_t freed = nd_ws_relieve();
   if (nd_real.trim) nd_allocstat_trim(nd_real.trim, 0);
   ADD(L.reliefs, 1);
@@ -377,8 +400,119 @@ static void relieve(nd_lim_t *c) {
   if (c->limit == ND_LIMIT_PHYSICAL) ST(nd_lim.phys_due, 1); // the retry reads again
 }
 
+// The end of a process stopped on a limit (NDMEM_ON_LIMIT=abort, or a retry loop).
+static ND_NOINLINE __attribute__((noreturn)) void stop(const char *why) {
+  __atomic_fetch_or(&L.flags, ND_LIMITS_ABORTED, __ATOMIC_RELAXED);
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: stopping the process (");
+  nd_buf_str(&b, why);
+  nd_buf_str(&b, "): the trace and summary are written, then SIGABRT");
+  nd_buf_line(&b, 2);
+  nd_finish(ND_EXIT_LIMIT_ABORT, SIGABRT);
+  abort();
+}
+
+// ---------------------------------------------------------------- retry loops
+
+// A program whose answer to a refused allocation is to ask again (OpenBLAS's buffer allocation
+// does, on its own thread, while the exiting main thread waits to join it) never ends under
+// NDMEM_ON_LIMIT=fail: the failure it was promised is all it gets, for ever. The same requests
+// (function, size, caller, limit; at most ND_RETRY_KEYS of them in turn: OpenBLAS tries mmap,
+// then malloc) refused on one thread RETRY_MIN times over NDMEM_LIMIT_RETRY_MS, with no request
+// of that thread granted on the checked path in between (nd_limit_settle), are such a loop; the
+// process is then stopped as NDMEM_ON_LIMIT=abort stops it, the site named. A program that
+// retries a few times and gives up (JavaCPP: 10 tries, 100 ms apart), asks for less each time,
+// or waits until another thread frees memory is never taken for one.
+#define RETRY_MIN 16
+
+static void say_secs(nd_buf_t *b, uint64_t ns) {
+  uint64_t centis = (ns + 5000000) / 10000000;
+  nd_buf_u64(b, centis / 100);
+  nd_buf_char(b, '.');
+  nd_buf_u64_pad(b, centis / 10 % 10, 0);
+  nd_buf_u64_pad(b, centis % 10, 0);
+  nd_buf_str(b, " s");
+}
+
+static __attribute__((noreturn)) void retry_stop(nd_tls_t *t, nd_lim_t *c, uint64_t n, uint64_t now) {
+  __atomic_fetch_or(&L.flags, ND_LIMITS_RETRY_LOOP, __ATOMIC_RELAXED);
+  nd_site_t *site = refused_site(c);
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: thread ");
+  nd_buf_u64(&b, (uint64_t)nd_os_gettid());
+  nd_buf_str(&b, " was refused the same requests ");
+  nd_buf_u64(&b, t->retry_n);
+  nd_buf_str(&b, " times in a row over ");
+  say_secs(&b, now - t->retry_t0);
+  nd_buf_str(&b, " (the last: ");
+  nd_buf_str(&b, nd_fn_name(c->fn));
+  nd_buf_str(&b, " of ");
+  nd_buf_ubytes(&b, c->req);
+  nd_buf_str(&b, "; ");
+  nd_buf_str(&b, c->limit == ND_LIMIT_BYTES ? "maxBytes " : "maxPhysicalBytes ");
+  nd_buf_bytes(&b, lim_max(c->limit));
+  nd_buf_str(&b, "): the program cannot take the failure NDMEM_ON_LIMIT=fail gives it "
+                 "(NDMEM_LIMIT_RETRY_MS=");
+  nd_buf_u64(&b, (uint64_t)nd_cfg.limit_retry_ms);
+  nd_buf_char(&b, ')');
+  nd_buf_line(&b, 2);
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem:   requested at ");
+  if (site) {
+    nd_buf_str(&b, "[stack ");
+    nd_buf_u64(&b, site->id);
+    nd_buf_str(&b, "] ");
+    for (int f = 0; f < site->depth && f < 3; f++) {
+      if (f) nd_buf_str(&b, " <- ");
+      nd_buf_frame(&b, site->ips[f]);
+    }
+  } else {
+    nd_buf_frame(&b, c->ra);
+  }
+  nd_buf_line(&b, 2);
+  queue_breach_rec(c->limit, ND_ON_LIMIT_ABORT, c->fn, 0, c->req, c->value, lim_max(c->limit), n,
+                   site, t->retry_n, now - t->retry_t0);
+  stop("a retry loop under NDMEM_ON_LIMIT=fail");
+}
+
+static void retry_check(nd_tls_t *t, nd_lim_t *c, uint64_t n) {
+  int64_t ms = nd_cfg.limit_retry_ms;
+  if (ms <= 0) return;
+  uint64_t key = (((uint64_t)c->fn << 56 ^ (uint64_t)c->limit << 48 ^ c->req) * 0x9E3779B97F4A7C15ull ^
+                  (uint64_t)c->ra) | 1; // never 0: 0 is an empty slot
+  uint64_t now = nd_os_mono_ns();
+  int k = 0;
+  while (k < ND_RETRY_KEYS && t->retry_n && t->retry_key[k] && t->retry_key[k] != key) k++;
+  if (!t->retry_n || k == ND_RETRY_KEYS) { // a first refusal, or one request too many: a new run
+    memset(t->retry_key, 0, sizeof t->retry_key);
+    k = 0;
+    t->retry_t0 = now;
+    t->retry_n = 0;
+  }
+  t->retry_key[k] = key;
+  if (++t->retry_n < RETRY_MIN) return;
+  ST(L.retrying_ns, now); // nd_limits_exit_wait
+  if (now - t->retry_t0 >= (uint64_t)ms * 1000000) retry_stop(t, c, n, now);
+}
+
+// The process is ending (exit) while a thread is in a run of refusals long enough to be a retry
+// loop: that thread is what exit will wait for (OpenBLAS's shutdown joins the thread that loops),
+// and within NDMEM_LIMIT_RETRY_MS the loop will be stopped, its trace and summary written then.
+// Until that, or until the run ends (no refusal for RETRY_QUIET_MS), the final flush waits, so that
+// the trace and the summary tell how the process ended rather than a normal exit it never had.
+#define RETRY_QUIET_MS 200
+void nd_limits_exit_wait(void) {
+  int64_t ms = nd_cfg.limit_retry_ms;
+  uint64_t start = nd_os_mono_ns(), last;
+  if (ms <= 0) return;
+  while ((last = LD(L.retrying_ns)) && nd_os_mono_ns() - last < RETRY_QUIET_MS * 1000000ull &&
+         nd_os_mono_ns() - start < (uint64_t)(ms + RETRY_QUIET_MS) * 1000000)
+    nd_os_sleep_ms(10);
+}
+
 int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
-  (void)t;
   int action = LD(L.action);
   if (!c->relieved) {
     c->relieved = 1;
@@ -408,19 +542,11 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
   }
   if (action == ND_ON_LIMIT_ABORT) nd_limits_abort();
   ADD(L.failed, 1);
+  retry_check(t, c, n);
   return ND_LIM_FAIL;
 }
 
-void nd_limits_abort(void) {
-  __atomic_fetch_or(&L.flags, ND_LIMITS_ABORTED, __ATOMIC_RELAXED);
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  nd_buf_str(&b, "ndmem: stopping the process (NDMEM_ON_LIMIT=abort): the trace and summary "
-                 "are written, then SIGABRT");
-  nd_buf_line(&b, 2);
-  nd_finish(ND_EXIT_LIMIT_ABORT, SIGABRT);
-  abort();
-}
+void nd_limits_abort(void) { stop("NDMEM_ON_LIMIT=abort"); }
 
 int nd_limits_action(void) { return LD(L.action); }
 
@@ -430,7 +556,7 @@ void nd_limits_say_top_sites(int kind) { say_top_sites(kind); }
 // snapshot of live memory by site, kept with the host's.
 void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64_t live, int64_t limit,
                              uint64_t n) {
-  queue_breach_rec(ND_LIMIT_DEVICE, action, fn, device, req, live, limit, n);
+  queue_breach_rec(ND_LIMIT_DEVICE, action, fn, device, req, live, limit, n, NULL, 0, 0);
   if (n == 1 || action == ND_ON_LIMIT_ABORT)
     request_snapshot(ND_SNAP_BREACH, live, LD(L.phys), limit);
 }
@@ -445,6 +571,8 @@ static void *poll_main(void *arg) {
   for (;;) {
     nd_os_sleep_ms(nd_cfg.limit_poll_ms);
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
+    if (maps_read()) nd_mmap_untouched_read();
+    if (!nd_lim.phys_on) continue;
     int64_t v = phys_read(NULL);
     int64_t maxp = LD(L.max_physical);
     if (maxp && v > maxp) ST(nd_lim.phys_due, 1); // the next allocation breaches
@@ -508,6 +636,7 @@ static void configure(void) {
 }
 
 void nd_limits_setup(void) {
+  nd_lim.touched = nd_cfg.max_bytes_mappings == ND_MAPPINGS_TOUCHED;
   nd_lim.max_bytes = nd_cfg.max_bytes;
   L.max_physical = nd_cfg.max_physical_bytes;
   L.warn_at = nd_cfg.warn_at;
@@ -516,8 +645,10 @@ void nd_limits_setup(void) {
   configure();
 }
 
+static int unread(void) { return nd_cfg.unread_limits & (ND_UNREAD_BYTES | ND_UNREAD_PHYSICAL); }
+
 static int64_t configured(void) {
-  return LD(nd_lim.max_bytes) || LD(L.max_physical) || LD(L.warn_at);
+  return LD(nd_lim.max_bytes) || LD(L.max_physical) || LD(L.warn_at) || unread();
 }
 
 int nd_limits_set(const char *name, const char *value) {
@@ -606,18 +737,26 @@ void nd_limits_summary(int fd) {
   nd_buf_str(&b, "ndmem[");
   nd_buf_u64(&b, (uint64_t)nd_os_getpid());
   nd_buf_str(&b, "]: limits: maxBytes ");
-  int64_t v = LD(nd_lim.max_bytes);
+  int64_t v = LD(nd_lim.max_bytes), u = LD(nd_lim.untouched);
   if (v) {
     nd_buf_bytes(&b, v);
     nd_buf_str(&b, " (peak tracked ");
     nd_buf_bytes(&b, LD(nd_lim.peak_tracked));
+    if (u > 0) { // mappings reserved and never touched
+      nd_buf_str(&b, "; untouched mappings not counted ");
+      nd_buf_bytes(&b, u);
+    }
     nd_buf_str(&b, ")");
   } else {
-    nd_buf_str(&b, "none");
+    // A value that is not a limit left the process without it: said here too, not only at start.
+    nd_buf_str(&b, nd_cfg.unread_limits & ND_UNREAD_BYTES ? "none (NDMEM_MAX_BYTES could not be read)"
+                                                          : "none");
   }
   nd_buf_str(&b, ", maxPhysicalBytes ");
   v = LD(L.max_physical);
   if (v) nd_buf_bytes(&b, v);
+  else if (nd_cfg.unread_limits & ND_UNREAD_PHYSICAL)
+    nd_buf_str(&b, "none (NDMEM_MAX_PHYSICAL_BYTES could not be read)");
   else nd_buf_str(&b, "none");
   nd_buf_str(&b, ", watermark ");
   v = LD(L.warn_at);
@@ -680,7 +819,11 @@ void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
   r.ram_bytes = nd_cfg.ram_bytes;
   r.cgroup_bytes = nd_cfg.cgroup_bytes;
   r.action = (uint32_t)LD(L.action);
-  r.flags = LD(L.flags);
+  r.flags = LD(L.flags) | (nd_lim.touched ? 0 : ND_LIMITS_MAPPINGS_WHOLE) |
+            (nd_cfg.unread_limits & ND_UNREAD_BYTES ? ND_LIMITS_UNREAD_BYTES : 0) |
+            (nd_cfg.unread_limits & ND_UNREAD_PHYSICAL ? ND_LIMITS_UNREAD_PHYSICAL : 0);
+  int64_t u = LD(nd_lim.untouched);
+  r.untouched = LD(nd_lim.max_bytes) && u > 0 ? (uint64_t)u : 0;
   r.breaches[ND_LIMIT_BYTES] = LD(L.breaches[ND_LIMIT_BYTES]);
   r.breaches[ND_LIMIT_PHYSICAL] = LD(L.breaches[ND_LIMIT_PHYSICAL]);
   r.failed = LD(L.failed);

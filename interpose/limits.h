@@ -2,7 +2,12 @@
 // limits.h: off-heap limits (JavaCPP's maxBytes and maxPhysicalBytes) and the warning watermark.
 //
 // maxBytes bounds *tracked* host bytes: heap usable sizes + anonymous mmaps + workspace arenas
-// (an arena counts whole; its live blocks are already in the heap counters). maxPhysicalBytes
+// (an arena counts whole; its live blocks are already in the heap counters). An anonymous mapping
+// of ND_TOUCH_MIN bytes or more counts by its touched pages (NDMEM_MAX_BYTES_MAPPINGS=touched, the
+// default): it is untouched when made, the reading thread reads its pages again (mincore) every
+// NDMEM_LIMIT_POLL_MS, and the relief before a breach reads them too, so a breach is never declared
+// on a stale count; pages touched since the last reading go uncounted for one interval at most
+// (mmap.c). maxPhysicalBytes
 // bounds anonymous resident memory (resident - shared of /proc/self/statm), read again whenever
 // NDMEM_LIMIT_STEP bytes have been allocated since the last reading, and every
 // NDMEM_LIMIT_POLL_MS by a thread. An allocation is checked before the call (physical memory, and
@@ -33,7 +38,11 @@ typedef struct nd_lim_hot {
   int64_t step;                  // bytes allocated between physical readings
   uint64_t gross, gross_at_read; // bytes allocated (added by threads in batches), and at the
                                  // last reading (atomic)
-  int phys_on;                   // physical readings are needed (a limit or a watermark)
+  int64_t untouched;             // bytes of large mappings not resident at the last reading, or
+                                 // since they were made (atomic; mmap.c keeps it)
+  int touched;                   // NDMEM_MAX_BYTES_MAPPINGS=touched
+  int phys_on;                   // readings are needed (a physical limit, a watermark, or
+                                 // maxBytes counting touched pages)
   int phys_due;                  // read at the next allocation (atomic)
 } nd_lim_hot_t;
 extern nd_lim_hot_t nd_lim;
@@ -52,7 +61,7 @@ static inline int64_t nd_limit_margin(void) {
 // exact with one thread; other threads' unpublished parts are within nd_limit_margin().
 static inline int64_t nd_limit_tracked_est(const nd_shard_t *s) {
   int64_t v = nd_counters_published(NDMEM_KIND_HEAP) + nd_counters_published(NDMEM_KIND_MMAP) +
-              nd_ws_idle_bytes();
+              nd_ws_idle_bytes() - ND_LOAD(nd_lim.untouched);
   if (s) v += ND_LOAD(s->k[NDMEM_KIND_HEAP].pending) + ND_LOAD(s->k[NDMEM_KIND_MMAP].pending);
   return v;
 }
@@ -82,7 +91,9 @@ static inline void nd_limit_fast_done(nd_tls_t *t, uint64_t req) {
 
 typedef struct nd_lim {
   uint64_t req;     // bytes this allocation adds (for realloc and mremap: the growth)
+  uintptr_t ra;     // the caller (a retried refusal is recognised by it)
   int fn;           // enum ndmem_fn
+  int untouched;    // a large fresh mapping: it adds no touched bytes (maxBytes is not asked)
   int limit;        // after a breach: enum nd_limit_id
   int allow;        // NDMEM_ON_LIMIT=warn let it through: no more checks for it
   int relieved;     // relief has run for it
@@ -131,6 +142,7 @@ void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64
 __attribute__((noreturn)) void nd_limits_abort(void);
 
 void nd_limits_summary(int fd);      // one line in the exit summary, when limits are set
+void nd_limits_exit_wait(void);      // at exit: a retry loop on another thread is stopped first
 int nd_limits_aborting(void);        // the process is stopping on a breach (NDMEM_ON_LIMIT=abort)
 typedef void (*nd_limits_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
 void nd_limits_write_records(nd_limits_record_fn rec, void *ctx); // at each trace flush

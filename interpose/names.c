@@ -7,6 +7,13 @@
 #include <dlfcn.h>
 #include <string.h>
 
+const char *nd_fn_name(int fn) {
+  static const char *const names[NDMEM_FN_COUNT] = {
+      "malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
+      "valloc", "pvalloc", "free", "free_sized", "free_aligned_sized", "mmap", "munmap", "mremap"};
+  return fn >= 0 && fn < NDMEM_FN_COUNT ? names[fn] : "?";
+}
+
 void nd_buf_kind(nd_buf_t *b, int kind) {
   static const char *const names[NDMEM_KIND_DEVICE0] = {"heap", "mmap", "pinned", "managed"};
   if (kind < NDMEM_KIND_DEVICE0) {

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+const char *nd_fn_name(int fn);               // enum ndmem_fn: "malloc", ..., "mremap"
 void nd_buf_kind(nd_buf_t *b, int kind);     // "heap", "mmap", "pinned", "managed", "device3"
 void nd_buf_frame(nd_buf_t *b, uintptr_t ip); // "sym+0xOFF (module)" or "module+0xOFF" or "0xIP"
 

@@ -39,16 +39,16 @@ static void insert_at(nd_regions_t *t, size_t i, const nd_range_t *r) {
 }
 
 int nd_regions_add_born(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag, uint64_t born,
-                        uint64_t cycle) {
+                        uint64_t cycle, uint64_t untouched) {
   if (start >= end) return 0;
   if (reserve(t, t->n + 1)) return -1;
-  nd_range_t r = {start, end, tag, born, cycle};
+  nd_range_t r = {start, end, tag, born, cycle, untouched};
   insert_at(t, lower_bound(t, start), &r);
   return 0;
 }
 
 int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag) {
-  return nd_regions_add_born(t, start, end, tag, 0, 0);
+  return nd_regions_add_born(t, start, end, tag, 0, 0, 0);
 }
 
 void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t *bytes,
@@ -62,12 +62,14 @@ void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t
     uintptr_t hi = r->end < end ? r->end : end;
     *bytes += hi - lo;
     if (lo == r->start && hi == r->end) { // whole region
-      if (on_piece) on_piece(ctx, r->tag, hi - lo, ND_PIECE_GONE);
+      if (on_piece) on_piece(ctx, r, hi - lo, ND_PIECE_GONE);
       memmove(r, r + 1, (t->n - i - 1) * sizeof *r);
       t->n--;
       (*gone)++;
       continue;
     }
+    nd_range_t was = *r;
+    r->untouched = 0; // part of it stays: which of its pages were untouched is not known
     if (lo > r->start && hi < r->end) { // middle: split in two
       nd_range_t tail = *r; // keeps the tag, birth time and cycle (r may move in reserve)
       tail.start = hi;
@@ -75,15 +77,15 @@ void nd_regions_remove(nd_regions_t *t, uintptr_t start, uintptr_t end, uint64_t
       if (reserve(t, t->n + 1) == 0) {
         insert_at(t, i + 1, &tail);
         (*split)++;
-        if (on_piece) on_piece(ctx, tail.tag, hi - lo, ND_PIECE_SPLIT);
+        if (on_piece) on_piece(ctx, &was, hi - lo, ND_PIECE_SPLIT);
       } else {
         // No memory for the table: forget the tail rather than mis-account it as unmapped.
         *bytes += tail.end - hi;
-        if (on_piece) on_piece(ctx, tail.tag, tail.end - lo, ND_PIECE_TRIM);
+        if (on_piece) on_piece(ctx, &was, tail.end - lo, ND_PIECE_TRIM);
       }
       return;
     }
-    if (on_piece) on_piece(ctx, r->tag, hi - lo, ND_PIECE_TRIM);
+    if (on_piece) on_piece(ctx, &was, hi - lo, ND_PIECE_TRIM);
     if (lo == r->start) r->start = hi; // head trimmed
     else r->end = lo;                  // tail trimmed
     i++;

@@ -13,11 +13,14 @@ typedef struct nd_range {
   uintptr_t start, end;
   void *tag; // the caller's (the allocation site); both halves of a split keep it
   uint64_t born, cycle; // when it was mapped (monotonic ns) and the cycle clock then; kept too
+  uint64_t untouched; // the caller's: bytes known not to be resident; a removal that leaves part
+                      // of the region sets it to 0 (which pages went is not known)
 } nd_range_t;
 
-// Called for each piece a removal takes: its tag, the bytes taken and what became of the region.
+// Called once for each region a removal takes from, with the region as it was before: the bytes
+// taken and what became of the region.
 enum nd_piece { ND_PIECE_TRIM = 0, ND_PIECE_GONE = 1, ND_PIECE_SPLIT = 2 };
-typedef void (*nd_regions_piece_fn)(void *ctx, void *tag, uint64_t bytes, int what);
+typedef void (*nd_regions_piece_fn)(void *ctx, const nd_range_t *r, uint64_t bytes, int what);
 
 typedef struct nd_regions {
   nd_range_t *v;
@@ -27,9 +30,9 @@ typedef struct nd_regions {
 // Adds [start, end). The range must not overlap a tracked one (remove it first). Returns 0, or -1
 // when no memory could be had for the table (the region then goes untracked).
 int nd_regions_add(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag);
-// The same with its birth time and cycle (nd_range_t.born, .cycle).
+// The same with its birth time, cycle and untouched bytes (nd_range_t.born, .cycle, .untouched).
 int nd_regions_add_born(nd_regions_t *t, uintptr_t start, uintptr_t end, void *tag, uint64_t born,
-                        uint64_t cycle);
+                        uint64_t cycle, uint64_t untouched);
 
 // Removes whatever part of [start, end) is tracked. *bytes gets the bytes removed, *gone the
 // regions that disappeared entirely and *split the regions created by cutting one in two.

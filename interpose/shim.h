@@ -34,6 +34,7 @@ enum nd_tmode { ND_T_NEW = 0, ND_T_COUNT, ND_T_BUSY, ND_T_FORWARD, ND_T_INIT, ND
 // Which process this is: the one the user started, or a child of a process under ndmem.
 enum nd_child { ND_ROOT = 0, ND_EXEC_CHILD, ND_FORK_CHILD };
 
+#define ND_RETRY_KEYS 4
 typedef struct nd_tls {
   unsigned char mode;
   nd_shard_t *shard;
@@ -41,6 +42,11 @@ typedef struct nd_tls {
   uint64_t rng;        // the sampler's xorshift state
   void *ws;            // workspace state (ws.c), created at the first routed allocation
   uint64_t lim_acc;    // limits: bytes allocated since this thread last added to the total
+  // limits: the requests (function, size, caller) refused on this thread since its last request
+  // granted on the checked path (a retry loop may alternate, as OpenBLAS's mmap and malloc do),
+  // when the first was refused and how many refusals there were (0: none since)
+  uint64_t retry_key[ND_RETRY_KEYS];
+  uint64_t retry_t0, retry_n;
 } nd_tls_t;
 
 extern __thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
@@ -128,13 +134,16 @@ int nd_pipe2(int *fds, int flags, void *ra); // ra: the caller (libunwind's call
 void *nd_dlsym_own(void *handle, const char *name, int clear);
 
 // mmap.c
-void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void *ra);
 int nd_munmap(void *addr, size_t len, void *ra); // ra: the caller (libunwind's own is not counted)
-void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr);
+void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr, void *ra);
 void nd_mmap_atfork_prepare(void);
 void nd_mmap_atfork_parent(void);
 void nd_mmap_atfork_child(void);
 struct nd_range;
 void nd_mmap_each_live(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
+// Reads which pages of the large mappings are resident (mincore) into nd_lim.untouched; returns it.
+// Only from a thread that holds none of ndmem's locks.
+int64_t nd_mmap_untouched_read(void);
 
 #endif

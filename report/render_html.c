@@ -201,8 +201,8 @@ static void html_timeline(FILE *o, const report_t *r, plot_t *out) {
     up(&p.ymax, (double)l->warn_at);
   }
   for (size_t i = 0; i < t->nbreaches; i++) {
-    up(&p.ymax, (double)t->breaches[i].value);
-    up(&p.tmax, sec_of(t, t->breaches[i].mono_ns));
+    up(&p.ymax, (double)t->breaches[i].rec.value);
+    up(&p.tmax, sec_of(t, t->breaches[i].rec.mono_ns));
   }
   for (size_t i = 0; i < t->nsnaps; i++) {
     up(&p.ymax, (double)t->snaps[i]->rec.tracked);
@@ -298,7 +298,7 @@ static void html_timeline(FILE *o, const report_t *r, plot_t *out) {
   }
   // Breaches (the logged ones) and snapshots, at the value they saw.
   for (size_t i = 0; i < t->nbreaches; i++) {
-    const nd_rec_breach_t *b = &t->breaches[i];
+    const nd_rec_breach_t *b = &t->breaches[i].rec;
     double x = px(&p, sec_of(t, b->mono_ns)), y = py(&p, (double)b->value);
     char h[48];
     nd_rep_human(h, sizeof h, b->value);
@@ -979,7 +979,9 @@ static int html_limits(FILE *o, report_t *r) {
             (unsigned long long)l->breaches[ND_LIMIT_BYTES],
             (unsigned long long)l->breaches[ND_LIMIT_PHYSICAL], (unsigned long long)l->failed,
             l->failed == 1 ? "allocation" : "allocations",
-            l->flags & ND_LIMITS_ABORTED ? "; aborted on a breach" : "",
+            l->flags & ND_LIMITS_ABORTED ? l->flags & ND_LIMITS_RETRY_LOOP ? "; stopped on a retry loop"
+                                                                         : "; aborted on a breach"
+                                       : "",
             (unsigned long long)l->reliefs, l->reliefs == 1 ? "run" : "runs");
     bytes(o, l->relief_bytes, false);
     fputs(" of workspace arenas.</p>\n", o);
@@ -992,7 +994,7 @@ static int html_limits(FILE *o, report_t *r) {
             (unsigned long long)nd_rep_sat_add(t->nbreaches, t->breaches_dropped));
     static const char *const done[3] = {"failed", "allowed (warn)", "aborted the process"};
     for (size_t i = 0; i < n; i++) {
-      const nd_rec_breach_t *b = &t->breaches[i];
+      const nd_rec_breach_t *b = &t->breaches[i].rec;
       fprintf(o, "<tr><td>%zu</td><td>%s</td><td class=\"n\">%llu</td><td class=\"n\">", i + 1,
               nd_rep_limit_names[b->limit], (unsigned long long)b->count);
       nd_rep_print_secs(o, nd_rep_since_start(t, b->mono_ns));
@@ -1004,7 +1006,13 @@ static int html_limits(FILE *o, report_t *r) {
       bytes(o, b->value, false);
       fputs("</td><td class=\"n\">", o);
       bytes(o, b->limit_bytes, false);
-      fprintf(o, "</td><td>%s</td></tr>\n", done[b->action < 3 ? b->action : 0]);
+      fprintf(o, "</td><td>%s", done[b->action < 3 ? b->action : 0]);
+      if (b->flags & ND_BREACH_RETRY_LOOP) { // version 10: why it stopped the process
+        fprintf(o, ": refused %llu times in a row over ", (unsigned long long)b->retries);
+        nd_rep_print_secs(o, b->retry_ns);
+        fputs(", a retry loop", o);
+      }
+      fputs("</td></tr>\n", o);
     }
     fputs("</table>\n", o);
   }

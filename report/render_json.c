@@ -368,9 +368,19 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     fprintf(o, "\"on_limit\": \"%s\", ", nd_rep_action_names[l->action]);
     json_u64(o, "ram_bytes", l->ram_bytes, true);
     json_u64(o, "cgroup_bytes", l->cgroup_bytes, true);
-    fprintf(o, "\"percent_of\": \"%s\", \"aborted\": %s},\n    \"totals\": {\"breaches\": {",
-            nd_rep_pct_of_cgroup(l) ? "cgroup" : "ram",
+    fprintf(o, "\"percent_of\": \"%s\", \"aborted\": %s", nd_rep_pct_of_cgroup(l) ? "cgroup" : "ram",
             l->flags & ND_LIMITS_ABORTED ? "true" : "false");
+    if (t->hdr.version >= 10) { // how large mappings counted, a stop on a retry loop, unread limits
+      fprintf(o, ", \"mappings\": \"%s\", ",
+              l->flags & ND_LIMITS_MAPPINGS_WHOLE ? "whole" : "touched");
+      json_u64(o, "untouched_bytes", l->untouched, true);
+      fprintf(o, "\"retry_loop\": %s, \"unread\": [%s%s%s]",
+              l->flags & ND_LIMITS_RETRY_LOOP ? "true" : "false",
+              l->flags & ND_LIMITS_UNREAD_BYTES ? "\"max_bytes\"" : "",
+              (l->flags & ND_LIMITS_UNREAD_BYTES) && (l->flags & ND_LIMITS_UNREAD_PHYSICAL) ? ", " : "",
+              l->flags & ND_LIMITS_UNREAD_PHYSICAL ? "\"max_physical_bytes\"" : "");
+    }
+    fputs("},\n    \"totals\": {\"breaches\": {", o);
     json_u64(o, nd_rep_limit_keys[ND_LIMIT_BYTES], l->breaches[ND_LIMIT_BYTES], true);
     json_u64(o, nd_rep_limit_keys[ND_LIMIT_PHYSICAL], l->breaches[ND_LIMIT_PHYSICAL], false);
     fputs("}, ", o);
@@ -393,7 +403,8 @@ static int json_limits(FILE *o, report_t *r, bool last) {
   size_t n = r->o->brief ? (t->nbreaches ? 1 : 0) : nd_rep_list_len(r, t->nbreaches);
   fprintf(o, "},\n    \"breaches\": [%s", n ? "\n" : "");
   for (size_t i = 0; i < n; i++) {
-    const nd_rec_breach_t *b = &t->breaches[i];
+    const nd_rec_breach_t *b = &t->breaches[i].rec;
+    long st = t->breaches[i].stack;
     fputs("      {", o);
     json_u64(o, "mono_ns", b->mono_ns, true);
     json_u64(o, "since_start_ns", nd_rep_since_start(t, b->mono_ns), true);
@@ -407,7 +418,23 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     json_u64(o, "requested", b->requested, true);
     json_u64(o, "value", b->value, true);
     json_u64(o, "limit_bytes", b->limit_bytes, true);
-    json_u64(o, "count", b->count, false);
+    json_u64(o, "count", b->count, t->hdr.version >= 10);
+    if (t->hdr.version >= 10) { // the refused request's stack, and a retry loop's length
+      if (b->flags & ND_BREACH_RETRY_LOOP) {
+        fputs("\"retry_loop\": {", o);
+        json_u64(o, "retries", b->retries, true);
+        json_u64(o, "ns", b->retry_ns, false);
+        fputs("}, ", o);
+      } else {
+        fputs("\"retry_loop\": null, ", o);
+      }
+      if (st < 0) {
+        fputs("\"stack_id\": null, \"frames\": []", o);
+      } else {
+        fprintf(o, "\"stack_id\": %u, ", b->stack_id);
+        if (json_stack_key(o, r, (uint32_t)st) || json_stack(o, r, (uint32_t)st, "       ")) return -1;
+      }
+    }
     fputs(i + 1 < n ? "},\n" : "}\n", o);
   }
   fprintf(o, "%s]", n ? "    " : "");

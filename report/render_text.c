@@ -190,8 +190,24 @@ static void text_exit_how(FILE *o, const nd_trace_t *t) {
                "record); what was live is not a leak",
             e->code, sigabbrev_np(e->code) ? sigabbrev_np(e->code) : "?", e->tid);
     break;
-  default: fputs("stopped by NDMEM_ON_LIMIT=abort (SIGABRT); END record", o); break;
+  default:
+    if (t->have_limits && (t->limits.flags & ND_LIMITS_RETRY_LOOP))
+      fputs("stopped on a retry loop under NDMEM_ON_LIMIT=fail (a thread was refused the same "
+            "requests for NDMEM_LIMIT_RETRY_MS; SIGABRT); END record", o);
+    else
+      fputs("stopped by NDMEM_ON_LIMIT=abort (SIGABRT); END record", o);
+    break;
   }
+}
+
+// How a process was stopped on a limit, after "; " (version 10: a retry loop).
+static const char *stopped_how(const nd_rec_limits_t *l) {
+  return l->flags & ND_LIMITS_RETRY_LOOP ? "stopped on a retry loop" : "aborted on a breach";
+}
+
+// A limit asked for with a value that was not one (version 10): the process ran without it.
+static bool unread_limit(const nd_rec_limits_t *l, int id) {
+  return l->flags & (id == ND_LIMIT_BYTES ? ND_LIMITS_UNREAD_BYTES : ND_LIMITS_UNREAD_PHYSICAL);
 }
 
 static uint64_t breaches_total(const nd_rec_limits_t *l) {
@@ -226,8 +242,14 @@ static void text_limits_line(FILE *o, const nd_trace_t *t) {
   const nd_rec_limits_t *l = &t->limits;
   char h[48];
   text_limit_short(o, ND_LIMIT_BYTES, l->max_bytes, l->peak_tracked);
+  if (unread_limit(l, ND_LIMIT_BYTES)) fputs(" (its value could not be read)", o);
+  if (l->max_bytes && l->untouched) {
+    nd_rep_human(h, sizeof h, l->untouched);
+    fprintf(o, " (untouched mappings not counted: %s)", h);
+  }
   fputs(", ", o);
   text_limit_short(o, ND_LIMIT_PHYSICAL, l->max_physical_bytes, l->peak_physical);
+  if (unread_limit(l, ND_LIMIT_PHYSICAL)) fputs(" (its value could not be read)", o);
   nd_rep_human(h, sizeof h, l->warn_at);
   if (l->warn_at) fprintf(o, "; warn at %s", h);
   else fputs("; no warning watermark", o);
@@ -239,7 +261,7 @@ static void text_limits_line(FILE *o, const nd_trace_t *t) {
             plural(l->failed, "allocation", "allocations"));
   else
     fputs("; no breaches", o);
-  if (l->flags & ND_LIMITS_ABORTED) fputs("; aborted on a breach", o);
+  if (l->flags & ND_LIMITS_ABORTED) fprintf(o, "; %s", stopped_how(l));
   fputc('\n', o);
 }
 
@@ -715,7 +737,7 @@ static void text_limit_full(FILE *o, const nd_rec_limits_t *l, int id) {
   uint64_t peak = id == ND_LIMIT_BYTES ? l->peak_tracked : l->peak_physical;
   fprintf(o, "  %-16s  ", nd_rep_limit_names[id]);
   if (limit) print_bytes(o, limit, false);
-  else fputs("none", o);
+  else fputs(unread_limit(l, id) ? "none (asked for, but its value could not be read)" : "none", o);
   fprintf(o, "; peak %s ", id == ND_LIMIT_BYTES ? "tracked" : "physical");
   if (id == ND_LIMIT_PHYSICAL && !l->physical_reads) {
     fputs("not read\n", o);
@@ -771,7 +793,9 @@ static void text_limit_settings(FILE *o, const nd_trace_t *t) {
           nd_rep_limit_names[ND_LIMIT_BYTES], (unsigned long long)l->breaches[ND_LIMIT_BYTES],
           nd_rep_limit_names[ND_LIMIT_PHYSICAL], (unsigned long long)l->breaches[ND_LIMIT_PHYSICAL],
           (unsigned long long)l->failed, plural(l->failed, "allocation", "allocations"),
-          l->flags & ND_LIMITS_ABORTED ? "; aborted on a breach" : "");
+          l->flags & ND_LIMITS_ABORTED ? l->flags & ND_LIMITS_RETRY_LOOP ? "; stopped on a retry loop"
+                                                                         : "; aborted on a breach"
+                                       : "");
   fprintf(o, "  %-16s  %llu %s released ", "relief", (unsigned long long)l->reliefs,
           plural(l->reliefs, "run", "runs"));
   print_bytes(o, l->relief_bytes, false);
@@ -781,12 +805,20 @@ static void text_limit_settings(FILE *o, const nd_trace_t *t) {
           (unsigned long long)l->snapshots, (unsigned long long)t->snap_records);
   if (t->snap_records > t->nsnaps)
     fprintf(o, ", the first and the last %zu kept", t->nsnaps - 1);
-  fprintf(o, "\n  %-16s  tracked = heap usable bytes + anonymous mmaps + workspace arenas; "
+  bool touched = t->hdr.version >= 10 && !(l->flags & ND_LIMITS_MAPPINGS_WHOLE);
+  fprintf(o, "\n  %-16s  tracked = heap usable bytes + anonymous mmaps%s + workspace arenas; "
              "physical = anonymous resident memory (resident - shared)\n",
-          "measures");
+          "measures", touched ? " (of 4 MiB or more: their touched pages)" : "");
+  if (touched && l->max_bytes) {
+    fprintf(o, "  %-16s  ", "untouched");
+    print_bytes(o, l->untouched, false);
+    fputs(" of large mappings not counted at the last record\n", o);
+  }
 }
 
-static void text_breach(FILE *o, const nd_trace_t *t, size_t rank, const nd_rec_breach_t *b) {
+static int text_breach(FILE *o, report_t *r, size_t rank, const nd_breach_t *x) {
+  const nd_trace_t *t = r->t;
+  const nd_rec_breach_t *b = &x->rec;
   bool device = b->limit == ND_LIMIT_DEVICE;
   fprintf(o, "#%-3zu %s breach %llu at ", rank, nd_rep_limit_names[b->limit],
           (unsigned long long)b->count);
@@ -803,17 +835,26 @@ static void text_breach(FILE *o, const nd_trace_t *t, size_t rank, const nd_rec_
   fputs(" before the call; limit ", o);
   print_bytes(o, b->limit_bytes, false);
   fputc('\n', o);
+  if (b->flags & ND_BREACH_RETRY_LOOP) {
+    fprintf(o, "      the thread was refused the same requests %llu times in a row over ",
+            (unsigned long long)b->retries);
+    nd_rep_print_secs(o, b->retry_ns);
+    fputs(": the program cannot take the failure, so ndmem stopped it "
+          "(NDMEM_LIMIT_RETRY_MS)\n", o);
+  }
+  return x->stack >= 0 ? text_stack(o, r, (uint32_t)x->stack) : 0;
 }
 
-// The logged breaches; brief: the first one only.
-static void text_breaches(FILE *o, report_t *r) {
+// The logged breaches, with the refused request's stack where the trace has it (version 10);
+// brief: the first one only.
+static int text_breaches(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   uint64_t logged = nd_rep_sat_add(t->nbreaches, t->breaches_dropped);
   size_t n = r->o->brief ? (t->nbreaches ? 1 : 0) : nd_rep_list_len(r, t->nbreaches);
-  if (r->o->brief && !n) return;
+  if (r->o->brief && !n) return 0;
   if (!logged && !(t->have_limits && breaches_total(&t->limits))) {
     fputs("\n== limit breaches: none\n", o);
-    return;
+    return 0;
   }
   fputs("\n== limit breaches: ", o);
   if (t->have_limits) {
@@ -826,7 +867,12 @@ static void text_breaches(FILE *o, report_t *r) {
             (unsigned)ND_TRACE_MAX_BREACHES);
   if (n < t->nbreaches) fprintf(o, "; first %zu", n);
   fputc('\n', o);
-  for (size_t i = 0; i < n; i++) text_breach(o, t, i + 1, &t->breaches[i]);
+  for (size_t i = 0; i < n; i++)
+    if (text_breach(o, r, i + 1, &t->breaches[i])) return -1;
+  for (size_t i = n; i < t->nbreaches; i++) // the one that stopped the process, always
+    if ((t->breaches[i].rec.flags & ND_BREACH_RETRY_LOOP) && text_breach(o, r, i + 1, &t->breaches[i]))
+      return -1;
+  return 0;
 }
 
 static int text_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
@@ -974,7 +1020,7 @@ static void text_devices_line(FILE *o, const nd_trace_t *t) {
 static int text_limits(FILE *o, report_t *r, bool settings) {
   const nd_trace_t *t = r->t;
   if (settings) text_limit_settings(o, t);
-  text_breaches(o, r);
+  if (text_breaches(o, r)) return -1;
   if (r->o->brief) return 0;
   if (!t->nsnaps) fputs("\n== snapshots: none\n", o);
   for (size_t i = 0; i < t->nsnaps; i++)

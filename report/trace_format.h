@@ -23,8 +23,11 @@
 // (ND_PYFRAME_*) with the PYCODE records they name, and the PYTHON record. 8 added RESIDENT (the
 // process's anonymous resident memory at each flush). 9 lengthened RESIDENT with the next
 // allocator's own view of the memory it holds free (ND_REC_RESIDENT_V8_SIZE: the short form,
-// read with the rest zeroed: no allocator view). Readers accept 1 to 9.
-#define ND_TRACE_VERSION 9
+// read with the rest zeroed: no allocator view). 10 lengthened LIMITS (the bytes of large mappings
+// not counted because untouched; flags for how mappings count, a stop on a retry loop and a limit
+// that could not be read) and BREACH (the refused request's stack; a retry loop's length), read
+// short with the rest zeroed (ND_REC_LIMITS_V9_SIZE, ND_REC_BREACH_V9_SIZE). Readers accept 1 to 10.
+#define ND_TRACE_VERSION 10
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -240,7 +243,17 @@ enum nd_limit_id { ND_LIMIT_BYTES = 0, ND_LIMIT_PHYSICAL = 1, ND_LIMIT_COUNT = 2
 // A device's limit (NDMEM_MAX_DEVICE_BYTES[_<i>]): BREACH records only; its totals are in DEVICE.
 #define ND_LIMIT_DEVICE 2
 enum nd_limit_action { ND_ON_LIMIT_FAIL = 0, ND_ON_LIMIT_WARN = 1, ND_ON_LIMIT_ABORT = 2 };
-enum nd_limits_flags { ND_LIMITS_ABORTED = 1 }; // the process was stopped by a breach (abort)
+enum nd_limits_flags {
+  ND_LIMITS_ABORTED = 1,        // the process was stopped by a breach (abort, or a retry loop)
+  ND_LIMITS_RETRY_LOOP = 2,     // (version 10) it was stopped because a thread retried a refused
+                                // request for NDMEM_LIMIT_RETRY_MS (its BREACH record says which)
+  ND_LIMITS_MAPPINGS_WHOLE = 4, // (version 10) large mappings counted whole towards maxBytes;
+                                // without it (and from version 10) by their touched pages
+  // (version 10) NDMEM_MAX_BYTES, NDMEM_MAX_PHYSICAL_BYTES was set to a value that is not a
+  // limit: the process ran without that limit
+  ND_LIMITS_UNREAD_BYTES = 8,
+  ND_LIMITS_UNREAD_PHYSICAL = 16
+};
 
 // The limits in force (0: none) and what happened to them so far; a later record replaces an
 // earlier one. `tracked` is heap usable bytes + anonymous mmaps + workspace arenas (maxBytes);
@@ -259,8 +272,11 @@ typedef struct nd_rec_limits {
   uint64_t peak_tracked, peak_physical; // the highest values seen by the checks
   uint64_t physical_reads; // readings of the anonymous resident memory
   uint64_t snapshots;      // SNAPSHOT records taken (watermark and breach)
+  uint64_t untouched;      // (version 10) bytes of large mappings not counted towards maxBytes at
+                           // this record: never touched (NDMEM_MAX_BYTES_MAPPINGS=touched)
 } nd_rec_limits_t;
-_Static_assert(sizeof(nd_rec_limits_t) == 120, "limits record layout");
+_Static_assert(sizeof(nd_rec_limits_t) == 128, "limits record layout");
+#define ND_REC_LIMITS_V9_SIZE 120u
 
 // A breach of a limit that was logged: the 1st, 2nd, 4th, 8th, ... of each limit.
 typedef struct nd_rec_breach {
@@ -274,8 +290,15 @@ typedef struct nd_rec_breach {
   uint64_t value;       // tracked or physical bytes before this allocation
   uint64_t limit_bytes; // the limit
   uint64_t count;       // this is the count-th breach of this limit
+  // Version 10:
+  uint32_t stack_id;    // the refused request's stack (a STACK written before) when flags has
+  uint32_t flags;       // ND_BREACH_STACK; ND_BREACH_RETRY_LOOP: the thread retried it
+  uint64_t retries;     // ND_BREACH_RETRY_LOOP: refusals of the same request in a row
+  uint64_t retry_ns;    // and the time from the first to this one
 } nd_rec_breach_t;
-_Static_assert(sizeof(nd_rec_breach_t) == 56, "breach record layout");
+_Static_assert(sizeof(nd_rec_breach_t) == 80, "breach record layout");
+#define ND_REC_BREACH_V9_SIZE 56u
+enum nd_breach_flags { ND_BREACH_STACK = 1, ND_BREACH_RETRY_LOOP = 2 };
 
 enum nd_snapshot_reason { ND_SNAP_WATERMARK = 0, ND_SNAP_BREACH = 1 };
 

@@ -544,12 +544,19 @@ static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
     return fail(t, off, "BREACH function %u out of range", b.fn);
   if (device && b.device >= ND_TRACE_MAX_DEVICES)
     return fail(t, off, "BREACH device %u out of range", b.device);
+  long st = -1;
+  if (b.flags & ND_BREACH_STACK) {
+    st = map_get(&t->stack_ids, b.stack_id);
+    if (st < 0) return fail(t, off, "BREACH names unknown stack %u", b.stack_id);
+  }
+  if ((b.flags & ND_BREACH_RETRY_LOOP) && (b.action != ND_ON_LIMIT_ABORT || !b.retries))
+    return fail(t, off, "BREACH marks a retry loop but did not stop the process");
   saw_time(t, b.mono_ns);
-  nd_rec_breach_t *slot;
+  nd_breach_t *slot;
   if (keep(t, off, (void **)&t->breaches, &t->nbreaches, &t->breaches_cap, sizeof *slot,
            ND_TRACE_MAX_BREACHES, &t->breaches_dropped, (void **)&slot))
     return -1;
-  if (slot) *slot = b;
+  if (slot) *slot = (nd_breach_t){.rec = b, .stack = st};
   return 0;
 }
 
@@ -664,8 +671,8 @@ static uint32_t fixed_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_WORKSPACE: return old ? ND_REC_WORKSPACE_V4_SIZE : sizeof(nd_rec_workspace_t);
   case ND_REC_GROWTH: return sizeof(nd_rec_growth_t);
   case ND_REC_WS_ESCAPE: return sizeof(nd_rec_ws_escape_t);
-  case ND_REC_LIMITS: return sizeof(nd_rec_limits_t);
-  case ND_REC_BREACH: return sizeof(nd_rec_breach_t);
+  case ND_REC_LIMITS: return version < 10 ? ND_REC_LIMITS_V9_SIZE : sizeof(nd_rec_limits_t);
+  case ND_REC_BREACH: return version < 10 ? ND_REC_BREACH_V9_SIZE : sizeof(nd_rec_breach_t);
   case ND_REC_SNAPSHOT: return sizeof(nd_rec_snapshot_t);
   case ND_REC_SNAP_SITE: return sizeof(nd_rec_snap_site_t);
   case ND_REC_EXIT: return sizeof(nd_rec_exit_t);
@@ -728,11 +735,14 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
 static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p) {
   // A record a later version lengthened, in its older short form (check_header let through only
   // the trace version's size): the new fields read as 0. Version 5 lengthened SITE, BLOCK, FLUSH
-  // and WORKSPACE; version 9 RESIDENT (the allocator's view: none in the short form).
+  // and WORKSPACE; version 9 RESIDENT (the allocator's view: none in the short form); version 10
+  // LIMITS and BREACH.
   char full[sizeof(nd_rec_workspace_t)]; // the largest of them
   _Static_assert(sizeof full >= sizeof(nd_rec_site_t) && sizeof full >= sizeof(nd_rec_block_t) &&
                      sizeof full >= sizeof(nd_rec_flush_t) &&
-                     sizeof full >= sizeof(nd_rec_resident_t), "room for every lengthened record");
+                     sizeof full >= sizeof(nd_rec_resident_t) &&
+                     sizeof full >= sizeof(nd_rec_limits_t) && sizeof full >= sizeof(nd_rec_breach_t),
+                 "room for every lengthened record");
   int var;
   uint32_t now = fixed_size(r->tag, ND_TRACE_VERSION, &var);
   if (!var && r->size < now && now <= sizeof full) {

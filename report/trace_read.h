@@ -99,6 +99,13 @@ typedef struct nd_growth {
 } nd_growth_t;
 #define ND_TRACE_MAX_GROWTH 100000 // GROWTH records kept (the writer: one per site)
 
+// A logged breach of a limit (BREACH record, version 3); version 10 names the refused request's
+// stack (ND_BREACH_STACK) and a retry loop the process was stopped for.
+typedef struct nd_breach {
+  nd_rec_breach_t rec;
+  long stack; // index into nd_trace_t.stacks; -1: none recorded
+} nd_breach_t;
+
 // One COUNTERS record as a point of the timeline: its time and each kind's live bytes, and the
 // cycle clock of the FLUSH that closed its batch (the latest FLUSH's before that is written).
 typedef struct nd_point {
@@ -231,7 +238,7 @@ typedef struct nd_trace {
   nd_rec_cuda_t cuda;         // the latest CUDA record
   bool have_limits;
   nd_rec_limits_t limits;     // the latest LIMITS record
-  nd_rec_breach_t *breaches;  // the first ND_TRACE_MAX_BREACHES BREACH records, in trace order
+  nd_breach_t *breaches;      // the first ND_TRACE_MAX_BREACHES BREACH records, in trace order
   size_t nbreaches, breaches_cap;
   uint64_t breaches_dropped;  // BREACH records beyond ND_TRACE_MAX_BREACHES
   // Snapshots: snap[0] is the first, snap[1..] a ring of the latest; after reading,

@@ -330,7 +330,11 @@ static void bad_trace(const char *which) {
 #define MIB 1048576ull
 
 static void limits_rec(nd_rec_limits_t l) {
-  nd_tw_record(&w, ND_REC_LIMITS, &l, sizeof l, NULL, 0);
+  nd_tw_record(&w, ND_REC_LIMITS, &l, ver < 10 ? ND_REC_LIMITS_V9_SIZE : sizeof l, NULL, 0);
+}
+
+static void breach_rec(const nd_rec_breach_t *b) {
+  nd_tw_record(&w, ND_REC_BREACH, b, ver < 10 ? ND_REC_BREACH_V9_SIZE : sizeof *b, NULL, 0);
 }
 
 static void breach(uint64_t ns, uint32_t tid, uint16_t limit, uint16_t action, uint32_t fn,
@@ -338,7 +342,7 @@ static void breach(uint64_t ns, uint32_t tid, uint16_t limit, uint16_t action, u
   nd_rec_breach_t b = {.mono_ns = ns, .tid = tid, .limit = limit, .action = action, .fn = fn,
                        .requested = requested, .value = value, .limit_bytes = limit_bytes,
                        .count = count};
-  nd_tw_record(&w, ND_REC_BREACH, &b, sizeof b, NULL, 0);
+  breach_rec(&b);
 }
 
 static void snapshot(uint64_t ns, uint32_t reason, uint32_t sites, uint64_t tracked,
@@ -469,6 +473,64 @@ static void limits_aborted(void) {
   flush(2, T0 + 800 * MS);
 }
 
+// Version 10 (the truth for limits10.*): maxBytes 100 MiB with large mappings counted by their
+// touched pages, 128 MiB of them untouched and not counted; NDMEM_MAX_PHYSICAL_BYTES was set to a
+// value that is not a limit. A thread (7272) was refused an mmap of 128 MiB (breach 1, its stack
+// 2: libfoo's buffer allocation) and a malloc of 128 MiB + 4 KiB (breach 2, stack 3) in turn, then
+// the same again 5000 times over 2.5 s: the retry loop stopped the process (breach 5002, action
+// abort, the mmap's stack). Breach 4 (a malloc on thread 7271, no stack recorded) failed alone.
+static void limits10_trace(void) {
+  header("/nonexistent/bin/limits_retry", 7270, 10);
+  module(0, "/nonexistent/bin/limits_retry", EXE, EXE, EXE + 0x6000);
+  module(1, "/nonexistent/lib/libfoo.so", FOO, FOO, FOO + 0x200000);
+  module(2, "/nonexistent/lib/libc.so.6", LIBC, LIBC, LIBC + 0x200000);
+  const uint64_t s1[] = {EXE + 0x1100, LIBC + 0x29d90};
+  const uint64_t s2[] = {FOO + 0x5100, FOO + 0x5180, LIBC + 0x891f5};
+  const uint64_t s3[] = {FOO + 0x5200, FOO + 0x5180, LIBC + 0x891f5};
+  stack(1, 2, s1);
+  stack(2, 3, s2);
+  stack(3, 3, s3);
+  site(1, 0, 0, 4, 0, 8 * MIB, 0, 8 * MIB);
+  const nd_rec_limits_t set = {.max_bytes = 100 * MIB, .ram_bytes = 16384 * MIB,
+                               .action = ND_ON_LIMIT_FAIL, .flags = ND_LIMITS_UNREAD_PHYSICAL,
+                               .untouched = 128 * MIB};
+  nd_rec_limits_t l = set;
+  l.peak_tracked = 9 * MIB;
+  limits_rec(l);
+  counters(T0 + 100 * MS, 2, (kt_t){8 * MIB, 8 * MIB, 4, 4, 0}, (kt_t){128 * MIB, 128 * MIB, 1, 1, 0},
+           (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 4, [MMAP] = 1}, 0);
+  flush(1, T0 + 100 * MS);
+  nd_rec_breach_t b = {.mono_ns = T0 + 500 * MS, .tid = 7272, .limit = ND_LIMIT_BYTES,
+                       .action = ND_ON_LIMIT_FAIL, .fn = MMAP, .requested = 128 * MIB,
+                       .value = 9 * MIB, .limit_bytes = 100 * MIB, .count = 1,
+                       .stack_id = 2, .flags = ND_BREACH_STACK};
+  breach_rec(&b);
+  b.mono_ns += MS, b.fn = MALLOC, b.requested = 128 * MIB + 4096, b.count = 2, b.stack_id = 3;
+  breach_rec(&b);
+  breach(T0 + 600 * MS, 7271, ND_LIMIT_BYTES, ND_ON_LIMIT_FAIL, MALLOC, 96 * MIB, 9 * MIB,
+         100 * MIB, 4);
+  b = (nd_rec_breach_t){.mono_ns = T0 + 3001 * MS, .tid = 7272, .limit = ND_LIMIT_BYTES,
+                        .action = ND_ON_LIMIT_ABORT, .fn = MMAP, .requested = 128 * MIB,
+                        .value = 9 * MIB, .limit_bytes = 100 * MIB, .count = 5002, .stack_id = 2,
+                        .flags = ND_BREACH_STACK | ND_BREACH_RETRY_LOOP, .retries = 5001,
+                        .retry_ns = 2500 * MS};
+  breach_rec(&b);
+  l = set;
+  l.flags |= ND_LIMITS_ABORTED | ND_LIMITS_RETRY_LOOP;
+  l.breaches[ND_LIMIT_BYTES] = 5002;
+  l.failed = 5001;
+  l.reliefs = 5002;
+  l.peak_tracked = 9 * MIB;
+  limits_rec(l);
+  counters(T0 + 3001 * MS, 2, (kt_t){8 * MIB, 8 * MIB, 4, 4, 0}, (kt_t){128 * MIB, 128 * MIB, 1, 1, 0},
+           (kt_t){0, 0, 0, 0, 0},
+           (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 2505, [MMAP] = 2502}, 0);
+  flush(2, T0 + 3001 * MS);
+  nd_rec_exit_t x = {T0 + 3001 * MS, ND_EXIT_LIMIT_ABORT, 6 /* SIGABRT */, 7272, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 3002 * MS, 0);
+}
+
 // More than the reader keeps: 1030 logged breaches (1024 kept), 7 snapshots (the 1st and the 4th
 // to 7th kept; the k-th holds one site of k MiB), the 7th with 4097 sites (4096 kept; the one
 // not kept is the largest, as only the first ones read are kept).
@@ -510,7 +572,8 @@ static void limits_cut(void) {
 // Malformed limit records. A STACK (id 1) and a FLUSH come first, so the first bad record is at
 // offset 432.
 static void bad_limits(const char *which) {
-  header("/nonexistent/bin/bad", 66, strcmp(which, "bad-v2-limits") ? 3 : 2);
+  int v10 = !strcmp(which, "bad-breach-stack") || !strcmp(which, "bad-breach-retry");
+  header("/nonexistent/bin/bad", 66, v10 ? 10 : strcmp(which, "bad-v2-limits") ? 3 : 2);
   const uint64_t s1[] = {EXE + 0x1000};
   stack(1, 1, s1);
   flush(1, T0 + 10 * MS);
@@ -527,7 +590,7 @@ static void bad_limits(const char *which) {
   } else if (!strcmp(which, "bad-breach-size")) {
     nd_rec_breach_t b;
     memset(&b, 0, sizeof b);
-    nd_tw_record(&w, ND_REC_BREACH, &b, sizeof b - 1, NULL, 0);
+    nd_tw_record(&w, ND_REC_BREACH, &b, ND_REC_BREACH_V9_SIZE - 1, NULL, 0);
   } else if (!strcmp(which, "bad-snap-reason")) {
     snapshot(T0, 2, 0, 0, 0, 0);
   } else if (!strcmp(which, "bad-snap-site-alone")) {
@@ -539,9 +602,15 @@ static void bad_limits(const char *which) {
     snapshot(T0, ND_SNAP_WATERMARK, 1, 0, 0, 0);
     snap_site(1, 0, 0, 64, 1);
     snap_site(1, 0, 0, 32, 1);
-  } else { // bad-snap-stack
+  } else if (!strcmp(which, "bad-snap-stack")) {
     snapshot(T0, ND_SNAP_WATERMARK, 1, 0, 0, 0);
     snap_site(7, 0, 0, 64, 1);
+  } else { // version 10: bad-breach-stack, bad-breach-retry
+    nd_rec_breach_t b = {.mono_ns = T0, .tid = 1, .limit = ND_LIMIT_BYTES, .action = ND_ON_LIMIT_FAIL,
+                         .requested = 1, .limit_bytes = 1, .count = 1};
+    if (!strcmp(which, "bad-breach-stack")) b.flags = ND_BREACH_STACK, b.stack_id = 7;
+    else b.flags = ND_BREACH_RETRY_LOOP, b.retries = 100;
+    breach_rec(&b);
   }
   end(T0 + 20 * MS, 0);
 }
@@ -722,7 +791,7 @@ static void devices_trace(void) {
     nd_rec_breach_t b = {.mono_ns = T0 + 1600 * MS, .tid = 8181, .limit = ND_LIMIT_DEVICE,
                          .action = ND_ON_LIMIT_FAIL, .fn = 0, .device = 0,
                          .requested = 2048 * M, .value = 40 * M, .limit_bytes = 1024 * M, .count = 2};
-    nd_tw_record(&w, ND_REC_BREACH, &b, sizeof b, NULL, 0);
+    breach_rec(&b);
   }
   nd_rec_device_t d0;
   memset(&d0, 0, sizeof d0);
@@ -1272,7 +1341,8 @@ int main(int argc, char **argv) {
       "diff-b",          "resident",         "html-long",       "html-hostile",
       "collapsed-order", "hostile",          "retention",       "bad-res-v8-long",
       "bad-res-v7",      "bad-res-v9-short", "bad-res-allocator", "bad-res-unknown-read",
-      "bad-res-free",    "bad-res-top",      "bad-res-trimmed", "retention-trimmed"};
+      "bad-res-free",    "bad-res-top",      "bad-res-trimmed", "retention-trimmed",
+      "limits10",        "bad-breach-stack", "bad-breach-retry"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -1311,6 +1381,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "limits-aborted")) limits_aborted();
   else if (!strcmp(argv[1], "many-limits")) many_limits();
   else if (!strcmp(argv[1], "limits-cut")) limits_cut();
+  else if (!strcmp(argv[1], "limits10")) limits10_trace();
   else if (!strncmp(argv[1], "bad-v1-", 7) || !strncmp(argv[1], "bad-ws-", 7) ||
            !strcmp(argv[1], "bad-escape-name"))
     bad_trace(argv[1]);

@@ -23,6 +23,10 @@ bad bad-snap-site-alone 432 'SNAP_SITE record without a SNAPSHOT before it'
 bad bad-snap-too-few 512 'END record where SNAP_SITE 2 of 2 was expected'
 bad bad-snap-too-many 512 'SNAP_SITE record beyond the 1 site its SNAPSHOT announced'
 bad bad-snap-stack 480 'SNAP_SITE names unknown stack 7'
+# version 10 (its FLUSH is longer: the bad record at 448): a breach naming a stack the trace never
+# wrote; a retry loop whose breach did not stop the process
+bad bad-breach-stack 448 'BREACH names unknown stack 7'
+bad bad-breach-retry 448 'BREACH marks a retry loop but did not stop the process'
 
 # Cut inside the third of 3 SNAP_SITE records (631 bytes: the third starts at 611), then at the
 # boundary before it: both report the 2 sites read, by live bytes.

@@ -16,6 +16,12 @@
 //   threads             4 threads race to the limit: tracked bytes never end above it
 //   cgroup              the cgroup limit (NDMEM_TEST_CGROUP_DIR or a real cgroup) gives '%' and
 //                       the default watermark; touching past it writes a snapshot
+//   touched [whole]     a large mapping counts by the pages touched (NDMEM_MAX_BYTES_MAPPINGS):
+//                       nothing when made, exactly what was touched at the next reading; or whole
+//   retry KIND          a thread retries a refused request while main joins it (under
+//                       NDMEM_ON_LIMIT=fail): `same` the same malloc, `alternate` an mmap then a
+//                       malloc (as OpenBLAS), both stopped; `giveup` 12 tries then it gives up,
+//                       `smaller` less each time, `waits` until main frees: none stopped
 #include "shimcheck.h"
 
 #include <errno.h>
@@ -493,6 +499,90 @@ static int cgroup_mode(long long cg) {
   return check_failures ? 1 : 0;
 }
 
+// ---------------------------------------------------------------- touched
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+static int touched_mode(int whole) {
+  ndmem_limits_t l = lim();
+  CHECK_EQ(l.max_bytes, 16 << 20);
+  long long base = l.tracked_bytes;
+  unsigned char *m = mmap(NULL, 64 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (whole) { // NDMEM_MAX_BYTES_MAPPINGS=whole: 64 MiB count whole, over 16 MiB
+    CHECK(m == MAP_FAILED && errno == ENOMEM);
+    printf("touched (whole): a 64 MiB mapping %s\n", m == MAP_FAILED ? "refused" : "allowed");
+    return check_failures ? 1 : 0;
+  }
+  CHECK(m != MAP_FAILED); // 64 MiB reserved under a 16 MiB limit: none of it touched
+  if (m == MAP_FAILED) return 1;
+  CHECK_EQ(lim().tracked_bytes, base);
+  memset(m, 1, 12 << 20);
+  sleep_ms(200); // the reading thread reads the pages (NDMEM_LIMIT_POLL_MS=20)
+  CHECK_EQ(lim().tracked_bytes, base + (12 << 20));
+  void *p = malloc(8 << 20); // 12 MiB touched + 8 MiB > 16 MiB
+  CHECK(p == NULL && errno == ENOMEM);
+  munmap(m + (32 << 20), 32 << 20); // a part: the rest counts whole until the next reading
+  CHECK_EQ(lim().tracked_bytes, base + (32 << 20));
+  sleep_ms(200);
+  CHECK_EQ(lim().tracked_bytes, base + (12 << 20));
+  munmap(m, 32 << 20);
+  p = malloc(8 << 20);
+  CHECK(p != NULL);
+  printf("touched: 64 MiB mapped counted 0, then the 12 MiB touched; 8 MiB more %s\n",
+         p ? "fits once it is unmapped" : "still refused");
+  free(p);
+  return check_failures ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- retry loops
+
+static const char *retry_kind;
+static void *retry_main_freed; // `waits`: main frees this after a while
+
+__attribute__((noinline)) static void *retry_request(void) { return malloc(64 << 20); }
+
+static void *retrier(void *arg) {
+  (void)arg;
+  int tries = 0;
+  void *p = NULL;
+  if (!strcmp(retry_kind, "same")) {
+    while (!(p = retry_request())) tries++; // for ever: the process is stopped
+  } else if (!strcmp(retry_kind, "alternate")) {
+    for (;;) { // OpenBLAS's blas_memory_alloc: mmap, then malloc, then mmap again
+      tries++;
+      p = mmap(NULL, 64 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p != MAP_FAILED) break;
+      if ((p = retry_request())) break;
+    }
+  } else if (!strcmp(retry_kind, "giveup")) {
+    while (!(p = retry_request()) && ++tries < 12) sleep_ms(50);
+  } else if (!strcmp(retry_kind, "smaller")) {
+    for (size_t n = 64 << 20; !(p = malloc(n)) && n > (1 << 20); n -= 1 << 20) tries++, sleep_ms(10);
+  } else { // waits: the same request every 10 ms until main has freed memory
+    while (!(p = malloc(8 << 20))) tries++, sleep_ms(10);
+  }
+  printf("retry %s: %s after %d refusals\n", retry_kind, p ? "granted" : "gave up", tries);
+  free(p);
+  return NULL;
+}
+
+static int retry_mode(const char *kind) {
+  retry_kind = kind;
+  if (!strcmp(kind, "waits")) retry_main_freed = malloc(12 << 20);
+  set("max_bytes", lim().tracked_bytes + (retry_main_freed ? 4 << 20 : 16 << 20));
+  pthread_t th;
+  pthread_create(&th, NULL, retrier, NULL);
+  if (retry_main_freed) {
+    sleep_ms(300);
+    free(retry_main_freed);
+  }
+  pthread_join(th, NULL); // a loop keeps this wait from ending: ndmem stops the process
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   // A fixed mmap threshold: glibc otherwise raises it after the first large free, and a probe
@@ -508,7 +598,9 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "relief")) return relief_mode();
   if (!strcmp(mode, "threads")) return threads_mode();
   if (!strcmp(mode, "cgroup")) return cgroup_mode(atoll(argv[2]));
+  if (!strcmp(mode, "touched")) return touched_mode(argc > 2 && !strcmp(argv[2], "whole"));
+  if (!strcmp(mode, "retry") && argc > 2) return retry_mode(argv[2]);
   fprintf(stderr, "usage: t_limits boundary fail|warn | abort | env MAXBYTES | physical DIR | step STATM | "
-                  "poll STATM | relief | threads | cgroup BYTES\n");
+                  "poll STATM | relief | threads | cgroup BYTES | touched [whole] | retry KIND\n");
   return 2;
 }

@@ -39,6 +39,7 @@ has() { # has NAME REGEX: stderr of run NAME has a line matching REGEX
   grep -q -- "$2" "$tmp/$1.err" || { echo "$1: no line matching: $2" >&2; cat "$tmp/$1.err" >&2; fail=1; }
 }
 trace_of() { ls "$tmp/$1".*.trace 2>/dev/null | head -1; }
+flat() { tr '\n' ' ' <"$1" | tr -s ' '; } # a report's lines as one, its 80-column breaks undone
 
 # ---- every function, one byte under / at / over maxBytes; fail and warn
 run boundary_fail 0 NDMEM_WORKSPACES=0 -- boundary fail
@@ -70,6 +71,49 @@ has env "^ndmem:   #1 6[0-9].00 MiB in 6[0-9] blocks \[stack [0-9]*\] "
 run env_bad 0 NDMEM_MAX_BYTES=64x -- env 0
 has env_bad "^ndmem: NDMEM_MAX_BYTES='64x' is not a limit (e.g. 8G, 512m, 1.5g, 1073741824, 75% or off); using none (the limit is off)$"
 grep -q '^env: 100 blocks' "$tmp/env_bad.out" || { echo "env_bad: the job did not run on unlimited" >&2; fail=1; }
+
+# the summary says the limit was not read, and so does the report; with NDMEM_LIMITS_STRICT=1 the
+# program is not started
+run env_bad_summary 0 NDMEM_MAX_BYTES=64x NDMEM_SUMMARY=1 -- env 0
+has env_bad_summary "^ndmem\[[0-9]*\]: limits: maxBytes none (NDMEM_MAX_BYTES could not be read), maxPhysicalBytes none, "
+"$report" --limits "$(trace_of env_bad_summary)" >"$tmp/env_bad.report" 2>&1 || { echo "env_bad: ndmemreport failed" >&2; fail=1; }
+flat "$tmp/env_bad.report" | grep -q ' maxBytes none (asked for, but its value could not be read); ' ||
+  { echo "env_bad: the report does not say the limit was not read" >&2; cat "$tmp/env_bad.report" >&2; fail=1; }
+run env_strict 2 NDMEM_MAX_BYTES=64x NDMEM_LIMITS_STRICT=1 -- env 0
+has env_strict "^ndmem: NDMEM_LIMITS_STRICT=1: a job whose limit cannot be read (above) is not started (exit status 2)$"
+[ -s "$tmp/env_strict.out" ] && { echo "env_strict: the program ran" >&2; fail=1; }
+
+# ---- large mappings count by their touched pages (NDMEM_MAX_BYTES_MAPPINGS=touched), or whole
+run touched 0 NDMEM_MAX_BYTES=16m NDMEM_LIMIT_POLL_MS=20 -- touched
+has touched "^ndmem: Can't allocate \[HOST\] memory: 8.00 MiB requested; tracked 12.[0-9]* MiB + 8.00 MiB > maxBytes 16.00 MiB; "
+run touched_whole 0 NDMEM_MAX_BYTES=16m NDMEM_MAX_BYTES_MAPPINGS=whole -- touched whole
+has touched_whole "^ndmem: Can't allocate \[HOST\] memory: 64.00 MiB requested; tracked [0-9.]* [KM]*i*B + 64.00 MiB > maxBytes 16.00 MiB; "
+
+# ---- a program that retries a refused request for ever is stopped (NDMEM_ON_LIMIT=fail cannot
+# end it); one that gives up, asks for less, or waits for memory another thread frees is not
+l=$(line_of 'static void \*retry_request(void) { return malloc')
+lm=$(line_of 'p = mmap(NULL, 64 << 20, PROT_READ')
+for kind in same alternate; do
+  run retry_$kind 134 NDMEM_LIMIT_RETRY_MS=300 NDMEM_MAX_BYTES_MAPPINGS=whole NDMEM_SUMMARY=1 -- retry $kind
+  has retry_$kind "^ndmem: thread [0-9]* was refused the same requests [0-9]* times in a row over 0.[34][0-9] s (the last: m[a-z]* of 64.00 MiB; maxBytes 16.[0-9]* MiB): the program cannot take the failure NDMEM_ON_LIMIT=fail gives it (NDMEM_LIMIT_RETRY_MS=300)$"
+  has retry_$kind "^ndmem:   requested at \[stack [0-9]*\] t_limits+0x"
+  has retry_$kind "^ndmem: stopping the process (a retry loop under NDMEM_ON_LIMIT=fail): the trace and summary are written, then SIGABRT$"
+  has retry_$kind "^ndmem\[[0-9]*\]: limits: maxBytes 16.[0-9]* MiB "
+  t=$(trace_of retry_$kind)
+  "$report" --limits --top 1 "$t" >"$tmp/retry_$kind.report" 2>&1 || { echo "retry_$kind: ndmemreport failed" >&2; fail=1; }
+  # the last request refused, at its line: the malloc (same), the malloc or the mmap (alternate)
+  at='retry_request \([^)]*t_limits.c:'"$l"'\)'
+  [ $kind = same ] || at="($at|retrier \\([^)]*t_limits.c:$lm\\))"
+  flat "$tmp/retry_$kind.report" | grep -q ' allocations failed; stopped on a retry loop ' &&
+    flat "$tmp/retry_$kind.report" | grep -Eq ' -> aborted the process tracked [0-9]+ B before the call; limit 16.00 MiB \(16777216 B\) the thread was refused the same requests [0-9]+ times in a row over 0.[34][0-9]* s: the program cannot take the failure, so ndmem stopped it \(NDMEM_LIMIT_RETRY_MS\) #0 '"$at" ||
+    { echo "retry_$kind: the report does not show the loop at t_limits.c:$l" >&2; cat "$tmp/retry_$kind.report" >&2; fail=1; }
+done
+run retry_giveup 0 NDMEM_LIMIT_RETRY_MS=300 -- retry giveup
+grep -q '^retry giveup: gave up after 12 refusals$' "$tmp/retry_giveup.out" || { echo "retry_giveup: stdout" >&2; fail=1; }
+run retry_smaller 0 NDMEM_LIMIT_RETRY_MS=300 -- retry smaller
+grep -q '^retry smaller: granted after 49 refusals$' "$tmp/retry_smaller.out" || { echo "retry_smaller: stdout" >&2; fail=1; }
+run retry_waits 0 -- retry waits
+grep -q '^retry waits: granted after [1-9][0-9]* refusals$' "$tmp/retry_waits.out" || { echo "retry_waits: stdout" >&2; fail=1; }
 
 # ---- physical memory: untouched memory and file pages do not count; the bound is the step
 mkdir -p "$tmp/files"
