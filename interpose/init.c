@@ -14,6 +14,7 @@
 #include "names.h"
 #include "limits.h"
 #include "os.h"
+#include "python.h"
 #include "sites.h"
 #include "trace.h"
 #include "trace_format.h"
@@ -280,6 +281,7 @@ static void initialize(nd_tls_t *t) {
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();
   if (nd_accounting) nd_ws_setup();
   if (nd_accounting) nd_limits_setup();
+  nd_namers = (nd_namers_t){nd_py_code_names, NULL}; // the live lines' frames
   if (nd_accounting) nd_exits_setup();
   t->mode = saved;
   __atomic_store_n(&nd_state, ND_READY, __ATOMIC_RELEASE);
