@@ -5,6 +5,7 @@
 // stores into the thread's own shard: no lock, no atomic read-modify-write.
 #include "shim.h"
 
+#include "demangle.h"
 #include "limits.h"
 #include "sites.h"
 #include "trace.h"
@@ -12,7 +13,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -523,9 +523,8 @@ size_t nd_malloc_usable_size(void *p) {
 // that reaches operator new has one loaded, but not always where a global look-up finds it (a
 // Python extension is dlopen'ed RTLD_LOCAL with its libstdc++: torch under a limit reached
 // abort() where it should have thrown). The runtime is found among the loaded objects by name
-// (libstdc++, or LLVM's libc++ with libc++abi) and asked through its own handle, so no look-up
-// fails (a failure would leave a message for the program's dlerror); else the global scope after
-// ndmem.
+// and asked through its own handle (nd_cxx_runtime), so no look-up fails (a failure would leave a
+// message for the program's dlerror); else the global scope after ndmem.
 enum { CXX_THROW, CXX_GET_HANDLER, CXX_NOTHROW }; // slots; the nothrow forms follow (4)
 static void *cxx_fn[CXX_NOTHROW + 4];
 static int cxx_found; // atomic: 1 once cxx_fn holds what the runtime has
@@ -534,24 +533,6 @@ static const char *const nothrow_names[4] = {
     "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
     "_ZnamSt11align_val_tRKSt9nothrow_t"};
 
-typedef struct cxx_runtime {
-  char path[512]; // the loaded runtime's file ("": none found)
-  int libcxx;     // LLVM's libc++ (its throw helper lives in namespace std::__1)
-} cxx_runtime_t;
-
-static int find_runtime(struct dl_phdr_info *info, size_t size, void *ctx) {
-  (void)size;
-  cxx_runtime_t *r = ctx;
-  const char *name = info->dlpi_name, *base = name ? strrchr(name, '/') : NULL;
-  base = base ? base + 1 : name;
-  if (!base || strlen(name) >= sizeof r->path) return 0;
-  int gnu = strncmp(base, "libstdc++.so", 12) == 0, llvm = strncmp(base, "libc++.so", 9) == 0;
-  if (!gnu && !llvm) return 0;
-  memcpy(r->path, name, strlen(name) + 1);
-  r->libcxx = llvm;
-  return 1;
-}
-
 // Fills cxx_fn once (racing threads find the same). Marked inside ndmem: the loader's own
 // allocations are not the program's.
 static void cxx_resolve(void) {
@@ -559,11 +540,10 @@ static void cxx_resolve(void) {
   nd_tls_t *t = &nd_tls;
   unsigned char m = t->mode;
   if (m == ND_T_COUNT) t->mode = ND_T_BUSY;
-  cxx_runtime_t r = {"", 0};
-  dl_iterate_phdr(find_runtime, &r);
-  void *h = r.path[0] ? dlopen(r.path, RTLD_LAZY | RTLD_NOLOAD) : NULL; // loaded: nothing loads
+  int llvm;
+  void *h = nd_cxx_runtime(&llvm);
   void *scope = h ? h : RTLD_NEXT; // never ndmem's own nothrow new
-  const char *names[CXX_NOTHROW + 4] = {r.libcxx ? "_ZNSt3__117__throw_bad_allocEv" : "_ZSt17__throw_bad_allocv",
+  const char *names[CXX_NOTHROW + 4] = {llvm ? "_ZNSt3__117__throw_bad_allocEv" : "_ZSt17__throw_bad_allocv",
                                         "_ZSt15get_new_handlerv"};
   for (int i = 0; i < 4; i++) names[CXX_NOTHROW + i] = nothrow_names[i];
   void *fn[CXX_NOTHROW + 4];

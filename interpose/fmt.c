@@ -21,6 +21,22 @@ void nd_buf_char(nd_buf_t *b, char c) {
   if (b->len < sizeof b->data - 1) b->data[b->len++] = c;
 }
 
+static int utf8_cont(char c) { return ((unsigned char)c & 0xC0) == 0x80; }
+
+void nd_buf_elided(nd_buf_t *b, const char *s, size_t n, size_t max) {
+  if (n <= max) {
+    nd_buf_strn(b, s, n);
+    return;
+  }
+  size_t head = (max - 3) / 2, tail = max - 3 - head;
+  while (head && utf8_cont(s[head])) head--; // s[head] is the first byte left out
+  size_t from = n - tail;
+  while (from < n && utf8_cont(s[from])) from++;
+  nd_buf_strn(b, s, head);
+  nd_buf_str(b, "...");
+  nd_buf_strn(b, s + from, n - from);
+}
+
 void nd_buf_u64_pad(nd_buf_t *b, uint64_t v, int width) {
   char tmp[24];
   int n = 0;

@@ -17,6 +17,9 @@ void nd_buf_reset(nd_buf_t *b);
 void nd_buf_str(nd_buf_t *b, const char *s);
 void nd_buf_strn(nd_buf_t *b, const char *s, size_t n);
 void nd_buf_char(nd_buf_t *b, char c);
+// The n bytes of s (UTF-8), or when longer than max (at least 8), their head and tail joined by
+// "..." in max bytes, cut between characters: a long C++ name keeps its scope and its function.
+void nd_buf_elided(nd_buf_t *b, const char *s, size_t n, size_t max);
 void nd_buf_u64(nd_buf_t *b, uint64_t v);
 void nd_buf_i64(nd_buf_t *b, int64_t v);
 void nd_buf_u64_pad(nd_buf_t *b, uint64_t v, int width); // right-aligned in width

@@ -22,7 +22,7 @@
 
 // The line: kind, stack, floor, then the slope in words, "+1.00 MiB per 5 cycles" (k: cycles per
 // retained block, so a leak every fifth cycle reads as such), or per second without cycles, and
-// the top frames.
+// the top frames with the innermost Python line (nd_buf_stack).
 static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t count) {
   static unsigned said; // the trace writer's thread only
   if (fd < 0 || said > MAX_SAID) return;
@@ -67,9 +67,9 @@ static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t c
     nd_buf_u64(&b, r->rises);
     nd_buf_str(&b, " rises");
   }
-  for (int i = 0; i < s->depth && i < 3; i++) {
-    nd_buf_str(&b, i ? " <- " : ": ");
-    nd_buf_frame(&b, s->ips[i]);
+  if (s->depth) {
+    nd_buf_str(&b, ": ");
+    nd_buf_stack(&b, s->ips, s->depth, 3);
   }
   nd_buf_line(&b, fd);
 }

@@ -10,10 +10,12 @@
 
 #include "allocstat.h"
 #include "cuda_hooks.h"
+#include "demangle.h"
 #include "fmt.h"
 #include "names.h"
 #include "limits.h"
 #include "os.h"
+#include "python.h"
 #include "sites.h"
 #include "trace.h"
 #include "trace_format.h"
@@ -189,6 +191,7 @@ static void atfork_child(void) {
   nd_trace_atfork_child();
   nd_limits_atfork_child();
   nd_exits_atfork_child();
+  nd_demangle_atfork_child();
   nd_child = ND_FORK_CHILD;
   if (nd_log_fd != 2 && !nd_prints_summary()) { // inherited; this child prints nothing
     int saved = errno;
@@ -288,6 +291,7 @@ static void initialize(nd_tls_t *t) {
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();
   if (nd_accounting) nd_ws_setup();
   if (nd_accounting) nd_limits_setup();
+  nd_namers = (nd_namers_t){nd_py_code_names, nd_demangle}; // the live lines' frames
   if (nd_accounting) nd_exits_setup();
   t->mode = saved;
   __atomic_store_n(&nd_state, ND_READY, __ATOMIC_RELEASE);

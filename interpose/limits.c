@@ -299,10 +299,7 @@ static void say_top_sites(int kind) {
     nd_buf_str(&b, s->kind == NDMEM_KIND_MMAP ? " mappings [stack " : " blocks [stack ");
     nd_buf_u64(&b, s->id);
     nd_buf_str(&b, "] ");
-    for (int f = 0; f < s->depth && f < 2; f++) {
-      if (f) nd_buf_str(&b, " <- ");
-      nd_buf_frame(&b, s->ips[f]);
-    }
+    nd_buf_stack(&b, s->ips, s->depth, 2);
     nd_buf_line(&b, 2);
   }
 }
@@ -464,10 +461,7 @@ static __attribute__((noreturn)) void retry_stop(nd_tls_t *t, nd_lim_t *c, uint6
     nd_buf_str(&b, "[stack ");
     nd_buf_u64(&b, site->id);
     nd_buf_str(&b, "] ");
-    for (int f = 0; f < site->depth && f < 3; f++) {
-      if (f) nd_buf_str(&b, " <- ");
-      nd_buf_frame(&b, site->ips[f]);
-    }
+    nd_buf_stack(&b, site->ips, site->depth, 3);
   } else {
     nd_buf_frame(&b, c->ra);
   }

@@ -146,11 +146,10 @@ static uint32_t code_id(const void *code) {
     size_t cap = C.pend_cap ? C.pend_cap * 2 : 1024;
     pending_t *p = nd_os_map(cap * sizeof *p);
     if (!p) goto out;
-    if (C.pend) {
-      memcpy(p, C.pend, C.n * sizeof *p);
-      nd_os_unmap(C.pend, C.pend_cap * sizeof *p);
-    }
-    C.pend = p;
+    // The old table stays mapped (the tables together are at most twice the last): ndmem's
+    // lines read it without the lock (nd_py_code_names).
+    if (C.pend) memcpy(p, C.pend, C.n * sizeof *p);
+    __atomic_store_n(&C.pend, p, __ATOMIC_RELEASE);
     C.pend_cap = cap;
   }
   char qs[ND_PYCODE_MAX_STR + 1], fs[ND_PYCODE_MAX_STR + 1];
@@ -176,6 +175,21 @@ void nd_py_write_pending(nd_py_record_fn rec, void *ctx) {
     rec(ctx, &p->rec, p->str);
   }
   nd_spin_unlock(&C.lock);
+}
+
+// Without the lock, so that a line written from a fatal signal's final flush never waits for
+// it or reads a table it was moving: entries and tables are never unmapped, an entry is complete
+// before C.n counts it, and a table that moved (before the entry was written, or holding a copy
+// of it) was published before that count: whichever table is read holds entry id.
+int nd_py_code_names(uint64_t id, const char **qualname, size_t *qlen, const char **filename,
+                     size_t *flen) {
+  if (id >= __atomic_load_n(&C.n, __ATOMIC_ACQUIRE)) return -1;
+  const pending_t *p = &__atomic_load_n(&C.pend, __ATOMIC_ACQUIRE)[id];
+  *qualname = p->str;
+  *qlen = p->rec.qualname_len;
+  *filename = p->str + p->rec.qualname_len;
+  *flen = p->rec.filename_len;
+  return 0;
 }
 
 void nd_py_mark_unwritten(void) {

@@ -34,4 +34,10 @@ void nd_py_write_pending(nd_py_record_fn rec, void *ctx); // PYCODE records not 
 void nd_py_mark_unwritten(void);                          // a fork child's new trace
 void nd_py_record(nd_rec_python_t *r);                    // the PYTHON record now
 
+// The qualname and file of the code object a Python frame names (nd_pyframe_code), UTF-8 and not
+// NUL-terminated, valid for the life of the process: 0, or -1 for an id not interned. No
+// allocation, no lock. For ndmem's own lines.
+int nd_py_code_names(uint64_t id, const char **qualname, size_t *qlen, const char **filename,
+                     size_t *flen);
+
 #endif

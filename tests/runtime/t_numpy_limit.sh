@@ -3,7 +3,8 @@
 # t_numpy_limit: limits inside an unmodified numpy/OpenBLAS program. (1) Under NDMEM_MAX_BYTES a
 # numpy job that keeps allocating gets NumPy's own MemoryError at the limit (the allocation failed
 # with ENOMEM; the interpreter handled it and the job exits normally), with ndmem's one-line
-# message and the allocation sites; the limits set from Python (tools/python/ndmem.py) read back.
+# message and the allocation sites, the top one at the script's line (grow.py:N); the limits set
+# from Python (tools/python/ndmem.py) read back.
 # (2) With every limit set far above use, the training loop prints the same losses, bit for bit.
 # Skips (77) when no interpreter has numpy.
 # usage: t_numpy_limit.sh LIBNDMEM TRAIN_PY FIND_PYTHON NDMEM_PY_DIR
@@ -43,6 +44,10 @@ grep -q "^ndmem: Can't allocate \[HOST\] memory: 8.00 MiB requested; tracked [0-
   { echo "no limit message" >&2; cat "$tmp/err" >&2; fail=1; }
 grep -q '^ndmem:   #1 [0-9.]* MiB in [0-9]* blocks \[stack [0-9]*\] _multiarray_umath' "$tmp/err" ||
   { echo "the top site is not numpy's array allocation" >&2; cat "$tmp/err" >&2; fail=1; }
+# ... at the script's line (np.ones is numpy's Python: its line, then the one that called it)
+l=$(grep -n 'kept.append(np.ones' "$tmp/grow.py" | cut -d: -f1)
+grep -Eq "^ndmem:   #1 .*; Python: (ones \(numeric\.py:[0-9]+\) <- )?<module> \(grow\.py:$l\)\$" "$tmp/err" ||
+  { echo "the top site does not name grow.py:$l" >&2; cat "$tmp/err" >&2; fail=1; }
 
 args="--steps 40 --log-every 10"
 "$py" "$train" $args >"$tmp/plain" 2>/dev/null || { echo "plain run failed" >&2; exit 1; }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// test_fmt: the allocation-free formatter prints integers and human sizes exactly and truncates
-// an overlong line instead of overflowing its buffer.
+// test_fmt: the allocation-free formatter prints integers and human sizes exactly, elides a long
+// name in its middle between UTF-8 characters, and truncates an overlong line instead of
+// overflowing its buffer.
 #include "../check.h"
 #include "fmt.h"
 
@@ -32,6 +33,18 @@ int main(void) {
   nd_buf_char(&b, ' ');
   nd_buf_u64_pad(&b, 42, 5);
   CHECK_STR(nd_buf_cstr(&b), "-9223372036854775808 18446744073709551615 0xdeadbeef    42");
+  // Elided names: whole up to max bytes; beyond, head "..." tail in max bytes, never cutting a
+  // UTF-8 character (here 2-byte ones: the cut moves to the boundary, so the result is shorter).
+  nd_buf_reset(&b);
+  nd_buf_elided(&b, "abcdefghij", 10, 10);
+  CHECK_STR(nd_buf_cstr(&b), "abcdefghij");
+  nd_buf_reset(&b);
+  nd_buf_elided(&b, "abcdefghijk", 11, 10);
+  CHECK_STR(nd_buf_cstr(&b), "abc...hijk");
+  nd_buf_reset(&b);
+  const char *u = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"; // six e-acute
+  nd_buf_elided(&b, u, 12, 10);
+  CHECK_STR(nd_buf_cstr(&b), "\xc3\xa9...\xc3\xa9\xc3\xa9");
   nd_buf_reset(&b);
   for (int i = 0; i < 5000; i++) nd_buf_char(&b, 'x');
   CHECK_EQ(strlen(nd_buf_cstr(&b)), sizeof b.data - 1);

@@ -2,14 +2,23 @@
 // test_growth: the growth detector (interpose/growth.c) on window sequences with a known answer:
 // a steady leak is named once, exactly when its rise spans NDMEM_GROWTH_CYCLES cycles, with the
 // record's figures; a warm-up ramp that stops, a floor that swings, a fall that resets, a job
-// without cycles (windows count) and a stalled cycle clock.
+// without cycles (windows count) and a stalled cycle clock; the line it says, exactly.
 #include "../check.h"
 #include "growth.h"
+#include "names.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MIB (1ull << 20)
+
+static int py_code(uint64_t id, const char **q, size_t *ql, const char **f, size_t *fl) {
+  if (id) return -1;
+  *q = "step", *ql = 4;
+  *f = "/job/train.py", *fl = 13;
+  return 0;
+}
 
 static nd_site_t *site(void) {
   nd_site_t *s = calloc(1, sizeof *s);
@@ -81,6 +90,27 @@ int main(void) {
   s = site();
   for (int i = 0; i < 20; i++) w[i][0] = (uint64_t)i * MIB, w[i][1] = (uint64_t)i, w[i][2] = 1;
   CHECK_EQ(feed(s, w, 20, 5, &g), 5);
+  free(s);
+
+  // The line said: the figures, then the stack's frames; here its only frame is a Python one,
+  // named from the code table (the shim's; a stand-in here), never as the raw marker.
+  s = calloc(1, sizeof *s + 2 * sizeof s->ips[0]);
+  s->id = 7;
+  s->depth = 1;
+  s->ips[0] = (uintptr_t)nd_pyframe(0, 42);
+  nd_namers.py_code = py_code;
+  for (int i = 0; i < 60; i++) w[i][0] = (uint64_t)(i / 5) * MIB, w[i][1] = (uint64_t)i / 5, w[i][2] = (uint64_t)i + 1;
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  for (int i = 0; i < 60; i++)
+    nd_growth_window(s, w[i][0], w[i][1], w[i][2], 1000 + (uint64_t)i * 10, 20, fds[1], &g);
+  close(fds[1]);
+  char line[1024];
+  ssize_t n = read(fds[0], line, sizeof line - 1);
+  line[n > 0 ? n : 0] = 0;
+  close(fds[0]);
+  CHECK_STR(line, "ndmem: growing: heap site [stack 7] holds 4.00 MiB at its lowest, +1.00 MiB per 5 "
+                  "cycles over 20 cycles: Python: step (train.py:42)\n");
   free(s);
 
   // NDMEM_GROWTH_CYCLES=0: never.
