@@ -15,6 +15,7 @@
 #include "limits.h"
 #include "os.h"
 #include "sites.h"
+#include "sysmem.h"
 #include "trace.h"
 #include "trace_format.h"
 #include "ws.h"
@@ -185,6 +186,7 @@ static void atfork_child(void) {
   nd_sites_atfork_child();
   nd_cuda_atfork_child();
   nd_mmap_atfork_child();
+  nd_statm_self_atfork_child(); // before anything reads resident memory again: the parent's
   nd_trace_atfork_child();
   nd_limits_atfork_child();
   nd_exits_atfork_child();
