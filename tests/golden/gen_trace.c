@@ -209,7 +209,9 @@ static void synthetic(int killed) {
 // A WORKSPACE record; `name` is copied with its `n` bytes (bytes after a NUL are allowed).
 static void workspace(nd_rec_workspace_t r, const char *name, size_t n) {
   memcpy(r.name, name, n);
-  nd_tw_record(&w, ND_REC_WORKSPACE, &r, ver < 5 ? ND_REC_WORKSPACE_V4_SIZE : sizeof r, NULL, 0);
+  nd_tw_record(&w, ND_REC_WORKSPACE, &r,
+               ver < 5 ? ND_REC_WORKSPACE_V4_SIZE : ver < 10 ? ND_REC_WORKSPACE_V9_SIZE : sizeof r,
+               NULL, 0);
 }
 
 static void escape(uint32_t tid, const char *name, uint32_t stack_id, uint64_t addr,
