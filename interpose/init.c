@@ -416,6 +416,7 @@ void nd_print_summary(int fd) {
   if (!any) nd_buf_str(&b, " none");
   nd_buf_line(&b, fd);
   nd_limits_summary(fd);
+  nd_ws_summary(fd);
   nd_cuda_summary(fd);
   if (nd_cfg.summary < 2) return;
   for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {

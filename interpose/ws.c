@@ -1282,6 +1282,63 @@ void nd_ws_totals(nd_ws_totals_t *out) {
   }
 }
 
+// What workspaces did to resident memory, in the summary's words, and only what is measured: the
+// blocks their arenas served never reached the allocator, so the resident memory of this run is
+// not the job's own (whether it is higher or lower without ndmem is not known here: the arenas
+// stay resident, and glibc's retention is what the trims below measured); and when resident
+// memory fell by ND_RETAIN_MIN_BYTES or more across one learning trim, that glibc held that much
+// freed memory at once: the job's own retention, which workspaces then keep it from. The sum over
+// all trims is said beside it, never as the amount held: a trim leaves glibc's free chunks where
+// they are, and a range given back, taken again and freed again is counted by every trim that
+// gives it back (a PyTorch loop's trims added up to twice its peak). An automatic workspace trims
+// every 16 MiB of large frees while it learns (nd_ws_heap_freed), so its largest fall stays small
+// unless much else was freed; a marked one trims once, when its learning cycle ends. The way to
+// see the job alone comes with it. Nothing is said of a job that workspaces never touched.
+void nd_ws_summary(int fd) {
+  nd_ws_totals_t w;
+  nd_ws_totals(&w);
+  int served = w.hits != 0, held = w.trim_max >= ND_RETAIN_MIN_BYTES;
+  if (!served && !held) return;
+  const char *who = nd_allocstat_kind() == ND_ALLOCATOR_GLIBC ? "glibc malloc" : "the allocator";
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem[");
+  nd_buf_u64(&b, (uint64_t)nd_os_getpid());
+  nd_buf_str(&b, "]: workspaces: ");
+  if (served) {
+    nd_buf_str(&b, "served ");
+    nd_buf_u64(&b, w.hits);
+    nd_buf_str(&b, w.hits == 1 ? " allocation (" : " allocations (");
+    nd_buf_ubytes(&b, w.hit_bytes);
+    nd_buf_str(&b, ") from arenas of ");
+    nd_buf_ubytes(&b, w.arena_bytes);
+    nd_buf_str(&b, ", blocks ");
+    nd_buf_str(&b, who);
+    nd_buf_str(&b, " never held: resident memory is not the job's own");
+  }
+  if (held) {
+    nd_buf_str(&b, served ? "; while they learned, resident memory fell by "
+                          : "served nothing, but while they looked for a cycle resident memory "
+                            "fell by ");
+    if (w.trims > 1) nd_buf_str(&b, "up to ");
+    nd_buf_ubytes(&b, w.trim_max);
+    nd_buf_str(&b, " across ndmem's malloc_trim");
+    if (w.trims > 1) {
+      nd_buf_str(&b, " (");
+      nd_buf_ubytes(&b, w.trim_bytes);
+      nd_buf_str(&b, " in ");
+      nd_buf_u64(&b, w.trims);
+      nd_buf_str(&b, " trims)");
+    }
+    nd_buf_str(&b, ": freed memory ");
+    nd_buf_str(&b, who);
+    nd_buf_str(&b, served ? " held; without workspaces expect allocator retention"
+                          : " held, so resident memory is not the job's own");
+  }
+  nd_buf_str(&b, "; to measure the job without them: ndmem run --no-workspaces (NDMEM_WORKSPACES=0)");
+  nd_buf_line(&b, fd);
+}
+
 void nd_ws_write_records(nd_ws_record_fn rec, void *ctx) {
   for (space_t *s = __atomic_load_n(&G.spaces, __ATOMIC_ACQUIRE); s; s = s->all) {
     nd_rec_workspace_t r;

@@ -67,5 +67,8 @@ typedef struct nd_ws_totals {
   uint64_t hit_bytes, trims, trim_bytes, trim_max;
 } nd_ws_totals_t;
 void nd_ws_totals(nd_ws_totals_t *out);
+// The summary's lines about what workspaces did to resident memory (nd_print_summary), when they
+// served anything or their learning trims gave back enough to matter.
+void nd_ws_summary(int fd);
 
 #endif

@@ -316,12 +316,12 @@ const char *const nd_rep_allocator_names[ND_ALLOCATOR_MAX + 1] = {"an unknown al
                                                                   "glibc malloc", "jemalloc"};
 const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1] = {"unknown", "glibc", "jemalloc"};
 
-// Resident growth worth naming: 64 MiB is far above what thread caches, a heap's top chunk or a
-// library loaded late add, and a quarter of the resident memory at the reference keeps a large
-// job's noise out. Tracked memory "stayed flat" when it changed by at most a quarter of that
-// growth (the rest is then not the program's live memory), and the allocator "accounts for" the
-// growth when its own free bytes grew by at least half of it.
-#define RETAIN_MIN_BYTES (64ull << 20)
+// Resident growth worth naming: 64 MiB (ND_RETAIN_MIN_BYTES, trace_format.h), and a quarter of
+// the resident memory at the reference keeps a large job's noise out. Tracked memory "stayed
+// flat" when it changed by at most a quarter of that growth (the rest is then not the program's
+// live memory), and the allocator "accounts for" the growth when its own free bytes grew by at
+// least half of it.
+#define RETAIN_MIN_BYTES ND_RETAIN_MIN_BYTES
 #define RETAIN_MIN_PCT 25     // of the resident memory at the reference
 #define RETAIN_FLAT_DIV 4     // |tracked change| <= growth / 4
 #define RETAIN_EXPLAIN_DIV 2  // allocator free growth >= growth / 2

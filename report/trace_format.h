@@ -216,6 +216,11 @@ typedef struct nd_rec_workspace {
 } nd_rec_workspace_t;
 _Static_assert(sizeof(nd_rec_workspace_t) == 176, "workspace record layout");
 #define ND_REC_WORKSPACE_V9_SIZE 144u // versions 5 to 9: up to `outlived`
+// Resident memory worth naming (64 MiB: far above what thread caches, a heap's top chunk or a
+// library loaded late add): the growth ndmemreport calls retention, and the fall across one of
+// ndmem's learning trims that the shim's summary and ndmemreport both name as the job's own
+// retention (prevented where workspaces then served it). One number: the two never disagree.
+#define ND_RETAIN_MIN_BYTES (64ull << 20)
 
 // A workspace block still live after its cycle ended (ND4J's "leaked workspace pointer").
 typedef struct nd_rec_ws_escape {
