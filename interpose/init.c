@@ -17,6 +17,7 @@
 #include "os.h"
 #include "python.h"
 #include "sites.h"
+#include "sysmem.h"
 #include "trace.h"
 #include "trace_format.h"
 #include "ws.h"
@@ -188,6 +189,7 @@ static void atfork_child(void) {
   nd_sites_atfork_child();
   nd_cuda_atfork_child();
   nd_mmap_atfork_child();
+  nd_statm_self_atfork_child(); // before anything reads resident memory again: the parent's
   nd_trace_atfork_child();
   nd_limits_atfork_child();
   nd_exits_atfork_child();
@@ -423,6 +425,7 @@ void nd_print_summary(int fd) {
   if (!any) nd_buf_str(&b, " none");
   nd_buf_line(&b, fd);
   nd_limits_summary(fd);
+  nd_ws_summary(fd);
   nd_cuda_summary(fd);
   if (nd_cfg.summary < 2) return;
   for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {

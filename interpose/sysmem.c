@@ -265,3 +265,35 @@ int nd_statm_anon(int fd, uint64_t *bytes) {
   buf[n] = 0;
   return nd_statm_parse(buf, nd_os_page_size(), bytes);
 }
+
+static int self_fd = -1;
+static int self_open(int raise_ok) {
+  int fd = __atomic_load_n(&self_fd, __ATOMIC_ACQUIRE);
+  if (fd >= 0) return fd;
+  int saved = errno;
+  int mine = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (mine >= 0) mine = nd_os_fd_high(mine, raise_ok);
+  if (mine >= 0 &&
+      !__atomic_compare_exchange_n(&self_fd, &fd, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    close(mine); // another thread's came first: fd is now that one
+    mine = fd;
+  }
+  errno = saved;
+  return mine;
+}
+
+void nd_statm_self_open(int raise_ok) { self_open(raise_ok); }
+
+int nd_statm_self(uint64_t *bytes) {
+  int fd = self_open(0);
+  return fd < 0 ? -1 : nd_statm_anon(fd, bytes);
+}
+
+void nd_statm_self_atfork_child(void) {
+  int fd = __atomic_exchange_n(&self_fd, -1, __ATOMIC_ACQ_REL);
+  if (fd >= 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+  }
+}

@@ -28,5 +28,16 @@ uint64_t nd_cgroup_limit(const char *dir_override);
 int nd_statm_anon(int fd, uint64_t *bytes);
 // Parses a statm line ("size resident shared ..." in pages).
 int nd_statm_parse(const char *s, uint64_t page, uint64_t *bytes);
+// This process's anonymous resident bytes, from one /proc/self/statm descriptor kept open above the
+// program's range, opened at start-up (nd_statm_self_open) or at the first call (by whichever
+// thread comes first; one keeps its descriptor): the trace's RESIDENT readings and the workspaces' trims (ws.c) share it. A pread
+// per call, errno kept: callable on a hook's path. 0, or -1 when it cannot be read.
+int nd_statm_self(uint64_t *bytes);
+// Opens that descriptor now unless it is open; raise_ok as nd_os_fd_high's (at start-up only: it
+// may then go above the soft limit, out of any scan a program makes).
+void nd_statm_self_open(int raise_ok);
+// A fork child: /proc/self named the parent when the descriptor was opened; the next call opens it
+// again.
+void nd_statm_self_atfork_child(void);
 
 #endif

@@ -404,27 +404,8 @@ static int loader_generation(struct dl_phdr_info *info, size_t size, void *ctx) 
 }
 
 // Anonymous resident memory beside the counters (RESIDENT, version 8; 9: and the allocator's
-// account), from a statm descriptor kept open above the program's range (reopened in a fork
-// child: /proc/self was the parent's). The writer thread and a flushing thread may both open it
-// first: one keeps its descriptor.
-static int statm_fd = -1;
-static int resident_now(uint64_t *v) {
-  int fd = __atomic_load_n(&statm_fd, __ATOMIC_ACQUIRE);
-  if (fd < 0) {
-    int mine = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    if (mine < 0) return -1;
-    mine = nd_os_fd_high(mine, 0);
-    int none = -1;
-    if (__atomic_compare_exchange_n(&statm_fd, &none, mine, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
-      fd = mine;
-    } else {
-      close(mine);
-      fd = none;
-    }
-  }
-  return nd_statm_anon(fd, v);
-}
+// account), from the statm descriptor sysmem.c keeps above the program's range (nd_statm_self).
+static int resident_now(uint64_t *v) { return nd_statm_self(v); }
 
 // The host memory ndmem tracks now: heap, mmap, pinned, managed and the workspace arenas.
 static uint64_t tracked_now(void) {
@@ -680,7 +661,6 @@ void nd_trace_atfork_child(void) {
   memset(&tr.exit, 0, sizeof tr.exit);
   nd_sites_mark_unwritten();
   nd_py_mark_unwritten();
-  if (statm_fd >= 0) close(statm_fd), statm_fd = -1;
   nd_allocstat_atfork_child();
   nd_metrics_atfork_child();
   pthread_mutex_init(&tr.lock, NULL);

@@ -27,6 +27,7 @@
 #include "os.h"
 #include "shim.h"
 #include "sites.h"
+#include "sysmem.h"
 #include "trace_format.h"
 #include "workspace.h"
 
@@ -89,6 +90,11 @@ typedef struct inst {
 typedef struct space {
   ndmem_ws_stats_t st;  // st.escapes: declared cycles only; st.pinned_bytes: escaped + outlived
   uint64_t outlived;    // automatic: blocks that outlived a detected cycle (not in ndmem.h)
+  // The resident-memory effect (the trace's WORKSPACE record, version 10; not in ndmem.h): bytes
+  // of the blocks the arena served, and ndmem's trims while this space learned (trim_bounded):
+  // how many were measured, by how much resident memory fell across them, the largest fall.
+  uint64_t hit_bytes;
+  uint64_t trims, trim_bytes, trim_max;
   pid_t tid;
   struct space *all;    // registry of every space (the trace writes their statistics)
   int mode;
@@ -163,14 +169,33 @@ static const ws_mem_t MEM = {mem_alloc, mem_free, NULL};
 static uint64_t trim_start_ns, trim_spent_ns;
 static int trim_busy;
 static int64_t trim_freed; // routed-size heap bytes freed while learning since the last trim
-static void trim_bounded(void) {
+// Each trim is measured: anonymous resident memory is read just before and just after it (a pread
+// of the statm descriptor sysmem.c keeps; trims are few, and budgeted here). malloc_trim gives back
+// nothing but free memory the allocator held, so a fall across it is freed memory glibc kept
+// resident because of the program's own allocation pattern, the retention that workspaces then
+// keep it from (their blocks never reach the allocator). Exactly so while one thread allocates;
+// where others run meanwhile, their unmaps (large frees, their own trims) add to the fall and
+// their first touches of fresh pages take from it. So what is kept, and claimed (the summary, the
+// report), is only "resident memory fell by X across ndmem's malloc_trim while it learned", per
+// space s that asked for the trim (its owner thread: plain stores, as its other statistics). The
+// limits' relief trim (limits.c) is not counted: it runs under a limit's pressure whatever
+// workspaces do, and what it gives back says nothing of what they prevent.
+static void trim_bounded(space_t *s) {
   if (!nd_real.trim) return;
   uint64_t now = nd_os_mono_ns();
   uint64_t spent = __atomic_load_n(&trim_spent_ns, __ATOMIC_RELAXED);
   if (spent > TRIM_CREDIT_NS && (spent - TRIM_CREDIT_NS) * TRIM_SHARE > now - trim_start_ns) return;
   if (__atomic_exchange_n(&trim_busy, 1, __ATOMIC_ACQUIRE)) return;
   __atomic_store_n(&trim_freed, 0, __ATOMIC_RELAXED);
+  uint64_t before, after;
+  int read = nd_statm_self(&before) == 0;
   nd_allocstat_trim(nd_real.trim, 0);
+  if (read && nd_statm_self(&after) == 0) {
+    uint64_t fell = before > after ? before - after : 0;
+    s->trims++;
+    s->trim_bytes += fell;
+    if (fell > s->trim_max) s->trim_max = fell;
+  }
   __atomic_fetch_add(&trim_spent_ns, nd_os_mono_ns() - now, __ATOMIC_RELAXED);
   __atomic_store_n(&trim_busy, 0, __ATOMIC_RELEASE);
 }
@@ -533,7 +558,7 @@ static void finish_recording(space_t *s) {
   s->pi = pi;
   // The learning cycles ran through the heap, which may keep their memory; the arena replaces
   // it, so give it back before the arena is touched (peak RSS stays near the plan's peak).
-  trim_bounded();
+  trim_bounded(s);
   s->st.arena_bytes = want * (G.guard ? 2 : 1);
   s->st.plan_peak_bytes = plan.peak_live;
   s->st.plan_sum_bytes = plan.sum;
@@ -638,6 +663,7 @@ static void *serve(space_t *s, uint32_t k, uint64_t *usable) {
   s->pi->born[2 * k + which] = s->st.cycles + 1; // the cycle, from 1 (learning cycles count too)
   __atomic_store_n(&s->pi->live[k], 1, __ATOMIC_RELEASE);
   s->st.hits++;
+  s->hit_bytes += s->pi->preqs[k].size;
   *usable = s->pi->preqs[k].size;
   return s->pi->arena[which] + s->pi->plan.offset[k];
 }
@@ -745,6 +771,7 @@ static void *bump_alloc(space_t *s, size_t req, uint64_t *usable) {
   nd_spin_unlock(&G.lock);
   if (clash) return deviate(s, req, SP_TAKEN); // the range is still taken: never overlap
   s->st.hits++;
+  s->hit_bytes += size;
   *usable = size;
   return (void *)lo;
 }
@@ -892,7 +919,7 @@ void nd_ws_heap_freed(uint64_t bytes) {
         __atomic_sub_fetch(&blind_left, 1, __ATOMIC_RELAXED) < 0)
       return;
   }
-  trim_bounded();
+  trim_bounded(s);
 }
 
 void nd_ws_note_free(uint64_t bytes) {
@@ -1203,6 +1230,10 @@ void nd_ws_setup(void) {
   if (!nd_cfg.workspaces) return;
   nd_ws_min = (size_t)nd_cfg.ws_min;
   trim_start_ns = nd_os_mono_ns();
+  // The statm descriptor the trims are measured with, opened now, while one thread runs, rather
+  // than by the first trim on a free's path (a fork child opens its own there).
+  if (nd_real.trim)
+    nd_statm_self_open(__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING);
   G.guard = (int)nd_cfg.ws_guard;
   if (G.guard) {
     struct sigaction sa;
@@ -1244,7 +1275,68 @@ void nd_ws_totals(nd_ws_totals_t *out) {
     out->spills += s->st.spills;
     out->spill_bytes += s->st.spill_bytes;
     out->arena_bytes += s->st.arena_bytes;
+    out->hit_bytes += s->hit_bytes;
+    out->trims += s->trims;
+    out->trim_bytes += s->trim_bytes;
+    if (s->trim_max > out->trim_max) out->trim_max = s->trim_max;
   }
+}
+
+// What workspaces did to resident memory, in the summary's words, and only what is measured: the
+// blocks their arenas served never reached the allocator, so the resident memory of this run is
+// not the job's own (whether it is higher or lower without ndmem is not known here: the arenas
+// stay resident, and glibc's retention is what the trims below measured); and when resident
+// memory fell by ND_RETAIN_MIN_BYTES or more across one learning trim, that glibc held that much
+// freed memory at once: the job's own retention, which workspaces then keep it from. The sum over
+// all trims is said beside it, never as the amount held: a trim leaves glibc's free chunks where
+// they are, and a range given back, taken again and freed again is counted by every trim that
+// gives it back (a PyTorch loop's trims added up to twice its peak). An automatic workspace trims
+// every 16 MiB of large frees while it learns (nd_ws_heap_freed), so its largest fall stays small
+// unless much else was freed; a marked one trims once, when its learning cycle ends. The way to
+// see the job alone comes with it. Nothing is said of a job that workspaces never touched.
+void nd_ws_summary(int fd) {
+  nd_ws_totals_t w;
+  nd_ws_totals(&w);
+  int served = w.hits != 0, held = w.trim_max >= ND_RETAIN_MIN_BYTES;
+  if (!served && !held) return;
+  const char *who = nd_allocstat_kind() == ND_ALLOCATOR_GLIBC ? "glibc malloc" : "the allocator";
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem[");
+  nd_buf_u64(&b, (uint64_t)nd_os_getpid());
+  nd_buf_str(&b, "]: workspaces: ");
+  if (served) {
+    nd_buf_str(&b, "served ");
+    nd_buf_u64(&b, w.hits);
+    nd_buf_str(&b, w.hits == 1 ? " allocation (" : " allocations (");
+    nd_buf_ubytes(&b, w.hit_bytes);
+    nd_buf_str(&b, ") from arenas of ");
+    nd_buf_ubytes(&b, w.arena_bytes);
+    nd_buf_str(&b, ", blocks ");
+    nd_buf_str(&b, who);
+    nd_buf_str(&b, " never held: resident memory is not the job's own");
+  }
+  if (held) {
+    nd_buf_str(&b, served ? "; while they learned, resident memory fell by "
+                          : "served nothing, but while they looked for a cycle resident memory "
+                            "fell by ");
+    if (w.trims > 1) nd_buf_str(&b, "up to ");
+    nd_buf_ubytes(&b, w.trim_max);
+    nd_buf_str(&b, " across ndmem's malloc_trim");
+    if (w.trims > 1) {
+      nd_buf_str(&b, " (");
+      nd_buf_ubytes(&b, w.trim_bytes);
+      nd_buf_str(&b, " in ");
+      nd_buf_u64(&b, w.trims);
+      nd_buf_str(&b, " trims)");
+    }
+    nd_buf_str(&b, ": freed memory ");
+    nd_buf_str(&b, who);
+    nd_buf_str(&b, served ? " held; without workspaces expect allocator retention"
+                          : " held, so resident memory is not the job's own");
+  }
+  nd_buf_str(&b, "; to measure the job without them: ndmem run --no-workspaces (NDMEM_WORKSPACES=0)");
+  nd_buf_line(&b, fd);
 }
 
 void nd_ws_write_records(nd_ws_record_fn rec, void *ctx) {
@@ -1267,6 +1359,10 @@ void nd_ws_write_records(nd_ws_record_fn rec, void *ctx) {
     r.deviations = s->st.deviations;
     r.pinned_bytes = s->st.pinned_bytes;
     r.outlived = s->outlived;
+    r.hit_bytes = s->hit_bytes;
+    r.learn_trims = s->trims;
+    r.learn_trim_bytes = s->trim_bytes;
+    r.learn_trim_max_bytes = s->trim_max;
     rec(ctx, ND_REC_WORKSPACE, &r, sizeof r);
   }
   nd_rec_ws_escape_t copy[sizeof G.pending / sizeof G.pending[0]];

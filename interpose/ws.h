@@ -59,11 +59,16 @@ extern uint64_t nd_cycle_clock, nd_steady_ns;
 void nd_ws_cycle_closed(uint64_t cycles); // a space closed its cycles-th cycle
 typedef void (*nd_ws_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
 void nd_ws_write_records(nd_ws_record_fn rec, void *ctx); // for the trace writer, at each flush
-// Totals over every thread's workspaces (the metrics file): allocations served from arenas,
-// routed ones served externally, and the arenas' planned bytes.
+// Totals over every thread's workspaces (the metrics file, the summary): allocations served from
+// arenas and their bytes, routed ones served externally, the arenas' planned bytes, and ndmem's
+// measured trims while they learned (count, resident memory's fall across them, the largest).
 typedef struct nd_ws_totals {
   uint64_t hits, spills, spill_bytes, arena_bytes;
+  uint64_t hit_bytes, trims, trim_bytes, trim_max;
 } nd_ws_totals_t;
 void nd_ws_totals(nd_ws_totals_t *out);
+// The summary's lines about what workspaces did to resident memory (nd_print_summary), when they
+// served anything or their learning trims gave back enough to matter.
+void nd_ws_summary(int fd);
 
 #endif

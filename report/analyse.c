@@ -316,12 +316,12 @@ const char *const nd_rep_allocator_names[ND_ALLOCATOR_MAX + 1] = {"an unknown al
                                                                   "glibc malloc", "jemalloc"};
 const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1] = {"unknown", "glibc", "jemalloc"};
 
-// Resident growth worth naming: 64 MiB is far above what thread caches, a heap's top chunk or a
-// library loaded late add, and a quarter of the resident memory at the reference keeps a large
-// job's noise out. Tracked memory "stayed flat" when it changed by at most a quarter of that
-// growth (the rest is then not the program's live memory), and the allocator "accounts for" the
-// growth when its own free bytes grew by at least half of it.
-#define RETAIN_MIN_BYTES (64ull << 20)
+// Resident growth worth naming: 64 MiB (ND_RETAIN_MIN_BYTES, trace_format.h), and a quarter of
+// the resident memory at the reference keeps a large job's noise out. Tracked memory "stayed
+// flat" when it changed by at most a quarter of that growth (the rest is then not the program's
+// live memory), and the allocator "accounts for" the growth when its own free bytes grew by at
+// least half of it.
+#define RETAIN_MIN_BYTES ND_RETAIN_MIN_BYTES
 #define RETAIN_MIN_PCT 25     // of the resident memory at the reference
 #define RETAIN_FLAT_DIV 4     // |tracked change| <= growth / 4
 #define RETAIN_EXPLAIN_DIV 2  // allocator free growth >= growth / 2
@@ -415,6 +415,34 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
     out->cls = ND_RET_UNTRACKED;
 }
 
+// What workspaces did to resident memory (version 10), over every workspace: their arenas served
+// blocks the allocator never held, and resident memory fell across ndmem's malloc_trim while they
+// learned (interpose/ws.c measures each trim). Said as the shim's summary says it, on the same
+// threshold: `held` when the fall across one trim reached ND_RETAIN_MIN_BYTES, freed memory the
+// allocator held at once. The falls' sum is only shown: a range given back, reused and freed again
+// is in every trim that gives it back. Where workspaces served the job and resident memory did not
+// grow, that is the retention verdict: prevented by workspaces. Growth the analysis above found
+// in the memory they did not serve keeps its verdict; the two are said together then.
+static void ws_effect(report_t *r) {
+  const nd_trace_t *t = r->t;
+  nd_ws_effect_t *e = &r->ws_effect;
+  memset(e, 0, sizeof *e);
+  if (t->hdr.version < 10) return;
+  e->known = true;
+  for (size_t i = 0; i < t->nws; i++) {
+    const nd_rec_workspace_t *w = &t->ws[i];
+    e->hits = nd_rep_sat_add(e->hits, w->hits);
+    e->hit_bytes = nd_rep_sat_add(e->hit_bytes, w->hit_bytes);
+    e->arena_bytes = nd_rep_sat_add(e->arena_bytes, w->arena_bytes);
+    e->trims = nd_rep_sat_add(e->trims, w->learn_trims);
+    e->trim_bytes = nd_rep_sat_add(e->trim_bytes, w->learn_trim_bytes);
+    if (w->learn_trim_max_bytes > e->trim_max) e->trim_max = w->learn_trim_max_bytes;
+  }
+  e->served = e->hits != 0;
+  e->held = e->trim_max >= ND_RETAIN_MIN_BYTES;
+  if (e->served && e->held && r->retention.cls == ND_RET_NONE) r->retention.cls = ND_RET_PREVENTED;
+}
+
 int nd_rep_analyse(report_t *r) {
   const nd_trace_t *t = r->t;
   size_t n = t->nsites ? t->nsites : 1;
@@ -447,7 +475,9 @@ int nd_rep_analyse(report_t *r) {
   qsort_r(r->leaks, t->nleaks, sizeof *r->leaks, by_leak, (void *)t);
   if (nd_rep_leaks_known(t) && nd_lifetimes(t, suppressed_by, r, &r->life)) return -1;
   retention(t, &r->retention);
-  return analyse_ws(r);
+  if (analyse_ws(r)) return -1;
+  ws_effect(r);
+  return 0;
 }
 
 // ---------------------------------------------------------------- stable stack identity

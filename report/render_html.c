@@ -725,8 +725,10 @@ static int html_workspaces(FILE *o, report_t *r) {
     fputs("<table>\n<tr><th>workspace</th><th>thread</th><th>cycles</th><th>learned</th>"
           "<th>re-learns</th><th>deviations</th><th>arena</th><th>plan peak</th>"
           "<th>plan sum</th><th>sum/peak</th><th>hits</th><th>spills</th><th>spilled</th>"
-          "<th>escapes</th><th>pinned</th><th>outlived</th></tr>\n",
-          o);
+          "<th>escapes</th><th>pinned</th><th>outlived</th>", o);
+    bool v10 = t->hdr.version >= 10; // what it served, and what its learning trims gave back
+    if (v10) fputs("<th>served</th><th>learning trims</th><th>gave back</th><th>at most</th>", o);
+    fputs("</tr>\n", o);
     for (size_t i = 0; i < t->nws; i++) {
       const nd_rec_workspace_t *w = &t->ws[r->ws[i]];
       char ratio[64];
@@ -748,7 +750,18 @@ static int html_workspaces(FILE *o, report_t *r) {
       bytes(o, w->spill_bytes, false);
       fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">", (unsigned long long)w->escapes);
       bytes(o, w->pinned_bytes, false);
-      fprintf(o, "</td><td class=\"n\">%llu</td></tr>\n", (unsigned long long)w->outlived);
+      fprintf(o, "</td><td class=\"n\">%llu</td>", (unsigned long long)w->outlived);
+      if (v10) {
+        fputs("<td class=\"n\">", o);
+        bytes(o, w->hit_bytes, false);
+        fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">",
+                (unsigned long long)w->learn_trims);
+        bytes(o, w->learn_trim_bytes, false);
+        fputs("</td><td class=\"n\">", o);
+        bytes(o, w->learn_trim_max_bytes, false);
+        fputs("</td>", o);
+      }
+      fputs("</tr>\n", o);
     }
     fputs("</table>\n", o);
   }

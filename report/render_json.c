@@ -176,7 +176,7 @@ static void json_u64(FILE *o, const char *key, uint64_t v, bool more) {
 // class: "allocator" (the allocator's own free bytes grew by most of it), "untracked" (nothing
 // ndmem reads accounts for it) or null; the figures are null where the trace cannot give them.
 static void json_retention(FILE *o, const nd_retention_t *x) {
-  static const char *const cls[] = {"null", "\"allocator\"", "\"untracked\""};
+  static const char *const cls[] = {"null", "\"allocator\"", "\"untracked\"", "\"prevented\""};
   fprintf(o, "  \"retention\": {\"class\": %s, \"allocator\": \"%s\", ", cls[x->cls],
           nd_rep_allocator_keys[x->allocator]);
   if (x->known) {
@@ -198,7 +198,26 @@ static void json_retention(FILE *o, const nd_retention_t *x) {
           "\"allocator_trimmed_bytes\": null},\n", o);
 }
 
-static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool more) {
+// Version 10: what workspaces did to resident memory (analyse.c), one fixed-schema object.
+// "served": their arenas served allocations, blocks the allocator never held, so the run's
+// resident memory is not the job's own; "held": ndmem's learning trims gave back at least
+// ND_RETAIN_MIN_BYTES (resident memory's fall across them, in all and at most at once), freed
+// memory the allocator held; "without": how to measure the job alone (null when neither).
+static void json_ws_effect(FILE *o, const report_t *r) {
+  const nd_ws_effect_t *e = &r->ws_effect;
+  fprintf(o, "  \"workspaces_effect\": {\"served\": %s, \"held\": %s, ",
+          e->served ? "true" : "false", e->held ? "true" : "false");
+  json_u64(o, "allocations", e->hits, true);
+  json_u64(o, "bytes", e->hit_bytes, true);
+  json_u64(o, "arena_bytes", e->arena_bytes, true);
+  json_u64(o, "learning_trims", e->trims, true);
+  json_u64(o, "learning_trim_bytes", e->trim_bytes, true);
+  json_u64(o, "learning_trim_max_bytes", e->trim_max, true);
+  fprintf(o, "\"without\": %s},\n",
+          e->served || e->held ? "\"ndmem run --no-workspaces\"" : "null");
+}
+
+static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool v10, bool more) {
   char ratio[64];
   nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
   fprintf(o, "      {\"tid\": %u, \"name\": ", w->tid);
@@ -217,7 +236,13 @@ static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool more) {
   json_u64(o, "outlived", w->outlived, true);
   json_u64(o, "relearns", w->relearns, true);
   json_u64(o, "deviations", w->deviations, true);
-  json_u64(o, "pinned_bytes", w->pinned_bytes, false);
+  json_u64(o, "pinned_bytes", w->pinned_bytes, v10);
+  if (v10) { // version 10: the bytes it served, what its learning trims gave back
+    json_u64(o, "hit_bytes", w->hit_bytes, true);
+    json_u64(o, "learning_trims", w->learn_trims, true);
+    json_u64(o, "learning_trim_bytes", w->learn_trim_bytes, true);
+    json_u64(o, "learning_trim_max_bytes", w->learn_trim_max_bytes, false);
+  }
   fputs(",\n       \"nd4j\": {", o);
   json_u64(o, "allocated", w->arena_bytes, true);
   json_u64(o, "external_spilled", w->spill_bytes, true);
@@ -232,10 +257,12 @@ static int json_ws(FILE *o, report_t *r, bool last) {
   json_u64(o, "hits", r->ws_hits, true);
   json_u64(o, "spills", r->ws_spills, true);
   json_u64(o, "spill_bytes", r->ws_spill_bytes, true);
+  if (t->hdr.version >= 10) json_u64(o, "hit_bytes", r->ws_effect.hit_bytes, true);
   json_u64(o, "escapes", r->ws_escapes, !r->o->brief);
   if (!r->o->brief) {
     fprintf(o, "\"list\": [%s", t->nws ? "\n" : "");
-    for (size_t i = 0; i < t->nws; i++) json_workspace(o, &t->ws[r->ws[i]], i + 1 < t->nws);
+    for (size_t i = 0; i < t->nws; i++)
+      json_workspace(o, &t->ws[r->ws[i]], t->hdr.version >= 10, i + 1 < t->nws);
     fputs(t->nws ? "    ]" : "]", o);
   }
   fputs("},\n  \"leaked_workspace_pointers\": {", o);
@@ -640,6 +667,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
   else
     fputs("\"last_flush\": null},\n", o);
   if (r->o->workspaces || r->o->limits) {
+    if (r->o->workspaces && h->version >= 10) json_ws_effect(o, r);
     if ((r->o->workspaces && json_ws(o, r, !r->o->limits)) ||
         (r->o->limits && json_limits(o, r, true)))
       return -1;
@@ -711,6 +739,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
     }
   }
   if (h->version >= 9) json_retention(o, &r->retention);
+  if (h->version >= 10) json_ws_effect(o, r);
   if (!r->o->brief) {
     size_t n = nd_rep_list_len(r, t->nsites);
     fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);

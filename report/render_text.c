@@ -449,7 +449,7 @@ void nd_rep_text_summary(FILE *o, report_t *r) { text_summary(o, r); }
 // retention/fragmentation only on the allocator's own account; without it, only what is known:
 // the growth is outside what ndmem tracks. Never a leak: nothing says the memory is unreachable.
 static void text_retention_line(FILE *o, const nd_retention_t *x) {
-  if (x->cls == ND_RET_NONE) return;
+  if (x->cls == ND_RET_NONE || x->cls == ND_RET_PREVENTED) return; // the latter: below
   char g[48], k[48], f[48];
   nd_rep_human(g, sizeof g, x->resident_to - x->resident_from);
   nd_rep_human(k, sizeof k, x->tracked_to > 0 ? (uint64_t)x->tracked_to : 0);
@@ -477,6 +477,58 @@ static void text_retention_line(FILE *o, const nd_retention_t *x) {
   }
   fprintf(o, "%s's free memory grew only %s, so the growth is outside the memory ndmem tracks "
              "(not allocated through the hooked functions)\n", who, f);
+}
+
+// The allocator that would have held what workspaces served, as the RESIDENT records name it.
+static const char *effect_allocator(const nd_trace_t *t) {
+  return t->have_resident && t->resident.allocator != ND_ALLOCATOR_UNKNOWN
+             ? nd_rep_allocator_names[t->resident.allocator]
+             : "the allocator";
+}
+
+// Version 10: what workspaces did to resident memory (analyse.c), beside the resident line it
+// qualifies (`label`: "resident" when there is none).
+static void text_ws_effect_line(FILE *o, const report_t *r, const char *label) {
+  const nd_ws_effect_t *e = &r->ws_effect;
+  if (!e->served && !e->held) return;
+  char h[48], a[48];
+  fprintf(o, "  %-10s  not the job's own: ", label);
+  if (e->served) {
+    nd_rep_human(h, sizeof h, e->hit_bytes);
+    nd_rep_human(a, sizeof a, e->arena_bytes);
+    fprintf(o, "%s never held the %llu %s (%s) that workspaces served from arenas of %s",
+            effect_allocator(r->t), (unsigned long long)e->hits,
+            plural(e->hits, "allocation", "allocations"), h, a);
+  } else {
+    fputs("workspaces served nothing, but ndmem's malloc_trim gave back freed memory while they "
+          "looked for a cycle", o);
+  }
+  fputs(" (the job without them: ndmem run --no-workspaces)\n", o);
+}
+
+// Version 10: the job's own retention, measured with workspaces on: the largest fall of resident
+// memory across one of ndmem's learning trims (the sum over them is only shown: analyse.c). Where
+// workspaces then served the job, they prevented it (the verdict when resident memory did not
+// grow, ND_RET_PREVENTED; said under the growth's verdict otherwise). `first`: no retention line
+// above it (else it continues that one).
+static void text_ws_retention_line(FILE *o, const report_t *r, bool first) {
+  const nd_ws_effect_t *e = &r->ws_effect;
+  if (!e->held) return;
+  char s[48], m[48];
+  nd_rep_human(s, sizeof s, e->trim_bytes);
+  nd_rep_human(m, sizeof m, e->trim_max);
+  const char *who = effect_allocator(r->t);
+  fprintf(o, "  %-10s  ", first ? "retention" : "");
+  if (e->served)
+    fputs(first ? "prevented by workspaces: while they learned, "
+                : "and prevented by workspaces in what they served: while they learned, ", o);
+  fprintf(o, "%s held %s%s freed memory%s", who, e->trims > 1 ? "up to " : "", m,
+          e->trims > 1 ? " at once" : "");
+  if (!e->served) fputs(" while workspaces looked for a cycle", o);
+  fputs(" (resident memory fell by that much across ndmem's malloc_trim", o);
+  if (e->trims > 1) fprintf(o, "; %s in %llu trims", s, (unsigned long long)e->trims);
+  fputs(e->served ? "); without ndmem expect allocator retention" : "): allocator retention, not a leak", o);
+  fputs(" (ndmem run --no-workspaces measures it)\n", o);
 }
 
 static void text_summary(FILE *o, report_t *r) {
@@ -586,8 +638,12 @@ static void text_summary(FILE *o, report_t *r) {
     fputs(", at the last flush ", o);
     print_bytes(o, t->resident.anon_bytes, false);
     fputc('\n', o);
+    text_ws_effect_line(o, r, "");
     text_retention_line(o, &r->retention);
+  } else {
+    text_ws_effect_line(o, r, "resident");
   }
+  text_ws_retention_line(o, r, r->retention.cls == ND_RET_NONE || r->retention.cls == ND_RET_PREVENTED);
   if (t->have_python) text_python_line(o, t);
 }
 
@@ -649,7 +705,7 @@ static void text_ws_name(FILE *o, const char *name, uint32_t tid) {
   fprintf(o, "] on thread %u", tid);
 }
 
-static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w) {
+static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w, bool v10) {
   char ratio[64];
   nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
   fprintf(o, "#%-3zu ", rank);
@@ -680,6 +736,14 @@ static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w) {
             "      outlived %llu (kept valid, no longer routed)\n"
             "      ndmem's misprediction of the automatic cycle, not the program's error\n",
             (unsigned long long)w->outlived);
+  if (!v10) return; // version 10: the bytes it served, what its learning trims gave back
+  fputs("      served ", o);
+  print_bytes(o, w->hit_bytes, false);
+  fprintf(o, "; learning trims %llu: resident memory fell by ", (unsigned long long)w->learn_trims);
+  print_bytes(o, w->learn_trim_bytes, false);
+  fputs(", at most ", o);
+  print_bytes(o, w->learn_trim_max_bytes, false);
+  fputs(" at once\n", o);
 }
 
 static int text_esc_group(FILE *o, report_t *r, size_t rank, const esc_group_t *g) {
@@ -708,7 +772,8 @@ static int text_workspaces(FILE *o, report_t *r) {
   if (!r->o->brief && t->nws) {
     fprintf(o, "\n== workspaces: %zu (per thread and name%s)\n", t->nws,
             t->ended ? "" : "; as last written, no normal exit");
-    for (size_t i = 0; i < t->nws; i++) text_workspace(o, i + 1, &t->ws[r->ws[i]]);
+    for (size_t i = 0; i < t->nws; i++)
+      text_workspace(o, i + 1, &t->ws[r->ws[i]], t->hdr.version >= 10);
   }
   uint64_t nrec = nd_rep_esc_records(t);
   if (!nrec) {
@@ -1049,6 +1114,8 @@ static int text_report(FILE *o, report_t *r) {
     if (r->o->workspaces) {
       if (t->nws || nd_rep_esc_records(t)) text_ws_line(o, r);
       else fprintf(o, "  %-10s  none recorded\n", "workspaces");
+      text_ws_effect_line(o, r, "resident"); // version 10: what they did to resident memory
+      text_ws_retention_line(o, r, true);
     }
     if (r->o->limits) {
       if (nd_rep_has_limits(t)) text_limits_line(o, t);

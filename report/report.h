@@ -62,8 +62,10 @@ typedef struct py_line {
 enum nd_retention_class {
   ND_RET_NONE,      // no such growth (or no RESIDENT records to tell)
   ND_RET_ALLOCATOR, // and the allocator's own free bytes grew by most of it: it keeps freed memory
-  ND_RET_UNTRACKED  // and nothing ndmem reads accounts for it: memory ndmem does not see, or kept
+  ND_RET_UNTRACKED, // and nothing ndmem reads accounts for it: memory ndmem does not see, or kept
                     // by an allocator whose view is unknown
+  ND_RET_PREVENTED  // no such growth, but workspaces served the job and ndmem's learning trims
+                    // gave back what the allocator held freed (nd_ws_effect_t.held; version 10)
 };
 typedef struct nd_retention {
   enum nd_retention_class cls;
@@ -77,6 +79,21 @@ typedef struct nd_retention {
   int64_t free_growth;      // their change since the reference (see analyse.c)
   uint64_t trimmed_bytes;   // free bytes left out: a malloc_trim may have given them back
 } nd_retention_t;
+// What workspaces did to resident memory (WORKSPACE records of version 10; analyse.c), as far as
+// it was measured: the blocks their arenas served never reached the allocator, so the resident
+// memory of the run is not the job's own; and resident memory fell across ndmem's malloc_trim
+// while they learned, freed memory the allocator held because of the job's own allocation pattern.
+typedef struct nd_ws_effect {
+  bool known;             // a version 10 trace: the WORKSPACE records carry these facts
+  uint64_t hits, hit_bytes; // allocations served from arenas and their bytes, all workspaces
+  uint64_t arena_bytes;   // the arenas (ndmem's own cost: they stay resident)
+  uint64_t trims;         // ndmem's measured trims while they learned
+  uint64_t trim_bytes;    // resident memory's fall across them, in all
+  uint64_t trim_max;      // and across the one that gave back most
+  bool served;            // arenas served allocations: the summary says resident is not the job's
+  bool held;              // one trim gave back ND_RETAIN_MIN_BYTES or more: retention, measured
+} nd_ws_effect_t;
+
 // By enum nd_allocator: in text ("glibc malloc", ...), in JSON ("glibc", ...).
 extern const char *const nd_rep_allocator_names[ND_ALLOCATOR_MAX + 1];
 extern const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1];
@@ -101,6 +118,7 @@ typedef struct report {
   size_t npy_lines;
   nd_lifetimes_t life;    // what was live at exit, by class (a normal exit)
   nd_retention_t retention; // resident growth beside flat tracked memory (RESIDENT records)
+  nd_ws_effect_t ws_effect;  // what workspaces did to resident memory (version 10)
   int running;            // no END record: ND_RUN_YES / _NO / _UNKNOWN (running.h)
   nd_supp_t *supp;        // leak suppressions: the built-ins (unless off), then each file's
   nd_wrap_t *wrap;        // text: the 80-column stream's state (textwrap.h), or NULL

@@ -25,8 +25,10 @@
 // allocator's own view of the memory it holds free (ND_REC_RESIDENT_V8_SIZE: the short form,
 // read with the rest zeroed: no allocator view). 10 lengthened LIMITS (the bytes of large mappings
 // not counted because untouched; flags for how mappings count, a stop on a retry loop and a limit
-// that could not be read) and BREACH (the refused request's stack; a retry loop's length), read
-// short with the rest zeroed (ND_REC_LIMITS_V9_SIZE, ND_REC_BREACH_V9_SIZE). Readers accept 1 to 10.
+// that could not be read), BREACH (the refused request's stack; a retry loop's length) and
+// WORKSPACE (the bytes its arena served and what ndmem's malloc_trim gave back while it learned),
+// read short with the rest zeroed (ND_REC_LIMITS_V9_SIZE, ND_REC_BREACH_V9_SIZE,
+// ND_REC_WORKSPACE_V9_SIZE: nothing known). Readers accept 1 to 10.
 #define ND_TRACE_VERSION 10
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
@@ -202,8 +204,26 @@ typedef struct nd_rec_workspace {
   // not the program's error. They stay valid and their plan entries stop being routed. `escapes`
   // counts only blocks that outlived a cycle the program declared (marks, named workspaces).
   uint64_t outlived;
+  // version 10: what the workspace did to the process's resident memory, as far as it is measured.
+  // hit_bytes: the bytes of the blocks its arena served (usable sizes, as the heap counters count
+  // them): memory the allocator never held. learn_trims: ndmem's malloc_trim calls while it
+  // learned (ws.c: after large frees, and once before its arena is first used) around which
+  // anonymous resident memory was read; learn_trim_bytes: by how much it fell across them in all,
+  // learn_trim_max_bytes: across the one that gave back most. A fall across a trim is freed memory
+  // the allocator held resident because of the program's own allocation pattern (another thread
+  // freeing or touching memory meanwhile blurs it either way: ws.c).
+  uint64_t hit_bytes;
+  uint64_t learn_trims;
+  uint64_t learn_trim_bytes;
+  uint64_t learn_trim_max_bytes;
 } nd_rec_workspace_t;
-_Static_assert(sizeof(nd_rec_workspace_t) == 144, "workspace record layout");
+_Static_assert(sizeof(nd_rec_workspace_t) == 176, "workspace record layout");
+#define ND_REC_WORKSPACE_V9_SIZE 144u // versions 5 to 9: up to `outlived`
+// Resident memory worth naming (64 MiB: far above what thread caches, a heap's top chunk or a
+// library loaded late add): the growth ndmemreport calls retention, and the fall across one of
+// ndmem's learning trims that the shim's summary and ndmemreport both name as the job's own
+// retention (prevented where workspaces then served it). One number: the two never disagree.
+#define ND_RETAIN_MIN_BYTES (64ull << 20)
 
 // A workspace block still live after its cycle ended (ND4J's "leaked workspace pointer").
 typedef struct nd_rec_ws_escape {

@@ -405,6 +405,11 @@ static int on_workspace(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_workspace_t w;
   memcpy(&w, p, sizeof w);
   if (check_name(t, off, "WORKSPACE", w.name, sizeof w.name)) return -1;
+  // Version 10: the largest fall across one trim is part of the falls across all of them.
+  if (w.learn_trim_max_bytes > w.learn_trim_bytes || (w.learn_trim_bytes && !w.learn_trims))
+    return fail(t, off, "WORKSPACE record whose trims gave back %llu B in %llu trims, at most "
+                "%llu B at once", (unsigned long long)w.learn_trim_bytes,
+                (unsigned long long)w.learn_trims, (unsigned long long)w.learn_trim_max_bytes);
   uint64_t key = ws_hash(w.tid, w.name, sizeof w.name);
   for (size_t tries = 0;; tries++) { // a chain longer than the table can only be a cycle
     long i = map_get(&t->ws_keys, key);
@@ -668,7 +673,9 @@ static uint32_t fixed_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_COUNTERS: return sizeof(nd_rec_counters_t);
   case ND_REC_BLOCK: return old ? ND_REC_BLOCK_V4_SIZE : sizeof(nd_rec_block_t);
   case ND_REC_FLUSH: return old ? ND_REC_FLUSH_V4_SIZE : sizeof(nd_rec_flush_t);
-  case ND_REC_WORKSPACE: return old ? ND_REC_WORKSPACE_V4_SIZE : sizeof(nd_rec_workspace_t);
+  case ND_REC_WORKSPACE:
+    return old ? ND_REC_WORKSPACE_V4_SIZE
+               : version < 10 ? ND_REC_WORKSPACE_V9_SIZE : sizeof(nd_rec_workspace_t);
   case ND_REC_GROWTH: return sizeof(nd_rec_growth_t);
   case ND_REC_WS_ESCAPE: return sizeof(nd_rec_ws_escape_t);
   case ND_REC_LIMITS: return version < 10 ? ND_REC_LIMITS_V9_SIZE : sizeof(nd_rec_limits_t);
@@ -736,7 +743,8 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   // A record a later version lengthened, in its older short form (check_header let through only
   // the trace version's size): the new fields read as 0. Version 5 lengthened SITE, BLOCK, FLUSH
   // and WORKSPACE; version 9 RESIDENT (the allocator's view: none in the short form); version 10
-  // LIMITS and BREACH.
+  // LIMITS and BREACH, and WORKSPACE again (bytes served, learning trims: none known in the short
+  // form).
   char full[sizeof(nd_rec_workspace_t)]; // the largest of them
   _Static_assert(sizeof full >= sizeof(nd_rec_site_t) && sizeof full >= sizeof(nd_rec_block_t) &&
                      sizeof full >= sizeof(nd_rec_flush_t) &&

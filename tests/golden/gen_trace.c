@@ -209,7 +209,9 @@ static void synthetic(int killed) {
 // A WORKSPACE record; `name` is copied with its `n` bytes (bytes after a NUL are allowed).
 static void workspace(nd_rec_workspace_t r, const char *name, size_t n) {
   memcpy(r.name, name, n);
-  nd_tw_record(&w, ND_REC_WORKSPACE, &r, ver < 5 ? ND_REC_WORKSPACE_V4_SIZE : sizeof r, NULL, 0);
+  nd_tw_record(&w, ND_REC_WORKSPACE, &r,
+               ver < 5 ? ND_REC_WORKSPACE_V4_SIZE : ver < 10 ? ND_REC_WORKSPACE_V9_SIZE : sizeof r,
+               NULL, 0);
 }
 
 static void escape(uint32_t tid, const char *name, uint32_t stack_id, uint64_t addr,
@@ -1268,8 +1270,20 @@ static void hostile(void) {
 // free, trimmed still 296 MiB. Surely resident free bytes at the 6th: 146 MiB, 142 MiB more
 // than at the reference, under half of the 450 MiB growth: not named allocator retention, but
 // growth outside the tracked memory (retention-trimmed.txt).
-static void retention_trace(int trimmed) {
-  header(trimmed ? "/nonexistent/bin/fragment-trimmed" : "/nonexistent/bin/fragment", 4242, 9);
+// retention-ws (version 10, not stored: t_ws_effect_edge.sh): the retention job, also served by
+// a workspace whose learning trims gave back 120 MiB in 2, 80 MiB at most: the growth keeps its
+// verdict (allocator retention), and the prevented retention is said under it.
+static void retention_trace(int trimmed, int ws) {
+  header(trimmed ? "/nonexistent/bin/fragment-trimmed" : "/nonexistent/bin/fragment", 4242,
+         ws ? 10 : 9);
+  if (ws)
+    workspace((nd_rec_workspace_t){.tid = 4242, .cycles = 50, .learned_cycles = 1,
+                                   .arena_bytes = 20 << 20, .plan_peak_bytes = 20 << 20,
+                                   .plan_sum_bytes = 40 << 20, .hits = 100,
+                                   .hit_bytes = 100 << 20, .learn_trims = 2,
+                                   .learn_trim_bytes = 120 << 20,
+                                   .learn_trim_max_bytes = 80 << 20},
+              "auto", 4);
   module(0, "/nonexistent/bin/fragment", EXE, EXE, EXE + 0x4000);
   const uint64_t ips[] = {EXE + 0x1300, EXE + 0x1400};
   stack(1, 2, ips);
@@ -1304,6 +1318,82 @@ static void retention_trace(int trimmed) {
   nd_rec_exit_t x = {T0 + 6400 * MS, ND_EXIT_NORMAL, 0, 4242, 0};
   nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
   end(T0 + 6500 * MS, 5);
+}
+
+// ---------------------------------------------------------------- workspaces' effect (version 10)
+
+// A training loop served by workspaces, six flushes a second apart, whose resident memory stays
+// at 380 MiB beside a tracked heap of 200 MiB (no growth: nothing found in what they did not
+// serve). "auto" of thread 5151 served 2400 allocations of 4 MiB (9600 MiB) from an arena of 150
+// MiB; while it learned, ndmem trimmed 9 times and resident memory fell by 850 MiB across them,
+// by 300 MiB at most across one. "eval" of thread 5152 (marked) served 100 of 1 MiB from 16 MiB;
+// its one trim gave back 40 MiB. The truth for ws-effect.txt / .json / .html: workspaces served
+// 2500 allocations (9700 MiB = 9.47 GiB) from arenas of 166 MiB, blocks glibc malloc never held;
+// glibc held up to 300 MiB freed memory at once (>= 64 MiB), 890 MiB in 10 trims in all:
+// retention prevented by workspaces. Variants written at test time (t_ws_effect_edge.sh):
+// ws-effect-small, the trims at most 10 MiB at once (30 MiB in 3): served, no retention verdict;
+// ws-effect-unserved, no hits and one trim of 100 MiB: glibc's retention, not prevented;
+// ws-effect-none, no hits and trims of 1 MiB: nothing said; bad-ws-trim-max, a largest fall above
+// the sum; bad-ws-trim-count, a fall without a trim; bad-ws-v10-short, a version 9 WORKSPACE
+// record in a version 10 trace.
+static void ws_effect_trace(const char *which) {
+  int small = !strcmp(which, "ws-effect-small"), unserved = !strcmp(which, "ws-effect-unserved");
+  int none = !strcmp(which, "ws-effect-none");
+  header("/nonexistent/bin/ws_effect", 5151, 10);
+  module(0, "/nonexistent/bin/ws_effect", EXE, EXE, EXE + 0x4000);
+  const uint64_t ips[] = {EXE + 0x1500, EXE + 0x1600};
+  stack(1, 2, ips);
+  const uint64_t M = 1024 * 1024;
+  nd_rec_workspace_t a = {.tid = 5151, .cycles = 2401, .learned_cycles = 1,
+                          .arena_bytes = 150 * M, .plan_peak_bytes = 150 * M,
+                          .plan_sum_bytes = 256 * M, .hits = 2400, .hit_bytes = 9600 * M,
+                          .learn_trims = 9, .learn_trim_bytes = 850 * M,
+                          .learn_trim_max_bytes = 300 * M};
+  nd_rec_workspace_t e = {.tid = 5152, .cycles = 101, .learned_cycles = 1, .arena_bytes = 16 * M,
+                          .plan_peak_bytes = 16 * M, .plan_sum_bytes = 16 * M, .hits = 100,
+                          .hit_bytes = 100 * M, .learn_trims = 1, .learn_trim_bytes = 40 * M,
+                          .learn_trim_max_bytes = 40 * M};
+  if (small) {
+    a.learn_trims = 3, a.learn_trim_bytes = 30 * M, a.learn_trim_max_bytes = 10 * M;
+    e.learn_trims = 0, e.learn_trim_bytes = e.learn_trim_max_bytes = 0;
+  }
+  if (unserved || none) {
+    a.cycles = e.cycles = 0, a.learned_cycles = e.learned_cycles = 0;
+    a.arena_bytes = a.plan_peak_bytes = a.plan_sum_bytes = a.hits = a.hit_bytes = 0;
+    e.arena_bytes = e.plan_peak_bytes = e.plan_sum_bytes = e.hits = e.hit_bytes = 0;
+    a.learn_trims = 1, a.learn_trim_bytes = a.learn_trim_max_bytes = none ? M : 100 * M;
+    e.learn_trims = 0, e.learn_trim_bytes = e.learn_trim_max_bytes = 0;
+  }
+  if (!strcmp(which, "bad-ws-trim-max")) a.learn_trim_max_bytes = a.learn_trim_bytes + 1;
+  if (!strcmp(which, "bad-ws-trim-count")) a.learn_trims = 0;
+  if (!strcmp(which, "bad-ws-v10-short")) {
+    a.name[0] = 'a';
+    nd_tw_record(&w, ND_REC_WORKSPACE, &a, ND_REC_WORKSPACE_V9_SIZE, NULL, 0);
+    end(T0 + 10 * MS, 0);
+    return;
+  }
+  uint64_t calls[ND_TRACE_FNS] = {0};
+  for (uint64_t k = 1; k <= 6; k++) {
+    uint64_t n = 1000 * k;
+    calls[MALLOC] = n;
+    calls[FREE] = n - 10;
+    site(1, 0, 0, n, n - 10, n * 20 * M, (n - 10) * 20 * M, 220 * M);
+    if (k == 6) {
+      workspace(a, "auto", 4);
+      workspace(e, "eval", 4);
+    }
+    nd_rec_resident_t r = {T0 + (1000 * k - 3) * MS, 380 * M, 0, 20 * M, 236 * M, M,
+                           T0 + (1000 * k - 4) * MS, ND_ALLOCATOR_GLIBC, 120};
+    nd_tw_record(&w, ND_REC_RESIDENT, &r, sizeof r, NULL, 0);
+    counters(T0 + (1000 * k - 2) * MS, 2, (kt_t){200 * (int64_t)M, 220 * (int64_t)M, 10, n,
+             n - 10}, (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    flush(k, T0 + 1000 * k * MS);
+  }
+  for (int i = 0; i < 10; i++)
+    block(1, 0, 0, 0x600000000000ull + (uint64_t)i * 32 * M, 20 * M, 20 * M, T0 + 200 * MS);
+  nd_rec_exit_t x = {T0 + 6400 * MS, ND_EXIT_NORMAL, 0, 5151, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 6500 * MS, 10);
 }
 
 // Malformed RESIDENT records (t_resident_edge.sh): each after a header and a FLUSH.
@@ -1342,7 +1432,9 @@ int main(int argc, char **argv) {
       "collapsed-order", "hostile",          "retention",       "bad-res-v8-long",
       "bad-res-v7",      "bad-res-v9-short", "bad-res-allocator", "bad-res-unknown-read",
       "bad-res-free",    "bad-res-top",      "bad-res-trimmed", "retention-trimmed",
-      "limits10",        "bad-breach-stack", "bad-breach-retry"};
+      "limits10",        "bad-breach-stack", "bad-breach-retry",
+      "ws-effect",       "ws-effect-small",  "ws-effect-unserved", "ws-effect-none",
+      "retention-ws",    "bad-ws-trim-max",  "bad-ws-trim-count", "bad-ws-v10-short"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -1369,8 +1461,12 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "html-hostile")) html_hostile();
   else if (!strcmp(argv[1], "collapsed-order")) collapsed_order();
   else if (!strcmp(argv[1], "hostile")) hostile();
-  else if (!strcmp(argv[1], "retention")) retention_trace(0);
-  else if (!strcmp(argv[1], "retention-trimmed")) retention_trace(1);
+  else if (!strcmp(argv[1], "retention")) retention_trace(0, 0);
+  else if (!strcmp(argv[1], "retention-trimmed")) retention_trace(1, 0);
+  else if (!strcmp(argv[1], "retention-ws")) retention_trace(0, 1);
+  else if (!strncmp(argv[1], "ws-effect", 9) || !strncmp(argv[1], "bad-ws-trim-", 12) ||
+           !strcmp(argv[1], "bad-ws-v10-short"))
+    ws_effect_trace(argv[1]);
   else if (!strncmp(argv[1], "merge-r", 7)) merge_rank(argv[1][7] - '0');
   else if (!strncmp(argv[1], "diff-", 5)) diff_trace(argv[1][5] == 'b');
   else if (!strcmp(argv[1], "py-max")) py_max();
