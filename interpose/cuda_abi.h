@@ -13,6 +13,7 @@ typedef int nd_cu_result;                        // CUresult
 typedef unsigned long long nd_cu_deviceptr;      // CUdeviceptr (64-bit)
 typedef int nd_cu_device;                        // CUdevice
 typedef void *nd_cu_stream;                      // CUstream
+typedef void *nd_cu_event;                       // CUevent
 typedef void *nd_cu_context;                     // CUcontext
 typedef void *nd_cu_mempool;                     // CUmemoryPool
 typedef unsigned long long nd_cu_mem_handle;     // CUmemGenericAllocationHandle
@@ -27,7 +28,16 @@ enum {
   ND_CUDA_ERROR_INVALID_DEVICE = 101,
   ND_CUDA_ERROR_INVALID_CONTEXT = 201,
   ND_CUDA_ERROR_NOT_FOUND = 500,
+  ND_CUDA_ERROR_NOT_READY = 600,
 };
+
+// Streams and events: the special stream handles, cuStreamCreate's and cuEventCreate's flags,
+// cuMemHostAlloc's flags.
+#define ND_CU_STREAM_LEGACY ((nd_cu_stream)0x1)
+#define ND_CU_STREAM_PER_THREAD ((nd_cu_stream)0x2)
+enum { ND_CU_STREAM_NON_BLOCKING = 1 };
+enum { ND_CU_EVENT_DISABLE_TIMING = 2 };
+enum { ND_CU_MEMHOSTALLOC_PORTABLE = 1, ND_CU_MEMHOSTALLOC_DEVICEMAP = 2 };
 
 // cuGetProcAddress flags and its symbolStatus (CUdriverProcAddressQueryResult)
 enum {

@@ -261,9 +261,9 @@ static void async(void) {
   CU(HOSTQUIET(cuMemAllocAsync(&p, 123457, s)));
   m_alloc(&m, 0, 123457);
   VERIFY(&m);
-  CU(HOSTQUIET(cuMemFreeAsync(p, s))); // counted at the call, before the stream runs
+  // ndmem counts the free at the call; the double releases the block when the stream reaches it
+  CU(HOSTQUIET(cuMemFreeAsync(p, s)));
   m_free(&m, 0, 123457);
-  VERIFY(&m);
   CU(cuStreamSynchronize(s));
   VERIFY(&m);
   CHECK_FREE(0);
@@ -273,6 +273,7 @@ static void async(void) {
   VERIFY(&m);
   CU(HOSTQUIET(cuMemFreeAsync_ptsz(p, FK_CU_STREAM_PER_THREAD)));
   m_free(&m, 0, 65536);
+  CU(cuStreamSynchronize(FK_CU_STREAM_PER_THREAD));
   VERIFY(&m);
 
   nd_cu_mempool pool0 = NULL, again = NULL, dflt1 = NULL, pool1 = NULL;
@@ -296,6 +297,7 @@ static void async(void) {
   CHECK_EQ(ordinal_of(q), 1);
   CU(HOSTQUIET(cuMemFreeAsync(q, s)));
   m_free(&m, 1, 90000);
+  CU(cuStreamSynchronize(s));
   CU(HOSTQUIET(cuMemFree_v2(p))); // cuMemFree frees stream-ordered memory too
   m_free(&m, 0, 70000);
   VERIFY(&m);
@@ -314,6 +316,8 @@ static void async(void) {
   m_free(&m, 0, 4000);
   CU(HOSTQUIET(cuMemFreeAsync(q, s)));
   m_free(&m, 1, 8000);
+  CU(cuStreamSynchronize(NULL));
+  CU(cuStreamSynchronize(s));
   VERIFY(&m);
   set_device(0);
 

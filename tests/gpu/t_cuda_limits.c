@@ -76,8 +76,15 @@ static int do_alloc(int api, long long n, unsigned long long *out) {
 static void do_free(int api, unsigned long long p) {
   switch (api) {
   case A_ALLOC: case A_PITCH: CU(cuMemFree_v2(p)); break;
-  case A_ASYNC: case A_POOL: CU(cuMemFreeAsync(p, NULL)); break;
-  case A_ASYNC_PTSZ: case A_POOL_PTSZ: CU(cuMemFreeAsync_ptsz(p, NULL)); break;
+  // the double releases a stream-ordered block when its stream reaches the free
+  case A_ASYNC: case A_POOL:
+    CU(cuMemFreeAsync(p, NULL));
+    CU(cuStreamSynchronize(NULL));
+    break;
+  case A_ASYNC_PTSZ: case A_POOL_PTSZ:
+    CU(cuMemFreeAsync_ptsz(p, NULL));
+    CU(cuStreamSynchronize(FK_CU_STREAM_PER_THREAD));
+    break;
   case A_CREATE: CU(cuMemRelease(p)); break;
   default: break;
   }

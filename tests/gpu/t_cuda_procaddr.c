@@ -222,6 +222,10 @@ int main(int argc, char **argv) {
   m_free(&m, 0, 300000);
   CU(HOSTQUIET(free_async_pt(c, NULL)));
   m_free(&m, 0, 200000);
+  // the double releases stream-ordered blocks when their streams reach the frees
+  nd_cu_result (*ctx_sync)(void);
+  AS_FN(ctx_sync, dlsym(lib, "cuCtxSynchronize"));
+  CU(ctx_sync());
   VERIFY(&m);
 
   nd_cu_mem_alloc_prop_t prop;

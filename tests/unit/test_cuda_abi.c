@@ -30,11 +30,17 @@ SAME(ND_CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, CU_GET_PROC_ADDRESS_VERSION_
 SAME(ND_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL);
 SAME(ND_CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_GLOBAL);
 SAME(ND_CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE);
+SAME(ND_CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_READY);
+SAME(ND_CU_STREAM_NON_BLOCKING, CU_STREAM_NON_BLOCKING);
+SAME(ND_CU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING);
+SAME(ND_CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_PORTABLE);
+SAME(ND_CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_DEVICEMAP);
 
 LAYOUT(nd_cu_result, CUresult);
 LAYOUT(nd_cu_deviceptr, CUdeviceptr);
 LAYOUT(nd_cu_device, CUdevice);
 LAYOUT(nd_cu_stream, CUstream);
+LAYOUT(nd_cu_event, CUevent);
 LAYOUT(nd_cu_context, CUcontext);
 LAYOUT(nd_cu_mempool, CUmemoryPool);
 LAYOUT(nd_cu_mem_handle, CUmemGenericAllocationHandle);
@@ -67,6 +73,11 @@ int main(void) {
       fprintf(stderr, "<cuda.h> maps to %s, the hooks export %s\n", names[i].macro, names[i].want);
       fail = 1;
     }
+  }
+  if (ND_CU_STREAM_LEGACY != (nd_cu_stream)CU_STREAM_LEGACY ||
+      ND_CU_STREAM_PER_THREAD != (nd_cu_stream)CU_STREAM_PER_THREAD) {
+    fprintf(stderr, "the special stream handles differ from <cuda.h>'s\n");
+    fail = 1;
   }
   printf("cuda_abi.h agrees with <cuda.h> (CUDA_VERSION %d)\n", CUDA_VERSION);
   return fail;

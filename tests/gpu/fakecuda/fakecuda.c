@@ -6,7 +6,7 @@
 // pointers can be copied to and from, and are reused first-fit as on a real device. It never
 // prints; fakecuda_counts/fakecuda_mem tell tests what it handed out. Configured by
 // FAKECUDA_DEVICES (1..16, default 1) and FAKECUDA_TOTAL (bytes per device, default 16 GiB).
-#include "fakecuda.h"
+#include "fk_internal.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -22,7 +22,6 @@ const char fakecuda_is_a_test_double[] =
 #define FK_MAX_DEV 16
 #define FK_DRIVER_VERSION 13000
 #define FK_PITCH_ALIGN 512
-#define FK_STREAMS 1024
 #define FK_POOLS 64
 #define FK_MIN_RESERVE ((size_t)64 << 30)
 #define FK_VA_RESERVE ((size_t)256 << 30)
@@ -49,10 +48,6 @@ typedef struct fk_ctx {
 typedef struct fk_pool {
   int used, dev;
 } fk_pool_t;
-
-typedef struct fk_stream {
-  int used, dev;
-} fk_stream_t;
 
 typedef struct fk_rec {
   uintptr_t addr; // start (a handle's key is the record's own address)
@@ -90,13 +85,14 @@ static fk_dev_t fk_devs[FK_MAX_DEV];
 static uintptr_t fk_va_base, fk_va_end;
 static fk_index_t fk_host, fk_vas, fk_maps, fk_handles;
 static fk_pool_t fk_pools[FK_POOLS];
-static fk_stream_t fk_streams[FK_STREAMS];
 static unsigned long long fk_pinned_live, fk_pinned_calls, fk_managed_live, fk_managed_calls;
 static __thread fk_ctx_t *fk_cur; // the calling thread's current context
 
 static void lock(void) { pthread_mutex_lock(&fk_lock); }
 static void unlock(void) { pthread_mutex_unlock(&fk_lock); }
 static int ready(void) { return __atomic_load_n(&fk_ready, __ATOMIC_ACQUIRE); }
+static unsigned long long fk_calls[FKC_COUNT];
+void fk_count_call(int call) { __atomic_fetch_add(&fk_calls[call], 1, __ATOMIC_RELAXED); }
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 // The calling thread's context, if it is still alive. Without one the calls that work in a
@@ -207,10 +203,23 @@ static int piece_map(uintptr_t a, size_t len, int prot) {
   return syscall(SYS_mmap, a, len, prot, flags, -1, 0) == (long)a ? 0 : -1;
 }
 
+// Records of blocks a stream released on its worker thread (lock held): freed by the next
+// allocation or free the program makes, inside its call, as the rest of the bookkeeping is.
+static fk_rec_t *fk_graveyard;
+
+static void graveyard_empty(void) {
+  while (fk_graveyard) {
+    fk_rec_t *r = fk_graveyard;
+    fk_graveyard = r->handle;
+    free(r);
+  }
+}
+
 // Hands out bytes on device d from its reservation (lock held). The call counts as reaching
 // the allocator whether or not there is memory for it.
 static nd_cu_result dev_carve(int d, size_t bytes, int kind, fk_ctx_t *ctx, nd_cu_deviceptr *out) {
   fk_dev_t *v = &fk_devs[d];
+  graveyard_empty();
   if (kind == FK_MANAGED) fk_managed_calls++;
   else v->calls++;
   if (bytes > fk_total - v->used) return ND_CUDA_ERROR_OUT_OF_MEMORY;
@@ -244,30 +253,36 @@ static fk_rec_t *dev_block(uintptr_t p) {
 
 // Returns a block to its reservation: inaccessible again and its pages dropped, so a use
 // after free faults (on a device it would read stale memory or fault) (lock held).
-static void dev_release(fk_rec_t *r) {
+static void dev_release_from(fk_rec_t *r, int worker) {
   fk_dev_t *v = &fk_devs[r->dev];
   idx_remove(&v->blocks, r);
   piece_map(r->addr, r->span, PROT_NONE);
   v->used -= r->span;
   if (r->kind == FK_MANAGED) fk_managed_live -= r->bytes;
   else v->live -= r->bytes;
-  free(r);
-}
-
-// The device behind a stream (lock held): the null, legacy and per-thread streams are the
-// current context's.
-static nd_cu_result stream_dev(nd_cu_stream s, int *dev) {
-  if (s == NULL || s == FK_CU_STREAM_LEGACY || s == FK_CU_STREAM_PER_THREAD) {
-    fk_ctx_t *c = cur_ctx();
-    if (!c) return ND_CUDA_ERROR_INVALID_CONTEXT;
-    *dev = c->dev;
-    return ND_CUDA_SUCCESS;
+  if (worker) {
+    r->handle = fk_graveyard;
+    fk_graveyard = r;
+  } else {
+    free(r);
+    graveyard_empty();
   }
-  fk_stream_t *st = s;
-  if (st < fk_streams || st >= fk_streams + FK_STREAMS || !st->used)
-    return FK_CUDA_ERROR_INVALID_HANDLE;
-  *dev = st->dev;
-  return ND_CUDA_SUCCESS;
+}
+static void dev_release(fk_rec_t *r) { dev_release_from(r, 0); }
+
+// What fk_stream.c asks of the rest of the double (fk_internal.h).
+int fk_ready_now(void) { return ready(); }
+struct fk_ctx *fk_current(void) { return cur_ctx(); }
+int fk_ctx_device(const struct fk_ctx *c) { return c->dev; }
+int fk_devices(void) { return fk_ndev; }
+void fk_mem_lock(void) { lock(); }
+void fk_mem_unlock(void) { unlock(); }
+
+int fk_release_block(uintptr_t p) {
+  fk_rec_t *r = dev_block(p);
+  if (!r || r->kind == FK_MANAGED) return -1;
+  dev_release_from(r, 1);
+  return 0;
 }
 
 static int pool_valid(const fk_pool_t *p) {
@@ -319,8 +334,18 @@ static void *reserve(size_t *len, size_t floor) {
   }
 }
 
-static void fk_atfork_prepare(void) { lock(); }
-static void fk_atfork_release(void) { unlock(); }
+static void fk_atfork_prepare(void) {
+  fk_streams_atfork_prepare();
+  lock();
+}
+static void fk_atfork_parent(void) {
+  unlock();
+  fk_streams_atfork_parent();
+}
+static void fk_atfork_child(void) {
+  unlock();
+  fk_streams_atfork_child();
+}
 
 nd_cu_result cuInit(unsigned int flags) {
   if (flags != 0) return ND_CUDA_ERROR_INVALID_VALUE;
@@ -372,7 +397,7 @@ nd_cu_result cuInit(unsigned int flags) {
   }
   static int atfork_done;
   if (!atfork_done) {
-    pthread_atfork(fk_atfork_prepare, fk_atfork_release, fk_atfork_release);
+    pthread_atfork(fk_atfork_prepare, fk_atfork_parent, fk_atfork_child);
     atfork_done = 1;
   }
   __atomic_store_n(&fk_ready, 1, __ATOMIC_RELEASE);
@@ -488,15 +513,21 @@ nd_cu_result cuCtxGetDevice(nd_cu_device *device) {
   return ND_CUDA_SUCCESS;
 }
 
+// Waits until every stream of the context's device has run all its work.
 nd_cu_result cuCtxSynchronize(void) {
   NEED_INIT();
-  return cur_ctx() ? ND_CUDA_SUCCESS : ND_CUDA_ERROR_INVALID_CONTEXT;
+  fk_count_call(FKC_CTX_SYNC);
+  fk_ctx_t *c = cur_ctx();
+  if (!c) return ND_CUDA_ERROR_INVALID_CONTEXT;
+  fk_sync_device(c->dev);
+  return ND_CUDA_SUCCESS;
 }
 
 // ---------------------------------------------------------------- cuMemAlloc family
 
 nd_cu_result cuMemAlloc_v2(nd_cu_deviceptr *dptr, size_t bytesize) {
   NEED_INIT();
+  fk_count_call(FKC_ALLOC);
   fk_ctx_t *c = cur_ctx();
   if (!c) return ND_CUDA_ERROR_INVALID_CONTEXT;
   if (!dptr || bytesize == 0) return ND_CUDA_ERROR_INVALID_VALUE;
@@ -538,10 +569,17 @@ nd_cu_result cuMemAllocManaged(nd_cu_deviceptr *dptr, size_t bytesize, unsigned 
 }
 
 // cuMemFree frees what cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged and the stream-ordered
-// allocators returned, on any device, whichever context is current.
+// allocators returned, on any device, whichever context is current. As a driver's, it first
+// waits for all the block's device's work: nothing queued can still use the block.
 nd_cu_result cuMemFree_v2(nd_cu_deviceptr dptr) {
   NEED_INIT();
+  fk_count_call(FKC_FREE);
   if (!cur_ctx()) return ND_CUDA_ERROR_INVALID_CONTEXT;
+  lock();
+  int d = dev_block(dptr) ? dev_of_addr(dptr) : -1;
+  unlock();
+  if (d < 0) return ND_CUDA_ERROR_INVALID_VALUE;
+  fk_sync_device(d);
   lock();
   fk_rec_t *r = dev_block(dptr);
   if (r) dev_release(r);
@@ -557,6 +595,7 @@ static nd_cu_result host_alloc(void **pp, size_t bytesize, unsigned int flags) {
   if (!c) return ND_CUDA_ERROR_INVALID_CONTEXT;
   if (!pp || bytesize == 0 || bytesize > SIZE_MAX / 2) return ND_CUDA_ERROR_INVALID_VALUE;
   if (flags & ~7u) return ND_CUDA_ERROR_INVALID_VALUE; // PORTABLE | DEVICEMAP | WRITECOMBINED
+  fk_count_call(FKC_HOST_ALLOC);
   lock();
   fk_pinned_calls++;
   nd_cu_result rc = ND_CUDA_ERROR_OUT_OF_MEMORY;
@@ -590,9 +629,12 @@ nd_cu_result cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
   return host_alloc(pp, bytesize, flags);
 }
 
+// Waits for the work of every device first (work on any of them may use page-locked memory).
 nd_cu_result cuMemFreeHost(void *p) {
   NEED_INIT();
+  fk_count_call(FKC_FREE_HOST);
   if (!cur_ctx()) return ND_CUDA_ERROR_INVALID_CONTEXT;
+  for (int d = 0; d < fk_ndev; d++) fk_sync_device(d);
   lock();
   fk_rec_t *r = idx_exact(&fk_host, (uintptr_t)p);
   if (r) {
@@ -605,17 +647,34 @@ nd_cu_result cuMemFreeHost(void *p) {
   return r ? ND_CUDA_SUCCESS : ND_CUDA_ERROR_INVALID_VALUE;
 }
 
+// The device pointer of page-locked memory: with unified addressing, the host address itself.
+nd_cu_result cuMemHostGetDevicePointer_v2(nd_cu_deviceptr *dptr, void *p, unsigned int flags) {
+  NEED_INIT();
+  fk_count_call(FKC_HOST_DEVPTR);
+  if (!cur_ctx()) return ND_CUDA_ERROR_INVALID_CONTEXT;
+  if (!dptr || flags != 0) return ND_CUDA_ERROR_INVALID_VALUE;
+  lock();
+  fk_rec_t *r = idx_holding(&fk_host, (uintptr_t)p, 1);
+  unlock();
+  if (!r) return ND_CUDA_ERROR_INVALID_VALUE;
+  *dptr = (nd_cu_deviceptr)(uintptr_t)p;
+  return ND_CUDA_SUCCESS;
+}
+
 // ---------------------------------------------------------------- stream-ordered allocation
 
-// The double has no streams to order anything: an allocation is made and a free takes effect at
-// the call. The _ptsz entry points (per-thread default stream) behave the same.
+// An allocation is made at the call (its memory is new: nothing queued uses it); a free is work
+// on its stream, and the block is released when the stream reaches it. The _ptsz entry points
+// take NULL as the calling thread's default stream.
 static nd_cu_result alloc_async(nd_cu_deviceptr *dptr, size_t bytesize, fk_pool_t *pool,
-                                nd_cu_stream stream) {
+                                nd_cu_stream stream, int ptsz) {
   NEED_INIT();
+  fk_count_call(FKC_ALLOC_ASYNC);
   if (!dptr || bytesize == 0) return ND_CUDA_ERROR_INVALID_VALUE;
+  struct fk_stream *st;
+  nd_cu_result rc = fk_stream_get(stream, ptsz, &st);
+  int dev = rc == ND_CUDA_SUCCESS ? fk_stream_device(st) : -1;
   lock();
-  int dev = -1;
-  nd_cu_result rc = stream_dev(stream, &dev);
   if (rc == ND_CUDA_SUCCESS && pool) {
     if (pool_valid(pool)) dev = pool->dev; // a pool's memory is on the pool's device
     else rc = ND_CUDA_ERROR_INVALID_VALUE;
@@ -626,41 +685,41 @@ static nd_cu_result alloc_async(nd_cu_deviceptr *dptr, size_t bytesize, fk_pool_
 }
 
 nd_cu_result cuMemAllocAsync(nd_cu_deviceptr *dptr, size_t bytesize, nd_cu_stream stream) {
-  return alloc_async(dptr, bytesize, NULL, stream);
+  return alloc_async(dptr, bytesize, NULL, stream, 0);
 }
 nd_cu_result cuMemAllocAsync_ptsz(nd_cu_deviceptr *dptr, size_t bytesize, nd_cu_stream stream) {
-  return alloc_async(dptr, bytesize, NULL, stream);
+  return alloc_async(dptr, bytesize, NULL, stream, 1);
 }
 nd_cu_result cuMemAllocFromPoolAsync(nd_cu_deviceptr *dptr, size_t bytesize, nd_cu_mempool pool,
                                      nd_cu_stream stream) {
   if (!pool) return ND_CUDA_ERROR_INVALID_VALUE;
-  return alloc_async(dptr, bytesize, pool, stream);
+  return alloc_async(dptr, bytesize, pool, stream, 0);
 }
 nd_cu_result cuMemAllocFromPoolAsync_ptsz(nd_cu_deviceptr *dptr, size_t bytesize,
                                           nd_cu_mempool pool, nd_cu_stream stream) {
   if (!pool) return ND_CUDA_ERROR_INVALID_VALUE;
-  return alloc_async(dptr, bytesize, pool, stream);
+  return alloc_async(dptr, bytesize, pool, stream, 1);
 }
 
-static nd_cu_result free_async(nd_cu_deviceptr dptr, nd_cu_stream stream) {
+static nd_cu_result free_async(nd_cu_deviceptr dptr, nd_cu_stream stream, int ptsz) {
   NEED_INIT();
+  fk_count_call(FKC_FREE_ASYNC);
+  struct fk_stream *st;
+  nd_cu_result rc = fk_stream_get(stream, ptsz, &st);
+  if (rc != ND_CUDA_SUCCESS) return rc;
   lock();
-  int dev;
-  nd_cu_result rc = stream_dev(stream, &dev);
-  if (rc == ND_CUDA_SUCCESS) {
-    fk_rec_t *r = dev_block(dptr);
-    if (r && r->kind != FK_MANAGED) dev_release(r);
-    else rc = ND_CUDA_ERROR_INVALID_VALUE;
-  }
+  fk_rec_t *r = dev_block(dptr);
+  int ok = r && r->kind != FK_MANAGED;
   unlock();
-  return rc;
+  if (!ok) return ND_CUDA_ERROR_INVALID_VALUE;
+  return fk_enqueue(st, FK_OP_FREE, dptr, 0, 0, 0, 0, NULL);
 }
 
 nd_cu_result cuMemFreeAsync(nd_cu_deviceptr dptr, nd_cu_stream stream) {
-  return free_async(dptr, stream);
+  return free_async(dptr, stream, 0);
 }
 nd_cu_result cuMemFreeAsync_ptsz(nd_cu_deviceptr dptr, nd_cu_stream stream) {
-  return free_async(dptr, stream);
+  return free_async(dptr, stream, 1);
 }
 
 nd_cu_result cuDeviceGetDefaultMemPool(nd_cu_mempool *pool, nd_cu_device dev) {
@@ -975,17 +1034,31 @@ nd_cu_result cuPointerGetAttribute(void *data, int attribute, nd_cu_deviceptr pt
   return rc;
 }
 
-// Whether [p, p + n) lies inside one live block of device memory the double can read (and, if
-// write, write) (lock held).
-static int device_range(uintptr_t p, size_t n, int write) {
+// Whether [p, p + n) lies inside one live block the device can reach (fk_internal.h) (lock held).
+int fk_device_can(uintptr_t p, size_t n, int write) {
   fk_rec_t *r = owner(p);
-  if (!r || r->kind == FK_PINNED || n > r->bytes - (p - r->addr)) return 0;
+  if (!r || n > r->bytes - (p - r->addr)) return 0;
   if (r->kind == FK_MAP) return write ? r->prot == (PROT_READ | PROT_WRITE) : (r->prot & PROT_READ);
   return 1;
 }
 
-// The copy itself runs unlocked: a block freed meanwhile by another thread is the program's
-// race, as on a device.
+// Device memory the program may copy to or from (page-locked host memory is the other side).
+static int device_range(uintptr_t p, size_t n, int write) {
+  fk_rec_t *r = owner(p);
+  return r && r->kind != FK_PINNED && fk_device_can(p, n, write);
+}
+
+// The synchronous copies and memset are work on the legacy default stream (so they come after
+// the work queued before them), and the call returns when it has run.
+static nd_cu_result sync_op(int kind, uintptr_t dst, uintptr_t src, size_t n, int value) {
+  struct fk_stream *st;
+  nd_cu_result rc = fk_stream_get(FK_CU_STREAM_LEGACY, 0, &st);
+  uint64_t seq;
+  if (rc == ND_CUDA_SUCCESS) rc = fk_enqueue(st, kind, dst, src, n, (uint64_t)value, 0, &seq);
+  if (rc == ND_CUDA_SUCCESS) fk_wait(st, seq);
+  return rc;
+}
+
 nd_cu_result cuMemcpyHtoD_v2(nd_cu_deviceptr dst, const void *src, size_t bytes) {
   NEED_INIT();
   if (!cur_ctx()) return ND_CUDA_ERROR_INVALID_CONTEXT;
@@ -994,8 +1067,7 @@ nd_cu_result cuMemcpyHtoD_v2(nd_cu_deviceptr dst, const void *src, size_t bytes)
   int ok = src && device_range(dst, bytes, 1);
   unlock();
   if (!ok) return ND_CUDA_ERROR_INVALID_VALUE;
-  memcpy((void *)dst, src, bytes);
-  return ND_CUDA_SUCCESS;
+  return sync_op(FK_OP_COPY, dst, (uintptr_t)src, bytes, 0);
 }
 
 nd_cu_result cuMemcpyDtoH_v2(void *dst, nd_cu_deviceptr src, size_t bytes) {
@@ -1006,8 +1078,7 @@ nd_cu_result cuMemcpyDtoH_v2(void *dst, nd_cu_deviceptr src, size_t bytes) {
   int ok = dst && device_range(src, bytes, 0);
   unlock();
   if (!ok) return ND_CUDA_ERROR_INVALID_VALUE;
-  memcpy(dst, (const void *)src, bytes);
-  return ND_CUDA_SUCCESS;
+  return sync_op(FK_OP_COPY, (uintptr_t)dst, src, bytes, 0);
 }
 
 nd_cu_result cuMemsetD8_v2(nd_cu_deviceptr dst, unsigned char value, size_t n) {
@@ -1018,51 +1089,34 @@ nd_cu_result cuMemsetD8_v2(nd_cu_deviceptr dst, unsigned char value, size_t n) {
   int ok = device_range(dst, n, 1);
   unlock();
   if (!ok) return ND_CUDA_ERROR_INVALID_VALUE;
-  memset((void *)dst, value, n);
-  return ND_CUDA_SUCCESS;
+  return sync_op(FK_OP_SET, dst, 0, n, value);
 }
 
-// ---------------------------------------------------------------- streams
-
-nd_cu_result cuStreamCreate(nd_cu_stream *stream, unsigned int flags) {
+// The asynchronous ones are queued on their stream and touch memory when it reaches them; the
+// device side must be device memory (or page-locked memory) at the call.
+static nd_cu_result async_op(int kind, uintptr_t dst, uintptr_t src, size_t n, int value,
+                             uintptr_t dev_side, int write, nd_cu_stream stream) {
   NEED_INIT();
-  fk_ctx_t *c = cur_ctx();
-  if (!c) return ND_CUDA_ERROR_INVALID_CONTEXT;
-  if (!stream || flags > 1) return ND_CUDA_ERROR_INVALID_VALUE; // CU_STREAM_NON_BLOCKING = 1
-  nd_cu_result rc = ND_CUDA_ERROR_OUT_OF_MEMORY;
+  if (n == 0) return ND_CUDA_SUCCESS;
+  struct fk_stream *st;
+  nd_cu_result rc = fk_stream_get(stream, 0, &st);
+  if (rc != ND_CUDA_SUCCESS) return rc;
   lock();
-  for (int i = 0; i < FK_STREAMS; i++)
-    if (!fk_streams[i].used) {
-      fk_streams[i].used = 1;
-      fk_streams[i].dev = c->dev;
-      *stream = &fk_streams[i];
-      rc = ND_CUDA_SUCCESS;
-      break;
-    }
+  int ok = fk_device_can(dev_side, n, write) && (kind == FK_OP_SET || (src && dst));
   unlock();
-  return rc;
+  if (!ok) return ND_CUDA_ERROR_INVALID_VALUE;
+  return fk_enqueue(st, kind, dst, src, n, (uint64_t)value, 0, NULL);
 }
 
-nd_cu_result cuStreamDestroy_v2(nd_cu_stream stream) {
-  NEED_INIT();
-  fk_stream_t *st = stream;
-  nd_cu_result rc = FK_CUDA_ERROR_INVALID_HANDLE;
-  lock();
-  if (st >= fk_streams && st < fk_streams + FK_STREAMS && st->used) {
-    st->used = 0;
-    rc = ND_CUDA_SUCCESS;
-  }
-  unlock();
-  return rc;
+nd_cu_result cuMemcpyHtoDAsync_v2(nd_cu_deviceptr dst, const void *src, size_t bytes,
+                                  nd_cu_stream stream) {
+  return async_op(FK_OP_COPY, dst, (uintptr_t)src, bytes, 0, dst, 1, stream);
 }
-
-nd_cu_result cuStreamSynchronize(nd_cu_stream stream) {
-  NEED_INIT();
-  int dev;
-  lock();
-  nd_cu_result rc = stream_dev(stream, &dev);
-  unlock();
-  return rc;
+nd_cu_result cuMemcpyDtoHAsync_v2(void *dst, nd_cu_deviceptr src, size_t bytes, nd_cu_stream stream) {
+  return async_op(FK_OP_COPY, (uintptr_t)dst, src, bytes, 0, src, 0, stream);
+}
+nd_cu_result cuMemsetD8Async(nd_cu_deviceptr dst, unsigned char value, size_t n, nd_cu_stream stream) {
+  return async_op(FK_OP_SET, dst, 0, n, value, dst, 1, stream);
 }
 
 // ---------------------------------------------------------------- errors
@@ -1155,9 +1209,22 @@ static const struct {
   {"cuMemcpyHtoD", 0, FN(cuMemcpyHtoD_v2), 0, 2000, ND_CU_V2_MEM_VERSION},
   {"cuMemcpyDtoH", 0, FN(cuMemcpyDtoH_v2), 0, 2000, ND_CU_V2_MEM_VERSION},
   {"cuMemsetD8", 0, FN(cuMemsetD8_v2), 0, 2000, ND_CU_V2_MEM_VERSION},
+  {"cuMemcpyHtoDAsync", 0, FN(cuMemcpyHtoDAsync_v2), 0, 2000, ND_CU_V2_MEM_VERSION},
+  {"cuMemcpyDtoHAsync", 0, FN(cuMemcpyDtoHAsync_v2), 0, 2000, ND_CU_V2_MEM_VERSION},
+  {"cuMemsetD8Async", FN(cuMemsetD8Async), 0, 0, 3020, 0},
+  {"cuMemHostGetDevicePointer", 0, FN(cuMemHostGetDevicePointer_v2), 0, 2020, ND_CU_V2_MEM_VERSION},
   {"cuStreamCreate", FN(cuStreamCreate), 0, 0, 2000, 0},
+  {"cuStreamCreateWithPriority", FN(cuStreamCreateWithPriority), 0, 0, 5050, 0},
   {"cuStreamDestroy", 0, FN(cuStreamDestroy_v2), 0, 2000, 11000},
   {"cuStreamSynchronize", FN(cuStreamSynchronize), 0, 0, 2000, 0},
+  {"cuStreamQuery", FN(cuStreamQuery), 0, 0, 2000, 0},
+  {"cuStreamIsCapturing", FN(cuStreamIsCapturing), 0, 0, 10000, 0},
+  {"cuStreamWaitEvent", FN(cuStreamWaitEvent), 0, FN(cuStreamWaitEvent_ptsz), 3020, 0},
+  {"cuEventCreate", FN(cuEventCreate), 0, 0, 2000, 0},
+  {"cuEventDestroy", 0, FN(cuEventDestroy_v2), 0, 2000, 4000},
+  {"cuEventRecord", FN(cuEventRecord), 0, FN(cuEventRecord_ptsz), 2000, 0},
+  {"cuEventQuery", FN(cuEventQuery), 0, 0, 2000, 0},
+  {"cuEventSynchronize", FN(cuEventSynchronize), 0, 0, 2000, 0},
   {"cuGetErrorString", FN(cuGetErrorString), 0, 0, 6000, 0},
   {"cuGetErrorName", FN(cuGetErrorName), 0, 0, 6000, 0},
   {"cuGetProcAddress", FN(cuGetProcAddress), FN(cuGetProcAddress_v2), 0, 11030,
@@ -1215,6 +1282,20 @@ int fakecuda_counts(int dev, unsigned long long *live_bytes, unsigned long long 
   if (live_bytes) *live_bytes = live;
   if (alloc_calls) *alloc_calls = calls;
   return 0;
+}
+
+long long fakecuda_calls(const char *fn) {
+  static const char *const names[FKC_COUNT] = {
+      [FKC_ALLOC] = "cuMemAlloc",           [FKC_FREE] = "cuMemFree",
+      [FKC_ALLOC_ASYNC] = "cuMemAllocAsync", [FKC_FREE_ASYNC] = "cuMemFreeAsync",
+      [FKC_CTX_SYNC] = "cuCtxSynchronize",  [FKC_STREAM_SYNC] = "cuStreamSynchronize",
+      [FKC_EVENT_RECORD] = "cuEventRecord", [FKC_EVENT_QUERY] = "cuEventQuery",
+      [FKC_EVENT_SYNC] = "cuEventSynchronize", [FKC_STREAM_WAIT_EVENT] = "cuStreamWaitEvent",
+      [FKC_HOST_ALLOC] = "cuMemHostAlloc",  [FKC_FREE_HOST] = "cuMemFreeHost",
+      [FKC_HOST_DEVPTR] = "cuMemHostGetDevicePointer"};
+  for (int i = 0; fn && i < FKC_COUNT; i++)
+    if (strcmp(names[i], fn) == 0) return (long long)__atomic_load_n(&fk_calls[i], __ATOMIC_RELAXED);
+  return -1;
 }
 
 int fakecuda_mem(int dev, unsigned long long *free_bytes, unsigned long long *total_bytes) {

@@ -12,6 +12,7 @@
 // CUDA values cuda_abi.h does not carry (same numbers as <cuda.h>).
 enum {
   FK_CUDA_ERROR_INVALID_HANDLE = 400,
+  FK_CUDA_ERROR_NOT_READY = ND_CUDA_ERROR_NOT_READY,
   FK_CUDA_ERROR_NOT_SUPPORTED = 801,
   FK_CUDA_ERROR_UNKNOWN = 999,
   FK_CU_MEM_ATTACH_HOST = 2,
@@ -29,8 +30,9 @@ enum {
   FK_CU_MEMORYTYPE_HOST = 1,
   FK_CU_MEMORYTYPE_DEVICE = 2,
 };
-#define FK_CU_STREAM_LEGACY ((nd_cu_stream)0x1)
-#define FK_CU_STREAM_PER_THREAD ((nd_cu_stream)0x2)
+#define FK_CU_STREAM_LEGACY ND_CU_STREAM_LEGACY
+#define FK_CU_STREAM_PER_THREAD ND_CU_STREAM_PER_THREAD
+#define FK_CU_STREAM_NON_BLOCKING ND_CU_STREAM_NON_BLOCKING
 
 // CUmemPoolProps and CUmemAccessDesc (cuda.h lays them out so; the double reads only these fields)
 typedef struct fk_cu_mem_pool_props {
@@ -97,9 +99,25 @@ nd_cu_result cuPointerGetAttribute(void *data, int attribute, nd_cu_deviceptr pt
 nd_cu_result cuMemcpyHtoD_v2(nd_cu_deviceptr dst, const void *src, size_t bytes);
 nd_cu_result cuMemcpyDtoH_v2(void *dst, nd_cu_deviceptr src, size_t bytes);
 nd_cu_result cuMemsetD8_v2(nd_cu_deviceptr dst, unsigned char value, size_t n);
+nd_cu_result cuMemcpyHtoDAsync_v2(nd_cu_deviceptr dst, const void *src, size_t bytes,
+                                  nd_cu_stream stream);
+nd_cu_result cuMemcpyDtoHAsync_v2(void *dst, nd_cu_deviceptr src, size_t bytes, nd_cu_stream stream);
+nd_cu_result cuMemsetD8Async(nd_cu_deviceptr dst, unsigned char value, size_t n, nd_cu_stream stream);
+nd_cu_result cuMemHostGetDevicePointer_v2(nd_cu_deviceptr *dptr, void *p, unsigned int flags);
 nd_cu_result cuStreamCreate(nd_cu_stream *stream, unsigned int flags);
+nd_cu_result cuStreamCreateWithPriority(nd_cu_stream *stream, unsigned int flags, int priority);
 nd_cu_result cuStreamDestroy_v2(nd_cu_stream stream);
 nd_cu_result cuStreamSynchronize(nd_cu_stream stream);
+nd_cu_result cuStreamQuery(nd_cu_stream stream);
+nd_cu_result cuStreamIsCapturing(nd_cu_stream stream, int *status);
+nd_cu_result cuStreamWaitEvent(nd_cu_stream stream, nd_cu_event event, unsigned int flags);
+nd_cu_result cuStreamWaitEvent_ptsz(nd_cu_stream stream, nd_cu_event event, unsigned int flags);
+nd_cu_result cuEventCreate(nd_cu_event *event, unsigned int flags);
+nd_cu_result cuEventDestroy_v2(nd_cu_event event);
+nd_cu_result cuEventRecord(nd_cu_event event, nd_cu_stream stream);
+nd_cu_result cuEventRecord_ptsz(nd_cu_event event, nd_cu_stream stream);
+nd_cu_result cuEventQuery(nd_cu_event event);
+nd_cu_result cuEventSynchronize(nd_cu_event event);
 nd_cu_result cuGetErrorString(nd_cu_result error, const char **str);
 nd_cu_result cuGetErrorName(nd_cu_result error, const char **str);
 nd_cu_result cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, nd_cu_u64 flags);
@@ -126,6 +144,24 @@ int fakecuda_counts(int dev, unsigned long long *live_bytes, unsigned long long 
 // bytes of address space handed out on the device (device, managed and cuMemCreate memory,
 // each rounded up to its granularity). 0, or -1 before cuInit or for an unknown dev.
 int fakecuda_mem(int dev, unsigned long long *free_bytes, unsigned long long *total_bytes);
+
+// Kernel stand-ins, queued on a stream like a kernel launch: after delay_us (the kernel's run
+// time, counted from when the stream reaches it), FAKECUDA_ADD writes float dst[i] = src[i] + arg
+// and FAKECUDA_FILL uint32_t dst[i] = arg, for i < n. Device, managed and page-locked memory can
+// be used; a range that is not live when the kernel runs is a fault (counted, not touched).
+// Returns a CUresult.
+enum { FAKECUDA_ADD = 1, FAKECUDA_FILL = 2 };
+int fakecuda_launch(nd_cu_stream stream, int kernel, unsigned long long dst, unsigned long long src,
+                    size_t n, unsigned long long arg, unsigned delay_us);
+// Queued work (kernels, copies, memsets, stream-ordered frees) that found its memory not live
+// when it ran.
+unsigned long long fakecuda_faults(void);
+// How often the program (or a shim in front of the double) called one driver function, by its
+// cuda.h name without version suffix: cuMemAlloc, cuMemFree, cuMemAllocAsync (with
+// FromPoolAsync and _ptsz), cuMemFreeAsync, cuCtxSynchronize, cuStreamSynchronize,
+// cuEventRecord, cuEventQuery, cuEventSynchronize, cuStreamWaitEvent, cuMemHostAlloc (with
+// cuMemAllocHost), cuMemFreeHost, cuMemHostGetDevicePointer. -1 for another name.
+long long fakecuda_calls(const char *fn);
 
 // The granularity at which the double hands out device address space: cuMemAlloc-family blocks
 // are rounded up to the page size, cuMemCreate sizes must be multiples of this.
