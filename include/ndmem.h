@@ -187,11 +187,47 @@ typedef struct ndmem_device_stats {
   int64_t total_bytes;             // the device's memory as the driver reports it (0: not asked yet)
   uint64_t breaches, failed;       // breaches of the limit; allocations made to fail
   uint64_t getinfo_calls, getinfo_clamped; // cuMemGetInfo answers; those the limit lowered
+  // NDMEM_ON_DEVICE_LIMIT=host: allocations over the limit (or refused by a full device) served
+  // from page-locked host memory the device reaches; counted in allocs/frees above, not in
+  // live_bytes (they take no device memory)
+  uint64_t host_allocs, host_frees, host_alloc_bytes;
+  int64_t host_live_bytes, host_peak_bytes;
+  int64_t arena_bytes; // device workspace arenas (in live_bytes: device memory ndmem holds)
 } ndmem_device_stats_t;
 
 // Fills *out for device `device` (0..NDMEM_MAX_DEVICES-1); 0, or -1 when accounting is off or
 // the ordinal is out of range.
 NDMEM_API int ndmem_device_stats(int device, ndmem_device_stats_t *out);
+
+// ---- device workspaces (NDMEM_DEVICE_WS[_<i>]; off by default)
+// One device's workspace: cuMemAlloc/cuMemFree and cuMemAllocAsync/cuMemFreeAsync of a learned
+// cycle served from one planned arena, with no driver call in steady state. A range is handed out
+// again only when no work that may still use its previous owner can be in flight (README,
+// "Device workspaces").
+typedef struct ndmem_device_ws_stats {
+  uint32_t size;    // caller sets sizeof(ndmem_device_ws_stats_t); ndmem fills at most that much
+  int32_t device;
+  uint32_t enabled; // NDMEM_DEVICE_WS[_<i>] asked for it
+  uint32_t mode;    // 0 off, 1 finding the cycle, 2 learning, 3 planned, 4 ND4J bump arena
+  uint32_t sync;    // 0 free (a workspace cuMemFree waits for the device, as the driver's), 1 ordered
+  uint32_t streams; // what the program has shown: 0 one stream, 1 several, 2 non-blocking ones
+  uint64_t cycles, learned_cycles, relearns;
+  uint64_t arena_bytes, plan_peak_bytes, plan_sum_bytes;
+  uint64_t hits, hit_bytes;      // allocations served from the arena
+  uint64_t spills, spill_bytes;  // routed allocations the plan could not serve (the driver's)
+  uint64_t deviations, outlived; // allocations off the plan; blocks live past their cycle
+  uint64_t frees;                // arena blocks freed (no driver call)
+  uint64_t ctx_syncs;            // cuCtxSynchronize at a workspace free (sync=free; ordered with
+                                 // non-blocking streams)
+  uint64_t fences;               // events recorded where a block was freed
+  uint64_t host_waits;           // reuses that waited on the host for earlier work
+  uint64_t stream_waits;         // reuses ordered on the device (cuStreamWaitEvent)
+  uint64_t fallbacks;            // allocations left to the driver: another context, a capture
+  uint64_t arena_allocs, arena_frees; // cuMemAlloc and cuMemFree ndmem made for its arenas
+} ndmem_device_ws_stats_t;
+
+// Fills *out for device `device`; 0, or -1 when accounting is off or the ordinal is out of range.
+NDMEM_API int ndmem_device_ws_stats(int device, ndmem_device_ws_stats_t *out);
 
 // CUPTI's view of one device, handed to the shim by ndmem's CUPTI injection library
 // (libndmem_cupti.so, CUDA_INJECTION64_PATH; `ndmem run --cupti`). Totals are cumulative: each

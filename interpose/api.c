@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // api.c: the ndmem_* functions of include/ndmem.h.
 #include "cuda_hooks.h"
+#include "device/dws.h"
 #include "limits.h"
 #include "shim.h"
 #include "ws.h"
@@ -69,6 +70,19 @@ ND_EXPORT int ndmem_device_stats(int device, ndmem_device_stats_t *out) {
   size_t want = out->size && out->size < sizeof(ndmem_device_stats_t) ? out->size : sizeof(ndmem_device_stats_t);
   ndmem_device_stats_t s;
   if (nd_cuda_device_stats(device, &s) != 0) return -1;
+  s.size = (uint32_t)want;
+  memcpy(out, &s, want);
+  return 0;
+}
+
+ND_EXPORT int ndmem_device_ws_stats(int device, ndmem_device_ws_stats_t *out) {
+  nd_tls_t *t = &nd_tls;
+  int mode = nd_thread_prepare(t);
+  if (!out || !nd_accounting_on() || (mode != ND_T_COUNT && mode != ND_T_BUSY)) return -1;
+  size_t want = out->size && out->size < sizeof(ndmem_device_ws_stats_t) ? out->size
+                                                                         : sizeof(ndmem_device_ws_stats_t);
+  ndmem_device_ws_stats_t s;
+  if (nd_dws_stats(device, &s) != 0) return -1;
   s.size = (uint32_t)want;
   memcpy(out, &s, want);
   return 0;

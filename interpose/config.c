@@ -94,6 +94,17 @@ const nd_option_t nd_options[] = {
       "every device; NDMEM_MAX_DEVICE_BYTES_<i> for device i alone: 8G, 512m, 75% (of the "
       "device's memory); over it an allocation fails with CUDA_ERROR_OUT_OF_MEMORY and "
       "cuMemGetInfo reports the limit as the device's size; 0: none" },
+    { "NDMEM_DEVICE_WS", ND_OPT_DEVICE_STRING, offsetof(nd_config_t, device_ws), 0, 0, 0, "off",
+      "device workspaces for every device (NDMEM_DEVICE_WS_<i>: device i alone): off, on, or a "
+      "policy list such as learning=over_time,cycles=3,sync=ordered (keys: learning, cycles, "
+      "allocation, overallocate, spill, reset, initial_size, min_size, max_size, min, sync)" },
+    COPT("NDMEM_ON_DEVICE_LIMIT", on_device_limit, 0, "limit|host",
+         "an allocation over a device limit, or refused by a full device: limit (NDMEM_ON_LIMIT "
+         "decides), host (served from page-locked host memory the device reads and writes over "
+         "the bus; the program runs on, slower)"),
+    OPT("NDMEM_TORCH_TENSORS", ND_OPT_BOOL, torch_tensors, 0, 0, 1,
+        "set by `ndmem run --torch-tensors`, which set PYTORCH_CUDA_ALLOC_CONF=backend:"
+        "cudaMallocAsync: the report says that PyTorch's device sites are its tensors"),
     COPT("NDMEM_ON_LIMIT", on_limit, 0, "fail|warn|abort",
          "over a limit after relief: fail (NULL/MAP_FAILED, ENOMEM), warn (allow; logged once "
          "per doubling), abort (write the trace and summary, then SIGABRT)"),
@@ -116,6 +127,9 @@ const nd_option_t nd_options[] = {
     SOPT("NDMEM_TEST_CGROUP_DIR", test_cgroup_dir, "",
          "test only: read the cgroup memory limit from this directory"),
     SOPT("NDMEM_TEST_STATM", test_statm, "", "test only: read resident memory from this file"),
+    OPT("NDMEM_TEST_DEVICE_WS_UNFENCED", ND_OPT_BOOL, test_dws_unfenced, 0, 0, 1,
+        "test only: device workspaces reuse memory without waiting for the work that used it (a "
+        "broken ndmem, to show that the tests catch it)"),
 };
 const size_t nd_options_count = sizeof nd_options / sizeof nd_options[0];
 _Static_assert(sizeof nd_options / sizeof nd_options[0] <= 64, "nd_config_t.given has a bit per option");
@@ -414,11 +428,16 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
   for (size_t i = 0; i < nd_options_count; i++) {
     const nd_option_t *o = &nd_options[i];
     if (o->type == ND_OPT_STRING) set_string((char *)cfg + o->offset, o->sdef);
-    else *(int64_t *)((char *)cfg + o->offset) = o->def;
+    else if (o->type != ND_OPT_DEVICE_STRING) *(int64_t *)((char *)cfg + o->offset) = o->def;
   }
   cfg->ram_bytes = cfg->cgroup_bytes = 0;
   cfg->given = 0;
-  for (int i = 0; i <= ND_CONFIG_DEVICES; i++) cfg->max_device[i] = 0;
+  for (int i = 0; i <= ND_CONFIG_DEVICES; i++) {
+    cfg->max_device[i] = 0;
+    cfg->device_ws[i][0] = 0;
+  }
+  set_string(cfg->device_ws[ND_CONFIG_DEVICES], "off");
+  cfg->device_ws_given = 0;
   cfg->max_device_frac = cfg->max_device_given = 0;
   cfg->unread_limits = 0;
   warnings = load_env(cfg, secure ? NULL : envp, warn, ctx);
@@ -446,7 +465,7 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
     const char *value = NULL;
     int device = -1;
     for (size_t i = 0; i < nd_options_count && !opt; i++) {
-      if (nd_options[i].type == ND_OPT_DEVICE_LIMIT) {
+      if (nd_options[i].type == ND_OPT_DEVICE_LIMIT || nd_options[i].type == ND_OPT_DEVICE_STRING) {
         if ((device = device_limit_name(*envp, nd_options[i].name, &value)) >= 0) opt = &nd_options[i];
       } else if (has_prefix(*envp, nd_options[i].name, &rest) && *rest == '=') {
         opt = &nd_options[i];
@@ -482,6 +501,31 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
         cfg->given &= ~(1ull << (opt - nd_options)); // said once: not again as "no effect"
         warnings++;
       }
+      continue;
+    }
+    if (opt->type == ND_OPT_DEVICE_STRING) { // read by its module; here only its length
+      size_t n = 0;
+      while (value[n]) n++;
+      if (!n || n >= ND_CONFIG_DEVICE_WS_MAX) {
+        nd_buf_t b;
+        nd_buf_reset(&b);
+        nd_buf_str(&b, "ndmem: ");
+        const char *e = *envp;
+        while (*e && *e != '=') nd_buf_char(&b, *e++);
+        nd_buf_str(&b, n ? "='...' is longer than " : "='' is empty; ");
+        if (n) {
+          nd_buf_u64(&b, ND_CONFIG_DEVICE_WS_MAX - 1);
+          nd_buf_str(&b, " bytes; ");
+        }
+        nd_buf_str(&b, "using ");
+        nd_buf_str(&b, device < ND_CONFIG_DEVICES ? "NDMEM_DEVICE_WS's setting" : opt->sdef);
+        warn(nd_buf_cstr(&b), ctx);
+        warnings++;
+        continue;
+      }
+      char *dst = cfg->device_ws[device];
+      for (size_t i = 0; i <= n; i++) dst[i] = value[i];
+      if (device < ND_CONFIG_DEVICES) cfg->device_ws_given |= 1u << device;
       continue;
     }
     int64_t v = 0;

@@ -11,6 +11,7 @@
 
 #define ND_CONFIG_PATH_MAX 512
 #define ND_CONFIG_DEVICES 16 // NDMEM_MAX_DEVICES
+#define ND_CONFIG_DEVICE_WS_MAX 256 // NDMEM_DEVICE_WS[_<i>]: bytes of one policy list, NUL included
 
 typedef struct nd_config {
   int64_t enabled;     // NDMEM_ENABLED: 0 makes every hook a plain forward
@@ -50,6 +51,15 @@ typedef struct nd_config {
   // 2^-40 (known only once the driver runs); 0: none. max_device_given: bit i, device i was named.
   int64_t max_device[ND_CONFIG_DEVICES + 1];
   uint32_t max_device_frac, max_device_given;
+  // NDMEM_DEVICE_WS (index ND_CONFIG_DEVICES: every device) and NDMEM_DEVICE_WS_<i>: device
+  // workspaces, "off", "on" or a policy list (interpose/device/dws.c reads it). device_ws_given:
+  // bit i, device i was named.
+  char device_ws[ND_CONFIG_DEVICES + 1][ND_CONFIG_DEVICE_WS_MAX];
+  uint32_t device_ws_given;
+  int64_t on_device_limit;    // NDMEM_ON_DEVICE_LIMIT: enum nd_on_device_limit
+  int64_t test_dws_unfenced;  // NDMEM_TEST_DEVICE_WS_UNFENCED: test only, no reuse fences
+  int64_t torch_tensors;      // NDMEM_TORCH_TENSORS: ndmem run --torch-tensors set PyTorch's
+                              // CUDA allocator to backend:cudaMallocAsync
   char output[ND_CONFIG_PATH_MAX];    // NDMEM_OUTPUT: trace path pattern (%p %h %r %%)
   char metrics[ND_CONFIG_PATH_MAX];   // NDMEM_METRICS: Prometheus text file pattern ("": none)
   char ws_mmap_dir[ND_CONFIG_PATH_MAX]; // NDMEM_WS_MMAP_DIR: where location=mmap puts arena files
@@ -67,6 +77,9 @@ typedef struct nd_config {
 // maxBytes: by its pages touched (resident), or whole. Smaller ones always count whole.
 enum nd_mappings_count { ND_MAPPINGS_TOUCHED = 0, ND_MAPPINGS_WHOLE = 1 };
 #define ND_TOUCH_MIN (4u << 20)
+// NDMEM_ON_DEVICE_LIMIT: what an allocation over a device limit (or refused by a full device)
+// gets: what NDMEM_ON_LIMIT says, or page-locked host memory the device reaches.
+enum nd_on_device_limit { ND_ON_DEVICE_LIMIT_LIMIT = 0, ND_ON_DEVICE_LIMIT_HOST = 1 };
 // nd_config_t.unread_limits: a limit variable was given a value that is not a limit.
 enum { ND_UNREAD_BYTES = 1, ND_UNREAD_PHYSICAL = 2, ND_UNREAD_DEVICE = 4 };
 
@@ -78,6 +91,7 @@ typedef enum nd_opt_type {
   ND_OPT_CHOICE,  // one of the '|'-separated words in `sdef`; stored as its index
   ND_OPT_FRACTION, // a decimal like 0.3; stored in parts per million
   ND_OPT_DEVICE_LIMIT, // NDMEM_MAX_DEVICE_BYTES[_<i>]: a size or a '%' of the device's memory
+  ND_OPT_DEVICE_STRING, // NDMEM_DEVICE_WS[_<i>]: a string per device, read by its module
   ND_OPT_LIMIT     // a size, or a percentage of the memory the process may have (the smaller of
                    // RAM and its cgroup limit); 0/off/none: no limit; min -1 also allows "auto"
 } nd_opt_type_t;

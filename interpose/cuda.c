@@ -23,6 +23,9 @@
 
 #include "cuda_hooks.h"
 #include "cuda_abi.h"
+#include "device/driver.h"
+#include "device/dws.h"
+#include "device/spill.h"
 #include "fmt.h"
 #include "limits.h"
 #include "names.h"
@@ -139,7 +142,7 @@ void *nd_dlsym_own(void *handle, const char *name, int clear) {
 enum cu_fn {
   F_ALLOC, F_PITCH, F_FREE, F_MANAGED, F_HOST, F_HOSTALLOC, F_FREEHOST, F_ASYNC, F_ASYNC_PTSZ,
   F_POOL, F_POOL_PTSZ, F_FREEASYNC, F_FREEASYNC_PTSZ, F_CREATE, F_RELEASE, F_MAP, F_UNMAP,
-  F_GETINFO, F_PROC, F_PROC2, F_COUNT
+  F_GETINFO, F_PROC, F_PROC2, F_STREAM, F_STREAM_PRIO, F_STREAM_DESTROY, F_COUNT
 };
 _Static_assert(F_COUNT == ND_CUDA_FN_USED && F_COUNT <= ND_CUDA_FNS, "a call count per hooked function");
 
@@ -169,6 +172,10 @@ static const struct cu_name {
     [F_GETINFO] = {"cuMemGetInfo_v2", "cuMemGetInfo", ND_CU_V2_MEM_VERSION, 1 << 30},
     [F_PROC] = {"cuGetProcAddress", "cuGetProcAddress", 0, ND_CU_V2_PROC_VERSION},
     [F_PROC2] = {"cuGetProcAddress_v2", "cuGetProcAddress", ND_CU_V2_PROC_VERSION, 1 << 30},
+    // the program's streams: how its work is ordered, which device workspaces must know
+    [F_STREAM] = {"cuStreamCreate", "cuStreamCreate", 0, 1 << 30},
+    [F_STREAM_PRIO] = {"cuStreamCreateWithPriority", "cuStreamCreateWithPriority", 0, 1 << 30},
+    [F_STREAM_DESTROY] = {"cuStreamDestroy_v2", "cuStreamDestroy", 4000, 1 << 30},
 };
 
 #define INSTANCES 3 // 0: the exported name; 1, 2: answers to lookups
@@ -266,6 +273,9 @@ static int fn_by_base(const char *name, int version) {
 int nd_dlsym_filter(void *handle, const char *name, void **out) {
   if (ND_UNLIKELY(!LD(nd_dlsym_next))) resolve_dlsym();
   if (!name || name[0] != 'c' || name[1] != 'u' || !nd_dlsym_next) return 0;
+  size_t len = strlen(name);
+  if (len > 5 && (strcmp(name + len - 5, "_ptsz") == 0 || strcmp(name + len - 5, "_ptds") == 0))
+    nd_drv_ptds_seen(); // per-thread default streams: the program's work is in several orders
   int f = fn_by_symbol(name);
   // RTLD_NEXT is relative to the caller: forwarded untouched (libc's dlsym sees its address).
   if (f < 0 || handle == RTLD_NEXT) return 0;
@@ -296,8 +306,10 @@ static struct {
 static void *drv_sym(const void *real, const char *name) {
   if (!is_hook(real)) learn_module(NULL, real);
   void *m = __atomic_load_n(&drv_module, __ATOMIC_ACQUIRE);
-  return m ? nd_dlsym_own(m, name, 1) : NULL;
+  void *f = m ? nd_dlsym_own(m, name, 1) : NULL;
+  return f && !is_hook(f) ? f : NULL;
 }
+void *nd_cuda_drv_sym(const void *real, const char *name) { return drv_sym(real, name); }
 
 static void drv_resolve(const void *real) {
   if (__atomic_load_n(&drv.ctx_get_device, __ATOMIC_ACQUIRE)) return;
@@ -397,8 +409,13 @@ typedef struct blk {
   uint16_t kind;
   uint8_t cls;   // enum nd_dev_class, or ND_DEV_HOSTMEM for pinned and managed memory
   uint8_t state; // 0 empty, 1 full, 2 deleted
+  uint8_t flags; // enum blk_flags
 } blk_t;
 enum { ND_DEV_HOSTMEM = ND_DEV_CLASSES };
+// Where a device block's memory came from: the driver (0), a device workspace's arena (no driver
+// call; its bytes are in the arena's), or host memory (spill: no device memory at all). ROUTED:
+// made while the device's workspace looks at allocations (its free is reported to it).
+enum blk_flags { BLK_ARENA = 1, BLK_SPILL = 2, BLK_ROUTED = 4 };
 
 static struct {
   blk_t *v;
@@ -508,11 +525,18 @@ static void dev_book(int kind, int cls, int alloc, uint64_t bytes) {
   ADD(v->cls[cls][alloc ? 2 : 3], bytes);
 }
 
-// A new block: counted, kept with its stack. `reserved`: its bytes are already in devs[].live.
-static void track(call_t *c, uint64_t key, int cls, int kind, uint64_t size) {
-  nd_site_t *site = c->t->shard ? nd_track_site_here(kind) : NULL;
+// The site of a device block about to be made (the device workspaces key their cycles on it).
+static nd_site_t *site_here(call_t *c, int kind) {
+  return c->t->shard ? nd_track_site_here(kind) : NULL;
+}
+
+// A new block: counted, kept with its stack (`site`, taken before the call; or here). Device
+// memory from the driver raises the device's peak; an arena's or host memory does not.
+static void track_at(call_t *c, uint64_t key, int cls, int kind, uint64_t size, nd_site_t *site,
+                     int flags) {
   blk_t b = {key, size, site, site ? nd_os_mono_ns() : 0,
-             __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), (uint16_t)kind, (uint8_t)cls, 1};
+             __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), (uint16_t)kind, (uint8_t)cls, 1,
+             (uint8_t)flags};
   blk_t stale;
   nd_spin_lock(&tab.lock);
   int had = tab_put(&b, &stale);
@@ -521,8 +545,8 @@ static void track(call_t *c, uint64_t key, int cls, int kind, uint64_t size) {
   if (had == 1) { // released where ndmem did not see it: its books close now
     ADD(C.unknown_frees, 1);
     count(c, stale.kind, 0, stale.size);
-    dev_book(stale.kind, stale.cls, 0, stale.size);
-    if (stale.kind >= NDMEM_KIND_DEVICE0) {
+    if (!(stale.flags & BLK_SPILL)) dev_book(stale.kind, stale.cls, 0, stale.size);
+    if (stale.kind >= NDMEM_KIND_DEVICE0 && !(stale.flags & (BLK_ARENA | BLK_SPILL))) {
       struct dev *v = &devs[stale.kind - NDMEM_KIND_DEVICE0];
       __atomic_fetch_sub(&v->live, (int64_t)stale.size, __ATOMIC_RELAXED);
       __atomic_fetch_sub(&v->granted, (int64_t)stale.size, __ATOMIC_RELAXED);
@@ -530,12 +554,17 @@ static void track(call_t *c, uint64_t key, int cls, int kind, uint64_t size) {
     if (stale.site) nd_site_sub(stale.site, 1, stale.size);
   }
   count(c, kind, 1, size);
-  dev_book(kind, cls, 1, size);
-  if (kind >= NDMEM_KIND_DEVICE0) { // granted blocks only: reservations in flight are not memory
+  if (!(flags & BLK_SPILL)) dev_book(kind, cls, 1, size);
+  if (kind >= NDMEM_KIND_DEVICE0 && !(flags & (BLK_ARENA | BLK_SPILL))) {
+    // granted blocks only: reservations in flight are not memory
     struct dev *v = &devs[kind - NDMEM_KIND_DEVICE0];
     raise_peak(&v->peak, __atomic_add_fetch(&v->granted, (int64_t)size, __ATOMIC_RELAXED));
   }
   if (site) nd_site_add(site, 1, size);
+}
+
+static void track(call_t *c, uint64_t key, int cls, int kind, uint64_t size) {
+  track_at(c, key, cls, kind, size, site_here(c, kind), 0);
 }
 
 static int take(uint64_t key, int cls, blk_t *out) {
@@ -555,8 +584,8 @@ static void restore(const blk_t *b) {
 // The books of a block that was released.
 static void untrack(call_t *c, const blk_t *b) {
   count(c, b->kind, 0, b->size);
-  dev_book(b->kind, b->cls, 0, b->size);
-  if (b->kind >= NDMEM_KIND_DEVICE0) {
+  if (!(b->flags & BLK_SPILL)) dev_book(b->kind, b->cls, 0, b->size);
+  if (b->kind >= NDMEM_KIND_DEVICE0 && !(b->flags & (BLK_ARENA | BLK_SPILL))) {
     struct dev *v = &devs[b->kind - NDMEM_KIND_DEVICE0];
     __atomic_fetch_sub(&v->live, (int64_t)b->size, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&v->granted, (int64_t)b->size, __ATOMIC_RELAXED);
@@ -578,13 +607,16 @@ static int reserve(int d, uint64_t bytes, int fn, const void *real) {
                                     __ATOMIC_RELAXED))
       return 1; // the peak rises when the driver has granted it (track)
   }
-  int action = nd_limits_action();
+  // NDMEM_ON_DEVICE_LIMIT=host: the caller serves it from host memory (counted failed if it
+  // cannot)
+  int action = nd_spill_on() ? ND_ON_LIMIT_HOST : nd_limits_action();
   uint64_t n = ADD(v->breaches, 1) + 1;
   if ((n & (n - 1)) == 0 || action == ND_ON_LIMIT_ABORT) {
     nd_limits_say_breach(d, action, bytes, 0, "tracked", live, 1, "maxDeviceBytes", lim, n);
     if (n == 1 || action == ND_ON_LIMIT_ABORT) nd_limits_say_top_sites(dev_kind(d));
     nd_limits_device_breach(d, action, fn, bytes, live, lim, n);
   }
+  if (action == ND_ON_LIMIT_HOST) return 0;
   if (action == ND_ON_LIMIT_WARN) {
     ADD(v->live, (int64_t)bytes);
     return 1;
@@ -596,6 +628,40 @@ static int reserve(int d, uint64_t bytes, int fn, const void *real) {
 
 static void unreserve(int d, uint64_t bytes) {
   __atomic_fetch_sub(&devs[d].live, (int64_t)bytes, __ATOMIC_RELAXED);
+}
+
+// A device workspace's arena: device memory ndmem holds, under the limit like the program's but
+// never a breach of it (the workspace then serves nothing and the program's own allocations meet
+// the limit as before). 0, or -1 when it does not fit.
+int nd_cuda_arena_reserve(int d, uint64_t bytes) {
+  struct dev *v = &devs[d];
+  int64_t lim = LD(v->resolved) ? LD(v->limit) : 0, live = LD(v->live);
+  for (;;) {
+    if (lim && live + (int64_t)bytes > lim) return -1;
+    if (__atomic_compare_exchange_n(&v->live, &live, live + (int64_t)bytes, 1, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+      break;
+  }
+  raise_peak(&v->peak, __atomic_add_fetch(&v->granted, (int64_t)bytes, __ATOMIC_RELAXED));
+  return 0;
+}
+
+void nd_cuda_arena_release(int d, uint64_t bytes) {
+  unreserve(d, bytes);
+  __atomic_fetch_sub(&devs[d].granted, (int64_t)bytes, __ATOMIC_RELAXED);
+}
+
+// An allocation refused (over the limit: why LIMIT; by a full device: FULL) served from host
+// memory under NDMEM_ON_DEVICE_LIMIT=host. CUDA_SUCCESS and *dptr, or the refusal's error.
+static nd_cu_result spill(call_t *c, void *real, int d, int cls, uint64_t n, nd_site_t *site,
+                          int why, nd_cu_deviceptr *dptr) {
+  if (!site) site = site_here(c, dev_kind(d));
+  if (nd_spill_alloc(d, real, n, site, why, dptr) != 0) {
+    ADD(devs[d].failed, 1);
+    return ND_CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  track_at(c, *dptr, cls, dev_kind(d), n, site, BLK_SPILL);
+  return ND_CUDA_SUCCESS;
 }
 
 // ---------------------------------------------------------------- hook bodies
@@ -617,6 +683,9 @@ typedef nd_cu_result (*unmap_fn)(nd_cu_deviceptr, size_t);
 typedef nd_cu_result (*getinfo_fn)(size_t *, size_t *);
 typedef nd_cu_result (*proc_fn)(const char *, void **, int, nd_cu_u64);
 typedef nd_cu_result (*proc2_fn)(const char *, void **, int, nd_cu_u64, int *);
+typedef nd_cu_result (*stream_fn)(nd_cu_stream *, unsigned);
+typedef nd_cu_result (*stream_prio_fn)(nd_cu_stream *, unsigned, int);
+typedef nd_cu_result (*stream_destroy_fn)(nd_cu_stream);
 
 #define NO_DRIVER ND_CUDA_ERROR_NOT_INITIALIZED // a hook whose real function cannot be found
 
@@ -649,31 +718,63 @@ static nd_cu_result dev_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n
   call_t c;
   enter(&c, f);
   int async = f == F_ASYNC || f == F_ASYNC_PTSZ, from_pool = f == F_POOL || f == F_POOL_PTSZ;
+  int ptsz = f == F_ASYNC_PTSZ || f == F_POOL_PTSZ;
+  if (ptsz || s == ND_CU_STREAM_PER_THREAD) nd_drv_ptds_seen();
   int d = !c.acct || !dptr ? -1 : async ? stream_device(real, s) : current_device(real);
+  int cls = async || from_pool ? ND_DEV_ASYNC : ND_DEV_PLAIN;
+  // A device workspace first: what it serves comes from its arena, with no driver call.
+  nd_site_t *site = NULL;
+  int routed = 0;
+  if (d >= 0 && !from_pool && nd_dws_on(d)) {
+    site = site_here(&c, dev_kind(d));
+    nd_cu_stream ws = !async ? NULL : s ? s : ptsz ? ND_CU_STREAM_PER_THREAD : ND_CU_STREAM_LEGACY;
+    int r = nd_dws_alloc(d, real, n, async, ws, (uint64_t)(uintptr_t)site, dptr);
+    if (r == ND_DWS_SERVED) {
+      track_at(&c, *dptr, cls, dev_kind(d), n, site, BLK_ARENA | BLK_ROUTED);
+      leave(&c);
+      return ND_CUDA_SUCCESS;
+    }
+    if (r == ND_DWS_FAIL) {
+      leave(&c);
+      return ND_CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    routed = 1;
+  }
   if (d >= 0 && !reserve(d, n, f, real)) {
+    nd_cu_result rc = nd_spill_on() ? spill(&c, real, d, cls, n, site, ND_SPILL_WHY_LIMIT, dptr)
+                                    : ND_CUDA_ERROR_OUT_OF_MEMORY;
     leave(&c);
-    return ND_CUDA_ERROR_OUT_OF_MEMORY;
+    return rc;
   }
   nd_cu_result rc = async       ? ((async_fn)real)(dptr, n, s)
                     : from_pool ? ((pool_fn)real)(dptr, n, pool, s)
                                 : ((alloc_fn)real)(dptr, n);
   if (d >= 0 && rc != ND_CUDA_SUCCESS) unreserve(d, n);
+  if (d >= 0 && rc == ND_CUDA_ERROR_OUT_OF_MEMORY && nd_spill_on()) { // the device is full
+    rc = spill(&c, real, d, cls, n, site, ND_SPILL_WHY_FULL, dptr);
+    leave(&c);
+    return rc;
+  }
   if (d >= 0 && rc == ND_CUDA_SUCCESS && (async || from_pool)) {
     int at = pointer_device(real, *dptr);
     if (at >= 0 && at != d) {
       unreserve(d, n);
       d = at;
+      routed = 0;
       if (!reserve(d, n, f, real)) {
-        int ptsz = f == F_ASYNC_PTSZ || f == F_POOL_PTSZ;
-        freeasync_fn fr = (freeasync_fn)drv_sym(real, ptsz ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync");
+        int ptsz2 = f == F_ASYNC_PTSZ || f == F_POOL_PTSZ;
+        freeasync_fn fr = (freeasync_fn)drv_sym(real, ptsz2 ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync");
         if (fr) fr(*dptr, s);
         leave(&c);
         return ND_CUDA_ERROR_OUT_OF_MEMORY;
       }
     }
   }
-  if (d >= 0 && rc == ND_CUDA_SUCCESS)
-    track(&c, *dptr, async || from_pool ? ND_DEV_ASYNC : ND_DEV_PLAIN, dev_kind(d), n);
+  if (d >= 0 && rc == ND_CUDA_SUCCESS) {
+    track_at(&c, *dptr, cls, dev_kind(d), n, site ? site : site_here(&c, dev_kind(d)),
+             routed ? BLK_ROUTED : 0);
+    if (routed) nd_dws_external(d, *dptr, n);
+  }
   leave(&c);
   return rc;
 }
@@ -698,8 +799,15 @@ static nd_cu_result h_pitch(void *real, nd_cu_deviceptr *dptr, size_t *pitch, si
   int d = c.acct && dptr && pitch ? current_device(real) : -1;
   uint64_t want = (uint64_t)w * h;
   if (d >= 0 && !reserve(d, want, F_PITCH, real)) {
+    // host memory: rows of the width rounded up to 512 bytes, as a device's pitch would be
+    nd_cu_result rc = ND_CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t p = ((uint64_t)w + 511) & ~(uint64_t)511;
+    if (nd_spill_on() && h && p <= UINT64_MAX / h) {
+      rc = spill(&c, real, d, ND_DEV_PLAIN, p * h, NULL, ND_SPILL_WHY_LIMIT, dptr);
+      if (rc == ND_CUDA_SUCCESS) *pitch = (size_t)p;
+    }
     leave(&c);
-    return ND_CUDA_ERROR_OUT_OF_MEMORY;
+    return rc;
   }
   nd_cu_result rc = ((pitch_fn)real)(dptr, pitch, w, h, elem);
   if (d >= 0) {
@@ -739,12 +847,25 @@ static nd_cu_result release(int f, void *real, uint64_t key, int cls, nd_cu_stre
   int async = f == F_FREEASYNC || f == F_FREEASYNC_PTSZ;
   if (!found && c.acct && key && cls != ND_DEV_HOSTMEM) // an async free of a plain block, or back
     found = take(key, async ? ND_DEV_PLAIN : ND_DEV_ASYNC, &b);
+  int d = found && b.kind >= NDMEM_KIND_DEVICE0 ? b.kind - NDMEM_KIND_DEVICE0 : -1;
+  nd_cu_stream ws = !async ? NULL : s ? s : f == F_FREEASYNC_PTSZ ? ND_CU_STREAM_PER_THREAD : ND_CU_STREAM_LEGACY;
+  if (async && (f == F_FREEASYNC_PTSZ || s == ND_CU_STREAM_PER_THREAD)) nd_drv_ptds_seen();
+  if (d >= 0 && (b.flags & (BLK_ARENA | BLK_SPILL))) { // ndmem's memory: no driver call for it
+    nd_cu_result rc = ND_CUDA_SUCCESS;
+    if (b.flags & BLK_ARENA) nd_dws_free(d, key, b.size, async, ws);
+    else rc = nd_spill_free(d, key, b.size, async, ws);
+    if (rc == ND_CUDA_SUCCESS) untrack(&c, &b);
+    else restore(&b);
+    leave(&c);
+    return rc;
+  }
   nd_cu_result rc = cls == ND_DEV_HOSTMEM ? ((freehost_fn)real)((void *)(uintptr_t)key)
                     : async               ? ((freeasync_fn)real)(key, s)
                                           : ((free_fn)real)(key);
   if (found) {
     if (rc == ND_CUDA_SUCCESS) untrack(&c, &b);
     else restore(&b);
+    if (rc == ND_CUDA_SUCCESS && d >= 0 && (b.flags & BLK_ROUTED)) nd_dws_external_free(d, key, b.size);
   } else if (c.acct && key && rc == ND_CUDA_SUCCESS) {
     ADD(C.unknown_frees, 1);
   }
@@ -885,6 +1006,35 @@ static nd_cu_result h_getinfo(void *real, size_t *free_b, size_t *total_b) {
   return rc;
 }
 
+// The program's streams (device/driver.c): a second stream means its work is in several orders,
+// which device workspaces must respect before they reuse memory; a destroyed stream's pending
+// frees are marked first (device/dws.c).
+static nd_cu_result stream_new(int f, void *real, nd_cu_stream *ps, unsigned flags, int prio) {
+  if (!real) return NO_DRIVER;
+  call_t c;
+  enter(&c, f);
+  nd_cu_result rc = f == F_STREAM ? ((stream_fn)real)(ps, flags) : ((stream_prio_fn)real)(ps, flags, prio);
+  if (rc == ND_CUDA_SUCCESS && ps) nd_drv_stream_created(*ps, flags, current_device(real));
+  leave(&c);
+  return rc;
+}
+static nd_cu_result h_stream(void *real, nd_cu_stream *ps, unsigned flags) {
+  return stream_new(F_STREAM, real, ps, flags, 0);
+}
+static nd_cu_result h_stream_prio(void *real, nd_cu_stream *ps, unsigned flags, int prio) {
+  return stream_new(F_STREAM_PRIO, real, ps, flags, prio);
+}
+static nd_cu_result h_stream_destroy(void *real, nd_cu_stream s) {
+  if (!real) return NO_DRIVER;
+  call_t c;
+  enter(&c, F_STREAM_DESTROY);
+  nd_dws_stream_gone(s);
+  nd_drv_stream_destroyed(s);
+  nd_cu_result rc = ((stream_destroy_fn)real)(s);
+  leave(&c);
+  return rc;
+}
+
 // cuGetProcAddress: the driver's answer, replaced by a hook for the memory functions (and for
 // cuGetProcAddress itself, which the CUDA runtime asks for first).
 static void answer(const char *sym, void **pfn, int version) {
@@ -904,6 +1054,7 @@ static nd_cu_result h_proc(void *real, const char *sym, void **pfn, int version,
   if (mode == ND_T_COUNT) t->mode = ND_T_BUSY;
   nd_cu_result rc = ((proc_fn)real)(sym, pfn, version, flags);
   if (rc == ND_CUDA_SUCCESS) answer(sym, pfn, version);
+  if (rc == ND_CUDA_SUCCESS && (flags & ND_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) nd_drv_ptds_seen();
   if (mode == ND_T_COUNT) t->mode = mode;
   return rc;
 }
@@ -916,6 +1067,7 @@ static nd_cu_result h_proc2(void *real, const char *sym, void **pfn, int version
   if (mode == ND_T_COUNT) t->mode = ND_T_BUSY;
   nd_cu_result rc = ((proc2_fn)real)(sym, pfn, version, flags, status);
   if (rc == ND_CUDA_SUCCESS) answer(sym, pfn, version);
+  if (rc == ND_CUDA_SUCCESS && (flags & ND_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) nd_drv_ptds_seen();
   if (mode == ND_T_COUNT) t->mode = mode;
   return rc;
 }
@@ -956,6 +1108,10 @@ HOOK(F_GETINFO, cuMemGetInfo_v2, h_getinfo, (size_t * f, size_t *t), f, t)
 HOOK(F_PROC, cuGetProcAddress, h_proc, (const char *s, void **pfn, int v, nd_cu_u64 fl), s, pfn, v, fl)
 HOOK(F_PROC2, cuGetProcAddress_v2, h_proc2,
      (const char *s, void **pfn, int v, nd_cu_u64 fl, int *st), s, pfn, v, fl, st)
+HOOK(F_STREAM, cuStreamCreate, h_stream, (nd_cu_stream * ps, unsigned fl), ps, fl)
+HOOK(F_STREAM_PRIO, cuStreamCreateWithPriority, h_stream_prio, (nd_cu_stream * ps, unsigned fl, int pr),
+     ps, fl, pr)
+HOOK(F_STREAM_DESTROY, cuStreamDestroy_v2, h_stream_destroy, (nd_cu_stream s), s)
 
 #define ROW(name) {(void *)name, (void *)name##_1, (void *)name##_2}
 static void *const hook_fn[F_COUNT][INSTANCES] = {
@@ -968,11 +1124,40 @@ static void *const hook_fn[F_COUNT][INSTANCES] = {
     [F_CREATE] = ROW(cuMemCreate), [F_RELEASE] = ROW(cuMemRelease), [F_MAP] = ROW(cuMemMap),
     [F_UNMAP] = ROW(cuMemUnmap), [F_GETINFO] = ROW(cuMemGetInfo_v2),
     [F_PROC] = ROW(cuGetProcAddress), [F_PROC2] = ROW(cuGetProcAddress_v2),
+    [F_STREAM] = ROW(cuStreamCreate), [F_STREAM_PRIO] = ROW(cuStreamCreateWithPriority),
+    [F_STREAM_DESTROY] = ROW(cuStreamDestroy_v2),
 };
 
 // ---------------------------------------------------------------- views
 
 int nd_cuda_used(void) { return LD(C.used); }
+
+// PYTORCH_CUDA_ALLOC_CONF as the process started (enum nd_torch_conf), for the report: whether a
+// PyTorch job's device sites are tensors (backend:cudaMallocAsync) or the caching allocator's
+// segments. Read once at start-up, without allocating.
+static uint64_t torch_conf;
+static int has_word(const char *s, const char *w) {
+  for (size_t n = strlen(w); *s; s++) {
+    size_t i = 0;
+    while (i < n && s[i] && (s[i] | 32) == (w[i] | 32)) i++;
+    if (i == n) return 1;
+  }
+  return 0;
+}
+void nd_cuda_setup(char *const *envp) {
+  uint64_t f = 0;
+  for (char *const *e = envp; e && *e; e++) {
+    if (strncmp(*e, "PYTORCH_CUDA_ALLOC_CONF=", 24) == 0) {
+      const char *v = *e + 24;
+      f |= ND_TORCH_CONF_SET;
+      if (has_word(v, "backend:cudamallocasync")) f |= ND_TORCH_CONF_ASYNC;
+      if (has_word(v, "expandable_segments:true")) f |= ND_TORCH_CONF_EXPANDABLE;
+    }
+  }
+  if (nd_cfg.torch_tensors) f |= ND_TORCH_CONF_BY_NDMEM;
+  torch_conf = f;
+  nd_dws_setup();
+}
 
 int nd_cuda_device_stats(int d, ndmem_device_stats_t *out) {
   if (d < 0 || d >= NDMEM_MAX_DEVICES) return -1;
@@ -999,6 +1184,8 @@ int nd_cuda_device_stats(int d, ndmem_device_stats_t *out) {
   out->failed = LD(v->failed);
   out->getinfo_calls = LD(v->getinfo_calls);
   out->getinfo_clamped = LD(v->getinfo_clamped);
+  nd_spill_device_stats(d, out);
+  out->arena_bytes = nd_dws_arena_bytes(d);
   return 0;
 }
 
@@ -1018,7 +1205,7 @@ void nd_cuda_summary(int fd) {
   for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
     ndmem_device_stats_t s;
     nd_cuda_device_stats(d, &s);
-    if (!s.allocs && !s.getinfo_calls) continue;
+    if (!s.allocs && !s.getinfo_calls && !s.arena_bytes) continue;
     nd_buf_reset(&b);
     nd_buf_str(&b, "ndmem[");
     nd_buf_u64(&b, (uint64_t)nd_os_getpid());
@@ -1033,6 +1220,11 @@ void nd_cuda_summary(int fd) {
     nd_buf_str(&b, " blocks; ");
     nd_buf_u64(&b, s.allocs);
     nd_buf_str(&b, " allocations");
+    if (s.arena_bytes) {
+      nd_buf_str(&b, " (workspace arenas ");
+      nd_buf_bytes(&b, s.arena_bytes);
+      nd_buf_str(&b, " of it)");
+    }
     if (s.limit_bytes) {
       nd_buf_str(&b, "; maxDeviceBytes ");
       nd_buf_bytes(&b, s.limit_bytes);
@@ -1043,6 +1235,8 @@ void nd_cuda_summary(int fd) {
     }
     nd_buf_line(&b, fd);
   }
+  nd_dws_summary(fd);
+  nd_spill_summary(fd);
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem[");
   nd_buf_u64(&b, (uint64_t)nd_os_getpid());
@@ -1108,7 +1302,10 @@ void nd_cuda_write_records(nd_cuda_record_fn rec, void *ctx) {
   r.unhooked = LD(C.unhooked);
   r.unknown_frees = LD(C.unknown_frees);
   r.untracked = LD(C.untracked);
+  r.torch_conf = torch_conf;
   rec(ctx, ND_REC_CUDA, &r, sizeof r);
+  nd_dws_write_records(rec, ctx);
+  nd_spill_write_records(rec, ctx);
 }
 
 // Live blocks at exit, as the trace writer's BLOCK records.
@@ -1131,13 +1328,16 @@ void nd_cuda_atfork_parent(void) { nd_spin_unlock(&tab.lock); }
 // the parent's device blocks leave the child's books, as frees at the fork. Pinned and managed
 // pages are inherited as host memory is, and stay.
 void nd_cuda_atfork_child(void) {
+  nd_dws_atfork_child();
+  nd_spill_atfork_child();
+  nd_drv_atfork_child();
   tab.lock = 0;
   cupti_lock = 0;
   drv.lock = 0;
   nd_tls_t *t = &nd_tls;
   for (size_t i = 0; i < tab.cap; i++) {
     blk_t *b = &tab.v[i];
-    if (b->state != 1 || b->cls == ND_DEV_HOSTMEM) continue;
+    if (b->state != 1 || (b->cls == ND_DEV_HOSTMEM && !(b->flags & BLK_SPILL))) continue;
     call_t c = {t, t->mode, 1};
     untrack(&c, b);
     b->state = 2;

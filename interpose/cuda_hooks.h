@@ -26,6 +26,14 @@ typedef struct nd_cuda_block {
 } nd_cuda_block_t;
 void nd_cuda_each_live(void (*fn)(void *ctx, const nd_cuda_block_t *b), void *ctx);
 
+// Reads PYTORCH_CUDA_ALLOC_CONF and sets up the device workspaces (at start-up).
+void nd_cuda_setup(char *const *envp);
+// For the device modules (device/): a driver function from the module the program's calls came
+// from (never a hook), and a workspace arena's bytes in and out of the device's books.
+void *nd_cuda_drv_sym(const void *real, const char *name);
+int nd_cuda_arena_reserve(int device, uint64_t bytes); // 0, or -1 over the device limit
+void nd_cuda_arena_release(int device, uint64_t bytes);
+
 void nd_cuda_atfork_prepare(void);
 void nd_cuda_atfork_parent(void);
 void nd_cuda_atfork_child(void);

@@ -292,6 +292,7 @@ static void initialize(nd_tls_t *t) {
   }
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();
   if (nd_accounting) nd_ws_setup();
+  if (nd_accounting) nd_cuda_setup(secure ? NULL : environ);
   if (nd_accounting) nd_limits_setup();
   nd_namers = (nd_namers_t){nd_py_code_names, nd_demangle}; // the live lines' frames
   if (nd_accounting) nd_exits_setup();

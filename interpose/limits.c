@@ -241,7 +241,7 @@ int nd_limit_room(uint64_t bytes) {
 
 // ---------------------------------------------------------------- breaches
 
-static const char *const action_names[] = {"fail", "warn", "abort"};
+static const char *const action_names[] = {"fail", "warn", "abort", "host"};
 
 typedef struct top {
   nd_site_t *site;
@@ -308,14 +308,17 @@ void nd_limits_say_breach(int device, int action, uint64_t req, int more, const 
                           int64_t value, int plus, const char *limit_name, int64_t lim, uint64_t n) {
   nd_buf_t b;
   nd_buf_reset(&b);
-  nd_buf_str(&b, action == ND_ON_LIMIT_WARN ? "ndmem: Over the limit [" : "ndmem: Can't allocate [");
+  int over = action == ND_ON_LIMIT_WARN || action == ND_ON_LIMIT_HOST;
+  nd_buf_str(&b, over ? "ndmem: Over the limit [" : "ndmem: Can't allocate [");
   if (device < 0) {
     nd_buf_str(&b, "HOST");
   } else {
     nd_buf_str(&b, "DEVICE ");
     nd_buf_u64(&b, (uint64_t)device);
   }
-  nd_buf_str(&b, action == ND_ON_LIMIT_WARN ? "], allowed: " : "] memory: ");
+  nd_buf_str(&b, action == ND_ON_LIMIT_WARN   ? "], allowed: "
+                 : action == ND_ON_LIMIT_HOST ? "], served from page-locked host memory: "
+                                              : "] memory: ");
   nd_buf_ubytes(&b, req);
   nd_buf_str(&b, more ? " more requested; " : " requested; ");
   nd_buf_str(&b, what);
@@ -331,7 +334,7 @@ void nd_limits_say_breach(int device, int action, uint64_t req, int more, const 
   nd_buf_bytes(&b, lim);
   nd_buf_str(&b, "; thread ");
   nd_buf_u64(&b, (uint64_t)nd_os_gettid());
-  nd_buf_str(&b, " (NDMEM_ON_LIMIT=");
+  nd_buf_str(&b, action == ND_ON_LIMIT_HOST ? " (NDMEM_ON_DEVICE_LIMIT=" : " (NDMEM_ON_LIMIT=");
   nd_buf_str(&b, action_names[action]);
   nd_buf_str(&b, "; breach ");
   nd_buf_u64(&b, n);

@@ -38,6 +38,11 @@ void nd_ws_heap_freed(uint64_t bytes); // ... and it went back to the allocator 
 void nd_ws_cycle_begin(const char *name); // NULL: the thread's default marked workspace
 void nd_ws_cycle_end(void);
 int nd_ws_configure(const char *name, const char *options);
+struct ws_config;
+// One key=value of a workspace policy list, shared with the device workspaces: 1 applied, 0
+// unknown key, -1 bad value. And the next item of such a list (its length; *p moves past it).
+int nd_ws_option(struct ws_config *c, const char *key, size_t keylen, const char *val);
+size_t nd_ws_next_item(const char **p, char *item, size_t cap);
 int nd_ws_stats(void *out, int max);
 void nd_ws_atfork_prepare(void);
 void nd_ws_atfork_parent(void);

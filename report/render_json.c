@@ -364,8 +364,8 @@ static void json_devices(FILE *o, const nd_trace_t *t) {
   }
   const nd_rec_cuda_t *c = &t->cuda;
   fputs("{\"calls\": {", o);
-  for (int f = 0; f < ND_CUDA_FN_USED; f++)
-    json_u64(o, nd_rep_cuda_fn_names[f], c->calls[f], f + 1 < ND_CUDA_FN_USED);
+  int nfn = t->hdr.version >= 11 ? ND_CUDA_FN_USED : ND_CUDA_FN_USED_V10;
+  for (int f = 0; f < nfn; f++) json_u64(o, nd_rep_cuda_fn_names[f], c->calls[f], f + 1 < nfn);
   fputs("}, ", o);
   json_u64(o, "answered_dlsym", c->answered_dlsym, true);
   json_u64(o, "answered_proc", c->answered_proc, true);

@@ -28,8 +28,10 @@
 // that could not be read), BREACH (the refused request's stack; a retry loop's length) and
 // WORKSPACE (the bytes its arena served and what ndmem's malloc_trim gave back while it learned),
 // read short with the rest zeroed (ND_REC_LIMITS_V9_SIZE, ND_REC_BREACH_V9_SIZE,
-// ND_REC_WORKSPACE_V9_SIZE: nothing known). Readers accept 1 to 10.
-#define ND_TRACE_VERSION 10
+// ND_REC_WORKSPACE_V9_SIZE: nothing known). 11 added DEVICE_WS (device workspaces) and DEVICE_SPILL
+// (device allocations served from host memory), the breach action ND_ON_LIMIT_HOST, and the CUDA
+// record's torch_conf (how PyTorch's CUDA allocator was set up). Readers accept 1 to 11.
+#define ND_TRACE_VERSION 11
 #define ND_TRACE_MAX_DEPTH 128
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
@@ -70,6 +72,8 @@ enum nd_rec_tag {
   ND_REC_PYCODE = 18,   // nd_rec_pycode_t + qualname + filename: a Python code object (version 7)
   ND_REC_PYTHON = 19,   // nd_rec_python_t: the interpreter found and the frames read (latest wins)
   ND_REC_RESIDENT = 20, // nd_rec_resident_t: anonymous resident memory, before each COUNTERS
+  ND_REC_DEVICE_WS = 21, // nd_rec_device_ws_t: one device's workspace (latest wins; version 11)
+  ND_REC_DEVICE_SPILL = 22, // nd_rec_device_spill_t: device memory served from host (version 11)
   ND_REC_TAG_MAX
 };
 
@@ -262,7 +266,11 @@ _Static_assert(sizeof(nd_rec_growth_t) == 64, "growth record layout");
 enum nd_limit_id { ND_LIMIT_BYTES = 0, ND_LIMIT_PHYSICAL = 1, ND_LIMIT_COUNT = 2 };
 // A device's limit (NDMEM_MAX_DEVICE_BYTES[_<i>]): BREACH records only; its totals are in DEVICE.
 #define ND_LIMIT_DEVICE 2
-enum nd_limit_action { ND_ON_LIMIT_FAIL = 0, ND_ON_LIMIT_WARN = 1, ND_ON_LIMIT_ABORT = 2 };
+// ND_ON_LIMIT_HOST (version 11, device limits only): served from page-locked host memory
+// (NDMEM_ON_DEVICE_LIMIT=host).
+enum nd_limit_action {
+  ND_ON_LIMIT_FAIL = 0, ND_ON_LIMIT_WARN = 1, ND_ON_LIMIT_ABORT = 2, ND_ON_LIMIT_HOST = 3
+};
 enum nd_limits_flags {
   ND_LIMITS_ABORTED = 1,        // the process was stopped by a breach (abort, or a retry loop)
   ND_LIMITS_RETRY_LOOP = 2,     // (version 10) it was stopped because a thread retried a refused
@@ -378,8 +386,10 @@ _Static_assert(sizeof(nd_rec_device_t) == 280, "device record layout");
       "cuMemHostAlloc", "cuMemFreeHost", "cuMemAllocAsync", "cuMemAllocAsync_ptsz",               \
       "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz", "cuMemFreeAsync",                \
       "cuMemFreeAsync_ptsz", "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap",              \
-      "cuMemGetInfo", "cuGetProcAddress", "cuGetProcAddress_v2"
-#define ND_CUDA_FN_USED 20
+      "cuMemGetInfo", "cuGetProcAddress", "cuGetProcAddress_v2", "cuStreamCreate",                \
+      "cuStreamCreateWithPriority", "cuStreamDestroy"
+#define ND_CUDA_FN_USED 23
+#define ND_CUDA_FN_USED_V10 20 // versions 6 to 10 hooked the first 20 (no stream functions)
 
 typedef struct nd_rec_cuda {
   uint64_t first_ns;            // the first hooked call
@@ -388,10 +398,47 @@ typedef struct nd_rec_cuda {
   uint64_t unhooked;      // lookups left to the driver (no hook instance left): not seen
   uint64_t unknown_frees; // releases of memory ndmem did not see allocated
   uint64_t untracked;     // allocations not kept (no memory for the table): counted, no stack
-  uint64_t reserved[3];
+  uint64_t torch_conf;    // (version 11) enum nd_torch_conf: PYTORCH_CUDA_ALLOC_CONF at start-up
+  uint64_t reserved[2];
 } nd_rec_cuda_t;
 _Static_assert(sizeof(nd_rec_cuda_t) == 8 + 8 * ND_CUDA_FNS + 64, "cuda record layout");
 
+// PyTorch's CUDA caching allocator as PYTORCH_CUDA_ALLOC_CONF set it up when the process started
+// (bits): whether the variable was set, its backend, expandable segments, and whether ndmem run
+// --torch-tensors set it.
+enum nd_torch_conf {
+  ND_TORCH_CONF_SET = 1,          // PYTORCH_CUDA_ALLOC_CONF was in the environment
+  ND_TORCH_CONF_ASYNC = 2,        // backend:cudaMallocAsync (each tensor a stream-ordered block)
+  ND_TORCH_CONF_EXPANDABLE = 4,   // expandable_segments:True (cuMemCreate and cuMemMap)
+  ND_TORCH_CONF_BY_NDMEM = 8,     // set by ndmem run --torch-tensors
+};
+
+// ---------------------------------------------------------------- device workspaces (version 11)
+
+// enum values as in ndmem_device_ws_stats_t (mode, sync, streams) and workspace.h (policies).
+typedef struct nd_rec_device_ws {
+  uint32_t device, mode, sync, streams;
+  uint32_t learning, allocation, spill, reset;
+  uint64_t cycles, learned_cycles, relearns;
+  uint64_t arena_bytes, plan_peak_bytes, plan_sum_bytes;
+  uint64_t hits, hit_bytes, spills, spill_bytes, deviations, outlived, frees;
+  uint64_t ctx_syncs, fences, host_waits, stream_waits, fallbacks;
+  uint64_t arena_allocs, arena_frees;
+  uint64_t reserved[2];
+} nd_rec_device_ws_t;
+_Static_assert(sizeof(nd_rec_device_ws_t) == 208, "device workspace record layout");
+
+// Device allocations served from page-locked host memory (NDMEM_ON_DEVICE_LIMIT=host), per
+// device and allocation site (stack_id a STACK written before), and once per device with
+// stack_id ND_SPILL_TOTAL (the device's totals, its peak of live bytes included).
+#define ND_SPILL_TOTAL UINT32_MAX
+typedef struct nd_rec_device_spill {
+  uint32_t device, stack_id;
+  uint64_t allocs, frees, alloc_bytes;
+  int64_t live_bytes, peak_bytes;
+  uint64_t over_limit, device_full; // allocations spilled for each reason
+} nd_rec_device_spill_t;
+_Static_assert(sizeof(nd_rec_device_spill_t) == 64, "device spill record layout");
 
 // ---------------------------------------------------------------- resident memory (version 8)
 

@@ -25,8 +25,8 @@ _Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer ho
 static const char *const tag_names[ND_REC_TAG_MAX] = {
     "?",   "MODULE",    "STACK",     "SITE",   "COUNTERS", "BLOCK",    "FLUSH",
     "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE", "EXIT",
-    "GROWTH", "DEVICE", "CUDA", "PYCODE", "PYTHON", "RESIDENT"};
-_Static_assert(ND_REC_TAG_MAX == 21, "a name for every record tag");
+    "GROWTH", "DEVICE", "CUDA", "PYCODE", "PYTHON", "RESIDENT", "DEVICE_WS", "DEVICE_SPILL"};
+_Static_assert(ND_REC_TAG_MAX == 23, "a name for every record tag");
 
 static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;
@@ -543,7 +543,7 @@ static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
   int device = b.limit == ND_LIMIT_DEVICE && t->hdr.version >= 6;
   if (b.limit >= ND_LIMIT_COUNT && !device)
     return fail(t, off, "BREACH limit %u out of range", b.limit);
-  if (b.action > ND_ON_LIMIT_ABORT)
+  if (b.action > (device && t->hdr.version >= 11 ? ND_ON_LIMIT_HOST : ND_ON_LIMIT_ABORT))
     return fail(t, off, "BREACH action %u out of range", b.action);
   if (b.fn >= (device ? ND_CUDA_FN_USED : ND_TRACE_FNS))
     return fail(t, off, "BREACH function %u out of range", b.fn);
@@ -573,6 +573,51 @@ static int on_device(nd_trace_t *t, uint64_t off, const char *p) {
   if (d.device >= ND_TRACE_MAX_DEVICES) return fail(t, off, "DEVICE %u out of range", d.device);
   t->devices[d.device] = d; // the latest wins; unknown flag bits are ignored
   t->have_device |= 1u << d.device;
+  return 0;
+}
+
+// ---------------------------------------------------------------- version 11
+
+static int on_device_ws(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_device_ws_t w;
+  memcpy(&w, p, sizeof w);
+  if (w.device >= ND_TRACE_MAX_DEVICES) return fail(t, off, "DEVICE_WS device %u out of range", w.device);
+  if (w.mode > 4 || w.sync > 1 || w.streams > 2 || w.learning > 2 || w.allocation > 1 ||
+      w.spill > 2 || w.reset > 1)
+    return fail(t, off, "DEVICE_WS record with a mode or policy out of range");
+  if (w.hit_bytes < w.hits || w.frees > w.hits || w.arena_frees > w.arena_allocs ||
+      w.deviations > w.spills)
+    return fail(t, off, "DEVICE_WS record whose counts contradict each other");
+  t->device_ws[w.device] = w; // the latest wins
+  t->have_device_ws |= 1u << w.device;
+  return 0;
+}
+
+static int on_device_spill(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_device_spill_t r;
+  memcpy(&r, p, sizeof r);
+  if (r.device >= ND_TRACE_MAX_DEVICES)
+    return fail(t, off, "DEVICE_SPILL device %u out of range", r.device);
+  if (r.frees > r.allocs || r.live_bytes < 0 || r.live_bytes > r.peak_bytes ||
+      (uint64_t)r.peak_bytes > r.alloc_bytes || r.over_limit + r.device_full != r.allocs)
+    return fail(t, off, "DEVICE_SPILL record whose counts contradict each other");
+  if (r.stack_id == ND_SPILL_TOTAL) {
+    t->spill_total[r.device] = r;
+    t->have_spill |= 1u << r.device;
+    return 0;
+  }
+  long st = map_get(&t->stack_ids, r.stack_id);
+  if (st < 0) return fail(t, off, "DEVICE_SPILL names unknown stack %u", r.stack_id);
+  for (size_t i = 0; i < t->nspills; i++) // few sites spill: found by a scan
+    if (t->spills[i].rec.device == r.device && t->spills[i].rec.stack_id == r.stack_id) {
+      t->spills[i].rec = r;
+      return 0;
+    }
+  nd_spill_site_t *slot;
+  if (keep(t, off, (void **)&t->spills, &t->nspills, &t->spills_cap, sizeof *slot,
+           ND_TRACE_MAX_SPILL_SITES, &t->spills_dropped, (void **)&slot))
+    return -1;
+  if (slot) *slot = (nd_spill_site_t){.rec = r, .stack = st};
   return 0;
 }
 
@@ -688,6 +733,8 @@ static uint32_t fixed_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_PYCODE: *var = 1; return sizeof(nd_rec_pycode_t);
   case ND_REC_PYTHON: return sizeof(nd_rec_python_t);
   case ND_REC_RESIDENT: return version < 9 ? ND_REC_RESIDENT_V8_SIZE : sizeof(nd_rec_resident_t);
+  case ND_REC_DEVICE_WS: return sizeof(nd_rec_device_ws_t);
+  case ND_REC_DEVICE_SPILL: return sizeof(nd_rec_device_spill_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -716,6 +763,9 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
                 t->hdr.version);
   if (t->hdr.version < 7 && (r->tag == ND_REC_PYCODE || r->tag == ND_REC_PYTHON))
     return fail(t, off, "%s record in a version %u trace (version 7 introduced it)",
+                tag_names[r->tag], t->hdr.version);
+  if (t->hdr.version < 11 && (r->tag == ND_REC_DEVICE_WS || r->tag == ND_REC_DEVICE_SPILL))
+    return fail(t, off, "%s record in a version %u trace (version 11 introduced it)",
                 tag_names[r->tag], t->hdr.version);
   if (t->hdr.version < 6 && (r->tag == ND_REC_DEVICE || r->tag == ND_REC_CUDA))
     return fail(t, off, "%s record in a version %u trace (version 6 introduced it)",
@@ -782,6 +832,8 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
   case ND_REC_GROWTH: return on_growth(t, off, p);
   case ND_REC_DEVICE: return on_device(t, off, p);
   case ND_REC_CUDA: return on_cuda(t, p);
+  case ND_REC_DEVICE_WS: return on_device_ws(t, off, p);
+  case ND_REC_DEVICE_SPILL: return on_device_spill(t, off, p);
   case ND_REC_PYCODE: return on_pycode(t, off, p, r->size);
   case ND_REC_PYTHON: return on_python(t, off, p);
   case ND_REC_RESIDENT: // the latest reading; the next COUNTERS' point carries it
@@ -1084,6 +1136,7 @@ void nd_trace_free(nd_trace_t *t) {
   free(t->escapes);
   free(t->growth);
   free(t->breaches);
+  free(t->spills);
   free(t->series);
   for (size_t i = 0; i < 1 + ND_TRACE_SNAP_LAST; i++) free(t->snap[i].sites);
   memset(t, 0, sizeof *t);

@@ -101,6 +101,13 @@ typedef struct nd_growth {
 
 // A logged breach of a limit (BREACH record, version 3); version 10 names the refused request's
 // stack (ND_BREACH_STACK) and a retry loop the process was stopped for.
+// Device memory one allocation site got from host memory (DEVICE_SPILL, version 11).
+#define ND_TRACE_MAX_SPILL_SITES 4096
+typedef struct nd_spill_site {
+  nd_rec_device_spill_t rec;
+  long stack; // index into nd_trace_t.stacks
+} nd_spill_site_t;
+
 typedef struct nd_breach {
   nd_rec_breach_t rec;
   long stack; // index into nd_trace_t.stacks; -1: none recorded
@@ -234,6 +241,13 @@ typedef struct nd_trace {
 
   nd_rec_device_t devices[ND_TRACE_MAX_DEVICES]; // the latest DEVICE record of each device
   uint32_t have_device;       // bit d: devices[d] was read
+  nd_rec_device_ws_t device_ws[ND_TRACE_MAX_DEVICES]; // the latest DEVICE_WS (version 11)
+  uint32_t have_device_ws;    // bit d: device_ws[d] was read
+  nd_rec_device_spill_t spill_total[ND_TRACE_MAX_DEVICES]; // DEVICE_SPILL totals (version 11)
+  uint32_t have_spill;        // bit d: spill_total[d] was read
+  nd_spill_site_t *spills;    // the latest DEVICE_SPILL of each (device, stack), first-seen order
+  size_t nspills, spills_cap; // at most ND_TRACE_MAX_SPILL_SITES
+  uint64_t spills_dropped;    // sites beyond them
   bool have_cuda;
   nd_rec_cuda_t cuda;         // the latest CUDA record
   bool have_limits;

@@ -14,8 +14,9 @@ cxx="_Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t _ZnwmSt11align_val_t _Z
 cuda="cuGetProcAddress cuGetProcAddress_v2 cuMemAllocAsync cuMemAllocAsync_ptsz cuMemAllocFromPoolAsync
   cuMemAllocFromPoolAsync_ptsz cuMemAllocHost_v2 cuMemAllocManaged cuMemAllocPitch_v2 cuMemAlloc_v2
   cuMemCreate cuMemFreeAsync cuMemFreeAsync_ptsz cuMemFreeHost cuMemFree_v2 cuMemGetInfo_v2
-  cuMemHostAlloc cuMemMap cuMemRelease cuMemUnmap dlsym"
-want="$cxx $cuda ndmem_device_stats ndmem_cupti_update _Exit _exit aligned_alloc calloc free malloc malloc_trim malloc_usable_size memalign mmap mmap64 mremap munmap ndmem_cycle_begin ndmem_cycle_end ndmem_limit_set ndmem_limits ndmem_stats ndmem_version ndmem_workspace_configure ndmem_workspace_enter ndmem_workspace_leave ndmem_ws_stats posix_memalign pipe2 pvalloc realloc reallocarray sigaction signal valloc"
+  cuMemHostAlloc cuMemMap cuMemRelease cuMemUnmap cuStreamCreate cuStreamCreateWithPriority
+  cuStreamDestroy_v2 dlsym"
+want="$cxx $cuda ndmem_device_stats ndmem_device_ws_stats ndmem_cupti_update _Exit _exit aligned_alloc calloc free malloc malloc_trim malloc_usable_size memalign mmap mmap64 mremap munmap ndmem_cycle_begin ndmem_cycle_end ndmem_limit_set ndmem_limits ndmem_stats ndmem_version ndmem_workspace_configure ndmem_workspace_enter ndmem_workspace_leave ndmem_ws_stats posix_memalign pipe2 pvalloc realloc reallocarray sigaction signal valloc"
 [ "$2" = 1 ] && want="$want free_aligned_sized free_sized"
 want=$(printf '%s\n' $want | sort | tr '\n' ' ')
 got=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWiVB]$/ {print $3}' | sed 's/@.*//' | sort | tr '\n' ' ')

@@ -1,0 +1,1038 @@
+// SPDX-License-Identifier: MIT
+// dws.c: device workspaces (dws.h). One workspace per device, shared by the program's threads
+// (device memory belongs to the device, not to a thread), under one lock per device: device
+// calls cost microseconds in the driver, the work here well under one.
+//
+// The stream of routed allocations (symbol: call site and size) goes DETECT -> RECORD ->
+// PLANNED as the host's automatic workspaces do (ws.c), with the same engine: ws_detect finds the
+// period and the low-water phase, the recorded cycle is planned by ws_plan (every allocation a
+// fixed offset, the arena about the cycle's peak live bytes) and sized by ND4J's rules
+// (ws_nd4j_size_for); learning none or reset=endofbuffer give ND4J's bump arena (ws_nd4j). The
+// arena is one cuMemAlloc, made through the driver's own function; a plan that changes gets a new
+// arena, and the old one is freed when its last block is.
+//
+// The invariant, never traded for speed: no range is handed out while work that may still use
+// its previous owner can be in flight. The host side is the host workspaces' check (every plan
+// entry sharing the range is free). The device side, because a free here makes no driver call:
+//  - sync=free (the default): a cuMemFree of an arena block waits for the device as the driver's
+//    cuMemFree does (cuCtxSynchronize): the program sees the driver's semantics, host ordering
+//    included, and nothing that used the block can still run.
+//  - sync=ordered: the free does not wait. While the program has one stream (no stream made, no
+//    per-thread default streams), all its work runs in one order: the next owner's work is queued
+//    after the previous owner's, so reuse needs nothing. Once it has several, a synchronous free
+//    records an event on the legacy default stream, which completes only after all earlier work
+//    of every blocking stream (per-thread default streams included); with non-blocking streams on
+//    the device, which that event does not cover, the free waits as sync=free does. A
+//    stream-ordered free (cuMemFreeAsync on stream S) is a point on S. Each such free is kept as a
+//    pending range; before a range is handed out, every pending range it overlaps is settled for
+//    its new owner: a synchronous allocation waits on the host for the event (cuEventSynchronize,
+//    only when cuEventQuery says it has not completed), a stream-ordered one on stream T makes T
+//    wait on the device (cuStreamWaitEvent; nothing when T is S itself: stream order). A free on S
+//    that a later owner on another stream needs is marked by an event recorded on S then (later
+//    than the free: it covers more work, never less); a free on a per-thread default stream is
+//    marked at once, by the freeing thread, whose stream it is. The ranges freed while the program
+//    had one stream wait behind an event recorded when it first shows several.
+//  - Another context on the device, or a stream being captured into a graph: left to the driver.
+#include "dws.h"
+
+#include "cuda_hooks.h"
+#include "driver.h"
+#include "fmt.h"
+#include "os.h"
+#include "shim.h"
+#include "trace_format.h"
+#include "workspace.h"
+#include "ws.h"
+
+#include <string.h>
+
+#define ALIGN 512          // what cuMemAlloc aligns to, at least
+#define NONE UINT64_MAX    // plan offset: not cyclic (the driver's, by plan)
+#define TOO_BIG (UINT64_MAX - 1)
+#define PENDING 64         // pending freed ranges per device
+#define RECORD_MAX 65536   // allocations recorded in one cycle at most
+
+enum { M_OFF, M_DETECT, M_RECORD, M_PLANNED, M_BUMP };
+enum { SYNC_FREE = 0, SYNC_ORDERED = 1 };
+
+// A plan and its arena, or an ND4J bump arena. Older ones stay listed while they hold blocks.
+typedef struct inst {
+  struct inst *next;
+  nd_cu_deviceptr arena;
+  uint64_t size;
+  int bump;
+  uint32_t nlive;
+  // planned
+  uint32_t n;
+  ws_req_t *preqs;
+  ws_plan_t plan;
+  uint32_t *by_off; // entries in offset order
+  uint8_t *live, *outlived;
+  // bump: the live blocks
+  uint64_t *blo, *bsz;
+  uint8_t *bout;
+  uint32_t nb, capb;
+} inst_t;
+
+typedef struct pend { // a freed range that work may still use
+  uint64_t lo, hi;
+  nd_cu_stream stream; // freed in order on this stream (ev NULL), or
+  nd_cu_event ev;      // the point this event marks
+} pend_t;
+
+typedef struct dws {
+  int lock;
+  int on;   // configured on (atomic: read without the lock)
+  int mode, sync;
+  uint64_t min;
+  ws_config_t cfg;
+  nd_cu_context ctx; // the context the arenas are in
+  uint64_t epoch;    // nd_drv_epoch when last looked at
+  ws_detect_t *det;
+  uint32_t period, phase, cand, cand_seen, in_cycle;
+  uint64_t symbols;
+  int64_t live; // routed bytes live
+  ws_req_t *reqs;
+  uint32_t nreq, capreq, tick, rec_cycles, rec_start;
+  int recording;
+  struct rmap { uint64_t p; uint32_t idx; } *rmap; // recorded driver blocks
+  uint32_t rcap, rn;
+  uint32_t pending_idx; // the allocation nd_dws_external reports (UINT32_MAX: none)
+  inst_t *cur, *old;
+  uint32_t pos, cycle_devs, cycle_spills;
+  ws_nd4j_t nd;
+  pend_t pend[PENDING];
+  uint32_t npend;
+  int limited; // an arena refused by the device limit (said once)
+  int started; // the first allocation set it up
+  ndmem_device_ws_stats_t st;
+} dws_t;
+
+static dws_t W[NDMEM_MAX_DEVICES];
+static uint64_t lo_all = UINT64_MAX, hi_all; // every arena's range (atomic): a cheap "not ours"
+
+static void *mem_alloc(void *ctx, size_t n) {
+  (void)ctx;
+  return nd_os_map(n ? n : 1);
+}
+static void mem_free(void *ctx, void *p, size_t n) {
+  (void)ctx;
+  if (p) nd_os_unmap(p, n ? n : 1);
+}
+static const ws_mem_t MEM = {mem_alloc, mem_free, NULL};
+
+static void say(int d, const char *a, const char *b, const char *c) {
+  if (nd_quiet()) return;
+  nd_buf_t o;
+  nd_buf_reset(&o);
+  nd_buf_str(&o, "ndmem: device workspace ");
+  nd_buf_u64(&o, (uint64_t)d);
+  nd_buf_str(&o, ": ");
+  nd_buf_str(&o, a);
+  if (b) nd_buf_str(&o, b);
+  if (c) nd_buf_str(&o, c);
+  nd_buf_line(&o, 2);
+}
+
+// ---------------------------------------------------------------- settings
+
+// "off", "on", or a policy list: the host workspaces' keys (workspace.h) less location, plus
+// sync=free|ordered and min=SIZE (the smallest allocation routed). Bad items: one line each.
+static void configure(int d, const char *spec, const char *var, int quiet) {
+  dws_t *w = &W[d];
+  ws_config_default(&w->cfg);
+  w->cfg.learning = WS_LEARN_FIRST_LOOP;
+  w->sync = SYNC_FREE;
+  w->min = 0;
+  w->on = 0;
+  int64_t b;
+  if (nd_parse_bool(spec, &b) == 0) {
+    w->on = (int)b;
+    return;
+  }
+  int good = 0, bad = 0;
+  nd_buf_t o;
+  for (const char *p = spec; *p;) {
+    char item[128];
+    nd_ws_next_item(&p, item, sizeof item);
+    char *eq = strchr(item, '=');
+    if (!item[0]) continue;
+    int ok = 0;
+    if (!eq) { // a word that is neither on/off nor key=value
+      bad++;
+      if (quiet || nd_quiet()) continue;
+      nd_buf_reset(&o);
+      nd_buf_str(&o, "ndmem: ");
+      nd_buf_str(&o, var);
+      nd_buf_str(&o, ": '");
+      nd_buf_strn(&o, item, 100);
+      nd_buf_str(&o, "' is not a known policy with a valid value (off, on, or key=value items: "
+                     "learning, cycles, allocation, overallocate, spill, reset, initial_size, "
+                     "min_size, max_size, min, sync=free|ordered); ignored");
+      nd_buf_line(&o, 2);
+      continue;
+    }
+    size_t k = (size_t)(eq - item);
+    if (!(k == 8 && strncmp(item, "location", 8) == 0))
+      ok = nd_ws_option(&w->cfg, item, k, eq + 1) == 1;
+    if (!ok && k == 4 && strncmp(item, "sync", 4) == 0) {
+      int64_t v;
+      ok = nd_parse_choice(eq + 1, "free|ordered", &v) == 0;
+      if (ok) w->sync = (int)v;
+    }
+    if (!ok && k == 3 && strncmp(item, "min", 3) == 0) {
+      int64_t v;
+      ok = nd_parse_size(eq + 1, 0, &v) == 0;
+      if (ok) w->min = (uint64_t)v;
+    }
+    good += ok;
+    bad += !ok;
+    if (ok || quiet || nd_quiet()) continue;
+    nd_buf_reset(&o);
+    nd_buf_str(&o, "ndmem: ");
+    nd_buf_str(&o, var);
+    nd_buf_str(&o, ": '");
+    nd_buf_strn(&o, item, 100);
+    nd_buf_str(&o, "' is not a known policy with a valid value (learning, cycles, allocation, "
+                   "overallocate, spill, reset, initial_size, min_size, max_size, min, "
+                   "sync=free|ordered); ignored");
+    nd_buf_line(&o, 2);
+  }
+  // A list turns the workspace on with what it sets; a list of nothing usable leaves it off.
+  w->on = good > 0 || !bad;
+  if (!w->on && !quiet && !nd_quiet()) {
+    nd_buf_reset(&o);
+    nd_buf_str(&o, "ndmem: ");
+    nd_buf_str(&o, var);
+    nd_buf_str(&o, ": nothing usable in it; device workspaces stay off");
+    nd_buf_line(&o, 2);
+  }
+}
+
+void nd_dws_setup(void) {
+  for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
+    int own = (nd_cfg.device_ws_given >> d) & 1;
+    char var[32];
+    nd_buf_t n;
+    nd_buf_reset(&n);
+    nd_buf_str(&n, "NDMEM_DEVICE_WS");
+    if (own) {
+      nd_buf_char(&n, '_');
+      nd_buf_u64(&n, (uint64_t)d);
+    }
+    memcpy(var, nd_buf_cstr(&n), n.len + 1);
+    // the setting for every device is said once (at device 0), a device's own each time
+    configure(d, nd_cfg.device_ws[own ? d : NDMEM_MAX_DEVICES], var, !own && d > 0);
+    W[d].st.enabled = (uint32_t)W[d].on;
+    W[d].st.sync = (uint32_t)W[d].sync;
+    W[d].mode = M_OFF;
+    W[d].pending_idx = UINT32_MAX;
+  }
+}
+
+int nd_dws_on(int d) { return __atomic_load_n(&W[d].on, __ATOMIC_RELAXED); }
+
+// ---------------------------------------------------------------- arenas
+
+static void note_range(nd_cu_deviceptr a, uint64_t size) {
+  uint64_t lo = __atomic_load_n(&lo_all, __ATOMIC_RELAXED);
+  while (a < lo && !__atomic_compare_exchange_n(&lo_all, &lo, a, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  uint64_t hi = __atomic_load_n(&hi_all, __ATOMIC_RELAXED);
+  while (a + size > hi &&
+         !__atomic_compare_exchange_n(&hi_all, &hi, a + size, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+// An arena of `size` bytes from the driver, under the device limit (it is device memory ndmem
+// holds); 0 when refused or out of memory (the allocations then go to the driver).
+static nd_cu_deviceptr arena_new(int d, uint64_t size) {
+  dws_t *w = &W[d];
+  if (nd_cuda_arena_reserve(d, size) != 0) {
+    if (!w->limited++) say(d, "an arena would exceed maxDeviceBytes (NDMEM_MAX_DEVICE_BYTES); its "
+                              "allocations go to the driver", NULL, NULL);
+    return 0;
+  }
+  nd_cu_deviceptr p = 0;
+  if (nd_drv.mem_alloc(&p, size) != ND_CUDA_SUCCESS || !p) {
+    nd_cuda_arena_release(d, size);
+    return 0;
+  }
+  w->st.arena_allocs++;
+  w->st.arena_bytes += size;
+  note_range(p, size);
+  return p;
+}
+
+static void inst_free(int d, inst_t *pi) {
+  dws_t *w = &W[d];
+  if (pi->arena) {
+    nd_drv.mem_free(pi->arena); // the driver's cuMemFree: it waits for the device first
+    nd_cuda_arena_release(d, pi->size);
+    w->st.arena_frees++;
+    w->st.arena_bytes -= pi->size;
+  }
+  if (pi->bump) {
+    nd_os_unmap(pi->blo, pi->capb * sizeof *pi->blo);
+    nd_os_unmap(pi->bsz, pi->capb * sizeof *pi->bsz);
+    nd_os_unmap(pi->bout, pi->capb);
+  } else {
+    ws_plan_free(&pi->plan, &MEM);
+    nd_os_unmap(pi->preqs, pi->n * sizeof *pi->preqs);
+    nd_os_unmap(pi->by_off, pi->n * sizeof *pi->by_off);
+    nd_os_unmap(pi->live, pi->n);
+    nd_os_unmap(pi->outlived, pi->n);
+  }
+  // pending ranges inside it are settled: the driver's cuMemFree waited for the device
+  for (uint32_t i = 0; i < w->npend;) {
+    pend_t *p = &w->pend[i];
+    if (p->lo >= pi->arena && p->hi <= pi->arena + pi->size) {
+      nd_drv_event_put(d, p->ev);
+      *p = w->pend[--w->npend];
+    } else {
+      i++;
+    }
+  }
+  nd_os_unmap(pi, sizeof *pi);
+}
+
+// The current instance is replaced: kept on the old list while it has live blocks.
+static void retire(int d) {
+  dws_t *w = &W[d];
+  inst_t *pi = w->cur;
+  w->cur = NULL;
+  if (!pi) return;
+  if (!pi->nlive) {
+    inst_free(d, pi);
+    return;
+  }
+  pi->next = w->old;
+  w->old = pi;
+}
+
+// ---------------------------------------------------------------- pending ranges
+
+static void pend_drop(int d, uint32_t i) {
+  dws_t *w = &W[d];
+  nd_drv_event_put(d, w->pend[i].ev);
+  w->pend[i] = w->pend[--w->npend];
+}
+
+// Everything the device was asked to do so far has completed (a cuCtxSynchronize returned).
+static void pend_clear(int d) {
+  while (W[d].npend) pend_drop(d, W[d].npend - 1);
+}
+
+static nd_cu_event record_on(int d, nd_cu_stream s) {
+  nd_cu_event e = nd_drv_event_get(d);
+  if (e && nd_drv.event_record(e, s) != ND_CUDA_SUCCESS) {
+    nd_drv_event_put(d, e);
+    e = NULL;
+  }
+  if (e) W[d].st.fences++;
+  return e;
+}
+
+// Keeps [lo, hi) from being handed out before the work that may use it now: `ev` marks that
+// point, or (ev NULL) the range was freed in order on stream s. The oldest is settled on the
+// host when the list is full. Without an event to record, the device is synchronised instead.
+static void pend_add(int d, uint64_t lo, uint64_t hi, nd_cu_stream s, nd_cu_event ev) {
+  dws_t *w = &W[d];
+  if (w->npend == PENDING) {
+    pend_t *p = &w->pend[0];
+    if (!p->ev) p->ev = record_on(d, p->stream);
+    if (p->ev) nd_drv.event_sync(p->ev);
+    else nd_drv.ctx_sync();
+    w->st.host_waits++;
+    pend_drop(d, 0);
+  }
+  w->pend[w->npend++] = (pend_t){lo, hi, s, ev};
+}
+
+// Settles the pending ranges that overlap [lo, hi) for a new owner: synchronous (host waits) or
+// stream-ordered on stream s (s waits on the device). 0, or -1 when a wait could not be set up
+// (then the range is not handed out).
+static int settle(int d, uint64_t lo, uint64_t hi, int async, nd_cu_stream s) {
+  dws_t *w = &W[d];
+  if (nd_cfg.test_dws_unfenced) return 0; // test only: the broken ndmem the tests must catch
+  for (uint32_t i = 0; i < w->npend;) {
+    pend_t *p = &w->pend[i];
+    if (p->hi <= lo || p->lo >= hi) {
+      i++;
+      continue;
+    }
+    int covered = p->lo >= lo && p->hi <= hi;
+    if (!p->ev && async && s == p->stream && s != ND_CU_STREAM_PER_THREAD) { // stream order
+      if (covered) pend_drop(d, i);
+      else i++;
+      continue;
+    }
+    if (!p->ev) p->ev = record_on(d, p->stream);
+    if (!p->ev) return -1;
+    nd_cu_result q = nd_drv.event_query(p->ev);
+    if (q == ND_CUDA_SUCCESS) {
+      pend_drop(d, i);
+      continue;
+    }
+    if (async) {
+      if (nd_drv.stream_wait(s, p->ev, 0) != ND_CUDA_SUCCESS) return -1;
+      w->st.stream_waits++;
+      if (covered) pend_drop(d, i);
+      else i++;
+    } else {
+      if (nd_drv.event_sync(p->ev) != ND_CUDA_SUCCESS) return -1;
+      w->st.host_waits++;
+      pend_drop(d, i);
+    }
+  }
+  return 0;
+}
+
+// The program showed a second stream since the ranges freed before were reused in stream order:
+// they now wait behind one event on the legacy stream (recorded now, so it covers all of them).
+static void barrier(int d) {
+  dws_t *w = &W[d];
+  uint64_t e = nd_drv_epoch();
+  if (e == w->epoch) return;
+  w->epoch = e;
+  w->st.streams = w->st.streams ? w->st.streams : 1;
+  if (!w->cur && !w->old) return;
+  nd_cu_event ev = record_on(d, ND_CU_STREAM_LEGACY);
+  if (ev) pend_add(d, 0, UINT64_MAX, ND_CU_STREAM_LEGACY, ev);
+  else nd_drv.ctx_sync();
+}
+
+// ---------------------------------------------------------------- learning
+
+static void rec_reserve(dws_t *w) {
+  if (w->nreq < w->capreq) return;
+  uint32_t cap = w->capreq ? w->capreq * 2 : 256;
+  ws_req_t *v = nd_os_map(cap * sizeof *v);
+  if (!v) return;
+  if (w->reqs) {
+    memcpy(v, w->reqs, w->nreq * sizeof *v);
+    nd_os_unmap(w->reqs, w->capreq * sizeof *v);
+  }
+  w->reqs = v;
+  w->capreq = cap;
+}
+
+static uint32_t rslot(uint64_t p, uint32_t cap) { return (uint32_t)((p >> 9) * 0x9e3779b97f4a7c15ull >> 40) & (cap - 1); }
+
+static void rmap_put(dws_t *w, uint64_t p, uint32_t idx) {
+  if ((w->rn + 1) * 2 > w->rcap) {
+    uint32_t cap = w->rcap ? w->rcap * 2 : 256;
+    struct rmap *v = nd_os_map(cap * sizeof *v);
+    if (!v) return;
+    for (uint32_t i = 0; i < w->rcap; i++)
+      if (w->rmap[i].p) {
+        uint32_t j = rslot(w->rmap[i].p, cap);
+        while (v[j].p) j = (j + 1) & (cap - 1);
+        v[j] = w->rmap[i];
+      }
+    if (w->rmap) nd_os_unmap(w->rmap, w->rcap * sizeof *v);
+    w->rmap = v;
+    w->rcap = cap;
+  }
+  uint32_t j = rslot(p, w->rcap);
+  while (w->rmap[j].p) j = (j + 1) & (w->rcap - 1);
+  w->rmap[j] = (struct rmap){p, idx};
+  w->rn++;
+}
+
+static int rmap_take(dws_t *w, uint64_t p, uint32_t *idx) {
+  if (!w->rcap) return 0;
+  uint32_t j = rslot(p, w->rcap);
+  for (; w->rmap[j].p; j = (j + 1) & (w->rcap - 1))
+    if (w->rmap[j].p == p) break;
+  if (!w->rmap[j].p) return 0;
+  *idx = w->rmap[j].idx;
+  uint32_t hole = j; // backward-shift deletion
+  for (uint32_t i = (j + 1) & (w->rcap - 1); w->rmap[i].p; i = (i + 1) & (w->rcap - 1)) {
+    uint32_t home = rslot(w->rmap[i].p, w->rcap);
+    if (((i - home) & (w->rcap - 1)) >= ((i - hole) & (w->rcap - 1))) {
+      w->rmap[hole] = w->rmap[i];
+      hole = i;
+    }
+  }
+  w->rmap[hole].p = 0;
+  w->rn--;
+  return 1;
+}
+
+static void rmap_clear(dws_t *w) {
+  if (w->rcap) memset(w->rmap, 0, w->rcap * sizeof *w->rmap);
+  w->rn = 0;
+}
+
+static void drop_plan(int d) {
+  dws_t *w = &W[d];
+  retire(d);
+  w->mode = M_DETECT;
+  w->st.relearns++;
+  w->pos = 0;
+  w->nreq = w->rec_cycles = w->rec_start = w->tick = 0;
+  w->recording = 0;
+  rmap_clear(w);
+  if (w->det) ws_detect_reset(w->det);
+}
+
+static void finish_recording(int d) {
+  dws_t *w = &W[d];
+  w->st.learned_cycles++;
+  uint32_t need = w->cfg.learning == WS_LEARN_OVER_TIME ? w->cfg.cycles_before_init : 1;
+  if (++w->rec_cycles < need) {
+    w->rec_start = w->nreq;
+    return;
+  }
+  w->recording = 0;
+  rmap_clear(w);
+  uint32_t n = w->nreq - w->rec_start, cycles = w->rec_cycles;
+  ws_req_t *last = w->reqs + w->rec_start;
+  if (cycles > 1 && w->nreq == n * cycles) // over_time: each position's largest size
+    for (uint32_t c = 0; c + 1 < cycles; c++)
+      for (uint32_t i = 0; i < n; i++)
+        if (w->reqs[c * n + i].key == last[i].key && w->reqs[c * n + i].size > last[i].size)
+          last[i].size = w->reqs[c * n + i].size;
+  ws_plan_t plan;
+  if (!n || ws_plan_build(last, n, ALIGN, &MEM, &plan) != 0) {
+    drop_plan(d);
+    return;
+  }
+  uint64_t want = ws_nd4j_size_for(&w->cfg, plan.arena_size);
+  want = (want + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
+  for (uint32_t i = 0; i < n; i++)
+    if (plan.offset[i] != NONE && plan.offset[i] + last[i].size > want) plan.offset[i] = TOO_BIG;
+  inst_t *pi = nd_os_map(sizeof *pi);
+  if (pi) {
+    pi->n = n;
+    pi->preqs = nd_os_map(n * sizeof *pi->preqs);
+    pi->by_off = nd_os_map(n * sizeof *pi->by_off);
+    pi->live = nd_os_map(n);
+    pi->outlived = nd_os_map(n);
+  }
+  if (!pi || !pi->preqs || !pi->by_off || !pi->live || !pi->outlived || !want ||
+      !(pi->arena = arena_new(d, want))) {
+    ws_plan_free(&plan, &MEM);
+    w->mode = M_OFF; // no memory for it: the driver serves this device from now on
+    return;
+  }
+  pi->size = want;
+  memcpy(pi->preqs, last, n * sizeof *last);
+  for (uint32_t i = 0; i < n; i++) pi->by_off[i] = i;
+  for (uint32_t i = 1; i < n; i++) { // insertion sort by offset (n is small)
+    uint32_t e = pi->by_off[i], j = i;
+    while (j > 0 && plan.offset[pi->by_off[j - 1]] > plan.offset[e]) pi->by_off[j] = pi->by_off[j - 1], j--;
+    pi->by_off[j] = e;
+  }
+  pi->plan = plan;
+  retire(d);
+  w->cur = pi;
+  w->st.plan_peak_bytes = plan.peak_live;
+  w->st.plan_sum_bytes = plan.sum;
+  w->pos = 0;
+  w->mode = M_PLANNED;
+}
+
+// A planned cycle ended: its blocks still live outlived it (kept valid, never routed again).
+static void end_cycle(int d) {
+  dws_t *w = &W[d];
+  inst_t *pi = w->cur;
+  for (uint32_t e = 0; e < pi->n; e++)
+    if (pi->live[e] && !pi->outlived[e]) {
+      pi->outlived[e] = 1;
+      w->st.outlived++;
+    }
+  if (w->cycle_spills && w->cfg.spill == WS_SPILL_REALLOCATE) {
+    drop_plan(d); // re-planned from the next cycle (same period)
+    w->st.relearns--;
+    w->mode = M_RECORD;
+  } else if (pi->n && w->cycle_devs * 2 > pi->n) {
+    drop_plan(d); // the stream changed: learn it again
+  }
+  w->pos = w->cycle_devs = w->cycle_spills = 0;
+}
+
+// ---------------------------------------------------------------- serving
+
+static int deviate(dws_t *w, uint64_t n, int deviation) {
+  w->st.spills++;
+  w->st.spill_bytes += n;
+  w->cycle_spills++;
+  if (deviation) {
+    w->st.deviations++;
+    w->cycle_devs++;
+  }
+  return w->cfg.spill == WS_SPILL_FAIL && deviation ? ND_DWS_FAIL : ND_DWS_DRIVER;
+}
+
+static int entry_free_to_use(const inst_t *pi, uint32_t k) {
+  if (pi->live[k] || pi->outlived[k]) return 0;
+  for (uint32_t i = pi->plan.conflict_off[k]; i < pi->plan.conflict_off[k + 1]; i++)
+    if (pi->live[pi->plan.conflicts[i]]) return 0;
+  return 1;
+}
+
+static int planned_alloc(int d, uint64_t sym, size_t n, int async, nd_cu_stream s,
+                         nd_cu_deviceptr *dptr) {
+  dws_t *w = &W[d];
+  inst_t *pi = w->cur;
+  uint32_t k = w->pos;
+  if (!(k < pi->n && pi->preqs[k].key == sym) && k + 1 < pi->n && pi->preqs[k + 1].key == sym) {
+    w->st.deviations++; // one allocation missing: resynchronise on the next entry
+    w->cycle_devs++;
+    k++;
+  }
+  if (!(k < pi->n && pi->preqs[k].key == sym)) return deviate(w, n, 1);
+  w->pos = k + 1;
+  if (pi->plan.offset[k] == NONE) return ND_DWS_DRIVER; // outlives its cycle: the driver's
+  if (pi->plan.offset[k] == TOO_BIG) return deviate(w, n, 0);
+  if (n > pi->preqs[k].size) return deviate(w, n, 1);
+  if (!entry_free_to_use(pi, k)) return deviate(w, n, 0);
+  uint64_t lo = pi->arena + pi->plan.offset[k];
+  if (settle(d, lo, lo + pi->preqs[k].size, async, s) != 0) return deviate(w, n, 0);
+  pi->live[k] = 1;
+  pi->nlive++;
+  w->st.hits++;
+  w->st.hit_bytes += pi->preqs[k].size;
+  *dptr = lo;
+  return ND_DWS_SERVED;
+}
+
+static inst_t *bump_inst(int d, uint64_t size) {
+  inst_t *pi = nd_os_map(sizeof *pi);
+  if (!pi) return NULL;
+  pi->bump = 1;
+  pi->capb = 4096;
+  pi->blo = nd_os_map(pi->capb * sizeof *pi->blo);
+  pi->bsz = nd_os_map(pi->capb * sizeof *pi->bsz);
+  pi->bout = nd_os_map(pi->capb);
+  if (!pi->blo || !pi->bsz || !pi->bout || !(pi->arena = arena_new(d, size))) {
+    pi->arena = 0;
+    inst_free(d, pi);
+    return NULL;
+  }
+  pi->size = size;
+  return pi;
+}
+
+static void bump_cycle(int d) {
+  dws_t *w = &W[d];
+  if (w->nd.open) ws_nd4j_close(&w->nd);
+  for (inst_t *pi = w->cur; pi; pi = NULL)
+    for (uint32_t i = 0; i < pi->nb; i++)
+      if (!pi->bout[i]) {
+        pi->bout[i] = 1;
+        w->st.outlived++;
+      }
+  ws_nd4j_enter(&w->nd);
+}
+
+static int bump_alloc(int d, size_t n, int async, nd_cu_stream s, nd_cu_deviceptr *dptr) {
+  dws_t *w = &W[d];
+  uint64_t off;
+  ws_result_t r = ws_nd4j_alloc(&w->nd, n, &off);
+  if (r == WS_FULL) return deviate(w, n, 1);
+  if (r != WS_OK) return deviate(w, n, 0);
+  uint64_t size = (n + 31) & ~(uint64_t)31;
+  if (!w->cur || w->cur->size < w->nd.current_size) { // the model grew the arena
+    inst_t *pi = bump_inst(d, (w->nd.current_size + ALIGN - 1) & ~(uint64_t)(ALIGN - 1));
+    if (!pi) return deviate(w, n, 0);
+    retire(d);
+    w->cur = pi;
+  }
+  inst_t *pi = w->cur;
+  uint64_t lo = pi->arena + off, hi = lo + size;
+  int clash = pi->nb >= pi->capb || off + size > pi->size;
+  for (uint32_t i = 0; i < pi->nb && !clash; i++) clash = lo < pi->blo[i] + pi->bsz[i] && pi->blo[i] < hi;
+  if (clash || settle(d, lo, hi, async, s) != 0) return deviate(w, n, 0); // never overlap
+  pi->blo[pi->nb] = lo;
+  pi->bsz[pi->nb] = size;
+  pi->bout[pi->nb] = 0;
+  pi->nb++;
+  pi->nlive++;
+  w->st.hits++;
+  w->st.hit_bytes += size;
+  *dptr = lo;
+  return ND_DWS_SERVED;
+}
+
+static uint64_t symbol(uint64_t site, size_t n, int async) {
+  uint64_t h = site * 0x9e3779b97f4a7c15ull;
+  h ^= ((uint64_t)n + ALIGN - 1) / ALIGN * 2 + (uint64_t)async;
+  h *= 0xff51afd7ed558ccdull;
+  return (h ^ (h >> 29)) | 1;
+}
+
+// The context the device's arenas live in, fixed by its first allocation; another one is left
+// to the driver (its streams are not ordered with this one's).
+static int same_context(int d) {
+  dws_t *w = &W[d];
+  nd_cu_context c = NULL;
+  if (nd_drv.ctx_current(&c) != ND_CUDA_SUCCESS || !c) return 0;
+  if (!w->ctx) w->ctx = c;
+  return w->ctx == c;
+}
+
+int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, uint64_t site,
+                 nd_cu_deviceptr *dptr) {
+  dws_t *w = &W[d];
+  if (!nd_dws_on(d) || n < w->min) return ND_DWS_DRIVER;
+  nd_spin_lock(&w->lock);
+  w->pending_idx = UINT32_MAX;
+  if (!w->started) { // first use: the driver functions, the detector, the policies' mode
+    w->started = 1;
+    if (nd_drv_resolve(real) != 0) {
+      say(d, "the driver lacks functions device workspaces need (events, cuCtxSynchronize); off",
+          NULL, NULL);
+      __atomic_store_n(&w->on, 0, __ATOMIC_RELAXED);
+      nd_spin_unlock(&w->lock);
+      return ND_DWS_DRIVER;
+    }
+    w->det = nd_os_map(sizeof *w->det);
+    if (w->det && ws_detect_init(w->det, &MEM) == 0) {
+      w->mode = M_DETECT;
+    } else {
+      __atomic_store_n(&w->on, 0, __ATOMIC_RELAXED);
+      nd_spin_unlock(&w->lock);
+      return ND_DWS_DRIVER;
+    }
+    if (w->cfg.learning == WS_LEARN_NONE || w->cfg.reset == WS_RESET_ENDOFBUFFER_REACHED)
+      ws_nd4j_init(&w->nd, &w->cfg);
+  }
+  int rc = ND_DWS_DRIVER;
+  if (w->mode == M_OFF) goto out;
+  if (!same_context(d)) {
+    w->st.fallbacks++;
+    goto out;
+  }
+  if (async && s != ND_CU_STREAM_LEGACY && s != ND_CU_STREAM_PER_THREAD && nd_drv.capturing) {
+    int status = 0;
+    if (nd_drv.capturing(s, &status) != ND_CUDA_SUCCESS || status != 0) {
+      w->st.fallbacks++; // a graph being captured owns its allocations' addresses
+      goto out;
+    }
+  }
+  if (nd_drv_several()) barrier(d);
+  if (nd_drv_nonblocking(d)) w->st.streams = 2;
+  uint64_t sym = symbol(site, n, async);
+  int64_t live_before = w->live;
+  w->live += (int64_t)n;
+  int bump = w->cfg.learning == WS_LEARN_NONE || w->cfg.reset == WS_RESET_ENDOFBUFFER_REACHED;
+  if (w->mode == M_DETECT) {
+    uint32_t p = ws_detect_feed(w->det, sym, live_before);
+    w->symbols++;
+    if (p && p == w->cand) w->cand_seen++;
+    else w->cand = p, w->cand_seen = p ? 1 : 0;
+    p = w->cand_seen >= w->cand && w->cand ? w->cand : 0;
+    if (p) {
+      w->period = p;
+      w->phase = ws_detect_phase(w->det, p);
+      uint32_t wait = (uint32_t)((w->phase + p - w->symbols % p) % p);
+      w->in_cycle = p - wait;
+      w->mode = bump ? M_BUMP : M_RECORD;
+      w->nreq = w->tick = w->rec_cycles = w->rec_start = 0;
+      w->recording = 0;
+    }
+    goto out;
+  }
+  if (w->in_cycle >= w->period) { // this allocation begins a cycle
+    if (w->mode == M_RECORD && !w->recording) {
+      w->recording = 1;
+      w->nreq = w->tick = w->rec_cycles = w->rec_start = 0;
+    } else if (w->mode == M_RECORD) {
+      w->st.cycles++;
+      finish_recording(d);
+    } else if (w->mode == M_PLANNED) {
+      w->st.cycles++;
+      end_cycle(d);
+    } else if (w->mode == M_BUMP) {
+      if (w->nd.open) w->st.cycles++;
+      bump_cycle(d);
+    }
+    w->in_cycle = 0;
+  }
+  w->in_cycle++;
+  if (w->mode == M_BUMP) {
+    if (w->nd.open) rc = bump_alloc(d, n, async, s, dptr);
+  } else if (w->mode == M_RECORD) {
+    if (w->recording && w->nreq - w->rec_start < RECORD_MAX) {
+      rec_reserve(w);
+      if (w->nreq < w->capreq) {
+        ws_req_t *r = &w->reqs[w->nreq];
+        r->key = sym;
+        r->size = (n + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
+        r->t_alloc = w->tick++;
+        r->t_free = UINT32_MAX;
+        w->pending_idx = w->nreq++;
+      }
+    }
+  } else if (w->mode == M_PLANNED) {
+    rc = planned_alloc(d, sym, n, async, s, dptr);
+  }
+  if (rc != ND_DWS_SERVED && rc != ND_DWS_DRIVER) w->live -= (int64_t)n; // failed
+out:
+  w->st.mode = (uint32_t)w->mode;
+  nd_spin_unlock(&w->lock);
+  return rc;
+}
+
+void nd_dws_external(int d, nd_cu_deviceptr p, uint64_t n) {
+  dws_t *w = &W[d];
+  (void)n;
+  nd_spin_lock(&w->lock);
+  if (w->pending_idx != UINT32_MAX && w->mode == M_RECORD && w->recording) rmap_put(w, p, w->pending_idx);
+  w->pending_idx = UINT32_MAX;
+  nd_spin_unlock(&w->lock);
+}
+
+void nd_dws_external_free(int d, nd_cu_deviceptr p, uint64_t n) {
+  dws_t *w = &W[d];
+  if (!nd_dws_on(d)) return;
+  nd_spin_lock(&w->lock);
+  w->live -= (int64_t)n;
+  uint32_t idx;
+  if (w->mode == M_RECORD && rmap_take(w, p, &idx) && idx < w->nreq) w->reqs[idx].t_free = w->tick++;
+  nd_spin_unlock(&w->lock);
+}
+
+// ---------------------------------------------------------------- frees
+
+// The instance holding p and, for a plan, its entry (-1: a bump block, index in *bi).
+static inst_t *find(dws_t *w, nd_cu_deviceptr p, int64_t *entry, uint32_t *bi) {
+  for (inst_t *pi = w->cur ? w->cur : w->old; pi; pi = pi == w->cur ? w->old : pi->next) {
+    if (p < pi->arena || p >= pi->arena + pi->size) continue;
+    if (pi->bump) {
+      for (uint32_t i = 0; i < pi->nb; i++)
+        if (pi->blo[i] == p) {
+          *bi = i;
+          *entry = -1;
+          return pi;
+        }
+      return NULL;
+    }
+    uint64_t off = p - pi->arena;
+    uint32_t lo = 0, hi = pi->n;
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (pi->plan.offset[pi->by_off[mid]] < off) lo = mid + 1;
+      else hi = mid;
+    }
+    for (uint32_t i = lo; i < pi->n && pi->plan.offset[pi->by_off[i]] == off; i++)
+      if (pi->live[pi->by_off[i]]) {
+        *entry = pi->by_off[i];
+        return pi;
+      }
+    return NULL;
+  }
+  return NULL;
+}
+
+void nd_dws_free(int d, nd_cu_deviceptr p, uint64_t n, int async, nd_cu_stream s) {
+  dws_t *w = &W[d];
+  nd_spin_lock(&w->lock);
+  int64_t e = 0;
+  uint32_t bi = 0;
+  inst_t *pi = find(w, p, &e, &bi);
+  if (!pi) { // the table said it was an arena block: nothing else can be (kept, said)
+    nd_spin_unlock(&w->lock);
+    say(d, "a free of an arena block that is not live (double free?); ignored", NULL, NULL);
+    return;
+  }
+  uint64_t size = e >= 0 ? pi->preqs[e].size : pi->bsz[bi];
+  if (e >= 0) {
+    pi->live[e] = 0;
+  } else {
+    uint32_t last = --pi->nb;
+    pi->blo[bi] = pi->blo[last];
+    pi->bsz[bi] = pi->bsz[last];
+    pi->bout[bi] = pi->bout[last];
+  }
+  pi->nlive--;
+  w->live -= (int64_t)n;
+  w->st.frees++;
+  // what keeps the range from reuse while the previous owner's work may run (the file's header)
+  if (!nd_cfg.test_dws_unfenced) {
+    if (async) {
+      if (nd_drv_several() || s != ND_CU_STREAM_LEGACY) {
+        nd_cu_event ev = s == ND_CU_STREAM_PER_THREAD ? record_on(d, s) : NULL;
+        if (s == ND_CU_STREAM_PER_THREAD && !ev) {
+          nd_drv.ctx_sync();
+          w->st.ctx_syncs++;
+          pend_clear(d);
+        } else {
+          pend_add(d, p, p + size, s, ev);
+        }
+      }
+    } else if (w->sync == SYNC_FREE || nd_drv_nonblocking(d)) {
+      nd_drv.ctx_sync();
+      w->st.ctx_syncs++;
+      pend_clear(d);
+    } else if (nd_drv_several()) {
+      nd_cu_event ev = record_on(d, ND_CU_STREAM_LEGACY);
+      if (ev) {
+        pend_add(d, p, p + size, ND_CU_STREAM_LEGACY, ev);
+      } else {
+        nd_drv.ctx_sync();
+        w->st.ctx_syncs++;
+        pend_clear(d);
+      }
+    }
+  }
+  if (pi != w->cur && !pi->nlive) { // an old arena's last block
+    for (inst_t **pp = &w->old; *pp; pp = &(*pp)->next)
+      if (*pp == pi) {
+        *pp = pi->next;
+        break;
+      }
+    inst_free(d, pi);
+  }
+  nd_spin_unlock(&w->lock);
+}
+
+// Ranges freed in order on a stream the program now destroys: marked by an event recorded on it
+// first (work queued on a destroyed stream still runs; the handle does not stay valid).
+void nd_dws_stream_gone(nd_cu_stream s) {
+  for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
+    dws_t *w = &W[d];
+    if (!nd_dws_on(d) || !w->npend) continue;
+    nd_spin_lock(&w->lock);
+    for (uint32_t i = 0; i < w->npend;) {
+      pend_t *p = &w->pend[i];
+      if (p->ev || p->stream != s) {
+        i++;
+        continue;
+      }
+      p->ev = record_on(d, s); // each entry its own event: each goes back to the pool alone
+      if (p->ev) {
+        p->stream = NULL;
+        i++;
+      } else { // cannot mark it: wait for the stream instead
+        nd_drv.stream_sync(s);
+        w->st.host_waits++;
+        pend_drop(d, i);
+      }
+    }
+    nd_spin_unlock(&w->lock);
+  }
+}
+
+// ---------------------------------------------------------------- views
+
+int nd_dws_stats(int d, ndmem_device_ws_stats_t *out) {
+  if (d < 0 || d >= NDMEM_MAX_DEVICES) return -1;
+  dws_t *w = &W[d];
+  nd_spin_lock(&w->lock);
+  *out = w->st;
+  nd_spin_unlock(&w->lock);
+  out->size = sizeof *out;
+  out->device = d;
+  return 0;
+}
+
+int64_t nd_dws_arena_bytes(int d) { return (int64_t)__atomic_load_n(&W[d].st.arena_bytes, __ATOMIC_RELAXED); }
+
+void nd_dws_write_records(nd_dws_record_fn rec, void *ctx) {
+  for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
+    dws_t *w = &W[d];
+    if (!nd_dws_on(d) && !w->st.hits && !w->st.arena_allocs) continue;
+    if (!w->st.enabled) continue;
+    ndmem_device_ws_stats_t s;
+    nd_dws_stats(d, &s);
+    nd_rec_device_ws_t r;
+    memset(&r, 0, sizeof r);
+    r.device = (uint32_t)d;
+    r.mode = s.mode;
+    r.sync = s.sync;
+    r.streams = s.streams;
+    r.learning = (uint32_t)w->cfg.learning;
+    r.allocation = (uint32_t)w->cfg.allocation;
+    r.spill = (uint32_t)w->cfg.spill;
+    r.reset = (uint32_t)w->cfg.reset;
+    r.cycles = s.cycles;
+    r.learned_cycles = s.learned_cycles;
+    r.relearns = s.relearns;
+    r.arena_bytes = s.arena_bytes;
+    r.plan_peak_bytes = s.plan_peak_bytes;
+    r.plan_sum_bytes = s.plan_sum_bytes;
+    r.hits = s.hits;
+    r.hit_bytes = s.hit_bytes;
+    r.spills = s.spills;
+    r.spill_bytes = s.spill_bytes;
+    r.deviations = s.deviations;
+    r.outlived = s.outlived;
+    r.frees = s.frees;
+    r.ctx_syncs = s.ctx_syncs;
+    r.fences = s.fences;
+    r.host_waits = s.host_waits;
+    r.stream_waits = s.stream_waits;
+    r.fallbacks = s.fallbacks;
+    r.arena_allocs = s.arena_allocs;
+    r.arena_frees = s.arena_frees;
+    rec(ctx, ND_REC_DEVICE_WS, &r, sizeof r);
+  }
+}
+
+void nd_dws_summary(int fd) {
+  static const char *const modes[] = {"off", "finding the cycle", "learning", "planned", "ND4J arena"};
+  for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
+    ndmem_device_ws_stats_t s;
+    nd_dws_stats(d, &s);
+    if (!s.enabled || (!s.hits && !s.spills && !s.cycles && !s.fallbacks && s.mode == 0)) continue;
+    nd_buf_t b;
+    nd_buf_reset(&b);
+    nd_buf_str(&b, "ndmem[");
+    nd_buf_u64(&b, (uint64_t)nd_os_getpid());
+    nd_buf_str(&b, "]: device ");
+    nd_buf_u64(&b, (uint64_t)d);
+    nd_buf_str(&b, " workspace (");
+    nd_buf_str(&b, modes[s.mode < 5 ? s.mode : 0]);
+    nd_buf_str(&b, s.sync ? ", sync=ordered" : ", sync=free");
+    nd_buf_str(&b, "): served ");
+    nd_buf_u64(&b, s.hits);
+    nd_buf_str(&b, " allocations (");
+    nd_buf_bytes(&b, (int64_t)s.hit_bytes);
+    nd_buf_str(&b, ") from an arena of ");
+    nd_buf_bytes(&b, (int64_t)s.arena_bytes);
+    nd_buf_str(&b, " without a driver call; ");
+    nd_buf_u64(&b, s.spills);
+    nd_buf_str(&b, " to the driver; waits: ");
+    nd_buf_u64(&b, s.ctx_syncs);
+    nd_buf_str(&b, " at frees, ");
+    nd_buf_u64(&b, s.host_waits);
+    nd_buf_str(&b, " on the host, ");
+    nd_buf_u64(&b, s.stream_waits);
+    nd_buf_str(&b, " on streams; fallbacks ");
+    nd_buf_u64(&b, s.fallbacks);
+    nd_buf_line(&b, fd);
+  }
+}
+
+// A fork child has no CUDA context: its arenas, events and pending ranges are the parent's.
+// Device workspaces start again in it, as in a new process.
+void nd_dws_atfork_child(void) {
+  for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
+    dws_t *w = &W[d];
+    int on = w->st.enabled;
+    w->lock = 0;
+    w->mode = M_OFF;
+    w->cur = w->old = NULL; // the parent's device memory; nothing to free here
+    w->npend = 0;
+    w->ctx = NULL;
+    w->live = 0;
+    w->nreq = w->rec_cycles = w->rec_start = w->tick = 0;
+    w->recording = 0;
+    w->rn = 0;
+    if (w->rcap) memset(w->rmap, 0, w->rcap * sizeof *w->rmap);
+    if (w->det) ws_detect_reset(w->det);
+    memset(&w->st, 0, sizeof w->st);
+    w->st.enabled = (uint32_t)on;
+    w->st.sync = (uint32_t)w->sync;
+    w->on = on;
+    w->epoch = 0;
+    w->mode = w->started && w->det ? M_DETECT : M_OFF;
+    w->limited = 0;
+    w->pending_idx = UINT32_MAX;
+    w->symbols = w->period = w->cand = w->cand_seen = w->in_cycle = 0;
+  }
+}
