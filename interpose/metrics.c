@@ -11,6 +11,7 @@
 #include "config.h"
 #include "counters.h"
 #include "cuda_hooks.h"
+#include "device/dws.h"
 #include "fmt.h"
 #include "limits.h"
 #include "os.h"
@@ -175,7 +176,7 @@ static void build(uint64_t growth_sites, const uint64_t *anon) {
   int used[NDMEM_MAX_DEVICES] = {0};
   if (nd_cuda_used())
     for (int d = 0; d < NDMEM_MAX_DEVICES; d++)
-      used[d] = nd_cuda_device_stats(d, &dev[d]) == 0 && dev[d].allocs > 0;
+      used[d] = nd_cuda_device_stats(d, &dev[d]) == 0 && (dev[d].allocs > 0 || dev[d].arena_bytes);
   for (int f = 0; f < F_COUNT; f++) {
     family(per_kind[f].name, per_kind[f].type, per_kind[f].help);
     for (int k = 0; k < 4; k++) {
@@ -246,6 +247,48 @@ static void build(uint64_t growth_sites, const uint64_t *anon) {
     series(ws[i].name, NULL, NULL);
     put_u64(wv[i]);
     put("\n", 1);
+  }
+
+  // Device workspaces and device memory served from host memory (version 11), per device that
+  // has either.
+  static const struct {
+    const char *name, *type, *help;
+  } dv[] = {
+      {"ndmem_device_workspace_hits_total", "counter",
+       "Device allocations served from a device workspace's arena (no driver call)."},
+      {"ndmem_device_workspace_spills_total", "counter",
+       "Routed device allocations the workspace's plan could not serve (the driver's)."},
+      {"ndmem_device_workspace_arena_bytes", "gauge", "Bytes of the device workspace's arenas."},
+      {"ndmem_device_workspace_waits_total", "counter",
+       "Waits that kept reused device memory safe (at frees, on the host, on streams)."},
+      {"ndmem_device_host_allocations_total", "counter",
+       "Device allocations served from page-locked host memory (NDMEM_ON_DEVICE_LIMIT=host)."},
+      {"ndmem_device_host_bytes", "gauge", "Live bytes of those host-served device allocations."},
+  };
+  ndmem_device_ws_stats_t dws[NDMEM_MAX_DEVICES];
+  int dshow[NDMEM_MAX_DEVICES] = {0}, any = 0;
+  for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
+    nd_dws_stats(d, &dws[d]);
+    dshow[d] = used[d] && (dws[d].enabled || dev[d].host_allocs);
+    any |= dshow[d];
+  }
+  for (int i = 0; any && i < 6; i++) {
+    family(dv[i].name, dv[i].type, dv[i].help);
+    for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
+      if (!dshow[d]) continue;
+      char dn[8];
+      nd_buf_reset(&b);
+      nd_buf_u64(&b, (uint64_t)d);
+      memcpy(dn, b.data, b.len);
+      dn[b.len] = 0;
+      series(dv[i].name, "device", dn);
+      const ndmem_device_ws_stats_t *w = &dws[d];
+      uint64_t v[6] = {w->hits, w->spills, w->arena_bytes,
+                       w->ctx_syncs + w->host_waits + w->stream_waits, dev[d].host_allocs,
+                       (uint64_t)dev[d].host_live_bytes};
+      put_u64(v[i]);
+      put("\n", 1);
+    }
   }
 
   uint64_t lb, lp;

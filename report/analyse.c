@@ -33,7 +33,7 @@ const char *nd_rep_base_name(const char *path) {
 const char *const nd_rep_cuda_fn_names[ND_CUDA_FN_USED] = {ND_CUDA_FN_NAMES};
 const char *const nd_rep_dev_class_names[ND_DEV_CLASSES] = {"cuMemAlloc", "stream-ordered",
                                                             "cuMemCreate"};
-const char *const nd_rep_action_names[3] = {"fail", "warn", "abort"};
+const char *const nd_rep_action_names[4] = {"fail", "warn", "abort", "host"};
 
 // ---------------------------------------------------------------- formatting: both renderers
 
@@ -443,6 +443,15 @@ static void ws_effect(report_t *r) {
   if (e->served && e->held && r->retention.cls == ND_RET_NONE) r->retention.cls = ND_RET_PREVENTED;
 }
 
+static int by_spill(const void *a, const void *b, void *ctx) {
+  const nd_trace_t *t = ctx;
+  const nd_rec_device_spill_t *x = &t->spills[*(const uint32_t *)a].rec,
+                              *y = &t->spills[*(const uint32_t *)b].rec;
+  if (x->alloc_bytes != y->alloc_bytes) return x->alloc_bytes < y->alloc_bytes ? 1 : -1;
+  if (x->device != y->device) return x->device < y->device ? -1 : 1;
+  return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
 int nd_rep_analyse(report_t *r) {
   const nd_trace_t *t = r->t;
   size_t n = t->nsites ? t->nsites : 1;
@@ -477,6 +486,10 @@ int nd_rep_analyse(report_t *r) {
   retention(t, &r->retention);
   if (analyse_ws(r)) return -1;
   ws_effect(r);
+  r->spill_order = malloc((t->nspills ? t->nspills : 1) * sizeof *r->spill_order);
+  if (!r->spill_order) return -1;
+  for (size_t i = 0; i < t->nspills; i++) r->spill_order[i] = (uint32_t)i;
+  qsort_r(r->spill_order, t->nspills, sizeof *r->spill_order, by_spill, (void *)t);
   return 0;
 }
 
@@ -583,6 +596,45 @@ static int device_limited_at(const nd_trace_t *t, uint64_t bytes) {
 }
 
 bool nd_rep_has_devices(const nd_trace_t *t) { return t->have_device || t->have_cuda; }
+
+const char *const nd_rep_dws_modes[5] = {"off", "finding the cycle", "learning", "planned",
+                                         "ND4J arena"};
+const char *const nd_rep_dws_syncs[2] = {"free", "ordered"};
+const char *const nd_rep_dws_streams[3] = {"one stream", "several streams", "non-blocking streams"};
+
+// PyTorch's CUDA library among the modules: the job used PyTorch on a GPU.
+static bool torch_cuda_loaded(const nd_trace_t *t) {
+  for (size_t i = 0; i < t->nmods; i++)
+    if (t->mods[i].path && strstr(t->mods[i].path, "libtorch_cuda")) return true;
+  return false;
+}
+
+int nd_rep_torch(const nd_trace_t *t) {
+  if (!t->have_cuda || t->hdr.version < 11) return ND_REP_TORCH_NONE;
+  uint64_t c = t->cuda.torch_conf;
+  if (c & ND_TORCH_CONF_ASYNC) return ND_REP_TORCH_ASYNC;
+  return (c & ND_TORCH_CONF_SET) || torch_cuda_loaded(t) ? ND_REP_TORCH_NATIVE : ND_REP_TORCH_NONE;
+}
+
+const char *nd_rep_torch_text(const nd_trace_t *t) {
+  uint64_t c = t->have_cuda ? t->cuda.torch_conf : 0;
+  switch (nd_rep_torch(t)) {
+  case ND_REP_TORCH_ASYNC:
+    return c & ND_TORCH_CONF_BY_NDMEM
+               ? "PyTorch: backend:cudaMallocAsync (set by ndmem run --torch-tensors): each tensor "
+                 "is a stream-ordered allocation, so device sites are tensors by Python line"
+               : "PyTorch: backend:cudaMallocAsync (PYTORCH_CUDA_ALLOC_CONF): each tensor is a "
+                 "stream-ordered allocation, so device sites are tensors by Python line";
+  case ND_REP_TORCH_NATIVE:
+    return c & ND_TORCH_CONF_EXPANDABLE
+               ? "PyTorch: its caching allocator with expandable segments: device sites are its "
+                 "segments, not tensors (ndmem run --torch-tensors shows tensors)"
+               : "PyTorch: its caching allocator: device sites are its segments, not tensors "
+                 "(ndmem run --torch-tensors shows tensors)";
+  default: return NULL;
+  }
+}
+
 
 bool nd_rep_device_limited(const nd_trace_t *t) {
   for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)

@@ -331,6 +331,7 @@ int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_sup
   free(r.ws);
   free(r.groups);
   free(r.group_order);
+  free(r.spill_order);
   return rc;
 }
 

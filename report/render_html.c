@@ -812,10 +812,67 @@ static void dev_class_row(FILE *o, const char *name, const nd_rec_dev_class_t *c
   fputs("</td></tr>\n", o);
 }
 
+// A device's workspace and the device memory it got from host memory (version 11), with the sites
+// that spilled: the text report's rows.
+static int html_device11(FILE *o, report_t *r, int d) {
+  const nd_trace_t *t = r->t;
+  if (t->have_device_ws >> d & 1) {
+    const nd_rec_device_ws_t *w = &t->device_ws[d];
+    fprintf(o, "<table class=\"kv\">\n<tr><th>workspace</th><td>%s (sync=%s, %s): served %llu "
+               "allocations (",
+            nd_rep_dws_modes[w->mode], nd_rep_dws_syncs[w->sync], nd_rep_dws_streams[w->streams],
+            (unsigned long long)w->hits);
+    bytes(o, w->hit_bytes, false);
+    fputs(") from an arena of ", o);
+    bytes(o, w->arena_bytes, false);
+    fputs(" with no driver call; plan peak ", o);
+    bytes(o, w->plan_peak_bytes, false);
+    fputs(", sum ", o);
+    bytes(o, w->plan_sum_bytes, false);
+    fprintf(o, "</td></tr>\n<tr><th>cycles</th><td>%llu (%llu learning, %llu relearned); %llu to "
+               "the driver (%llu off the plan)</td></tr>\n<tr><th>reuse waits</th><td>%llu at "
+               "frees (cuCtxSynchronize), %llu on the host, %llu on streams; %llu events; %llu "
+               "outlived their cycle; %llu fallbacks</td></tr>\n</table>\n",
+            (unsigned long long)w->cycles, (unsigned long long)w->learned_cycles,
+            (unsigned long long)w->relearns, (unsigned long long)w->spills,
+            (unsigned long long)w->deviations, (unsigned long long)w->ctx_syncs,
+            (unsigned long long)w->host_waits, (unsigned long long)w->stream_waits,
+            (unsigned long long)w->fences, (unsigned long long)w->outlived,
+            (unsigned long long)w->fallbacks);
+  }
+  if (!(t->have_spill >> d & 1)) return 0;
+  const nd_rec_device_spill_t *s = &t->spill_total[d];
+  fprintf(o, "<p>From host memory (page-locked, NDMEM_ON_DEVICE_LIMIT=host): %llu allocations of ",
+          (unsigned long long)s->allocs);
+  bytes(o, s->alloc_bytes, false);
+  fprintf(o, ", %llu over the limit, %llu on a full device; peak ", (unsigned long long)s->over_limit,
+          (unsigned long long)s->device_full);
+  sbytes(o, s->peak_bytes);
+  fputs(", live ", o);
+  sbytes(o, s->live_bytes);
+  fputs(".</p>\n<table>\n<tr><th>#</th><th>bytes</th><th>allocations</th><th>peak</th><th>stack"
+        "</th></tr>\n", o);
+  size_t n = 0;
+  for (size_t i = 0; i < t->nspills; i++) {
+    const nd_spill_site_t *x = &t->spills[r->spill_order[i]];
+    if (x->rec.device != (uint32_t)d) continue;
+    fprintf(o, "<tr><td>%zu</td><td class=\"n\">", ++n);
+    bytes(o, x->rec.alloc_bytes, false);
+    fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">", (unsigned long long)x->rec.allocs);
+    sbytes(o, x->rec.peak_bytes);
+    fputs("</td><td>", o);
+    if (html_stack(o, r, (uint32_t)x->stack)) return -1;
+    fputs("</td></tr>\n", o);
+  }
+  fputs("</table>\n", o);
+  return 0;
+}
+
 // Each device the hooks saw (exact, requested bytes), CUPTI's view beside it when it was
 // recorded, and the hooks' own totals and fallbacks: the text report's device view.
-static void html_devices(FILE *o, const nd_trace_t *t) {
-  if (!nd_rep_has_devices(t)) return;
+static int html_devices(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!nd_rep_has_devices(t)) return 0;
   fputs("<h2 id=\"devices\">Device memory (CUDA driver API)</h2>\n", o);
   for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++) {
     if (!(t->have_device >> d & 1)) continue;
@@ -877,9 +934,16 @@ static void html_devices(FILE *o, const nd_trace_t *t) {
       fputs("<p class=\"note\">Stream-ordered: bytes handed out; a pool may hold more from the "
             "device.</p>\n",
             o);
+    if (html_device11(o, r, d)) return -1;
   }
-  if (!t->have_cuda) return;
+  if (!t->have_cuda) return 0;
   const nd_rec_cuda_t *c = &t->cuda;
+  const char *torch = nd_rep_torch_text(t);
+  if (torch) {
+    fputs("<p>", o);
+    esc(o, torch);
+    fputs(".</p>\n", o);
+  }
   fputs("<h3>Hooks</h3>\n<table class=\"kv\">\n<tr><th>calls</th><td>", o);
   int n = 0;
   for (int f = 0; f < ND_CUDA_FN_USED; f++)
@@ -894,6 +958,7 @@ static void html_devices(FILE *o, const nd_trace_t *t) {
           (unsigned long long)c->answered_dlsym, (unsigned long long)c->answered_proc,
           (unsigned long long)c->unhooked, (unsigned long long)c->unknown_frees,
           (unsigned long long)c->untracked);
+  return 0;
 }
 
 // ---------------------------------------------------------------- limits
@@ -1005,7 +1070,8 @@ static int html_limits(FILE *o, report_t *r) {
                "<th>count</th><th>at</th><th>thread</th><th>call</th><th>requested</th>"
                "<th>before the call</th><th>limit</th><th>done</th></tr>\n",
             (unsigned long long)nd_rep_sat_add(t->nbreaches, t->breaches_dropped));
-    static const char *const done[3] = {"failed", "allowed (warn)", "aborted the process"};
+    static const char *const done[4] = {"failed", "allowed (warn)", "aborted the process",
+                                        "served from host memory"};
     for (size_t i = 0; i < n; i++) {
       const nd_rec_breach_t *b = &t->breaches[i].rec;
       fprintf(o, "<tr><td>%zu</td><td>%s</td><td class=\"n\">%llu</td><td class=\"n\">", i + 1,
@@ -1019,7 +1085,7 @@ static int html_limits(FILE *o, report_t *r) {
       bytes(o, b->value, false);
       fputs("</td><td class=\"n\">", o);
       bytes(o, b->limit_bytes, false);
-      fprintf(o, "</td><td>%s", done[b->action < 3 ? b->action : 0]);
+      fprintf(o, "</td><td>%s", done[b->action < 4 ? b->action : 0]);
       if (b->flags & ND_BREACH_RETRY_LOOP) { // version 10: why it stopped the process
         fprintf(o, ": refused %llu times in a row over ", (unsigned long long)b->retries);
         nd_rep_print_secs(o, b->retry_ns);
@@ -1119,8 +1185,7 @@ int nd_rep_html_report(FILE *o, report_t *r) {
   free(peak_rank);
   if (rc) return -1;
   html_py_lines(o, r);
-  if (html_growth(o, r) || html_workspaces(o, r)) return -1;
-  html_devices(o, t);
+  if (html_growth(o, r) || html_workspaces(o, r) || html_devices(o, r)) return -1;
   if (html_limits(o, r)) return -1;
   fputs("</body>\n</html>\n", o);
   return 0;

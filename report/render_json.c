@@ -302,9 +302,76 @@ static void json_class(FILE *o, const char *key, const nd_rec_dev_class_t *c, bo
   fputs(more ? "}, " : "}", o);
 }
 
+// Version 11: a device's workspace ("workspace", null without one) and the device memory it got
+// from host memory ("from_host", null when none), with the sites that spilled, largest first.
+static int json_device11(FILE *o, report_t *r, int d) {
+  const nd_trace_t *t = r->t;
+  fputs(",\n     \"workspace\": ", o);
+  if (!(t->have_device_ws >> d & 1)) {
+    fputs("null", o);
+  } else {
+    const nd_rec_device_ws_t *w = &t->device_ws[d];
+    static const char *const keys[5] = {"off", "detect", "learning", "planned", "nd4j"};
+    fprintf(o, "{\"mode\": \"%s\", \"sync\": \"%s\", \"streams\": %u, ", keys[w->mode],
+            nd_rep_dws_syncs[w->sync], w->streams);
+    json_u64(o, "cycles", w->cycles, true);
+    json_u64(o, "learned_cycles", w->learned_cycles, true);
+    json_u64(o, "relearns", w->relearns, true);
+    json_u64(o, "arena_bytes", w->arena_bytes, true);
+    json_u64(o, "plan_peak_bytes", w->plan_peak_bytes, true);
+    json_u64(o, "plan_sum_bytes", w->plan_sum_bytes, true);
+    json_u64(o, "hits", w->hits, true);
+    json_u64(o, "hit_bytes", w->hit_bytes, true);
+    json_u64(o, "spills", w->spills, true);
+    json_u64(o, "spill_bytes", w->spill_bytes, true);
+    json_u64(o, "deviations", w->deviations, true);
+    json_u64(o, "outlived", w->outlived, true);
+    json_u64(o, "frees", w->frees, true);
+    json_u64(o, "ctx_syncs", w->ctx_syncs, true);
+    json_u64(o, "fences", w->fences, true);
+    json_u64(o, "host_waits", w->host_waits, true);
+    json_u64(o, "stream_waits", w->stream_waits, true);
+    json_u64(o, "fallbacks", w->fallbacks, true);
+    json_u64(o, "arena_allocs", w->arena_allocs, true);
+    json_u64(o, "arena_frees", w->arena_frees, false);
+    fputc('}', o);
+  }
+  fputs(",\n     \"from_host\": ", o);
+  if (!(t->have_spill >> d & 1)) {
+    fputs("null", o);
+    return 0;
+  }
+  const nd_rec_device_spill_t *s = &t->spill_total[d];
+  fputc('{', o);
+  json_u64(o, "allocations", s->allocs, true);
+  json_u64(o, "frees", s->frees, true);
+  json_u64(o, "bytes", s->alloc_bytes, true);
+  fprintf(o, "\"peak_bytes\": %lld, \"live_bytes\": %lld, ", (long long)s->peak_bytes,
+          (long long)s->live_bytes);
+  json_u64(o, "over_limit", s->over_limit, true);
+  json_u64(o, "device_full", s->device_full, true);
+  fputs("\"sites\": [", o);
+  int n = 0;
+  for (size_t i = 0; i < t->nspills; i++) {
+    const nd_spill_site_t *x = &t->spills[r->spill_order[i]];
+    if (x->rec.device != (uint32_t)d) continue;
+    fprintf(o, "%s\n       {\"stack_id\": %u, ", n++ ? "," : "", x->rec.stack_id);
+    if (json_stack_key(o, r, (uint32_t)x->stack)) return -1;
+    json_u64(o, "allocations", x->rec.allocs, true);
+    json_u64(o, "bytes", x->rec.alloc_bytes, true);
+    fprintf(o, "\"peak_bytes\": %lld, \"live_bytes\": %lld, ", (long long)x->rec.peak_bytes,
+            (long long)x->rec.live_bytes);
+    if (json_stack(o, r, (uint32_t)x->stack, "       ")) return -1;
+    fputc('}', o);
+  }
+  fputs(n ? "]}" : "]}", o);
+  return 0;
+}
+
 // "devices": every device the hooks saw, with CUPTI's view ("cupti": null without it); "cuda":
 // the hooks' own totals (null when no CUDA memory function was called). Version 6 reports.
-static void json_devices(FILE *o, const nd_trace_t *t) {
+static int json_devices(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
   int last = -1;
   for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
     if (t->have_device >> d & 1) last = d;
@@ -355,12 +422,13 @@ static void json_devices(FILE *o, const nd_trace_t *t) {
       json_u64(o, "dropped", v->cupti_dropped, false);
       fputs("}", o);
     }
+    if (t->hdr.version >= 11 && json_device11(o, r, d)) return -1;
     fputs(d < last ? "},\n" : "}\n", o);
   }
   fprintf(o, "%s],\n  \"cuda\": ", last >= 0 ? "  " : "");
   if (!t->have_cuda) {
     fputs("null,\n", o);
-    return;
+    return 0;
   }
   const nd_rec_cuda_t *c = &t->cuda;
   fputs("{\"calls\": {", o);
@@ -372,7 +440,13 @@ static void json_devices(FILE *o, const nd_trace_t *t) {
   json_u64(o, "unhooked", c->unhooked, true);
   json_u64(o, "unknown_frees", c->unknown_frees, true);
   json_u64(o, "untracked", c->untracked, false);
+  if (t->hdr.version >= 11) { // PyTorch's CUDA allocator: null, "native" or "async"
+    static const char *const torch[3] = {"null", "\"native\"", "\"async\""};
+    fprintf(o, ", \"torch_allocator\": %s, \"torch_tensors_by_ndmem\": %s",
+            torch[nd_rep_torch(t)], t->cuda.torch_conf & ND_TORCH_CONF_BY_NDMEM ? "true" : "false");
+  }
   fputs("},\n", o);
+  return 0;
 }
 
 // "limits": null when the trace has no record of limits; else the LIMITS record's limits and
@@ -726,7 +800,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
   }
   if (h->version >= 2 && json_ws(o, r, false)) return -1; // absent from version 1 reports
   if (h->version >= 3 && json_limits(o, r, false)) return -1; // and from version 2 reports
-  if (h->version >= 6) json_devices(o, t);
+  if (h->version >= 6 && json_devices(o, r)) return -1;
   if (h->version >= 7) json_python(o, t);
   if (h->version >= 8) { // anonymous resident memory (RESIDENT records), null without one
     if (!t->have_resident) {

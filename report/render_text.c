@@ -893,7 +893,8 @@ static int text_breach(FILE *o, report_t *r, size_t rank, const nd_breach_t *x) 
   fputs(growth ? "growing a block by " : "of ", o);
   print_bytes(o, b->requested, false);
   if (device) fprintf(o, " on device %u", b->device);
-  static const char *const done[3] = {"failed", "allowed (warn)", "aborted the process"};
+  static const char *const done[4] = {"failed", "allowed (warn)", "aborted the process",
+                                      "served from host memory"};
   fprintf(o, " -> %s\n      %s ", done[b->action],
           device ? "device memory" : b->limit == ND_LIMIT_BYTES ? "tracked" : "physical");
   print_bytes(o, b->value, false);
@@ -1000,9 +1001,64 @@ static void text_class(FILE *o, const char *name, const nd_rec_dev_class_t *c) {
   fputc('\n', o);
 }
 
+// A device's workspace (version 11): what it served without the driver, and what it waited for.
+static void text_dws(FILE *o, const nd_rec_device_ws_t *w) {
+  fprintf(o, "    workspace      %s (sync=%s, %s): served %llu %s (", nd_rep_dws_modes[w->mode],
+          nd_rep_dws_syncs[w->sync], nd_rep_dws_streams[w->streams], (unsigned long long)w->hits,
+          plural(w->hits, "allocation", "allocations"));
+  print_bytes(o, w->hit_bytes, false);
+  fputs(")\n                   from an arena of ", o);
+  print_bytes(o, w->arena_bytes, false);
+  fputs(" with no driver call (plan: peak ", o);
+  print_bytes(o, w->plan_peak_bytes, false);
+  fputs(", sum ", o);
+  print_bytes(o, w->plan_sum_bytes, false);
+  fprintf(o, ")\n                   %llu %s (%llu learning, %llu relearned); %llu to the driver "
+             "(%llu off the plan)\n",
+          (unsigned long long)w->cycles, plural(w->cycles, "cycle", "cycles"),
+          (unsigned long long)w->learned_cycles, (unsigned long long)w->relearns,
+          (unsigned long long)w->spills, (unsigned long long)w->deviations);
+  fprintf(o, "    reuse waits    %llu at frees (cuCtxSynchronize), %llu on the host, %llu on "
+             "streams;\n                   %llu events; %llu outlived their cycle; %llu fallbacks\n",
+          (unsigned long long)w->ctx_syncs, (unsigned long long)w->host_waits,
+          (unsigned long long)w->stream_waits, (unsigned long long)w->fences,
+          (unsigned long long)w->outlived, (unsigned long long)w->fallbacks);
+}
+
+// Device memory served from host memory (version 11): the device's totals, then its sites.
+static int text_spill(FILE *o, report_t *r, int d) {
+  const nd_trace_t *t = r->t;
+  const nd_rec_device_spill_t *s = &t->spill_total[d];
+  fprintf(o, "    from host      %llu %s, ", (unsigned long long)s->allocs,
+          plural(s->allocs, "allocation", "allocations"));
+  print_bytes(o, s->alloc_bytes, false);
+  fprintf(o, "\n                   %llu over the limit, %llu on a full device (page-locked "
+             "memory)\n                   peak ",
+          (unsigned long long)s->over_limit, (unsigned long long)s->device_full);
+  print_sbytes(o, s->peak_bytes);
+  fputs(t->ended ? ", live at exit " : ", live ", o);
+  print_sbytes(o, s->live_bytes);
+  fputc('\n', o);
+  size_t shown = 0;
+  for (size_t i = 0; i < t->nspills; i++) {
+    const nd_spill_site_t *x = &t->spills[r->spill_order[i]];
+    if (x->rec.device != (uint32_t)d) continue;
+    if (shown == nd_rep_list_len(r, SIZE_MAX)) break;
+    fprintf(o, "    #%zu ", ++shown);
+    print_bytes(o, x->rec.alloc_bytes, false);
+    char peak[48];
+    nd_rep_human(peak, sizeof peak, (uint64_t)x->rec.peak_bytes);
+    fprintf(o, " in %llu %s, peak %s [stack %u]\n", (unsigned long long)x->rec.allocs,
+            plural(x->rec.allocs, "allocation", "allocations"), peak, x->rec.stack_id);
+    if (text_stack(o, r, (uint32_t)x->stack)) return -1;
+  }
+  return 0;
+}
+
 // Each device the hooks saw (exact, requested bytes), CUPTI's view beside it when it was
 // recorded, and the hooks' own totals and fallbacks.
-static void text_devices(FILE *o, const nd_trace_t *t) {
+static int text_devices(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
   fputs("\n== device memory (CUDA driver API)\n", o);
   for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++) {
     if (!(t->have_device >> d & 1)) continue;
@@ -1030,6 +1086,8 @@ static void text_devices(FILE *o, const nd_trace_t *t) {
     if (v->limit_bytes || v->breaches)
       fprintf(o, "    breaches       %llu, %llu failed\n", (unsigned long long)v->breaches,
               (unsigned long long)v->failed);
+    if (t->have_device_ws >> d & 1) text_dws(o, &t->device_ws[d]);
+    if ((t->have_spill >> d & 1) && text_spill(o, r, d)) return -1;
     if (v->flags & ND_DEV_CUPTI) {
       char why[256];
       bool differs = nd_rep_cupti_differs(v, why, sizeof why);
@@ -1049,8 +1107,10 @@ static void text_devices(FILE *o, const nd_trace_t *t) {
                 (unsigned long long)v->cupti_dropped);
     }
   }
-  if (!t->have_cuda) return;
+  if (!t->have_cuda) return 0;
   const nd_rec_cuda_t *c = &t->cuda;
+  const char *torch = nd_rep_torch_text(t);
+  if (torch) fprintf(o, "  %s\n", torch);
   fputs("  hooks:", o);
   for (int f = 0; f < ND_CUDA_FN_USED; f++)
     if (c->calls[f]) fprintf(o, " %s=%llu", nd_rep_cuda_fn_names[f], (unsigned long long)c->calls[f]);
@@ -1060,6 +1120,7 @@ static void text_devices(FILE *o, const nd_trace_t *t) {
              "%llu allocations without a stack\n",
           (unsigned long long)c->unhooked, (unsigned long long)c->unknown_frees,
           (unsigned long long)c->untracked);
+  return 0;
 }
 
 // The summary's line about device memory.
@@ -1074,6 +1135,13 @@ static void text_devices_line(FILE *o, const nd_trace_t *t) {
     fputs(", live ", o);
     print_sbytes(o, v->live_bytes);
     if (v->breaches) fprintf(o, ", %llu %s", (unsigned long long)v->breaches, plural(v->breaches, "breach", "breaches"));
+    if (t->have_device_ws >> d & 1) {
+      fprintf(o, ", workspace served %llu", (unsigned long long)t->device_ws[d].hits);
+    }
+    if (t->have_spill >> d & 1) {
+      fputs(", from host ", o);
+      print_bytes(o, t->spill_total[d].alloc_bytes, false);
+    }
     if (nd_rep_cupti_differs(v, NULL, 0)) fputs(", CUPTI differs", o);
   }
   if (!n) fputs("CUDA loaded, no device memory allocated", o);
@@ -1125,7 +1193,7 @@ static int text_report(FILE *o, report_t *r) {
     return r->o->limits && nd_rep_has_limits(t) ? text_limits(o, r, true) : 0;
   }
   if (text_main(o, r) || text_workspaces(o, r)) return -1;
-  if (nd_rep_has_devices(t) && !r->o->brief) text_devices(o, t);
+  if (nd_rep_has_devices(t) && !r->o->brief && text_devices(o, r)) return -1;
   return nd_rep_has_limits(t) ? text_limits(o, r, !r->o->brief) : 0;
 }
 

@@ -122,6 +122,7 @@ typedef struct report {
   int running;            // no END record: ND_RUN_YES / _NO / _UNKNOWN (running.h)
   nd_supp_t *supp;        // leak suppressions: the built-ins (unless off), then each file's
   nd_wrap_t *wrap;        // text: the 80-column stream's state (textwrap.h), or NULL
+  uint32_t *spill_order;  // device memory from host (version 11): t->spills by bytes, largest first
 } report_t;
 
 // The name tables (analyse.c): kinds, functions and fallbacks by index.
@@ -134,7 +135,7 @@ extern const char *const nd_rep_limit_names[ND_LIMIT_DEVICE + 1];
 extern const char *const nd_rep_limit_keys[ND_LIMIT_DEVICE + 1];
 extern const char *const nd_rep_cuda_fn_names[ND_CUDA_FN_USED]; // the CUDA record's calls
 extern const char *const nd_rep_dev_class_names[ND_DEV_CLASSES]; // device memory by how allocated
-extern const char *const nd_rep_action_names[3];
+extern const char *const nd_rep_action_names[4]; // 3: host (device limits, version 11)
 
 // Formatting both renderers use (analyse.c).
 void nd_rep_format_start(char *out, size_t n, uint64_t realtime_ns);
@@ -164,6 +165,16 @@ uint64_t nd_rep_esc_records(const nd_trace_t *t);
 bool nd_rep_has_limits(const nd_trace_t *t);
 const char *nd_rep_breach_fn(const nd_rec_breach_t *b); // the function a breach refused
 bool nd_rep_has_devices(const nd_trace_t *t);           // DEVICE or CUDA records (version 6)
+// Device workspaces and host spill (version 11): the mode names (ndmem_device_ws_stats_t.mode),
+// the sync policies and stream kinds, in text; and PyTorch's CUDA allocator as the trace shows it:
+// ND_REP_TORCH_NONE (no PyTorch CUDA library loaded, nothing set), _NATIVE (its caching allocator:
+// device sites are its segments) or _ASYNC (backend:cudaMallocAsync: device sites are tensors).
+extern const char *const nd_rep_dws_modes[5];
+extern const char *const nd_rep_dws_syncs[2];
+extern const char *const nd_rep_dws_streams[3];
+enum { ND_REP_TORCH_NONE, ND_REP_TORCH_NATIVE, ND_REP_TORCH_ASYNC };
+int nd_rep_torch(const nd_trace_t *t);
+const char *nd_rep_torch_text(const nd_trace_t *t); // one line about it, or NULL for NONE
 bool nd_rep_device_limited(const nd_trace_t *t);        // a device had a limit or breaches
 // Whether CUPTI's view of device d disagrees with the hooks' (and on what, into why[n]).
 bool nd_rep_cupti_differs(const nd_rec_device_t *d, char *why, size_t n);

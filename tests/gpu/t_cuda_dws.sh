@@ -20,8 +20,8 @@ for v in $(env | sed -n 's/^\(NDMEM_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; do
 run() {
   name=$1 want=$2 mode=$3
   shift 3
-  env "$@" NDMEM_OUTPUT="$tmp/$name.%p.trace" NDMEM_SUMMARY=0 LD_PRELOAD="$lib" \
-    LD_LIBRARY_PATH="$fk" timeout 120 "$prog" "$mode" shim >"$tmp/$name.out" 2>"$tmp/$name.err"
+  timeout 120 env "$@" NDMEM_OUTPUT="$tmp/$name.%p.trace" NDMEM_SUMMARY=0 LD_PRELOAD="$lib" \
+    LD_LIBRARY_PATH="$fk" "$prog" "$mode" shim >"$tmp/$name.out" 2>"$tmp/$name.err"
   rc=$?
   [ "$rc" -eq "$want" ] || { no "$name: exit status $rc, want $want"; cat "$tmp/$name.err" >&2; }
   cat "$tmp/$name.out"
@@ -90,6 +90,16 @@ run defaults 0 blocking NDMEM_DEVICE_WS=on
 is defaults bad 0
 is defaults arena 681984
 is defaults peak 524288
+
+# The metrics file (written at exit): the workspace's hits, arena and waits
+run metrics 0 blocking NDMEM_DEVICE_WS=allocation=strict,sync=ordered NDMEM_METRICS="$tmp/m.%p.prom"
+prom=$(ls "$tmp"/m.*.prom 2>/dev/null | head -1)
+metric() { sed -n "s/^$1{pid=\"[0-9]*\",device=\"0\"} \([0-9]*\)$/\1/p" "$prom"; }
+[ "$(metric ndmem_device_workspace_hits_total)" = "$(field metrics hits)" ] ||
+  no "metrics: hits $(metric ndmem_device_workspace_hits_total), want $(field metrics hits)"
+[ "$(metric ndmem_device_workspace_arena_bytes)" = 524288 ] || no "metrics: arena bytes"
+[ "$(metric ndmem_device_workspace_waits_total)" = "$(field metrics host_waits)" ] ||
+  no "metrics: waits $(metric ndmem_device_workspace_waits_total), want $(field metrics host_waits)"
 
 # Per device: NDMEM_DEVICE_WS_0 wins over NDMEM_DEVICE_WS
 run dev0_off 0 single NDMEM_DEVICE_WS=on NDMEM_DEVICE_WS_0=off
