@@ -621,13 +621,13 @@ const char *nd_rep_torch_text(const nd_trace_t *t) {
   switch (nd_rep_torch(t)) {
   case ND_REP_TORCH_ASYNC:
     return c & ND_TORCH_CONF_BY_NDMEM
-               ? "PyTorch: backend:cudaMallocAsync (set by ndmem run --torch-tensors): each tensor "
-                 "is a stream-ordered allocation, so device sites are tensors by Python line"
-               : "PyTorch: backend:cudaMallocAsync (PYTORCH_CUDA_ALLOC_CONF): each tensor is a "
-                 "stream-ordered allocation, so device sites are tensors by Python line";
+               ? "PyTorch: backend:cudaMallocAsync (set by ndmem run --torch-tensors): device "
+                 "sites are its tensors by Python line"
+               : "PyTorch: backend:cudaMallocAsync (PYTORCH_CUDA_ALLOC_CONF): device sites are "
+                 "its tensors by Python line";
   case ND_REP_TORCH_NATIVE:
     return c & ND_TORCH_CONF_EXPANDABLE
-               ? "PyTorch: its caching allocator with expandable segments: device sites are its "
+               ? "PyTorch: its caching allocator, expandable segments: device sites are its "
                  "segments, not tensors (ndmem run --torch-tensors shows tensors)"
                : "PyTorch: its caching allocator: device sites are its segments, not tensors "
                  "(ndmem run --torch-tensors shows tensors)";

@@ -1003,23 +1003,23 @@ static void text_class(FILE *o, const char *name, const nd_rec_dev_class_t *c) {
 
 // A device's workspace (version 11): what it served without the driver, and what it waited for.
 static void text_dws(FILE *o, const nd_rec_device_ws_t *w) {
-  fprintf(o, "    workspace      %s (sync=%s, %s): served %llu %s (", nd_rep_dws_modes[w->mode],
-          nd_rep_dws_syncs[w->sync], nd_rep_dws_streams[w->streams], (unsigned long long)w->hits,
-          plural(w->hits, "allocation", "allocations"));
-  print_bytes(o, w->hit_bytes, false);
-  fputs(")\n                   from an arena of ", o);
-  print_bytes(o, w->arena_bytes, false);
-  fputs(" with no driver call (plan: peak ", o);
-  print_bytes(o, w->plan_peak_bytes, false);
-  fputs(", sum ", o);
-  print_bytes(o, w->plan_sum_bytes, false);
-  fprintf(o, ")\n                   %llu %s (%llu learning, %llu relearned); %llu to the driver "
-             "(%llu off the plan)\n",
+  char hit[48], arena[48], peak[48], sum[48];
+  nd_rep_human(hit, sizeof hit, w->hit_bytes);
+  nd_rep_human(arena, sizeof arena, w->arena_bytes);
+  nd_rep_human(peak, sizeof peak, w->plan_peak_bytes);
+  nd_rep_human(sum, sizeof sum, w->plan_sum_bytes);
+  fprintf(o, "    workspace      %s, sync=%s, %s\n", nd_rep_dws_modes[w->mode],
+          nd_rep_dws_syncs[w->sync], nd_rep_dws_streams[w->streams]);
+  fprintf(o, "                   served %llu %s, %s, with no driver call\n",
+          (unsigned long long)w->hits, plural(w->hits, "allocation", "allocations"), hit);
+  fprintf(o, "                   arena %s (plan peak %s, sum %s)\n", arena, peak, sum);
+  fprintf(o, "                   %llu %s (%llu learning, %llu relearned); %llu to the driver, "
+             "%llu off the plan\n",
           (unsigned long long)w->cycles, plural(w->cycles, "cycle", "cycles"),
           (unsigned long long)w->learned_cycles, (unsigned long long)w->relearns,
           (unsigned long long)w->spills, (unsigned long long)w->deviations);
-  fprintf(o, "    reuse waits    %llu at frees (cuCtxSynchronize), %llu on the host, %llu on "
-             "streams;\n                   %llu events; %llu outlived their cycle; %llu fallbacks\n",
+  fprintf(o, "    reuse waits    %llu at frees, %llu on the host, %llu on streams (%llu events)\n"
+             "                   %llu outlived their cycle; %llu fallbacks\n",
           (unsigned long long)w->ctx_syncs, (unsigned long long)w->host_waits,
           (unsigned long long)w->stream_waits, (unsigned long long)w->fences,
           (unsigned long long)w->outlived, (unsigned long long)w->fallbacks);

@@ -854,6 +854,104 @@ static void devices_trace(void) {
   end(T0 + 2150 * MS, 2);
 }
 
+// ---------------------------------------------------------------- devices11 (version 11)
+
+// A PyTorch job on one GPU under ndmem run --torch-tensors --device-ws=sync=ordered
+// --on-device-limit=host --max-device-bytes=1G, the truth for devices11.txt/.json/.html: its
+// tensors (site 40, 600 allocations of 16 MiB, 100 cycles of 6) came from the device workspace
+// after one learning cycle (594 hits, an arena of 96 MiB for a plan peak of 96 MiB, sum 160 MiB),
+// each free marked by an event (594) and 12 reuses waiting on the host; two allocations over the
+// limit ran from host memory, 256 MiB each: site 41 freed, site 42 still live at exit (the
+// largest first, then by stack: 41 before 42). Two breaches, action host. PYTORCH_CUDA_ALLOC_CONF
+// set by ndmem (torch_conf SET | ASYNC | BY_NDMEM) and libtorch_cuda loaded.
+// Modes bad-dws-* and bad-spill-* break one record each (t_dws_edge.sh).
+static void devices11_trace(const char *mode) {
+  int v10 = !strcmp(mode, "bad-dws-v10") || !strcmp(mode, "bad-breach-host-v10");
+  header("/nonexistent/bin/python3.11", 1111, v10 ? 10 : 11);
+  module(0, "/nonexistent/bin/python3.11", EXE, EXE, EXE + 0x8000);
+  module(1, "/nonexistent/lib/libtorch_cuda.so", FOO, FOO, FOO + 0x100000);
+  for (uint32_t s = 40; s <= 42; s++) {
+    const uint64_t ips[] = {FOO + 0x1000 + 0x100 * (s - 40), EXE + 0x3000};
+    stack(s, 2, ips);
+  }
+  const uint64_t M = 1024 * 1024;
+  site(40, KIND_DEV0, 0, 600, 600, 600 * 16 * M, 600 * 16 * M, 96 * M);
+  site(41, KIND_DEV0, 0, 1, 1, 256 * M, 256 * M, 256 * M);
+  site(42, KIND_DEV0, 0, 1, 0, 256 * M, 0, 256 * M);
+  uint64_t calls[ND_TRACE_FNS] = {[MALLOC] = 100, [FREE] = 90};
+  counters(T0 + 1000 * MS, 3, (kt_t){M, 2 * M, 10, 100, 90}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){256 * M, 608 * M, 1, 602, 601}, calls, 0);
+  flush(1, T0 + 1000 * MS);
+  nd_rec_breach_t b = {.mono_ns = T0 + 1200 * MS, .tid = 1111, .limit = ND_LIMIT_DEVICE,
+                       .action = !strcmp(mode, "bad-dws-v10") ? ND_ON_LIMIT_FAIL : ND_ON_LIMIT_HOST,
+                       .fn = 7, .device = 0, .requested = 256 * M,
+                       .value = 928 * M, .limit_bytes = 1024 * M, .count = 1};
+  breach_rec(&b);
+  b.mono_ns = T0 + 1300 * MS;
+  b.count = 2;
+  breach_rec(&b);
+  nd_rec_device_t d0;
+  memset(&d0, 0, sizeof d0);
+  d0.device = 0;
+  d0.total_bytes = 81559 * M;
+  d0.limit_bytes = 1024 * M;
+  d0.live_bytes = (int64_t)(96 * M);
+  d0.peak_bytes = (int64_t)(928 * M);
+  dev_class(&d0.cls[ND_DEV_ASYNC], 600, 600, 16 * M);
+  d0.breaches = 2;
+  d0.getinfo_calls = 1;
+  d0.getinfo_clamped = 1;
+  nd_tw_record(&w, ND_REC_DEVICE, &d0, sizeof d0, NULL, 0);
+  nd_rec_cuda_t c;
+  memset(&c, 0, sizeof c);
+  c.first_ns = T0 + 100 * MS;
+  c.calls[7] = 602;  // cuMemAllocAsync: 594 served, 6 learning, 2 from host
+  c.calls[11] = 601; // cuMemFreeAsync
+  c.calls[17] = 1;   // cuMemGetInfo
+  c.calls[19] = 40;  // cuGetProcAddress_v2
+  c.calls[20] = 2;   // cuStreamCreate
+  c.answered_proc = 6;
+  c.torch_conf = ND_TORCH_CONF_SET | ND_TORCH_CONF_ASYNC | ND_TORCH_CONF_BY_NDMEM;
+  nd_tw_record(&w, ND_REC_CUDA, &c, sizeof c, NULL, 0);
+  nd_rec_device_ws_t ws;
+  memset(&ws, 0, sizeof ws);
+  ws.mode = !strcmp(mode, "bad-dws-mode") ? 7 : 3;
+  ws.sync = 1;
+  ws.streams = 1;
+  ws.learning = 1;
+  ws.allocation = 1;
+  ws.cycles = 99;
+  ws.learned_cycles = 1;
+  ws.arena_bytes = 96 * M;
+  ws.plan_peak_bytes = 96 * M;
+  ws.plan_sum_bytes = 160 * M;
+  ws.hits = 594;
+  ws.hit_bytes = 594 * 16 * M;
+  ws.spills = 0;
+  ws.frees = !strcmp(mode, "bad-dws-counts") ? 595 : 594;
+  ws.fences = 594;
+  ws.host_waits = 12;
+  ws.arena_allocs = 1;
+  if (!strcmp(mode, "bad-dws-v10")) ws.mode = 3; // the record itself is good: its version is not
+  nd_tw_record(&w, ND_REC_DEVICE_WS, &ws, sizeof ws, NULL, 0);
+  nd_rec_device_spill_t sp = {0, ND_SPILL_TOTAL, 2, 1, 512 * M, (int64_t)(256 * M),
+                              (int64_t)(512 * M), 2, 0};
+  if (!strcmp(mode, "bad-spill-counts")) sp.over_limit = 1;
+  nd_tw_record(&w, ND_REC_DEVICE_SPILL, &sp, sizeof sp, NULL, 0);
+  nd_rec_device_spill_t s42 = {0, !strcmp(mode, "bad-spill-stack") ? 43 : 42, 1, 0, 256 * M,
+                               (int64_t)(256 * M), (int64_t)(256 * M), 1, 0};
+  nd_tw_record(&w, ND_REC_DEVICE_SPILL, &s42, sizeof s42, NULL, 0);
+  nd_rec_device_spill_t s41 = {0, 41, 1, 1, 256 * M, 0, (int64_t)(256 * M), 1, 0};
+  nd_tw_record(&w, ND_REC_DEVICE_SPILL, &s41, sizeof s41, NULL, 0);
+  counters(T0 + 2000 * MS, 3, (kt_t){M, 2 * M, 10, 100, 90}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){256 * M, 608 * M, 1, 602, 601}, calls, 0);
+  flush(2, T0 + 2000 * MS);
+  block(42, KIND_DEV0, 0, 0x7f5000000000ull, 256 * M, 256 * M, T0 + 1300 * MS);
+  nd_rec_exit_t x = {T0 + 2100 * MS, ND_EXIT_NORMAL, 0, 1111, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 2150 * MS, 1);
+}
+
 // ---------------------------------------------------------------- python (version 7)
 
 // A PYCODE record with lengths as given (the bad-py-* modes lie about them) and `tail` bytes of
@@ -1434,7 +1532,9 @@ int main(int argc, char **argv) {
       "bad-res-free",    "bad-res-top",      "bad-res-trimmed", "retention-trimmed",
       "limits10",        "bad-breach-stack", "bad-breach-retry",
       "ws-effect",       "ws-effect-small",  "ws-effect-unserved", "ws-effect-none",
-      "retention-ws",    "bad-ws-trim-max",  "bad-ws-trim-count", "bad-ws-v10-short"};
+      "retention-ws",    "bad-ws-trim-max",  "bad-ws-trim-count", "bad-ws-v10-short",
+      "devices11",       "bad-dws-counts",   "bad-dws-mode",    "bad-dws-v10",
+      "bad-spill-stack", "bad-spill-counts", "bad-breach-host-v10"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -1455,6 +1555,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "many-escapes")) many_escapes();
   else if (!strcmp(argv[1], "lifetimes")) lifetimes_trace();
   else if (!strcmp(argv[1], "devices")) devices_trace();
+  else if (!strcmp(argv[1], "devices11") || !strncmp(argv[1], "bad-dws-", 8) ||
+           !strncmp(argv[1], "bad-spill-", 10) || !strcmp(argv[1], "bad-breach-host-v10"))
+    devices11_trace(argv[1]);
   else if (!strcmp(argv[1], "python")) python_trace();
   else if (!strcmp(argv[1], "resident")) resident_trace();
   else if (!strcmp(argv[1], "html-long")) html_long();
