@@ -1,11 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# cuda_bench.sh: what ndmem's CUDA hooks cost. Runs, plain and under the shim, alternately:
-# cuda_pairs (ns per cuMemAlloc + cuMemFree pair at 256 B, 64 KiB, 4 MiB, 64 MiB, and per
-# cuMemGetInfo), churn_libcuda against churn (host malloc churn with and without libcuda loaded,
-# no device call), and, where a GPU is present, examples/train_cuda. Prints medians and ndmem/plain
-# ratios. A ratio is never a failure; the exit status is non-zero only when the setup is broken
-# (a program missing, the shim not on the path it should be on, results differing).
+# cuda_bench.sh: what ndmem's CUDA hooks cost, and what device workspaces save. Runs, plain and
+# under the shim, alternately: cuda_pairs (ns per cuMemAlloc + cuMemFree pair at 256 B, 64 KiB,
+# 4 MiB, 64 MiB, and per cuMemGetInfo), also under device workspaces (NDMEM_DEVICE_WS, sync=free and
+# sync=ordered: the pairs come from the arena), churn_libcuda against churn (host malloc churn
+# with and without libcuda loaded, no device call), and, where a GPU is present,
+# examples/train_cuda plain, under ndmem and under device workspaces. Prints medians and ratios
+# against plain. A ratio is never a failure; the exit status is non-zero only when the setup is
+# broken (a program missing, the shim not on the path it should be on, results differing).
 # usage: bench/cuda_bench.sh [--build DIR] [--reps N] [--quick]
 set -eu
 build=build reps=5 pairs=2000 getinfo=20000 ops=5000000 steps=200
@@ -36,6 +38,8 @@ unset LD_PRELOAD CUDA_INJECTION64_PATH || true
 for v in $(env | sed -n 's/^\(NDMEM_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 plain() { "$@"; }
 under() { LD_PRELOAD=$shim NDMEM_SUMMARY=0 NDMEM_OUTPUT="$tmp/ndmem.%p.trace" "$@"; }
+ws_free() { NDMEM_DEVICE_WS=on under "$@"; }
+ws_ordered() { NDMEM_DEVICE_WS=sync=ordered under "$@"; }
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 field() { sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p"; } # value of KEY= in a line
@@ -74,18 +78,26 @@ i=0
 while [ $i -lt "$reps" ]; do
   plain "$pairs_prog" --pairs "$pairs" --reps 3 --getinfo "$getinfo" >>"$tmp/pairs.plain"
   under "$pairs_prog" --pairs "$pairs" --reps 3 --getinfo "$getinfo" >>"$tmp/pairs.ndmem"
+  ws_free "$pairs_prog" --pairs "$pairs" --reps 3 --getinfo 0 >>"$tmp/pairs.wsfree"
+  ws_ordered "$pairs_prog" --pairs "$pairs" --reps 3 --getinfo 0 >>"$tmp/pairs.wsord"
   i=$((i + 1))
 done
-printf '  %-10s %14s %14s %8s\n' size 'plain ns/pair' 'ndmem ns/pair' ratio
+echo "  (ws: device workspaces serve the pairs from their arena; free: a workspace cuMemFree"
+echo "   waits for the device as the driver's does; ordered: reuse in stream order, no wait)"
+printf '  %-8s %12s %12s %7s %12s %7s %12s %7s\n' size 'plain ns' 'ndmem ns' ratio 'ws free ns' \
+  ratio 'ws ord. ns' ratio
 for size in $(grep 'size=' "$tmp/pairs.plain" | field size | sort -nu); do
   p=$(grep " size=$size " "$tmp/pairs.plain" | field ns_per_pair | median)
   n=$(grep " size=$size " "$tmp/pairs.ndmem" | field ns_per_pair | median)
+  f=$(grep " size=$size " "$tmp/pairs.wsfree" | field ns_per_pair | median)
+  o=$(grep " size=$size " "$tmp/pairs.wsord" | field ns_per_pair | median)
   label=$(awk -v s="$size" 'BEGIN {if (s >= 1048576) printf "%d MiB", s / 1048576; else if (s >= 1024) printf "%d KiB", s / 1024; else printf "%d B", s}')
-  printf '  %-10s %14.1f %14.1f %8s\n' "$label" "$p" "$n" "$(ratio "$n" "$p")"
+  printf '  %-8s %12.1f %12.1f %7s %12.1f %7s %12.1f %7s\n' "$label" "$p" "$n" "$(ratio "$n" "$p")" \
+    "$f" "$(ratio "$f" "$p")" "$o" "$(ratio "$o" "$p")"
 done
 p=$(grep 'getinfo' "$tmp/pairs.plain" | field ns_per_call | median)
 n=$(grep 'getinfo' "$tmp/pairs.ndmem" | field ns_per_call | median)
-printf '  %-10s %14.1f %14.1f %8s   (ns per cuMemGetInfo)\n' getinfo "$p" "$n" "$(ratio "$n" "$p")"
+printf '  %-8s %12.1f %12.1f %7s   (ns per cuMemGetInfo)\n' getinfo "$p" "$n" "$(ratio "$n" "$p")"
 
 # ---- host churn with libcuda loaded and no device call, against churn without it
 echo
@@ -123,14 +135,19 @@ else
   while [ $i -lt "$reps" ]; do
     plain "$train" --steps "$steps" >"$tmp/t.plain.out" 2>>"$tmp/t.plain"
     under "$train" --steps "$steps" >"$tmp/t.ndmem.out" 2>>"$tmp/t.ndmem"
-    cmp -s "$tmp/t.plain.out" "$tmp/t.ndmem.out" || {
-      echo "cuda_bench: train_cuda's losses differ under ndmem" >&2
-      diff "$tmp/t.plain.out" "$tmp/t.ndmem.out" >&2
-      exit 1
-    }
+    ws_free "$train" --steps "$steps" >"$tmp/t.wsfree.out" 2>>"$tmp/t.wsfree"
+    ws_ordered "$train" --steps "$steps" >"$tmp/t.wsord.out" 2>>"$tmp/t.wsord"
+    for k in ndmem wsfree wsord; do
+      cmp -s "$tmp/t.plain.out" "$tmp/t.$k.out" || {
+        echo "cuda_bench: train_cuda's losses differ under ndmem ($k)" >&2
+        diff "$tmp/t.plain.out" "$tmp/t.$k.out" >&2
+        exit 1
+      }
+    done
     i=$((i + 1))
   done
-  p=$(sed -n 's/.* batch [0-9]*, \([0-9.]*\) s .*/\1/p' "$tmp/t.plain" | median)
-  n=$(sed -n 's/.* batch [0-9]*, \([0-9.]*\) s .*/\1/p' "$tmp/t.ndmem" | median)
-  printf '  plain %.3f s, ndmem %.3f s: %s (losses identical)\n' "$p" "$n" "$(ratio "$n" "$p")"
+  secs() { sed -n 's/.* batch [0-9]*, \([0-9.]*\) s .*/\1/p' "$tmp/t.$1" | median; }
+  p=$(secs plain) n=$(secs ndmem) f=$(secs wsfree) o=$(secs wsord)
+  printf '  plain %.3f s, ndmem %.3f s: %s; device workspaces: sync=free %.3f s: %s, ordered %.3f s: %s (losses identical)\n' \
+    "$p" "$n" "$(ratio "$n" "$p")" "$f" "$(ratio "$f" "$p")" "$o" "$(ratio "$o" "$p")"
 fi

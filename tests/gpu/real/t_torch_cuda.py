@@ -22,6 +22,13 @@
 #     2 GiB array raises OutOfMemoryError.
 #   jax: under the 1 GiB limit with XLA's default preallocation (75 % of what the device reports),
 #     JAX still computes, and ndmem's device 0 peak is at most 1 GiB.
+#   tensors: ndmem run --torch-tensors's setting (backend:cudaMallocAsync, NDMEM_TORCH_TENSORS=1):
+#     losses identical with and without ndmem; the report says the device sites are tensors; the
+#     three largest device sites by peak carry a torch_cuda.py line.
+#   spill: torch_cuda.py spill (512 MiB of tensors) under NDMEM_MAX_DEVICE_BYTES=256M with
+#     NDMEM_ON_DEVICE_LIMIT=host, with the caching allocator and with cudaMallocAsync: it finishes
+#     (exit 0), its checksum is the one without ndmem, and the report says how much ran from host
+#     memory (at least 256 MiB) and from which sites.
 # Exits 77 without a usable GPU, or when no python3 imports the framework (named in the log).
 # usage: t_torch_cuda.py MODE LIBNDMEM NDMEMREPORT TORCH_CUDA_PY
 import json
@@ -175,6 +182,59 @@ def limit(c, py, shim, ndmemreport, script):
                str(d["peak_bytes"]))
 
 
+def tensors(c, py, shim, ndmemreport, script):
+    conf = "backend:cudaMallocAsync"
+    cublas = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
+    plain = g.run([py, script, "train"], env_for(conf, **cublas))
+    skip_if_77(plain, "torch")
+    g.must_succeed(plain, "torch_cuda.py train without the shim")
+    tmp = c.tmpdir("ndmem-gpu-tensors.")
+    res, trace = g.run_shim([py, script, "train"], shim, tmp,
+                            **extra_for(conf, NDMEM_TORCH_TENSORS=1, **cublas))
+    g.must_succeed(res, "torch_cuda.py train under the shim")
+    lp, ls = losses(plain.stdout), losses(res.stdout)
+    c.true("losses identical with and without ndmem", lp == ls and len(ls) >= 3,
+           "\nplain: %s\nndmem: %s" % (lp, ls))
+    doc = g.report(ndmemreport, trace)
+    c.eq("the report's PyTorch allocator", doc["cuda"].get("torch_allocator"), "async")
+    c.true("set by ndmem run --torch-tensors", doc["cuda"].get("torch_tensors_by_ndmem") is True)
+    sites = [s for s in doc["sites"]["by_peak"] if s.get("kind") == "device0"][:3]
+    for s in sites:
+        lines = [f["line"] for f in s["frames"] if f.get("python")
+                 and os.path.basename(f.get("file") or "") == "torch_cuda.py"]
+        print("device site %d: peak %d, torch_cuda.py lines %s"
+              % (s["stack_id"], s["peak_live_bytes"], lines))
+        c.true("device site %d has a torch_cuda.py line" % s["stack_id"], bool(lines))
+
+
+def spill(c, py, shim, ndmemreport, script):
+    for name, conf in CONFS.items():
+        if name == "expandable":
+            continue
+        plain = g.run([py, script, "spill"], env_for(conf))
+        skip_if_77(plain, "torch")
+        g.must_succeed(plain, "torch_cuda.py spill without the shim")
+        tmp = c.tmpdir("ndmem-gpu-spill.")
+        res, trace = g.run_shim([py, script, "spill"], shim, tmp,
+                                **extra_for(conf, NDMEM_MAX_DEVICE_BYTES="256M",
+                                            NDMEM_ON_DEVICE_LIMIT="host"))
+        print(res.stdout, end="")
+        if not c.eq("%s: finishes over the limit (exit 0)" % name, res.returncode, 0):
+            print(res.stderr)
+            continue
+        want = [ln for ln in plain.stdout.splitlines() if ln.startswith("spill checksum")]
+        got = [ln for ln in res.stdout.splitlines() if ln.startswith("spill checksum")]
+        c.true("%s: checksum identical with and without ndmem" % name, want == got and want,
+               "%s vs %s" % (want, got))
+        d = g.device(g.report(ndmemreport, trace), 0)
+        h = d.get("from_host") or {}
+        print("%s: from host %s" % (name, json.dumps({k: v for k, v in h.items() if k != "sites"})))
+        c.true("%s: at least 256 MiB ran from host memory" % name, h.get("bytes", 0) >= 256 << 20)
+        c.true("%s: the spilling sites are named" % name, bool(h.get("sites")))
+        c.true("%s: device 0 peak <= 256 MiB" % name, d["peak_bytes"] <= 256 << 20,
+               str(d["peak_bytes"]))
+
+
 def limited(c, mode, py, shim, ndmemreport, script):
     """cupy and jax: one run under the 1 GiB limit; the script checks itself, we check ndmem."""
     tmp = c.tmpdir("ndmem-gpu-%s." % mode)
@@ -195,7 +255,7 @@ def limited(c, mode, py, shim, ndmemreport, script):
 
 def main():
     mode, shim, ndmemreport, script = sys.argv[1:5]
-    if mode not in list(CONFS) + ["limit", "cupy", "jax"]:
+    if mode not in list(CONFS) + ["limit", "cupy", "jax", "tensors", "spill"]:
         print("unknown mode %s" % mode)
         sys.exit(2)
     g.require_gpu()
@@ -206,6 +266,10 @@ def main():
         train(c, mode, py, shim, ndmemreport, script)
     elif mode == "limit":
         limit(c, py, shim, ndmemreport, script)
+    elif mode == "tensors":
+        tensors(c, py, shim, ndmemreport, script)
+    elif mode == "spill":
+        spill(c, py, shim, ndmemreport, script)
     else:
         # XLA's defaults: preallocate XLA_PYTHON_CLIENT_MEM_FRACTION (0.75) of the device
         for k in [k for k in os.environ if k.startswith("XLA_PYTHON_CLIENT_")]:

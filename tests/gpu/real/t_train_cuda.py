@@ -8,10 +8,16 @@
 #     of the program's blocks is live at exit. The first loss is the numpy reference's.
 #   leak: with --leak, one activation per step is never freed: the report has exactly those
 #     blocks at the LEAK line, classed growing, and --fail-on-growth fails.
+#   dws: device workspaces (NDMEM_DEVICE_WS=on, sync=free; and sync=ordered): the losses are byte
+#     for byte those without ndmem, the workspace served the program's per-step buffers (its
+#     summary line), and the training loop's seconds beside the plain run's (printed, no bound).
+#   sanitizer: compute-sanitizer memcheck and racecheck on train_cuda under device workspaces
+#     (sync=ordered): no error (skipped where compute-sanitizer is not found).
 # Exits 77 without a usable GPU, without the programs (no nvcc), or without libcublas.
 # usage: t_train_cuda.py compare|leak LIBNDMEM NDMEMREPORT SOURCE PROGRAM...
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -129,6 +135,47 @@ def leak(c, shim, ndmemreport, source, prog):
     print("named growing while running: %s" % ("yes" if named else "no"))
 
 
+STEP_SECS = re.compile(r" batch \d+, ([0-9.]+) s ")
+DWS_LINE = re.compile(r"^ndmem\[\d+\]: device 0 workspace \((\w[^,)]*), sync=(\w+)\): served (\d+) ", re.M)
+
+
+def dws(c, shim, ndmemreport, source, prog):
+    name = os.path.basename(prog)
+    args = [prog, "--steps", "200"]
+    plain = g.run(args, g.clean_env())
+    g.must_succeed(plain, name + " without the shim")
+    secs = {"plain": STEP_SECS.search(plain.stderr)}
+    for sync in ("free", "ordered"):
+        tmp = c.tmpdir("ndmem-gpu-dws.")
+        res, trace = g.run_shim(args, shim, tmp, NDMEM_DEVICE_WS="sync=" + sync, NDMEM_SUMMARY=1)
+        g.must_succeed(res, "%s under device workspaces (sync=%s)" % (name, sync))
+        c.true("%s sync=%s: stdout identical with and without ndmem" % (name, sync),
+               plain.stdout == res.stdout)
+        m = DWS_LINE.search(res.stderr)
+        print(m.group(0) if m else "(no device workspace line)")
+        c.true("%s sync=%s: the workspace planned and served" % (name, sync),
+               bool(m) and m.group(1) == "planned" and int(m.group(3)) > 0, res.stderr[-2000:])
+        secs[sync] = STEP_SECS.search(res.stderr)
+    t = {k: float(v.group(1)) for k, v in secs.items() if v}
+    if "plain" in t:
+        print("%s: training loop %s" % (name, ", ".join(
+            "%s %.3f s (%.2fx)" % (k, v, v / t["plain"]) for k, v in t.items())))
+
+
+def sanitizer(c, shim, ndmemreport, source, prog):
+    cs = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if not os.access(cs, os.X_OK):
+        g.skip("compute-sanitizer not found")
+    for tool in ("memcheck", "racecheck"):
+        tmp = c.tmpdir("ndmem-gpu-san.")
+        env = g.clean_env(LD_PRELOAD=shim, NDMEM_DEVICE_WS="sync=ordered",
+                          NDMEM_OUTPUT=os.path.join(tmp, "ndmem.%p.trace"))
+        res = g.run([cs, "--tool", tool, "--error-exitcode", "9", prog, "--steps", "40"], env)
+        print(res.stdout[-1500:])
+        c.eq("%s under device workspaces: %s finds no error" % (os.path.basename(prog), tool),
+             res.returncode, 0)
+
+
 def main():
     mode, shim, ndmemreport, source = sys.argv[1:5]
     progs = sys.argv[5:]
@@ -141,7 +188,8 @@ def main():
                    "wheel; set LD_LIBRARY_PATH)" % (p, ", ".join(missing)))
     c = g.Checks()
     for p in progs:
-        (compare if mode == "compare" else leak)(c, shim, ndmemreport, source, p)
+        {"compare": compare, "leak": leak, "dws": dws, "sanitizer": sanitizer}[mode](
+            c, shim, ndmemreport, source, p)
     c.done()
 
 

@@ -7,6 +7,9 @@
 #          (exit 0 only then; 3 when it succeeds, as it does on a large GPU without the limit)
 #   cupy   cupy's memory pool against ndmem's live bytes, and its OOM under the limit
 #   jax    a small computation with XLA's default preallocation (under the limit, by the driver)
+#   spill  four 128 MiB tensors and arithmetic on them: run under a 256 MiB device limit with
+#          NDMEM_ON_DEVICE_LIMIT=host, what does not fit runs from host memory; prints a checksum
+#          that must be the same as without ndmem
 # Exit 77 when the framework is not importable or sees no GPU.
 import ctypes
 import json
@@ -198,6 +201,23 @@ def jax_check():
     sys.exit(0)
 
 
+def spill():
+    torch = need("torch")
+    if not torch.cuda.is_available():
+        print("torch sees no CUDA device")
+        sys.exit(77)
+    dev = torch.device("cuda", 0)
+    gen = torch.Generator().manual_seed(2)
+    parts = [torch.rand(32 * MIB, generator=gen).to(dev) for _ in range(4)]  # SPILL 4 x 128 MiB
+    acc = torch.zeros(32 * MIB, device=dev)
+    for i, p in enumerate(parts):
+        acc += p * (i + 1)
+    torch.cuda.synchronize()
+    print("spill checksum %.6f" % acc.double().sum().item())
+    print("ndmem %s" % json.dumps(ndmem_device(0)))
+    sys.exit(0)
+
+
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "train"
-    {"train": train, "limit": limit, "cupy": cupy_check, "jax": jax_check}[mode]()
+    {"train": train, "limit": limit, "cupy": cupy_check, "jax": jax_check, "spill": spill}[mode]()
