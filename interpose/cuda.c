@@ -738,7 +738,7 @@ static nd_cu_result dev_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n
       leave(&c);
       return ND_CUDA_ERROR_OUT_OF_MEMORY;
     }
-    routed = 1;
+    routed = r == ND_DWS_DRIVER;
   }
   if (d >= 0 && !reserve(d, n, f, real)) {
     nd_cu_result rc = nd_spill_on() ? spill(&c, real, d, cls, n, site, ND_SPILL_WHY_LIMIT, dptr)

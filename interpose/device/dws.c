@@ -97,7 +97,6 @@ typedef struct dws {
   int recording;
   struct rmap { uint64_t p; uint32_t idx; } *rmap; // recorded driver blocks
   uint32_t rcap, rn;
-  uint32_t pending_idx; // the allocation nd_dws_external reports (UINT32_MAX: none)
   inst_t *cur, *old;
   uint32_t pos, cycle_devs, cycle_spills;
   ws_nd4j_t nd;
@@ -109,6 +108,10 @@ typedef struct dws {
 } dws_t;
 
 static dws_t W[NDMEM_MAX_DEVICES];
+// The recorded allocation the calling thread's next nd_dws_external reports (UINT32_MAX: none):
+// per thread, since other threads' allocations come between an allocation and its report.
+static __thread uint32_t pending_idx = UINT32_MAX;
+static __thread int pending_dev = -1;
 static uint64_t lo_all = UINT64_MAX, hi_all; // every arena's range (atomic): a cheap "not ours"
 
 static void *mem_alloc(void *ctx, size_t n) {
@@ -226,7 +229,6 @@ void nd_dws_setup(void) {
     W[d].st.enabled = (uint32_t)W[d].on;
     W[d].st.sync = (uint32_t)W[d].sync;
     W[d].mode = M_OFF;
-    W[d].pending_idx = UINT32_MAX;
   }
 }
 
@@ -677,9 +679,10 @@ static int same_context(int d) {
 int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, uint64_t site,
                  nd_cu_deviceptr *dptr) {
   dws_t *w = &W[d];
-  if (!nd_dws_on(d) || n < w->min) return ND_DWS_DRIVER;
+  pending_idx = UINT32_MAX;
+  pending_dev = d;
+  if (!nd_dws_on(d) || n < w->min) return ND_DWS_UNROUTED;
   nd_spin_lock(&w->lock);
-  w->pending_idx = UINT32_MAX;
   if (!w->started) { // first use: the driver functions, the detector, the policies' mode
     w->started = 1;
     if (nd_drv_resolve(real) != 0) {
@@ -687,7 +690,7 @@ int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, u
           NULL, NULL);
       __atomic_store_n(&w->on, 0, __ATOMIC_RELAXED);
       nd_spin_unlock(&w->lock);
-      return ND_DWS_DRIVER;
+      return ND_DWS_UNROUTED;
     }
     w->det = nd_os_map(sizeof *w->det);
     if (w->det && ws_detect_init(w->det, &MEM) == 0) {
@@ -695,12 +698,12 @@ int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, u
     } else {
       __atomic_store_n(&w->on, 0, __ATOMIC_RELAXED);
       nd_spin_unlock(&w->lock);
-      return ND_DWS_DRIVER;
+      return ND_DWS_UNROUTED;
     }
     if (w->cfg.learning == WS_LEARN_NONE || w->cfg.reset == WS_RESET_ENDOFBUFFER_REACHED)
       ws_nd4j_init(&w->nd, &w->cfg);
   }
-  int rc = ND_DWS_DRIVER;
+  int rc = ND_DWS_UNROUTED;
   if (w->mode == M_OFF) goto out;
   if (!same_context(d)) {
     w->st.fallbacks++;
@@ -713,6 +716,7 @@ int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, u
       goto out;
     }
   }
+  rc = ND_DWS_DRIVER;
   if (nd_drv_several()) barrier(d);
   if (nd_drv_nonblocking(d)) w->st.streams = 2;
   uint64_t sym = symbol(site, n, async);
@@ -764,7 +768,7 @@ int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, u
         r->size = (n + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
         r->t_alloc = w->tick++;
         r->t_free = UINT32_MAX;
-        w->pending_idx = w->nreq++;
+        pending_idx = w->nreq++;
       }
     }
   } else if (w->mode == M_PLANNED) {
@@ -781,8 +785,10 @@ void nd_dws_external(int d, nd_cu_deviceptr p, uint64_t n) {
   dws_t *w = &W[d];
   (void)n;
   nd_spin_lock(&w->lock);
-  if (w->pending_idx != UINT32_MAX && w->mode == M_RECORD && w->recording) rmap_put(w, p, w->pending_idx);
-  w->pending_idx = UINT32_MAX;
+  if (pending_dev == d && pending_idx != UINT32_MAX && pending_idx < w->nreq && w->mode == M_RECORD &&
+      w->recording)
+    rmap_put(w, p, pending_idx);
+  pending_idx = UINT32_MAX;
   nd_spin_unlock(&w->lock);
 }
 
@@ -1032,7 +1038,6 @@ void nd_dws_atfork_child(void) {
     w->epoch = 0;
     w->mode = w->started && w->det ? M_DETECT : M_OFF;
     w->limited = 0;
-    w->pending_idx = UINT32_MAX;
     w->symbols = w->period = w->cand = w->cand_seen = w->in_cycle = 0;
   }
 }

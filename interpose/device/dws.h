@@ -16,13 +16,15 @@
 void nd_dws_setup(void);   // reads NDMEM_DEVICE_WS[_<i>] (after the configuration is loaded)
 int nd_dws_on(int device); // the device's workspace may serve (cheap: an atomic load)
 
-enum { ND_DWS_DRIVER = 0, ND_DWS_SERVED = 1, ND_DWS_FAIL = 2 };
+enum { ND_DWS_DRIVER = 0, ND_DWS_SERVED = 1, ND_DWS_FAIL = 2, ND_DWS_UNROUTED = 3 };
 // An allocation of n bytes on device `device`: synchronous (cuMemAlloc) or stream-ordered on
 // stream s (async; s normalised: CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or the program's).
 // `site` identifies the call site (the interned stack, else a return address). `real`: the
 // driver function the program reached (where ndmem finds the others). ND_DWS_SERVED: *dptr is an
 // arena block; ND_DWS_DRIVER: the caller allocates from the driver and reports the block with
-// nd_dws_external; ND_DWS_FAIL: spill=fail, the allocation fails with CUDA_ERROR_OUT_OF_MEMORY.
+// nd_dws_external (and its free with nd_dws_external_free); ND_DWS_FAIL: spill=fail, the
+// allocation fails with CUDA_ERROR_OUT_OF_MEMORY; ND_DWS_UNROUTED: not the workspace's at all
+// (off, or below its min): the driver's, nothing to report.
 int nd_dws_alloc(int device, const void *real, size_t n, int async, nd_cu_stream s, uint64_t site,
                  nd_cu_deviceptr *dptr);
 void nd_dws_external(int device, nd_cu_deviceptr p, uint64_t n); // after ND_DWS_DRIVER

@@ -12,6 +12,9 @@
 //   async_same  stream-ordered, everything on A (reuse in stream order needs no wait)
 //   fork        single, then a fork: the child's device workspace starts empty, the parent's
 //               goes on serving
+//   threads     4 threads, each with its own two blocking streams, run the blocking steps at
+//               once (one device workspace for all: whatever it makes of the mixed stream,
+//               results stay exact and nothing hangs)
 // It prints one line of what happened ("steps= reused= bad=" and, under the shim, the
 // workspace's statistics) for t_cuda_dws.sh, and checks what it knows exactly itself: under a
 // planned workspace z takes x's range every step once planned, every allocation of those steps
@@ -19,6 +22,7 @@
 // a check failed, 3 when results were corrupted (t_cuda_dws.sh expects it of a broken ndmem).
 #include "cudacheck.h"
 
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,9 +30,9 @@
 #define STEPS 40
 #define DELAY_US 2000
 
-static nd_cu_stream A, B;
+static __thread nd_cu_stream A, B;
 static int async_mode;
-static float in[N], out[N];
+static __thread float *in, *out;
 
 static nd_cu_deviceptr alloc(nd_cu_stream s) {
   nd_cu_deviceptr p = 0;
@@ -40,6 +44,25 @@ static nd_cu_deviceptr alloc(nd_cu_stream s) {
 static void release(nd_cu_deviceptr p, nd_cu_stream s) {
   if (async_mode) CU(cuMemFreeAsync(p, s));
   else CU(cuMemFree_v2(p));
+}
+
+static int step(int i, long long *bad);
+#define THREADS 4
+static nd_cu_context ctx0;
+
+static void *thread_main(void *arg) {
+  long long *bad = arg;
+  CU(cuCtxSetCurrent(ctx0));
+  in = malloc(N * sizeof(float));
+  out = malloc(N * sizeof(float));
+  CU(cuStreamCreate(&A, 0));
+  CU(cuStreamCreate(&B, 0));
+  for (int i = 0; i < 20; i++) step(i, bad);
+  CU(cuStreamDestroy_v2(A));
+  CU(cuStreamDestroy_v2(B));
+  free(in);
+  free(out);
+  return NULL;
 }
 
 static long long calls(void) {
@@ -62,12 +85,12 @@ static ndmem_device_ws_stats_t ws_stats(void) {
 static int step(int i, long long *bad) {
   for (int j = 0; j < N; j++) in[j] = (float)(i * 1000 + j % 1000);
   nd_cu_deviceptr y = alloc(A), x = alloc(A);
-  CU(cuMemcpyHtoDAsync_v2(x, in, sizeof in, A));
+  CU(cuMemcpyHtoDAsync_v2(x, in, N * sizeof(float), A));
   CU(fakecuda_launch(A, FAKECUDA_ADD, y, x, N, 1, DELAY_US));
   release(x, A);
   nd_cu_deviceptr z = alloc(B);
   CU(fakecuda_launch(B, FAKECUDA_FILL, z, 0, N, 0x7f7f7f7fu, 0));
-  CU(cuMemcpyDtoHAsync_v2(out, y, sizeof out, A));
+  CU(cuMemcpyDtoHAsync_v2(out, y, N * sizeof(float), A));
   CU(cuStreamSynchronize(A));
   CU(cuStreamSynchronize(B));
   for (int j = 0; j < N; j++) *bad += out[j] != in[j] + 1;
@@ -85,6 +108,23 @@ int main(int argc, char **argv) {
   nd_cu_context ctx;
   CU(cuDevicePrimaryCtxRetain(&ctx, 0));
   CU(cuCtxSetCurrent(ctx));
+  ctx0 = ctx;
+  in = malloc(N * sizeof(float));
+  out = malloc(N * sizeof(float));
+  if (!strcmp(mode, "threads")) {
+    pthread_t th[THREADS];
+    long long tbad[THREADS] = {0}, all = 0;
+    for (int t = 0; t < THREADS; t++) CHECK(pthread_create(&th[t], NULL, thread_main, &tbad[t]) == 0);
+    for (int t = 0; t < THREADS; t++) {
+      pthread_join(th[t], NULL);
+      all += tbad[t];
+    }
+    ndmem_device_ws_stats_t s = ws_stats();
+    printf("mode=threads steps=%d bad=%lld hits=%llu\n", THREADS * 20, all, (unsigned long long)s.hits);
+    CHECK_EQ(fakecuda_faults(), 0);
+    if (check_failures) return CHECK_DONE();
+    return all ? 3 : 0;
+  }
   A = B = NULL;
   if (!strcmp(mode, "blocking") || !strcmp(mode, "async")) {
     CU(cuStreamCreate(&A, 0));

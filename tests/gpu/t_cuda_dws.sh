@@ -77,6 +77,12 @@ for sync in free ordered; do
   done
 done
 
+# Threads: four at once, each with its own streams, one device workspace for all
+for sync in free ordered; do
+  run "threads_$sync" 0 threads NDMEM_DEVICE_WS="sync=$sync"
+  is "threads_$sync" bad 0
+done
+
 # The broken ndmem: reuse with no wait at all corrupts every mode with a second stream
 for m in single blocking nonblocking async; do
   want=3
