@@ -387,18 +387,21 @@ static space_t *space_new(const char *name, int automatic) {
   return s;
 }
 
-static void rec_reserve(space_t *s) {
-  if (s->nreq < s->capreq) return;
-  uint32_t cap = s->capreq ? s->capreq * 2 : 256;
-  ws_req_t *v = nd_os_map(cap * sizeof *v);
+// Room for one more recorded allocation in *reqs (n used of *cap), from ndmem's own pages; the
+// device workspaces record theirs the same way. Without memory nothing changes (n stays >= cap).
+void nd_ws_reqs_reserve(ws_req_t **reqs, uint32_t n, uint32_t *cap) {
+  if (n < *cap) return;
+  uint32_t c = *cap ? *cap * 2 : 256;
+  ws_req_t *v = nd_os_map(c * sizeof *v);
   if (!v) return;
-  if (s->reqs) {
-    memcpy(v, s->reqs, s->nreq * sizeof *v);
-    nd_os_unmap(s->reqs, s->capreq * sizeof *v);
+  if (*reqs) {
+    memcpy(v, *reqs, n * sizeof *v);
+    nd_os_unmap(*reqs, *cap * sizeof *v);
   }
-  s->reqs = v;
-  s->capreq = cap;
+  *reqs = v;
+  *cap = c;
 }
+static void rec_reserve(space_t *s) { nd_ws_reqs_reserve(&s->reqs, s->nreq, &s->capreq); }
 
 // ---------------------------------------------------------------- the learning table
 

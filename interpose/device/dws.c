@@ -160,23 +160,9 @@ static void configure(int d, const char *spec, const char *var, int quiet) {
     nd_ws_next_item(&p, item, sizeof item);
     char *eq = strchr(item, '=');
     if (!item[0]) continue;
-    int ok = 0;
-    if (!eq) { // a word that is neither on/off nor key=value
-      bad++;
-      if (quiet || nd_quiet()) continue;
-      nd_buf_reset(&o);
-      nd_buf_str(&o, "ndmem: ");
-      nd_buf_str(&o, var);
-      nd_buf_str(&o, ": '");
-      nd_buf_strn(&o, item, 100);
-      nd_buf_str(&o, "' is not a known policy with a valid value (off, on, or key=value items: "
-                     "learning, cycles, allocation, overallocate, spill, reset, initial_size, "
-                     "min_size, max_size, min, sync=free|ordered); ignored");
-      nd_buf_line(&o, 2);
-      continue;
-    }
-    size_t k = (size_t)(eq - item);
-    if (!(k == 8 && strncmp(item, "location", 8) == 0))
+    int ok = 0; // a word that is neither on/off nor key=value is not
+    size_t k = eq ? (size_t)(eq - item) : 0;
+    if (eq && !(k == 8 && strncmp(item, "location", 8) == 0))
       ok = nd_ws_option(&w->cfg, item, k, eq + 1) == 1;
     if (!ok && k == 4 && strncmp(item, "sync", 4) == 0) {
       int64_t v;
@@ -196,9 +182,9 @@ static void configure(int d, const char *spec, const char *var, int quiet) {
     nd_buf_str(&o, var);
     nd_buf_str(&o, ": '");
     nd_buf_strn(&o, item, 100);
-    nd_buf_str(&o, "' is not a known policy with a valid value (learning, cycles, allocation, "
-                   "overallocate, spill, reset, initial_size, min_size, max_size, min, "
-                   "sync=free|ordered); ignored");
+    nd_buf_str(&o, "' is not a known policy with a valid value (off, on, or key=value items: "
+                   "learning, cycles, allocation, overallocate, spill, reset, initial_size, "
+                   "min_size, max_size, min, sync=free|ordered); ignored");
     nd_buf_line(&o, 2);
   }
   // A list turns the workspace on with what it sets; a list of nothing usable leaves it off.
@@ -406,18 +392,6 @@ static void barrier(int d) {
 
 // ---------------------------------------------------------------- learning
 
-static void rec_reserve(dws_t *w) {
-  if (w->nreq < w->capreq) return;
-  uint32_t cap = w->capreq ? w->capreq * 2 : 256;
-  ws_req_t *v = nd_os_map(cap * sizeof *v);
-  if (!v) return;
-  if (w->reqs) {
-    memcpy(v, w->reqs, w->nreq * sizeof *v);
-    nd_os_unmap(w->reqs, w->capreq * sizeof *v);
-  }
-  w->reqs = v;
-  w->capreq = cap;
-}
 
 static uint32_t rslot(uint64_t p, uint32_t cap) { return (uint32_t)((p >> 9) * 0x9e3779b97f4a7c15ull >> 40) & (cap - 1); }
 
@@ -761,7 +735,7 @@ int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, u
     if (w->nd.open) rc = bump_alloc(d, n, async, s, dptr);
   } else if (w->mode == M_RECORD) {
     if (w->recording && w->nreq - w->rec_start < RECORD_MAX) {
-      rec_reserve(w);
+      nd_ws_reqs_reserve(&w->reqs, w->nreq, &w->capreq);
       if (w->nreq < w->capreq) {
         ws_req_t *r = &w->reqs[w->nreq];
         r->key = sym;
