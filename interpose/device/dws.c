@@ -33,6 +33,8 @@
 //    marked at once, by the freeing thread, whose stream it is. The ranges freed while the program
 //    had one stream wait behind an event recorded when it first shows several.
 //  - Another context on the device, or a stream being captured into a graph: left to the driver.
+//    An arena block freed while another context is current cannot be marked in the arena's
+//    context: the next range handed out waits for that context's device (cuCtxSynchronize).
 #include "dws.h"
 
 #include "cuda_hooks.h"
@@ -104,6 +106,7 @@ typedef struct dws {
   uint32_t npend;
   int limited; // an arena refused by the device limit (said once)
   int started; // the first allocation set it up
+  int foreign;  // an arena block was freed in another context: the next serve waits for the device
   ndmem_device_ws_stats_t st;
 } dws_t;
 
@@ -683,6 +686,12 @@ int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, u
     w->st.fallbacks++;
     goto out;
   }
+  if (w->foreign) { // a free in another context left nothing to wait on here: wait for all
+    nd_drv.ctx_sync();
+    w->st.ctx_syncs++;
+    pend_clear(d);
+    w->foreign = 0;
+  }
   if (async && s != ND_CU_STREAM_LEGACY && s != ND_CU_STREAM_PER_THREAD && nd_drv.capturing) {
     int status = 0;
     if (nd_drv.capturing(s, &status) != ND_CUDA_SUCCESS || status != 0) {
@@ -832,7 +841,14 @@ void nd_dws_free(int d, nd_cu_deviceptr p, uint64_t n, int async, nd_cu_stream s
   w->live -= (int64_t)n;
   w->st.frees++;
   // what keeps the range from reuse while the previous owner's work may run (the file's header)
-  if (!nd_cfg.test_dws_unfenced) {
+  nd_cu_context c = NULL;
+  if (!nd_cfg.test_dws_unfenced && (nd_drv.ctx_current(&c) != ND_CUDA_SUCCESS || c != w->ctx)) {
+    w->foreign = 1;
+    if (w->sync == SYNC_FREE && !async && c) { // the wait cuMemFree gives the caller's context
+      nd_drv.ctx_sync();
+      w->st.ctx_syncs++;
+    }
+  } else if (!nd_cfg.test_dws_unfenced) {
     if (async) {
       if (nd_drv_several() || s != ND_CU_STREAM_LEGACY) {
         nd_cu_event ev = s == ND_CU_STREAM_PER_THREAD ? record_on(d, s) : NULL;
@@ -1012,6 +1028,7 @@ void nd_dws_atfork_child(void) {
     w->epoch = 0;
     w->mode = w->started && w->det ? M_DETECT : M_OFF;
     w->limited = 0;
+    w->foreign = 0;
     w->symbols = w->period = w->cand = w->cand_seen = w->in_cycle = 0;
   }
 }
