@@ -18,7 +18,8 @@
 // It prints one line of what happened ("steps= reused= bad=" and, under the shim, the
 // workspace's statistics) for t_cuda_dws.sh, and checks what it knows exactly itself: under a
 // planned workspace z takes x's range every step once planned, every allocation of those steps
-// is an arena hit, and the driver sees no allocation or free call in them. Exit status: 0, 1 when
+// is an arena hit (under a plan, z at x's offset; ND4J's circular arena moves on and comes back
+// to a range a lap later), and the driver sees no allocation or free call in them. Exit status: 0, 1 when
 // a check failed, 3 when results were corrupted (t_cuda_dws.sh expects it of a broken ndmem).
 #include "cudacheck.h"
 
@@ -156,7 +157,7 @@ int main(int argc, char **argv) {
       served++;
       CHECK_EQ(after.hits - before.hits, 3);
       CHECK_EQ(after.frees - before.frees, 3);
-      CHECK(r);
+      if (after.mode == 3) CHECK(r); // a plan puts z at x's offset (ND4J's bump arena does not)
       CHECK_EQ(calls() - calls_before, async_mode ? 0 : after.arena_allocs - before.arena_allocs);
     }
     if (fork_mode && i == STEPS / 2) {

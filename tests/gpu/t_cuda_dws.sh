@@ -107,6 +107,19 @@ metric() { sed -n "s/^$1{pid=\"[0-9]*\",device=\"0\"} \([0-9]*\)$/\1/p" "$prom";
 [ "$(metric ndmem_device_workspace_waits_total)" = "$(field metrics host_waits)" ] ||
   no "metrics: waits $(metric ndmem_device_workspace_waits_total), want $(field metrics host_waits)"
 
+# ND4J's unplanned arenas (bump allocation, circular by laps): reset=endofbuffer after learning,
+# learning=none with a fixed arena from the start; every step served once it is
+for spec in reset=endofbuffer,sync=ordered learning=none,initial_size=2m,sync=ordered \
+    reset=endofbuffer; do
+  for m in blocking async; do
+    n=nd4j_$(echo "$spec" | tr -c 'a-z0-9\n' _)_$m
+    run "$n" 0 "$m" NDMEM_DEVICE_WS="$spec"
+    is "$n" bad 0
+    is "$n" mode 4
+    atleast "$n" served 30
+  done
+done
+
 # Per device: NDMEM_DEVICE_WS_0 wins over NDMEM_DEVICE_WS
 run dev0_off 0 single NDMEM_DEVICE_WS=on NDMEM_DEVICE_WS_0=off
 is dev0_off enabled 0
