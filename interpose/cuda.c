@@ -545,7 +545,7 @@ static void track_at(call_t *c, uint64_t key, int cls, int kind, uint64_t size, 
   if (had == 1) { // released where ndmem did not see it: its books close now
     ADD(C.unknown_frees, 1);
     count(c, stale.kind, 0, stale.size);
-    if (!(stale.flags & BLK_SPILL)) dev_book(stale.kind, stale.cls, 0, stale.size);
+    if (!(stale.flags & (BLK_SPILL | BLK_ARENA))) dev_book(stale.kind, stale.cls, 0, stale.size);
     if (stale.kind >= NDMEM_KIND_DEVICE0 && !(stale.flags & (BLK_ARENA | BLK_SPILL))) {
       struct dev *v = &devs[stale.kind - NDMEM_KIND_DEVICE0];
       __atomic_fetch_sub(&v->live, (int64_t)stale.size, __ATOMIC_RELAXED);
@@ -554,7 +554,9 @@ static void track_at(call_t *c, uint64_t key, int cls, int kind, uint64_t size, 
     if (stale.site) nd_site_sub(stale.site, 1, stale.size);
   }
   count(c, kind, 1, size);
-  if (!(flags & BLK_SPILL)) dev_book(kind, cls, 1, size);
+  // The device's classes count what reached the driver (what CUPTI sees too): a workspace's
+  // arenas, not the blocks it served (its hits), and nothing served from host memory.
+  if (!(flags & (BLK_SPILL | BLK_ARENA))) dev_book(kind, cls, 1, size);
   if (kind >= NDMEM_KIND_DEVICE0 && !(flags & (BLK_ARENA | BLK_SPILL))) {
     // granted blocks only: reservations in flight are not memory
     struct dev *v = &devs[kind - NDMEM_KIND_DEVICE0];
@@ -584,7 +586,7 @@ static void restore(const blk_t *b) {
 // The books of a block that was released.
 static void untrack(call_t *c, const blk_t *b) {
   count(c, b->kind, 0, b->size);
-  if (!(b->flags & BLK_SPILL)) dev_book(b->kind, b->cls, 0, b->size);
+  if (!(b->flags & (BLK_SPILL | BLK_ARENA))) dev_book(b->kind, b->cls, 0, b->size);
   if (b->kind >= NDMEM_KIND_DEVICE0 && !(b->flags & (BLK_ARENA | BLK_SPILL))) {
     struct dev *v = &devs[b->kind - NDMEM_KIND_DEVICE0];
     __atomic_fetch_sub(&v->live, (int64_t)b->size, __ATOMIC_RELAXED);
@@ -642,13 +644,21 @@ int nd_cuda_arena_reserve(int d, uint64_t bytes) {
                                     __ATOMIC_RELAXED))
       break;
   }
-  raise_peak(&v->peak, __atomic_add_fetch(&v->granted, (int64_t)bytes, __ATOMIC_RELAXED));
   return 0;
 }
 
-void nd_cuda_arena_release(int d, uint64_t bytes) {
+// The driver made the reserved arena (a cuMemAlloc it saw): the device's peak and classes.
+void nd_cuda_arena_made(int d, uint64_t bytes) {
+  raise_peak(&devs[d].peak, __atomic_add_fetch(&devs[d].granted, (int64_t)bytes, __ATOMIC_RELAXED));
+  dev_book(dev_kind(d), ND_DEV_PLAIN, 1, bytes);
+}
+
+// An arena's bytes leave the device's books: freed (made), or never made.
+void nd_cuda_arena_release(int d, uint64_t bytes, int made) {
   unreserve(d, bytes);
+  if (!made) return;
   __atomic_fetch_sub(&devs[d].granted, (int64_t)bytes, __ATOMIC_RELAXED);
+  dev_book(dev_kind(d), ND_DEV_PLAIN, 0, bytes);
 }
 
 // An allocation refused (over the limit: why LIMIT; by a full device: FULL) served from host

@@ -32,7 +32,8 @@ void nd_cuda_setup(char *const *envp);
 // from (never a hook), and a workspace arena's bytes in and out of the device's books.
 void *nd_cuda_drv_sym(const void *real, const char *name);
 int nd_cuda_arena_reserve(int device, uint64_t bytes); // 0, or -1 over the device limit
-void nd_cuda_arena_release(int device, uint64_t bytes);
+void nd_cuda_arena_made(int device, uint64_t bytes);   // the driver made it
+void nd_cuda_arena_release(int device, uint64_t bytes, int made);
 
 void nd_cuda_atfork_prepare(void);
 void nd_cuda_atfork_parent(void);

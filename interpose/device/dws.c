@@ -246,9 +246,10 @@ static nd_cu_deviceptr arena_new(int d, uint64_t size) {
   }
   nd_cu_deviceptr p = 0;
   if (nd_drv.mem_alloc(&p, size) != ND_CUDA_SUCCESS || !p) {
-    nd_cuda_arena_release(d, size);
+    nd_cuda_arena_release(d, size, 0);
     return 0;
   }
+  nd_cuda_arena_made(d, size);
   w->st.arena_allocs++;
   w->st.arena_bytes += size;
   note_range(p, size);
@@ -259,7 +260,7 @@ static void inst_free(int d, inst_t *pi) {
   dws_t *w = &W[d];
   if (pi->arena) {
     nd_drv.mem_free(pi->arena); // the driver's cuMemFree: it waits for the device first
-    nd_cuda_arena_release(d, pi->size);
+    nd_cuda_arena_release(d, pi->size, 1);
     w->st.arena_frees++;
     w->st.arena_bytes -= pi->size;
   }

@@ -191,7 +191,13 @@ int main(int argc, char **argv) {
            (unsigned long long)s.stream_waits, (unsigned long long)s.fallbacks,
            (unsigned long long)s.arena_allocs);
   printf("\n");
-  if (shim()) CHECK_EQ(s.hits, 3 * served);
+  if (shim()) {
+    CHECK_EQ(s.hits, 3 * served);
+    // the device's books count what reached the driver: the arena, not the blocks it served
+    ndmem_device_stats_t ds = nd_dev(0);
+    CHECK_EQ(ds.allocs, fakecuda_calls("cuMemAlloc") + fakecuda_calls("cuMemAllocAsync"));
+    CHECK_EQ(ds.arena_bytes, (long long)s.arena_bytes);
+  }
   CHECK_EQ(fakecuda_faults(), 0);
   if (check_failures) return CHECK_DONE();
   return bad ? 3 : 0;
