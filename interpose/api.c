@@ -63,29 +63,35 @@ ND_EXPORT int ndmem_limit_set(const char *name, const char *value) {
   return nd_limits_set(name, value);
 }
 
-ND_EXPORT int ndmem_device_stats(int device, ndmem_device_stats_t *out) {
+// A statistics struct that starts with its caller-set `size` (uint32_t): filled by get() for
+// `device`, then copied up to what the caller's version of the struct holds. 0, or -1.
+static int sized_stats(void *out, size_t full, int device, int (*get)(int, void *)) {
   nd_tls_t *t = &nd_tls;
   int mode = nd_thread_prepare(t);
   if (!out || !nd_accounting_on() || (mode != ND_T_COUNT && mode != ND_T_BUSY)) return -1;
-  size_t want = out->size && out->size < sizeof(ndmem_device_stats_t) ? out->size : sizeof(ndmem_device_stats_t);
-  ndmem_device_stats_t s;
-  if (nd_cuda_device_stats(device, &s) != 0) return -1;
-  s.size = (uint32_t)want;
+  uint32_t size;
+  memcpy(&size, out, sizeof size);
+  size_t want = size && size < full ? size : full;
+  union {
+    ndmem_device_stats_t dev;
+    ndmem_device_ws_stats_t ws;
+  } s;
+  if (full > sizeof s || get(device, &s) != 0) return -1;
+  size = (uint32_t)want;
+  memcpy(&s, &size, sizeof size);
   memcpy(out, &s, want);
   return 0;
 }
 
+static int get_device(int d, void *s) { return nd_cuda_device_stats(d, s); }
+static int get_device_ws(int d, void *s) { return nd_dws_stats(d, s); }
+
+ND_EXPORT int ndmem_device_stats(int device, ndmem_device_stats_t *out) {
+  return sized_stats(out, sizeof *out, device, get_device);
+}
+
 ND_EXPORT int ndmem_device_ws_stats(int device, ndmem_device_ws_stats_t *out) {
-  nd_tls_t *t = &nd_tls;
-  int mode = nd_thread_prepare(t);
-  if (!out || !nd_accounting_on() || (mode != ND_T_COUNT && mode != ND_T_BUSY)) return -1;
-  size_t want = out->size && out->size < sizeof(ndmem_device_ws_stats_t) ? out->size
-                                                                         : sizeof(ndmem_device_ws_stats_t);
-  ndmem_device_ws_stats_t s;
-  if (nd_dws_stats(device, &s) != 0) return -1;
-  s.size = (uint32_t)want;
-  memcpy(out, &s, want);
-  return 0;
+  return sized_stats(out, sizeof *out, device, get_device_ws);
 }
 
 // From ndmem's CUPTI injection library (cupti/), on any thread the driver calls it on.

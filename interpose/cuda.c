@@ -416,6 +416,8 @@ enum { ND_DEV_HOSTMEM = ND_DEV_CLASSES };
 // call; its bytes are in the arena's), or host memory (spill: no device memory at all). ROUTED:
 // made while the device's workspace looks at allocations (its free is reported to it).
 enum blk_flags { BLK_ARENA = 1, BLK_SPILL = 2, BLK_ROUTED = 4 };
+// The driver made it: it is in the device's classes (what CUPTI sees too), live bytes and peak.
+static int from_driver(int flags) { return !(flags & (BLK_ARENA | BLK_SPILL)); }
 
 static struct {
   blk_t *v;
@@ -530,6 +532,8 @@ static nd_site_t *site_here(call_t *c, int kind) {
   return c->t->shard ? nd_track_site_here(kind) : NULL;
 }
 
+static void untrack(call_t *c, const blk_t *b);
+
 // A new block: counted, kept with its stack (`site`, taken before the call; or here). Device
 // memory from the driver raises the device's peak; an arena's or host memory does not.
 static void track_at(call_t *c, uint64_t key, int cls, int kind, uint64_t size, nd_site_t *site,
@@ -544,20 +548,13 @@ static void track_at(call_t *c, uint64_t key, int cls, int kind, uint64_t size, 
   if (had < 0) ADD(C.untracked, 1);
   if (had == 1) { // released where ndmem did not see it: its books close now
     ADD(C.unknown_frees, 1);
-    count(c, stale.kind, 0, stale.size);
-    if (!(stale.flags & (BLK_SPILL | BLK_ARENA))) dev_book(stale.kind, stale.cls, 0, stale.size);
-    if (stale.kind >= NDMEM_KIND_DEVICE0 && !(stale.flags & (BLK_ARENA | BLK_SPILL))) {
-      struct dev *v = &devs[stale.kind - NDMEM_KIND_DEVICE0];
-      __atomic_fetch_sub(&v->live, (int64_t)stale.size, __ATOMIC_RELAXED);
-      __atomic_fetch_sub(&v->granted, (int64_t)stale.size, __ATOMIC_RELAXED);
-    }
-    if (stale.site) nd_site_sub(stale.site, 1, stale.size);
+    untrack(c, &stale);
   }
   count(c, kind, 1, size);
   // The device's classes count what reached the driver (what CUPTI sees too): a workspace's
   // arenas, not the blocks it served (its hits), and nothing served from host memory.
-  if (!(flags & (BLK_SPILL | BLK_ARENA))) dev_book(kind, cls, 1, size);
-  if (kind >= NDMEM_KIND_DEVICE0 && !(flags & (BLK_ARENA | BLK_SPILL))) {
+  if (from_driver(flags)) dev_book(kind, cls, 1, size);
+  if (kind >= NDMEM_KIND_DEVICE0 && from_driver(flags)) {
     // granted blocks only: reservations in flight are not memory
     struct dev *v = &devs[kind - NDMEM_KIND_DEVICE0];
     raise_peak(&v->peak, __atomic_add_fetch(&v->granted, (int64_t)size, __ATOMIC_RELAXED));
@@ -586,8 +583,8 @@ static void restore(const blk_t *b) {
 // The books of a block that was released.
 static void untrack(call_t *c, const blk_t *b) {
   count(c, b->kind, 0, b->size);
-  if (!(b->flags & (BLK_SPILL | BLK_ARENA))) dev_book(b->kind, b->cls, 0, b->size);
-  if (b->kind >= NDMEM_KIND_DEVICE0 && !(b->flags & (BLK_ARENA | BLK_SPILL))) {
+  if (from_driver(b->flags)) dev_book(b->kind, b->cls, 0, b->size);
+  if (b->kind >= NDMEM_KIND_DEVICE0 && from_driver(b->flags)) {
     struct dev *v = &devs[b->kind - NDMEM_KIND_DEVICE0];
     __atomic_fetch_sub(&v->live, (int64_t)b->size, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&v->granted, (int64_t)b->size, __ATOMIC_RELAXED);
@@ -699,6 +696,14 @@ typedef nd_cu_result (*stream_destroy_fn)(nd_cu_stream);
 
 #define NO_DRIVER ND_CUDA_ERROR_NOT_INITIALIZED // a hook whose real function cannot be found
 
+// The stream a stream-ordered call names, as the device workspaces compare streams: NULL is the
+// legacy default stream, or through a _ptsz entry point the calling thread's own. A per-thread
+// default stream means the program's work is in several orders. Synchronous calls: NULL.
+static nd_cu_stream ws_stream(int async, nd_cu_stream s, int ptsz) {
+  if (async && (ptsz || s == ND_CU_STREAM_PER_THREAD)) nd_drv_ptds_seen();
+  return !async ? NULL : s ? s : ptsz ? ND_CU_STREAM_PER_THREAD : ND_CU_STREAM_LEGACY;
+}
+
 // The device of a stream: cuStreamGetDevice where the driver has it (CUDA 12.8 and later); the
 // null and the special streams, or an older driver: the current device.
 typedef nd_cu_result (*stream_dev_fn)(nd_cu_stream, nd_cu_device *);
@@ -729,7 +734,7 @@ static nd_cu_result dev_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n
   enter(&c, f);
   int async = f == F_ASYNC || f == F_ASYNC_PTSZ, from_pool = f == F_POOL || f == F_POOL_PTSZ;
   int ptsz = f == F_ASYNC_PTSZ || f == F_POOL_PTSZ;
-  if (ptsz || s == ND_CU_STREAM_PER_THREAD) nd_drv_ptds_seen();
+  nd_cu_stream ws = ws_stream(async || from_pool, s, ptsz);
   int d = !c.acct || !dptr ? -1 : async ? stream_device(real, s) : current_device(real);
   int cls = async || from_pool ? ND_DEV_ASYNC : ND_DEV_PLAIN;
   // A device workspace first: what it serves comes from its arena, with no driver call.
@@ -737,7 +742,6 @@ static nd_cu_result dev_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n
   int routed = 0;
   if (d >= 0 && !from_pool && nd_dws_on(d)) {
     site = site_here(&c, dev_kind(d));
-    nd_cu_stream ws = !async ? NULL : s ? s : ptsz ? ND_CU_STREAM_PER_THREAD : ND_CU_STREAM_LEGACY;
     int r = nd_dws_alloc(d, real, n, async, ws, (uint64_t)(uintptr_t)site, dptr);
     if (r == ND_DWS_SERVED) {
       track_at(&c, *dptr, cls, dev_kind(d), n, site, BLK_ARENA | BLK_ROUTED);
@@ -772,8 +776,7 @@ static nd_cu_result dev_alloc(int f, void *real, nd_cu_deviceptr *dptr, size_t n
       d = at;
       routed = 0;
       if (!reserve(d, n, f, real)) {
-        int ptsz2 = f == F_ASYNC_PTSZ || f == F_POOL_PTSZ;
-        freeasync_fn fr = (freeasync_fn)drv_sym(real, ptsz2 ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync");
+        freeasync_fn fr = (freeasync_fn)drv_sym(real, ptsz ? "cuMemFreeAsync_ptsz" : "cuMemFreeAsync");
         if (fr) fr(*dptr, s);
         leave(&c);
         return ND_CUDA_ERROR_OUT_OF_MEMORY;
@@ -858,8 +861,7 @@ static nd_cu_result release(int f, void *real, uint64_t key, int cls, nd_cu_stre
   if (!found && c.acct && key && cls != ND_DEV_HOSTMEM) // an async free of a plain block, or back
     found = take(key, async ? ND_DEV_PLAIN : ND_DEV_ASYNC, &b);
   int d = found && b.kind >= NDMEM_KIND_DEVICE0 ? b.kind - NDMEM_KIND_DEVICE0 : -1;
-  nd_cu_stream ws = !async ? NULL : s ? s : f == F_FREEASYNC_PTSZ ? ND_CU_STREAM_PER_THREAD : ND_CU_STREAM_LEGACY;
-  if (async && (f == F_FREEASYNC_PTSZ || s == ND_CU_STREAM_PER_THREAD)) nd_drv_ptds_seen();
+  nd_cu_stream ws = ws_stream(async, s, f == F_FREEASYNC_PTSZ);
   if (d >= 0 && (b.flags & (BLK_ARENA | BLK_SPILL))) { // ndmem's memory: no driver call for it
     nd_cu_result rc = ND_CUDA_SUCCESS;
     if (b.flags & BLK_ARENA) nd_dws_free(d, key, b.size, async, ws);
@@ -1047,7 +1049,9 @@ static nd_cu_result h_stream_destroy(void *real, nd_cu_stream s) {
 
 // cuGetProcAddress: the driver's answer, replaced by a hook for the memory functions (and for
 // cuGetProcAddress itself, which the CUDA runtime asks for first).
-static void answer(const char *sym, void **pfn, int version) {
+static void answer(const char *sym, void **pfn, int version, nd_cu_u64 flags) {
+  // a program that asks for per-thread default streams has its work in several orders
+  if (flags & ND_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) nd_drv_ptds_seen();
   if (!sym || !pfn || !*pfn) return;
   int f = fn_by_base(sym, version);
   if (f < 0) return;
@@ -1063,8 +1067,7 @@ static nd_cu_result h_proc(void *real, const char *sym, void **pfn, int version,
   unsigned char mode = t->mode;
   if (mode == ND_T_COUNT) t->mode = ND_T_BUSY;
   nd_cu_result rc = ((proc_fn)real)(sym, pfn, version, flags);
-  if (rc == ND_CUDA_SUCCESS) answer(sym, pfn, version);
-  if (rc == ND_CUDA_SUCCESS && (flags & ND_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) nd_drv_ptds_seen();
+  if (rc == ND_CUDA_SUCCESS) answer(sym, pfn, version, flags);
   if (mode == ND_T_COUNT) t->mode = mode;
   return rc;
 }
@@ -1076,8 +1079,7 @@ static nd_cu_result h_proc2(void *real, const char *sym, void **pfn, int version
   unsigned char mode = t->mode;
   if (mode == ND_T_COUNT) t->mode = ND_T_BUSY;
   nd_cu_result rc = ((proc2_fn)real)(sym, pfn, version, flags, status);
-  if (rc == ND_CUDA_SUCCESS) answer(sym, pfn, version);
-  if (rc == ND_CUDA_SUCCESS && (flags & ND_CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) nd_drv_ptds_seen();
+  if (rc == ND_CUDA_SUCCESS) answer(sym, pfn, version, flags);
   if (mode == ND_T_COUNT) t->mode = mode;
   return rc;
 }
@@ -1347,7 +1349,7 @@ void nd_cuda_atfork_child(void) {
   nd_tls_t *t = &nd_tls;
   for (size_t i = 0; i < tab.cap; i++) {
     blk_t *b = &tab.v[i];
-    if (b->state != 1 || (b->cls == ND_DEV_HOSTMEM && !(b->flags & BLK_SPILL))) continue;
+    if (b->state != 1 || b->cls == ND_DEV_HOSTMEM) continue; // host spill is a device class
     call_t c = {t, t->mode, 1};
     untrack(&c, b);
     b->state = 2;

@@ -597,8 +597,7 @@ static int device_limited_at(const nd_trace_t *t, uint64_t bytes) {
 
 bool nd_rep_has_devices(const nd_trace_t *t) { return t->have_device || t->have_cuda; }
 
-const char *const nd_rep_dws_modes[5] = {"off", "finding the cycle", "learning", "planned",
-                                         "ND4J arena"};
+const char *const nd_rep_dws_modes[5] = {ND_DWS_MODE_NAMES};
 const char *const nd_rep_dws_syncs[2] = {"free", "ordered"};
 const char *const nd_rep_dws_streams[3] = {"one stream", "several streams", "non-blocking streams"};
 
@@ -634,7 +633,6 @@ const char *nd_rep_torch_text(const nd_trace_t *t) {
   default: return NULL;
   }
 }
-
 
 bool nd_rep_device_limited(const nd_trace_t *t) {
   for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)

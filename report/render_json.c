@@ -364,7 +364,7 @@ static int json_device11(FILE *o, report_t *r, int d) {
     if (json_stack(o, r, (uint32_t)x->stack, "       ")) return -1;
     fputc('}', o);
   }
-  fputs(n ? "]}" : "]}", o);
+  fputs("]}", o);
   return 0;
 }
 

@@ -415,7 +415,9 @@ enum nd_torch_conf {
 
 // ---------------------------------------------------------------- device workspaces (version 11)
 
-// enum values as in ndmem_device_ws_stats_t (mode, sync, streams) and workspace.h (policies).
+// enum values as in ndmem_device_ws_stats_t (mode, sync, streams) and workspace.h (policies);
+// the modes by name, as the shim's summary and ndmemreport say them.
+#define ND_DWS_MODE_NAMES "off", "finding the cycle", "learning", "planned", "ND4J arena"
 typedef struct nd_rec_device_ws {
   uint32_t device, mode, sync, streams;
   uint32_t learning, allocation, spill, reset;

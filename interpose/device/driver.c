@@ -60,13 +60,9 @@ static struct {
   struct { nd_cu_stream s; int dev; } nb[STREAMS];
   int nonblocking[NDMEM_MAX_DEVICES]; // live ones per device (atomic reads)
   int several;                        // atomic
-  uint64_t epoch;                     // atomic
 } S;
 
-static void went_several(void) {
-  if (!__atomic_exchange_n(&S.several, 1, __ATOMIC_ACQ_REL))
-    __atomic_fetch_add(&S.epoch, 1, __ATOMIC_RELEASE);
-}
+static void went_several(void) { __atomic_store_n(&S.several, 1, __ATOMIC_RELEASE); }
 
 static size_t slot(nd_cu_stream s) {
   return (size_t)(((uintptr_t)s >> 4) * 0x9e3779b97f4a7c15ull >> 40) & (STREAMS - 1);
@@ -116,7 +112,6 @@ int nd_drv_nonblocking(int device) {
   return device >= 0 && device < NDMEM_MAX_DEVICES &&
          __atomic_load_n(&S.nonblocking[device], __ATOMIC_RELAXED) > 0;
 }
-uint64_t nd_drv_epoch(void) { return __atomic_load_n(&S.epoch, __ATOMIC_ACQUIRE); }
 
 // ---------------------------------------------------------------- events
 

@@ -43,7 +43,6 @@ void nd_drv_stream_destroyed(nd_cu_stream s); // before the driver destroys it
 void nd_drv_ptds_seen(void);
 int nd_drv_several(void);              // several streams (atomic read)
 int nd_drv_nonblocking(int device);    // live non-blocking streams on device
-uint64_t nd_drv_epoch(void);           // changes when the program first shows several streams
 
 // Events of device `device`'s context (that context must be current): from the pool, or created
 // without timing. NULL when the driver has none to give.

@@ -89,7 +89,7 @@ typedef struct dws {
   uint64_t min;
   ws_config_t cfg;
   nd_cu_context ctx; // the context the arenas are in
-  uint64_t epoch;    // nd_drv_epoch when last looked at
+  int several;       // the program's second stream was seen here (barrier() ran)
   ws_detect_t *det;
   uint32_t period, phase, cand, cand_seen, in_cycle;
   uint64_t symbols;
@@ -384,9 +384,8 @@ static int settle(int d, uint64_t lo, uint64_t hi, int async, nd_cu_stream s) {
 // they now wait behind one event on the legacy stream (recorded now, so it covers all of them).
 static void barrier(int d) {
   dws_t *w = &W[d];
-  uint64_t e = nd_drv_epoch();
-  if (e == w->epoch) return;
-  w->epoch = e;
+  if (w->several) return;
+  w->several = 1;
   w->st.streams = w->st.streams ? w->st.streams : 1;
   if (!w->cur && !w->old) return;
   nd_cu_event ev = record_on(d, ND_CU_STREAM_LEGACY);
@@ -395,7 +394,6 @@ static void barrier(int d) {
 }
 
 // ---------------------------------------------------------------- learning
-
 
 static uint32_t rslot(uint64_t p, uint32_t cap) { return (uint32_t)((p >> 9) * 0x9e3779b97f4a7c15ull >> 40) & (cap - 1); }
 
@@ -932,8 +930,7 @@ int64_t nd_dws_arena_bytes(int d) { return (int64_t)__atomic_load_n(&W[d].st.are
 void nd_dws_write_records(nd_dws_record_fn rec, void *ctx) {
   for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
     dws_t *w = &W[d];
-    if (!nd_dws_on(d) && !w->st.hits && !w->st.arena_allocs) continue;
-    if (!w->st.enabled) continue;
+    if (!w->st.enabled || !w->started) continue; // asked for and set up by an allocation
     ndmem_device_ws_stats_t s;
     nd_dws_stats(d, &s);
     nd_rec_device_ws_t r;
@@ -971,7 +968,7 @@ void nd_dws_write_records(nd_dws_record_fn rec, void *ctx) {
 }
 
 void nd_dws_summary(int fd) {
-  static const char *const modes[] = {"off", "finding the cycle", "learning", "planned", "ND4J arena"};
+  static const char *const modes[5] = {ND_DWS_MODE_NAMES};
   for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
     ndmem_device_ws_stats_t s;
     nd_dws_stats(d, &s);
@@ -1026,7 +1023,7 @@ void nd_dws_atfork_child(void) {
     w->st.enabled = (uint32_t)on;
     w->st.sync = (uint32_t)w->sync;
     w->on = on;
-    w->epoch = 0;
+    w->several = 0;
     w->mode = w->started && w->det ? M_DETECT : M_OFF;
     w->limited = 0;
     w->foreign = 0;

@@ -83,9 +83,9 @@ static void add(nd_rec_device_spill_t *r, int alloc, uint64_t n, int why) {
 }
 
 int nd_spill_alloc(int d, const void *real, size_t n, nd_site_t *site, int why, nd_cu_deviceptr *dptr) {
-  if (nd_drv_resolve(real) != 0 && !(nd_drv.host_alloc && nd_drv.host_devptr && nd_drv.free_host))
+  nd_drv_resolve(real); // fills what the driver has, even where device workspaces lack something
+  if (!nd_drv.host_alloc || !nd_drv.host_devptr || !nd_drv.free_host || !nd_drv.stream_sync || !n)
     return -1;
-  if (!nd_drv.host_alloc || !nd_drv.host_devptr || !nd_drv.free_host || !n) return -1;
   nd_spin_lock(&S.lock);
   int room = S.nb * 4 < BLOCKS * 3; // keep the table at most 3/4 full
   nd_spin_unlock(&S.lock);

@@ -364,15 +364,23 @@ nd_cu_result cuEventDestroy_v2(nd_cu_event event) {
   return ev ? ND_CUDA_SUCCESS : FK_CUDA_ERROR_INVALID_HANDLE;
 }
 
+// The stream and the live event a call names (cuEventRecord, cuStreamWaitEvent).
+static nd_cu_result stream_and_event(nd_cu_stream stream, int ptsz, nd_cu_event event,
+                                     fk_stream_t **st, fk_event_t **ev) {
+  nd_cu_result rc = fk_stream_get(stream, ptsz, st);
+  if (rc != ND_CUDA_SUCCESS) return rc;
+  pthread_mutex_lock(&q_lock);
+  *ev = event_of(event);
+  pthread_mutex_unlock(&q_lock);
+  return *ev ? ND_CUDA_SUCCESS : FK_CUDA_ERROR_INVALID_HANDLE;
+}
+
 static nd_cu_result event_record(nd_cu_event event, nd_cu_stream stream, int ptsz) {
   fk_count_call(FKC_EVENT_RECORD);
   fk_stream_t *st;
-  nd_cu_result rc = fk_stream_get(stream, ptsz, &st);
+  fk_event_t *ev;
+  nd_cu_result rc = stream_and_event(stream, ptsz, event, &st, &ev);
   if (rc != ND_CUDA_SUCCESS) return rc;
-  pthread_mutex_lock(&q_lock);
-  fk_event_t *ev = event_of(event);
-  pthread_mutex_unlock(&q_lock);
-  if (!ev) return FK_CUDA_ERROR_INVALID_HANDLE;
   uint64_t seq;
   rc = fk_enqueue(st, FK_OP_MARK, 0, 0, 0, 0, 0, &seq);
   if (rc != ND_CUDA_SUCCESS) return rc;
@@ -418,12 +426,9 @@ static nd_cu_result stream_wait_event(nd_cu_stream stream, nd_cu_event event, un
   fk_count_call(FKC_STREAM_WAIT_EVENT);
   if (flags != 0) return ND_CUDA_ERROR_INVALID_VALUE;
   fk_stream_t *st;
-  nd_cu_result rc = fk_stream_get(stream, ptsz, &st);
+  fk_event_t *ev;
+  nd_cu_result rc = stream_and_event(stream, ptsz, event, &st, &ev);
   if (rc != ND_CUDA_SUCCESS) return rc;
-  pthread_mutex_lock(&q_lock);
-  fk_event_t *ev = event_of(event);
-  pthread_mutex_unlock(&q_lock);
-  if (!ev) return FK_CUDA_ERROR_INVALID_HANDLE;
   return fk_enqueue(st, FK_OP_MARK, 0, (uintptr_t)ev, 0, 0, 0, NULL);
 }
 
