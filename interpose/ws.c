@@ -156,7 +156,8 @@ static void mem_free(void *ctx, void *p, size_t n) {
   (void)ctx;
   if (p) nd_os_unmap(p, n ? n : 1);
 }
-static const ws_mem_t MEM = {mem_alloc, mem_free, NULL};
+const ws_mem_t nd_ws_mem = {mem_alloc, mem_free, NULL};
+#define MEM nd_ws_mem
 
 // glibc's malloc_trim walks and locks every arena and madvises every free page run: its cost
 // grows with the threads, arenas and fragmentation of the program (mimalloc's test-stress once ran

@@ -44,6 +44,8 @@ struct ws_config;
 int nd_ws_option(struct ws_config *c, const char *key, size_t keylen, const char *val);
 size_t nd_ws_next_item(const char **p, char *item, size_t cap);
 typedef struct ws_req ws_req_t;
+typedef struct ws_mem ws_mem_t;
+extern const ws_mem_t nd_ws_mem; // the engine's tables from ndmem's own pages (host and device)
 void nd_ws_reqs_reserve(ws_req_t **reqs, uint32_t n, uint32_t *cap); // room for one more
 int nd_ws_stats(void *out, int max);
 void nd_ws_atfork_prepare(void);

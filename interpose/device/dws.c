@@ -115,17 +115,7 @@ static dws_t W[NDMEM_MAX_DEVICES];
 // per thread, since other threads' allocations come between an allocation and its report.
 static __thread uint32_t pending_idx = UINT32_MAX;
 static __thread int pending_dev = -1;
-static uint64_t lo_all = UINT64_MAX, hi_all; // every arena's range (atomic): a cheap "not ours"
-
-static void *mem_alloc(void *ctx, size_t n) {
-  (void)ctx;
-  return nd_os_map(n ? n : 1);
-}
-static void mem_free(void *ctx, void *p, size_t n) {
-  (void)ctx;
-  if (p) nd_os_unmap(p, n ? n : 1);
-}
-static const ws_mem_t MEM = {mem_alloc, mem_free, NULL};
+#define MEM nd_ws_mem
 
 static void say(int d, const char *a, const char *b, const char *c) {
   if (nd_quiet()) return;
@@ -225,16 +215,6 @@ int nd_dws_on(int d) { return __atomic_load_n(&W[d].on, __ATOMIC_RELAXED); }
 
 // ---------------------------------------------------------------- arenas
 
-static void note_range(nd_cu_deviceptr a, uint64_t size) {
-  uint64_t lo = __atomic_load_n(&lo_all, __ATOMIC_RELAXED);
-  while (a < lo && !__atomic_compare_exchange_n(&lo_all, &lo, a, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-  uint64_t hi = __atomic_load_n(&hi_all, __ATOMIC_RELAXED);
-  while (a + size > hi &&
-         !__atomic_compare_exchange_n(&hi_all, &hi, a + size, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
 // An arena of `size` bytes from the driver, under the device limit (it is device memory ndmem
 // holds); 0 when refused or out of memory (the allocations then go to the driver).
 static nd_cu_deviceptr arena_new(int d, uint64_t size) {
@@ -252,7 +232,6 @@ static nd_cu_deviceptr arena_new(int d, uint64_t size) {
   nd_cuda_arena_made(d, size);
   w->st.arena_allocs++;
   w->st.arena_bytes += size;
-  note_range(p, size);
   return p;
 }
 
