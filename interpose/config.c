@@ -49,10 +49,13 @@ const nd_option_t nd_options[] = {
         "a site whose lowest live bytes keep rising for this many cycles (flush windows when "
         "no cycle is found) is named on stderr and in the trace while the job runs; 0: never"),
     OPT("NDMEM_PYTHON", ND_OPT_BOOL, python, 1, 0, 1,
-        "CPython 3.11 and 3.12: the Python frames (function, file, line) of each tracked block "
+        "CPython 3.10 to 3.14: the Python frames (function, file, line) of each tracked block "
         "in its stack, in place of the interpreter's; 0: native frames only"),
     OPT("NDMEM_WORKSPACES", ND_OPT_BOOL, workspaces, 1, 0, 1,
         "route learned cyclic allocations into planned per-thread workspaces; 0: account only"),
+    OPT("NDMEM_PY_DEPTH", ND_OPT_INT, py_depth, 64, 1, ND_PY_DEPTH_MAX,
+        "Python frames kept per allocation stack, innermost first, whatever NDMEM_DEPTH cut of "
+        "the native frames around them"),
     OPT("NDMEM_WS_MIN", ND_OPT_SIZE, ws_min, 64 * 1024, 1, INT64_MAX,
         "allocations of at least this size take part in workspaces"),
     COPT("NDMEM_WS_LEARNING", ws_learning, 1, "none|first_loop|over_time",

@@ -13,6 +13,8 @@
 #define ND_CONFIG_DEVICES 16 // NDMEM_MAX_DEVICES
 #define ND_CONFIG_DEVICE_WS_MAX 256 // NDMEM_DEVICE_WS[_<i>]: bytes of one policy list, NUL included
 
+#define ND_PY_DEPTH_MAX 112 // NDMEM_PY_DEPTH's bound: a stack (sites.h) holds at most 249 frames
+
 typedef struct nd_config {
   int64_t enabled;     // NDMEM_ENABLED: 0 makes every hook a plain forward
   int64_t summary;     // NDMEM_SUMMARY: 0 none, 1 totals at exit, 2 totals and per-thread rows
@@ -25,6 +27,7 @@ typedef struct nd_config {
   int64_t flush_ms;    // NDMEM_FLUSH_MS: trace flush interval
   int64_t growth_cycles; // NDMEM_GROWTH_CYCLES: a site growing this long is reported (0: never)
   int64_t python;      // NDMEM_PYTHON: Python frames in the stacks of tracked blocks
+  int64_t py_depth;    // NDMEM_PY_DEPTH: Python frames per stack, beside NDMEM_DEPTH's native ones
   int64_t workspaces;  // NDMEM_WORKSPACES: route learned cyclic allocations into workspaces
   int64_t ws_min;      // NDMEM_WS_MIN: blocks this large or larger are routed
   int64_t ws_learning; // NDMEM_WS_LEARNING: enum ws_learning

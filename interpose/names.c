@@ -105,7 +105,7 @@ void nd_buf_stack(nd_buf_t *b, const uintptr_t *ips, int depth, int native) {
   for (int i = 0; i < depth && py < 0; i++) {
     if (nd_is_pyframe(ips[i])) {
       py = i;
-    } else if (shown < native) {
+    } else if (ips[i] != ND_FRAME_CUT && shown < native) {
       if (shown++) nd_buf_str(b, " <- ");
       nd_buf_frame(b, ips[i]);
     }

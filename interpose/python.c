@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
-// python.c: the Python frames behind a tracked allocation. When the process runs CPython 3.11 or
-// 3.12, the stack of every tracked block (exact or sampled; the fast path never comes here) gets
+// python.c: the Python frames behind a tracked allocation. When the process runs CPython 3.10 to
+// 3.14, the stack of every tracked block (exact or sampled; the fast path never comes here) gets
 // the calling thread's Python frames in place of the evaluator frames that run them, as py-spy's
 // and memray's native modes show them, and the interpreter's own frames between an evaluator and
 // the allocation are left out, so that one line is one site whichever specialised path of the
 // evaluator reached it. Frames are read from the interpreter's structures directly, as py-spy
 // and austin read them from outside: the allocating thread reads its own frame stack, which no
 // other thread changes, so neither the GIL nor an allocation is needed. The layouts are per
-// minor version (tests/unit/test_py_layout checks them against the headers where they exist).
-// Code objects become PYCODE records once, by identity (a code object that died and whose
-// address was reused is a new one).
+// minor version (py_layout.h; tests/unit/test_py_layout checks them against the headers where
+// they exist, and from 3.13 detection compares them with the interpreter's own debug offsets).
+// A free-threaded build is detected and left unread. Python frames are kept whatever NDMEM_DEPTH
+// cut of the native frames: the thread's frames beyond the native capture follow a cut marker,
+// up to NDMEM_PY_DEPTH. Code objects become PYCODE records once, by identity (a code object that
+// died and whose address was reused is a new one).
 #include "python.h"
 
 #include "config.h"
@@ -38,6 +41,7 @@ static struct {
   uintptr_t eval_lo, eval_hi;     // _PyEval_EvalFrameDefault
   uintptr_t interp_lo, interp_hi; // the object that holds it: the interpreter
   uint64_t stacks, with_python, frames, dropped; // atomic
+  int py_max; // NDMEM_PY_DEPTH
   int said;
   int tried; // detection ran since the module map last changed (atomic)
 } P;
@@ -199,13 +203,15 @@ void nd_py_mark_unwritten(void) {
 
 // ---------------------------------------------------------------- detection
 
-static void say_unsupported(const char *version) {
+// The one stderr line for an interpreter whose frames are not read, and why.
+static void say_not_read(const char *version, const char *why) {
   if (P.said++ || nd_quiet()) return;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: Python ");
   nd_buf_strn(&b, version, 16);
-  nd_buf_str(&b, " is not supported (3.11 and 3.12 are): native frames only");
+  nd_buf_str(&b, why);
+  nd_buf_str(&b, ": native frames only");
   nd_buf_line(&b, 2);
 }
 
@@ -246,6 +252,48 @@ static void *look(const char *name) { return nd_dlsym_own(RTLD_DEFAULT, name, 0)
 
 void nd_py_setup(void) {
   if (!nd_cfg.python) __atomic_store_n(&P.state, ND_PY_OFF, __ATOMIC_RELEASE);
+  P.py_max = (int)nd_cfg.py_depth;
+}
+
+// PY_VERSION_HEX of the interpreter: Py_Version from 3.11, Py_GetVersion's text before (3.10).
+static unsigned version_hex(void) {
+  const unsigned long *ver = look("Py_Version");
+  if (ver) return (unsigned)*ver;
+  const char *(*getver)(void) = (const char *(*)(void))look("Py_GetVersion");
+  const char *v = getver ? getver() : NULL;
+  if (!v) return 0;
+  unsigned part[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++) {
+    while (*v >= '0' && *v <= '9') part[i] = part[i] * 10 + (unsigned)(*v++ - '0');
+    if (*v != '.') break;
+    v++;
+  }
+  return part[0] << 24 | (part[1] & 0xff) << 16 | (part[2] & 0xff) << 8 | 0xf0;
+}
+
+// Whether objects have the free-threaded build's header (ob_tid, ob_mutex, ob_gc_bits,
+// ob_ref_local, ob_ref_shared: ob_type at 24, not 8): PyType_Type's own type is itself.
+static int free_threaded(void) {
+  const char *type = look("PyType_Type");
+  return type && AT(type, 8, const void *) != type && AT(type, 24, const void *) == type;
+}
+
+// From 3.13 the interpreter publishes where its own fields lie (_PyRuntime.debug_offsets, for
+// debuggers and profilers): a build that says free-threaded, or whose offsets differ from the
+// layout's (another build option, a patched interpreter), is not read. 1: agrees; 0: differs;
+// -1: free-threaded.
+static int debug_offsets_agree(const py_layout_t *L) {
+  if (L->dbg_version == ND_PY_NO_FIELD) return 1; // before 3.13: none published
+  const char *rt = look("_PyRuntime");
+  if (!rt || memcmp(rt, "xdebugpy", 8) != 0) return 0;
+  if (AT(rt, L->dbg_free_threaded, uint64_t)) return -1;
+  if ((AT(rt, L->dbg_version, uint64_t) >> 16) != (P.version_hex >> 16)) return 0;
+  const size_t have[DBG_N] = {L->ts_frame,       L->fr_previous, L->fr_code,        L->fr_instr,
+                              L->fr_owner,       L->co_filename, L->co_qualname,    L->co_firstlineno,
+                              L->co_code,        L->str_ascii};
+  for (int i = 0; i < DBG_N; i++)
+    if (AT(rt, L->dbg[i], uint64_t) != have[i]) return 0;
+  return 1;
 }
 
 void nd_py_detect(void) {
@@ -253,62 +301,53 @@ void nd_py_detect(void) {
   if (st != ND_PY_NONE ||
       !__atomic_compare_exchange_n(&P.tried, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return; // decided, or another thread is looking
-  const unsigned long *ver = look("Py_Version");
-  const char *(*getver)(void) = ver ? NULL : (const char *(*)(void))look("Py_GetVersion");
-  int state = ND_PY_NONE;
-  if (!ver && getver) { // 3.10 and older have no Py_Version
-    const char *v = getver();
-    char s[16];
-    size_t k = 0;
-    while (v && v[k] && v[k] != ' ' && k < sizeof s - 1) s[k] = v[k], k++;
-    s[k] = 0;
-    unsigned part[3] = {0, 0, 0};
-    const char *p = s;
-    for (int i = 0; i < 3; i++) {
-      while (*p >= '0' && *p <= '9') part[i] = part[i] * 10 + (unsigned)(*p++ - '0');
-      if (*p != '.') break;
-      p++;
-    }
-    P.version_hex = part[0] << 24 | (part[1] & 0xff) << 16 | (part[2] & 0xff) << 8 | 0xf0;
-    say_unsupported(s);
-    state = ND_PY_UNSUPPORTED;
-  } else if (ver) {
-    P.version_hex = (unsigned)*ver;
-    unsigned minor = (P.version_hex >> 16) & 0xff, major = P.version_hex >> 24;
-    for (size_t i = 0; i < sizeof nd_py_layouts / sizeof nd_py_layouts[0]; i++)
-      if (major == 3 && nd_py_layouts[i].minor == minor) P.L = &nd_py_layouts[i];
+  P.version_hex = version_hex();
+  if (!P.version_hex) return; // no interpreter (yet)
+  unsigned minor = (P.version_hex >> 16) & 0xff, major = P.version_hex >> 24;
+  char v[16];
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_u64(&b, major);
+  nd_buf_char(&b, '.');
+  nd_buf_u64(&b, minor);
+  nd_buf_char(&b, '.');
+  nd_buf_u64(&b, (P.version_hex >> 8) & 0xff);
+  memcpy(v, nd_buf_cstr(&b), b.len + 1 < sizeof v ? b.len + 1 : sizeof v);
+  v[sizeof v - 1] = 0;
+  const py_layout_t *L = NULL;
+  for (size_t i = 0; i < sizeof nd_py_layouts / sizeof nd_py_layouts[0]; i++)
+    if (major == 3 && nd_py_layouts[i].minor == minor) L = &nd_py_layouts[i];
+  int state = ND_PY_UNSUPPORTED, agree = 0;
+  if (free_threaded()) {
+    state = ND_PY_FREE_THREADED;
+  } else if (L && (agree = debug_offsets_agree(L)) != 1) {
+    state = agree < 0 ? ND_PY_FREE_THREADED : ND_PY_LAYOUT_DIFFERS;
+  } else if (L) {
+    P.L = L;
     P.initialized = (int (*)(void))look("Py_IsInitialized");
     P.this_tstate = (void *(*)(void))look("PyGILState_GetThisThreadState");
     P.addr2line = (int (*)(void *, int))look("PyCode_Addr2Line");
     P.code_type = look("PyCode_Type");
     P.str_type = look("PyUnicode_Type");
     void *eval = look("_PyEval_EvalFrameDefault");
-    int ok = P.L && P.initialized && P.this_tstate && P.addr2line && P.code_type && P.str_type &&
-             eval && extent(eval, &P.eval_lo, &P.eval_hi) == 0;
+    int ok = P.initialized && P.this_tstate && P.addr2line && P.code_type && P.str_type && eval &&
+             extent(eval, &P.eval_lo, &P.eval_hi) == 0;
     if (ok) {
       uintptr_t r[3] = {(uintptr_t)eval, 0, 0};
       dl_iterate_phdr(range_of, r);
       P.interp_lo = r[1], P.interp_hi = r[2];
       ok = r[2] > r[1];
     }
-    char s[16];
-    nd_buf_t b;
-    nd_buf_reset(&b);
-    nd_buf_u64(&b, major);
-    nd_buf_char(&b, '.');
-    nd_buf_u64(&b, minor);
-    nd_buf_char(&b, '.');
-    nd_buf_u64(&b, (P.version_hex >> 8) & 0xff);
-    memcpy(s, nd_buf_cstr(&b), b.len + 1 < sizeof s ? b.len + 1 : sizeof s);
-    s[sizeof s - 1] = 0;
-    if (ok) {
-      state = ND_PY_ON;
-    } else {
-      say_unsupported(s);
-      state = ND_PY_UNSUPPORTED;
-    }
+    if (ok) state = ND_PY_ON;
   }
-  if (state == ND_PY_ON) __atomic_store_n(&nd_py_on, 1, __ATOMIC_RELEASE);
+  switch (state) {
+  case ND_PY_ON: __atomic_store_n(&nd_py_on, 1, __ATOMIC_RELEASE); break;
+  case ND_PY_FREE_THREADED: say_not_read(v, " is a free-threaded build (not read)"); break;
+  case ND_PY_LAYOUT_DIFFERS:
+    say_not_read(v, " lays out its frames otherwise than its version's (_PyRuntime.debug_offsets)");
+    break;
+  default: say_not_read(v, " is not supported (3.10 to 3.14 are)"); break;
+  }
   __atomic_store_n(&P.state, state, __ATOMIC_RELEASE);
 }
 
@@ -341,46 +380,69 @@ static uint64_t frame_of(const char *code, const char *instr, const char *start)
 static int in_eval(uintptr_t ip) { return ip >= P.eval_lo && ip < P.eval_hi; }
 static int in_interp(uintptr_t ip) { return ip >= P.interp_lo && ip < P.interp_hi; }
 
-// One evaluator's run of Python frames, innermost first, from *fp into out (at most room);
-// *fp moves past the run. 3.11: the run ends with the frame the C entry pushed (is_entry); 3.12:
-// at the shim frame the C entry pushed (owned by the C stack), which is skipped.
-// *budget bounds the frames one stack's walk visits: a chain that loops (a corrupt or half-built
-// frame) ends the walk instead of the process.
+// A frame's code object, or NULL when what the frame holds is not one.
+static const char *code_of(const char *f) {
+  const char *code = (const char *)(AT(f, P.L->fr_code, uintptr_t) & ~(uintptr_t)P.L->code_tag);
+  return code && AT(code, 8, const void *) == P.code_type ? code : NULL;
+}
+
+// Whether f is the frame a C entry into the evaluator pushed (3.12 on), not a Python one.
+static int entry_frame(const char *f) {
+  return P.L->owner_entry >= 0 && AT(f, P.L->fr_owner, char) >= P.L->owner_entry;
+}
+
+// Keeps a frame read (out[*k], while room) or counts it lost.
+static void keep(uint64_t fr, uint64_t *out, int *k, int room, uint64_t *dropped) {
+  if (fr && *k < room) out[(*k)++] = fr;
+  else (*dropped)++;
+}
+
+// One evaluator's run of Python frames, innermost first, from *fp into out (at most room; the
+// rest counted in *dropped); *fp moves past the run. 3.10: one frame object per evaluator call;
+// 3.11: the run ends with the frame the C entry pushed (is_entry); 3.12 on: at the frame the C
+// entry pushed (owned by the C stack, or the interpreter in 3.14), which is skipped. *budget
+// bounds the frames one stack's walk visits: a chain that loops (a corrupt or half-built frame)
+// ends the walk instead of the process.
 static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int *budget) {
   const py_layout_t *L = P.L;
   const char *f = *fp;
   int k = 0;
-  while (f && L->owner_cstack >= 0 && AT(f, L->fr_owner, char) == L->owner_cstack)
-    f = AT(f, L->fr_previous, const char *);
+  if (L->model == PY_FRAME_OBJECTS) {
+    if (f && --*budget >= 0) {
+      const char *code = AT(f, L->fr_code, const char *);
+      if (code && AT(code, 8, const void *) == P.code_type) {
+        intptr_t lasti = AT(f, L->fr_instr, int); // code units; -1 before the first
+        keep(frame_of(code, (const char *)(lasti * 2), NULL), out, &k, room, dropped);
+        *fp = AT(f, L->fr_previous, const char *);
+        return k;
+      }
+    }
+    if (f) (*dropped)++;
+    *fp = NULL; // not a frame as expected, or a loop: stop
+    return k;
+  }
+  while (f && entry_frame(f)) f = AT(f, L->fr_previous, const char *);
   while (f) {
     if (--*budget < 0) {
       (*dropped)++;
       f = NULL;
       break;
     }
-    if (L->owner_cstack >= 0 && AT(f, L->fr_owner, char) == L->owner_cstack) {
+    if (entry_frame(f)) {
       f = AT(f, L->fr_previous, const char *);
       break;
     }
-    const char *code = AT(f, L->fr_code, const char *);
-    if (!code || AT(code, 8, const void *) != P.code_type) { // not a frame as expected: stop
+    const char *code = code_of(f);
+    if (!code) { // not a frame as expected: stop
       (*dropped)++;
       f = NULL;
       break;
     }
-    const char *instr = AT(f, L->fr_prev_instr, const char *), *start = code + L->co_code;
+    const char *instr = AT(f, L->fr_instr, const char *), *start = code + L->co_code;
     int incomplete = AT(f, L->fr_owner, char) != OWNED_BY_GENERATOR &&
                      instr < start + 2 * (size_t)AT(code, L->co_firsttraceable, int);
     int entry = L->fr_is_entry != ND_PY_NO_FIELD && AT(f, L->fr_is_entry, char);
-    if (!incomplete) {
-      if (k < room) {
-        uint64_t fr = frame_of(code, instr, start);
-        if (fr) out[k++] = fr;
-        else (*dropped)++;
-      } else {
-        (*dropped)++;
-      }
-    }
+    if (!incomplete) keep(frame_of(code, instr, start), out, &k, room, dropped);
     f = AT(f, L->fr_previous, const char *);
     if (entry) break;
   }
@@ -388,37 +450,47 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int 
   return k;
 }
 
-int nd_py_rewrite(uintptr_t *ips, int n, int max) {
-  if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) return n;
+int nd_py_rewrite(const uintptr_t *ips, int n, uintptr_t *out) {
+  if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) return -1;
   __atomic_fetch_add(&P.stacks, 1, __ATOMIC_RELAXED);
-  if (!P.initialized()) return n;
+  if (!P.initialized()) return -1;
   const char *ts = P.this_tstate();
-  if (!ts) return n;
-  const char *cf = AT(ts, P.L->ts_cframe, const char *);
-  const char *f = cf ? AT(cf, P.L->cf_current, const char *) : NULL;
-  if (!f) return n;
-  uint64_t out[ND_CAPTURE_MAX], dropped = 0;
-  int k = 0, py = 0, budget = PY_WALK_MAX;
-  for (int i = 0; i < n && k < max; i++) {
+  if (!ts) return -1;
+  const char *f = AT(ts, P.L->ts_frame, const char *);
+  if (f && P.L->cf_current != ND_PY_NO_FIELD) f = AT(f, P.L->cf_current, const char *);
+  if (!f) return -1;
+  // Native frames are kept up to NDMEM_DEPTH, Python frames up to NDMEM_PY_DEPTH, each within its
+  // own bound. From the first native frame left out, only Python frames follow, after the cut
+  // marker (once: at most 128 + 1 + 112 frames, ND_STACK_MAX). Python frames are read straight
+  // into out (a marker put ahead of a run is taken back when the run had none).
+  uint64_t dropped = 0;
+  int npy = 0, nat = 0, k = 0, cut = 0, marked = 0, budget = PY_WALK_MAX, room = P.py_max;
+  for (int i = 0; i < n; i++) {
     uintptr_t ip = ips[i];
     if (in_eval(ip - 1)) { // a return address: the call is the byte before it
-      int m = run(&f, out + k, max - k, &dropped, &budget);
-      k += m, py += m;
+      int mark = cut && !marked;
+      if (mark) out[k] = (uintptr_t)ND_FRAME_CUT;
+      int m = run(&f, (uint64_t *)out + k + mark, room - npy, &dropped, &budget);
+      if (m) k += m + mark, npy += m, marked |= mark;
       continue;
     }
     if (in_interp(ip - 1)) continue; // the interpreter's own frames
-    out[k++] = ip;
+    if (nat < nd_sites_depth) out[k++] = ip, nat++;
+    else cut = 1;
   }
-  while (f) { // Python frames beyond the native frames captured
-    uint64_t none[1];
-    if (!run(&f, none, 0, &dropped, &budget) && !f) break;
+  // The thread's Python frames beyond the native frames captured (NDMEM_DEPTH reached, or the
+  // unwinder stopped): kept after the cut marker, for the frames between were not recorded.
+  while (f) {
+    int mark = !marked;
+    if (mark) out[k] = (uintptr_t)ND_FRAME_CUT;
+    int m = run(&f, (uint64_t *)out + k + mark, room - npy, &dropped, &budget);
+    if (m) k += m + mark, npy += m, marked |= mark;
+    else if (!f) break;
   }
-  if (py) __atomic_fetch_add(&P.with_python, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&P.frames, (uint64_t)py, __ATOMIC_RELAXED);
+  if (npy) __atomic_fetch_add(&P.with_python, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&P.frames, (uint64_t)npy, __ATOMIC_RELAXED);
   if (dropped) __atomic_fetch_add(&P.dropped, dropped, __ATOMIC_RELAXED);
-  if (!py) return n; // no evaluator among the frames: as they were
-  for (int i = 0; i < k; i++) ips[i] = (uintptr_t)out[i];
-  return k;
+  return npy ? k : -1; // no Python frame: the native frames as they were
 }
 
 void nd_py_record(nd_rec_python_t *r) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// python.h: the Python frames behind a tracked allocation (python.c): CPython 3.11 and 3.12
+// python.h: the Python frames behind a tracked allocation (python.c): CPython 3.10 to 3.14
 // found at start-up (or when the module map changes), frames read into the stack in place of
 // the evaluator's, code objects written as PYCODE records.
 #ifndef ND_PYTHON_H
@@ -23,11 +23,13 @@ void nd_py_detect(void);
 void nd_py_setup(void); // at start-up: NDMEM_PYTHON=0 decides at once (no look-up)
 void nd_py_modules_changed(void);
 int nd_py_state(void);   // enum nd_python_state
-// Rewrites a stack of n native frames (innermost first, ndmem's own removed) in place: each
-// evaluator frame becomes the Python frames it ran, the interpreter's other frames go. At most
-// max frames result (ips has room for ND_CAPTURE_MAX). Returns the new count (n unchanged when
-// the thread runs no Python).
-int nd_py_rewrite(uintptr_t *ips, int n, int max);
+// The stack of n native frames ips (innermost first, ndmem's own removed) with the calling
+// thread's Python frames, into out (room for ND_STACK_MAX): each evaluator frame becomes the
+// Python frames it ran, the interpreter's other frames go, at most NDMEM_DEPTH native frames are
+// kept, and the thread's Python frames beyond them (past NDMEM_DEPTH, or where the unwinder
+// stopped) follow ND_FRAME_CUT, up to NDMEM_PY_DEPTH Python frames in all. Returns the count, or
+// -1 when the thread runs no Python (ips stand as they are).
+int nd_py_rewrite(const uintptr_t *ips, int n, uintptr_t *out);
 
 typedef void (*nd_py_record_fn)(void *ctx, const nd_rec_pycode_t *r, const char *strings);
 void nd_py_write_pending(nd_py_record_fn rec, void *ctx); // PYCODE records not yet written

@@ -251,11 +251,10 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
   }
   const uintptr_t *ips = frames + own;
   int depth = n - own;
-  { // Python frames (python.c: a call and two loads where there is no Python)
-    int max = ND_CAPTURE_MAX - own < nd_sites_depth ? ND_CAPTURE_MAX - own : nd_sites_depth;
-    depth = nd_py_rewrite(frames + own, depth, max);
-  }
-  if (depth > nd_sites_depth) depth = nd_sites_depth;
+  uintptr_t py[ND_STACK_MAX];
+  int m = nd_py_rewrite(ips, depth, py); // python.c: a call and two loads where there is no Python
+  if (m >= 0) ips = py, depth = m;
+  else if (depth > nd_sites_depth) depth = nd_sites_depth;
   uint64_t h = hash_stack(kind, sampled, ips, depth);
   nd_site_t **slot = &site_cache[h & (CACHE_SLOTS - 1)], *s = *slot;
   if (s && same(s, h, kind, sampled, ips, depth)) return s;

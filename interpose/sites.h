@@ -11,6 +11,7 @@
 #ifndef ND_SITES_H
 #define ND_SITES_H
 
+#include "config.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +47,10 @@ typedef struct nd_site {
 } nd_site_t;
 
 #define ND_CAPTURE_MAX 136 // NDMEM_DEPTH (at most 128) plus ndmem's own frames
+// A site's stack: at most NDMEM_DEPTH native frames, the cut marker (ND_FRAME_CUT) and
+// NDMEM_PY_DEPTH Python frames (config.h), within the uint8_t depth
+#define ND_STACK_MAX (128 + 1 + ND_PY_DEPTH_MAX)
+_Static_assert(ND_STACK_MAX <= 255, "a site's depth is a uint8_t");
 
 // sites.c: stacks and interning
 struct dl_phdr_info;

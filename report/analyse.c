@@ -561,7 +561,8 @@ uint64_t nd_rep_esc_records(const nd_trace_t *t) {
 
 // ---------------------------------------------------------------- Python: shared by text and JSON
 
-const char *const nd_rep_py_states[ND_PY_OFF + 1] = {"none", "on", "unsupported", "off"};
+const char *const nd_rep_py_states[ND_PY_LAYOUT_DIFFERS + 1] = {"none", "on", "unsupported", "off",
+                                                                 "free-threaded", "layout-differs"};
 
 // PY_VERSION_HEX: major, minor, micro, then the release level (0xA alpha, 0xB beta, 0xC release
 // candidate, 0xF final) and serial in the low byte.

@@ -432,10 +432,19 @@ static void text_python_line(FILE *o, const nd_trace_t *t) {
             (unsigned long long)p->with_python, (unsigned long long)p->stacks,
             plural(p->stacks, "allocation", "allocations"));
     if (p->dropped)
-      fprintf(o, "; %llu %s left out (the depth limit, or unreadable)",
+      fprintf(o, t->hdr.version >= 12 ? "; %llu Python %s left out (past NDMEM_PY_DEPTH, or "
+                                        "unreadable)"
+                                      : "; %llu %s left out (the depth limit, or unreadable)",
               (unsigned long long)p->dropped, plural(p->dropped, "frame", "frames"));
     break;
   case ND_PY_UNSUPPORTED: fprintf(o, "%s unsupported: native frames only", v); break;
+  case ND_PY_FREE_THREADED:
+    fprintf(o, "%s free-threaded build: its frames are not read, native frames only", v);
+    break;
+  case ND_PY_LAYOUT_DIFFERS:
+    fprintf(o, "%s lays out its frames otherwise than its version's (_PyRuntime.debug_offsets): "
+               "not read, native frames only", v);
+    break;
   case ND_PY_OFF: fputs("off (NDMEM_PYTHON=0)", o); break;
   default: fputs("no interpreter found", o); break;
   }

@@ -183,7 +183,7 @@ bool nd_rep_cupti_differs(const nd_rec_device_t *d, char *why, size_t n);
 // Python frame, or -1; whether a stack is shown without its native frames (--python-only, and the
 // stack has a Python frame).
 void nd_rep_format_pyversion(char *out, size_t n, uint32_t hex);
-extern const char *const nd_rep_py_states[ND_PY_OFF + 1];
+extern const char *const nd_rep_py_states[ND_PY_LAYOUT_DIFFERS + 1];
 long nd_rep_py_innermost(const nd_trace_t *t, const nd_stack_t *s);
 bool nd_rep_python_only(const report_t *r, const nd_stack_t *s);
 // Whether what was live at the end is a leak: the program ended on its own.

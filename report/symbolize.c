@@ -254,6 +254,10 @@ static void inline_chain(Dwfl_Module *mod, Dwarf_Addr pc, nd_frame_t *f, const c
 }
 
 static void resolve(nd_sym_t *s, nd_frame_t *f) {
+  if (nd_trace_is_cut(s->t, f->ip)) { // no module: the renderers print the function alone
+    f->at.function = strdup("[native frames past NDMEM_DEPTH not recorded]");
+    return;
+  }
   if (nd_trace_is_pyframe(s->t, f->ip)) {
     const nd_pycode_t *c = nd_trace_pycode(s->t, f->ip);
     f->python = true;

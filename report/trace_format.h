@@ -30,9 +30,13 @@
 // read short with the rest zeroed (ND_REC_LIMITS_V9_SIZE, ND_REC_BREACH_V9_SIZE,
 // ND_REC_WORKSPACE_V9_SIZE: nothing known). 11 added DEVICE_WS (device workspaces) and DEVICE_SPILL
 // (device allocations served from host memory), the breach action ND_ON_LIMIT_HOST, and the CUDA
-// record's torch_conf (how PyTorch's CUDA allocator was set up). Readers accept 1 to 11.
-#define ND_TRACE_VERSION 11
-#define ND_TRACE_MAX_DEPTH 128
+// record's torch_conf (how PyTorch's CUDA allocator was set up). 12 keeps a stack's Python frames
+// whatever NDMEM_DEPTH cut of its native ones (after the ND_FRAME_CUT marker, up to NDMEM_PY_DEPTH:
+// stacks of up to ND_TRACE_MAX_STACK frames) and names free-threaded and otherwise laid out
+// interpreters in the PYTHON record. Readers accept 1 to 12.
+#define ND_TRACE_VERSION 12
+#define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
+#define ND_TRACE_MAX_STACK 255 // frames in one STACK record from version 12 (before: 128)
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
 
 typedef struct nd_trace_header {
@@ -491,6 +495,10 @@ static inline uint64_t nd_pyframe(uint32_t code, uint32_t line) {
 static inline int nd_is_pyframe(uint64_t ip) { return (ip & ND_PYFRAME_BIT) != 0; }
 static inline uint64_t nd_pyframe_code(uint64_t ip) { return (ip & ~ND_PYFRAME_BIT) >> ND_PYFRAME_LINE_BITS; }
 static inline uint32_t nd_pyframe_line(uint64_t ip) { return (uint32_t)(ip & ND_PYFRAME_LINE_MAX); }
+// (version 12) Where the native frames of a stack were cut at NDMEM_DEPTH and the thread's Python
+// frames beyond them follow, up to NDMEM_PY_DEPTH: the frames between were not recorded. Never a
+// return address.
+#define ND_FRAME_CUT ((uint64_t)1)
 
 // A Python code object as the shim first met it: its qualified name and file (UTF-8, not
 // NUL-terminated) follow the struct, qualname first. A code object that died and whose address
@@ -507,7 +515,10 @@ enum nd_python_state {
   ND_PY_NONE = 0,        // no interpreter in the process (or not yet)
   ND_PY_ON = 1,          // a supported interpreter: Python frames are read
   ND_PY_UNSUPPORTED = 2, // an interpreter of a version ndmem cannot read: native frames only
-  ND_PY_OFF = 3          // NDMEM_PYTHON=0
+  ND_PY_OFF = 3,         // NDMEM_PYTHON=0
+  ND_PY_FREE_THREADED = 4, // (version 12) a free-threaded build (3.13t, 3.14t): not read, native only
+  ND_PY_LAYOUT_DIFFERS = 5 // (version 12) the interpreter's own offsets (_PyRuntime.debug_offsets)
+                           // differ from those ndmem knows for its version: not read, native only
 };
 
 // The interpreter ndmem found and what reading its frames gave (latest wins).
@@ -517,7 +528,8 @@ typedef struct nd_rec_python {
   uint64_t stacks;      // tracked allocations whose stack was read for Python frames
   uint64_t with_python; // of those, stacks with at least one Python frame
   uint64_t frames;      // Python frames read
-  uint64_t dropped;     // Python frames left out: the depth limit, or a frame that could not be read
+  uint64_t dropped;     // Python frames left out: NDMEM_PY_DEPTH (before 12: NDMEM_DEPTH), or a
+                        // frame that could not be read
   uint64_t codes;       // PYCODE records written
 } nd_rec_python_t;
 _Static_assert(sizeof(nd_rec_python_t) == 48, "python record layout");

@@ -251,7 +251,8 @@ static int on_pycode(nd_trace_t *t, uint64_t off, const char *p, uint32_t size) 
 static int on_python(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_python_t py;
   memcpy(&py, p, sizeof py);
-  if (py.state > ND_PY_OFF) return fail(t, off, "PYTHON state %u out of range", py.state);
+  if (py.state > (t->hdr.version >= 12 ? ND_PY_LAYOUT_DIFFERS : ND_PY_OFF))
+    return fail(t, off, "PYTHON state %u out of range", py.state);
   t->python = py; // the latest wins
   t->have_python = true;
   return 0;
@@ -782,9 +783,9 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
   if (r->tag == ND_REC_STACK) {
     if ((r->size - want) % 8)
       return fail(t, off, "STACK record size %u is not a whole number of frames", r->size);
-    if ((r->size - want) / 8 > ND_TRACE_MAX_DEPTH)
-      return fail(t, off, "STACK depth %u above the maximum %u", (r->size - want) / 8,
-                  ND_TRACE_MAX_DEPTH);
+    uint32_t max = t->hdr.version >= 12 ? ND_TRACE_MAX_STACK : ND_TRACE_MAX_DEPTH;
+    if ((r->size - want) / 8 > max)
+      return fail(t, off, "STACK depth %u above the maximum %u", (r->size - want) / 8, max);
   }
   return check_snap_run(t, off, r);
 }

@@ -312,6 +312,12 @@ static inline const uint64_t *nd_stack_frames(const nd_trace_t *t, const nd_stac
 }
 
 // ---------------------------------------------------------------- sites over time
+// Whether a frame is the marker of native frames cut at NDMEM_DEPTH, Python frames after it
+// (version 12).
+static inline bool nd_trace_is_cut(const nd_trace_t *t, uint64_t ip) {
+  return t->hdr.version >= 12 && ip == ND_FRAME_CUT;
+}
+
 
 // The live bytes of chosen sites at each COUNTERS record: a second, light pass over the file
 // (nd_trace_site_series) for the HTML timeline, as the first folds SITE records into their

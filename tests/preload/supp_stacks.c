@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < t.nleaks; i++) {
     const nd_stack_t *st = &t.stacks[t.leaks[i].stack];
     const uint64_t *ips = nd_stack_frames(&t, st);
-    nd_frame_view_t v[ND_TRACE_MAX_DEPTH * 8];
+    nd_frame_view_t v[ND_TRACE_MAX_STACK * 8];
     size_t n = 0;
     for (size_t k = 0; k < st->depth; k++) {
       const nd_frame_t *f = nd_sym_frame(sym, ips[k]);

@@ -1,12 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# t_py_unsupported: an interpreter of a version ndmem cannot read (t_py_unsupported.c plays 3.13
-# by Py_Version, and 3.10 by Py_GetVersion alone) gets exactly one stderr line saying so, the
-# program's stdout and status are its own, and the trace says "unsupported" with the version and
-# has no Python frame. NDMEM_PYTHON=0 says nothing and records "off".
-# usage: t_py_unsupported.sh LIBNDMEM PROG_313 PROG_310 NDMEMREPORT
+# t_py_unsupported: an interpreter ndmem must not read (t_py_unsupported.c plays 3.15 by
+# Py_Version, 3.9 by Py_GetVersion alone, a free-threaded 3.14 and a 3.13 whose own debug offsets
+# differ from 3.13's) gets exactly one stderr line saying so and why, the program's stdout and
+# status are its own, and the trace says "unsupported", "free-threaded" or "layout-differs" with
+# the version and has no Python frame. NDMEM_PYTHON=0 says nothing and records "off".
+# usage: t_py_unsupported.sh LIBNDMEM PROG_315 PROG_39 PROG_314T PROG_313_OTHER NDMEMREPORT
 set -u
-lib=$1 p313=$2 p310=$3 report=$4
+lib=$1 p315=$2 p39=$3 p314t=$4 p313x=$5 report=$6
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -51,15 +52,22 @@ sys.exit(0 if ok else 1)
 PY
 }
 
-run v313 "$p313"
-check v313 3.13.0 unsupported
-[ "$(cat "$tmp/v313.err")" = "ndmem: Python 3.13.0 is not supported (3.11 and 3.12 are): native frames only" ] ||
-  no "3.13: stderr '$(cat "$tmp/v313.err")'"
-run v310 "$p310"
-check v310 3.10.13 unsupported
-[ "$(cat "$tmp/v310.err")" = "ndmem: Python 3.10.13 is not supported (3.11 and 3.12 are): native frames only" ] ||
-  no "3.10: stderr '$(cat "$tmp/v310.err")'"
-run off "$p313" NDMEM_PYTHON=0
+said() { # name line
+  [ "$(cat "$tmp/$1.err")" = "$2" ] || no "$1: stderr '$(cat "$tmp/$1.err")', want '$2'"
+}
+run v315 "$p315"
+check v315 3.15.0 unsupported
+said v315 "ndmem: Python 3.15.0 is not supported (3.10 to 3.14 are): native frames only"
+run v39 "$p39"
+check v39 3.9.18 unsupported
+said v39 "ndmem: Python 3.9.18 is not supported (3.10 to 3.14 are): native frames only"
+run v314t "$p314t"
+check v314t 3.14.0 free-threaded
+said v314t "ndmem: Python 3.14.0 is a free-threaded build (not read): native frames only"
+run v313x "$p313x"
+check v313x 3.13.0 layout-differs
+said v313x "ndmem: Python 3.13.0 lays out its frames otherwise than its version's (_PyRuntime.debug_offsets): native frames only"
+run off "$p315" NDMEM_PYTHON=0
 check off - off
 [ ! -s "$tmp/off.err" ] || no "NDMEM_PYTHON=0: stderr '$(cat "$tmp/off.err")'"
 exit $fail

@@ -4,10 +4,11 @@
 # (LINE_BOTTOM), a generator resumed by its caller's loop (LINE_GEN, LINE_GEN_CALLER), a coroutine
 # resumed by asyncio's loop after an await (LINE_CORO, LINE_CORO_CALLER) and module level
 # (LINE_TOP). Standard library only: any CPython 3 runs it. Each site has its own size.
+# usage: py_shapes.py [RECURSION_DEPTH]
 import asyncio
 import sys
 
-DEPTH = 500
+DEPTH = int(sys.argv[1]) if len(sys.argv) > 1 else 500  # the recursion's depth
 
 
 def recurse(n):

@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ K_SUMMARY_FIELD = {"version": "version", "state": "state", "stacks": "stacks",
                    "with_python": "with_python", "frames": "frames", "dropped": "dropped"}
 OPT_PYTHON_ONLY = "--python-only"
 UNSUPPORTED_PREFIX = "ndmem: Python "  # the one stderr line for an interpreter ndmem cannot read
+PY_DEPTH = 64  # NDMEM_PY_DEPTH's default: Python frames kept per stack
 
 
 def py_frame(fr):
@@ -463,6 +465,11 @@ def case_threads(ctx, find_python, script):
     check_summary(doc, py, "on", "py_threads")
 
 
+def qual(py, name):
+    """A code object's name as ndmem reads it: 3.10's code objects have no qualified name."""
+    return name.rsplit(".", 1)[-1] if version_tuple(py) < (3, 11) else name
+
+
 def check_shapes(ctx, py, script, label):
     """py_shapes.py under py (a supported interpreter). See case_shapes."""
     m = markers(script)
@@ -488,6 +495,7 @@ def check_shapes(ctx, py, script, label):
         if not s:
             continue
         pf = pyframes(s)
+        frames = [(qual(py, fn), ln) for fn, ln in frames]
         ok = len(pf) >= len(frames) and all(
             at(pf[i], script, m[ln], fn) for i, (fn, ln) in enumerate(frames))
         check(ok, "%s %s: innermost Python frames %s (got %s)" % (
@@ -502,10 +510,58 @@ def check_shapes(ctx, py, script, label):
                   "(not: %s)" % (label, len(outer), show(bad[:2])))
     s = check_summary(doc, py, "on", label)
     if s:
-        depth = doc["tracking"]["stack_depth"]
-        check(isinstance(s["dropped"], int) and s["dropped"] >= 500 + 2 - depth,
-              "%s: the summary counts the recursion's frames beyond the depth limit (%d) as "
-              "dropped: %r >= %d" % (label, depth, s["dropped"], 500 + 2 - depth))
+        check(isinstance(s["dropped"], int) and s["dropped"] >= 500 + 2 - PY_DEPTH,
+              "%s: the summary counts the recursion's Python frames past NDMEM_PY_DEPTH (%d) as "
+              "left out: %r >= %d" % (label, PY_DEPTH, s["dropped"], 500 + 2 - PY_DEPTH))
+    check_cut(ctx, py, script, label)
+
+
+CUT = "[native frames past NDMEM_DEPTH not recorded]"  # the marker frame's name
+
+
+def check_cut(ctx, py, script, label):
+    """Python frames are kept whatever NDMEM_DEPTH cuts: py_shapes.py with a 20-deep recursion,
+    every block tracked (NDMEM_TRACK_MIN=0, PYTHONHASHSEED=0), under NDMEM_DEPTH=2 and 64: with 2,
+    the recursion's, the generator's, the coroutine's and module level's sites still hold their
+    whole Python stack, to <module>, after the cut marker wherever native frames were left out,
+    nothing but Python frames follows the marker, and at most 2 native frames precede it; each
+    of those sites has the same Python frames as under 64; and no more Python frames are counted
+    as left out (past NDMEM_PY_DEPTH: the interpreter's own start-up imports can be deeper) than
+    under 64, within 1% of the frames read (the interpreter's allocations vary a little between
+    runs): the native cut loses none."""
+    m = markers(script)
+    env = {"NDMEM_TRACK_MIN": "0", "PYTHONHASHSEED": "0"}
+    full, full_trace = ctx.shim([py, script, "20"], dict(env, NDMEM_DEPTH="64"))
+    shim, trace = ctx.shim([py, script, "20"], dict(env, NDMEM_DEPTH="2"))
+    check(shim.returncode == full.returncode == 0, "%s NDMEM_DEPTH=2 and 64: exit status 0 (%d, "
+          "%d)" % (label, shim.returncode, full.returncode))
+    doc, ref = ctx.json(trace), ctx.json(full_trace)
+    if doc is None or ref is None:
+        return
+    for mark in ("LINE_BOTTOM", "LINE_GEN", "LINE_CORO", "LINE_TOP"):
+        s = data_site(doc, script, m[mark], "%s NDMEM_DEPTH=2 %s" % (label, mark))
+        if not s:
+            continue
+        pf = pyframes(s)
+        names = [f.get("function") for f in s["frames"]]
+        cut = names.index(CUT) if CUT in names else len(names)
+        check(sum(1 for f in s["frames"][:cut] if not py_frame(f)) <= 2
+              and all(py_frame(f) for f in s["frames"][cut + 1:]),
+              "%s NDMEM_DEPTH=2 %s: at most 2 native frames, only Python frames after the marker"
+              % (label, mark))
+        want = 20 + 2 if mark == "LINE_BOTTOM" else None
+        check(pf and pf[-1][0] == "<module>" and (want is None or len(pf) == want),
+              "%s NDMEM_DEPTH=2 %s: the whole Python stack (%s), to <module>%s (%s)"
+              % (label, mark, "%d frames" % want if want else "",
+                 " after the marker" if CUT in names else "", show(pf[-3:])))
+        rs = data_site(ref, script, m[mark], "%s NDMEM_DEPTH=64 %s" % (label, mark))
+        check(rs and pyframes(rs) == pf, "%s %s: the same Python frames under NDMEM_DEPTH=2 as "
+              "under 64 (%s; %s)" % (label, mark, show(pf[:3]), rs and show(pyframes(rs)[:3])))
+    s, r = py_summary(doc), py_summary(ref)
+    slack = r["frames"] // 100
+    check(s["dropped"] <= r["dropped"] + slack,
+          "%s: NDMEM_DEPTH=2 leaves out no more Python frames than NDMEM_DEPTH=64 (%d vs %d, "
+          "of %d and %d read)" % (label, s["dropped"], r["dropped"], s["frames"], r["frames"]))
 
 
 def case_shapes(ctx, find_python, script):
@@ -519,8 +575,8 @@ def case_shapes(ctx, find_python, script):
     gather_all@LINE_CORO_CALLER; <module>@LINE_TOP; the summary (state on, version) counts at
     least one stack's frames beyond the depth limit as dropped; no ndmem line on stderr."""
     py = numpy_python(find_python)
-    if version_tuple(py) not in ((3, 11), (3, 12)):
-        skip("%s is Python %s; Python frames are read for 3.11 and 3.12"
+    if not (3, 10) <= version_tuple(py) <= (3, 14):
+        skip("%s is Python %s; Python frames are read for 3.10 to 3.14"
              % (py, version_of(py)))
     check_shapes(ctx, py, script, "Python %s" % version_of(py))
 
@@ -538,22 +594,34 @@ def torch_python():
 
 
 def case_torch(ctx, find_python, script):
-    """py_torch.py (60 steps, one thread, NDMEM_DEPTH=64: torch's dispatcher puts 25 native
-    frames between the allocator and the interpreter in backward). Asserts: the same final loss
-    as a plain run; among the 5 sites with the most alloc_bytes (any kind; ties by stack id) at
-    least one has main@LINE_FORWARD as a Python frame and at least one main@LINE_BACKWARD; in
-    each of those, every Python frame inside the script's is torch's own (a file under a torch/
-    directory); the python state is on."""
+    """py_torch.py (60 steps, one thread) at the default NDMEM_DEPTH, though torch's dispatcher
+    puts 17-25 native frames between the allocator and the interpreter. Asserts: the same final
+    loss as a plain run; every site whose stack holds c10's CPU allocator (a tensor's storage)
+    has Python frames, and every one of those reaches the script's <module> frame (the whole
+    Python stack kept past NDMEM_DEPTH); among the 5 sites with the most alloc_bytes (any kind;
+    ties by stack id) at least one has main@LINE_FORWARD as a Python frame and at least one
+    main@LINE_BACKWARD; in each of those, every Python frame inside the script's is torch's own
+    (a file under a torch/ directory); the python state is on and no Python frame was lost."""
     py = torch_python()
     m = markers(script)
     env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     plain = ctx.plain([py, script], env)
-    shim, trace = ctx.shim([py, script], dict(env, NDMEM_DEPTH="64"))
+    shim, trace = ctx.shim([py, script], env)
     if not same_run(plain, shim, "py_torch"):
         return
     doc = ctx.json(trace)
     if doc is None:
         return
+    tensors = [s for s in sites(doc)
+               if any("alloc_cpu" in (fr.get("function") or "") for fr in s["frames"])]
+    bare = [s["stack_id"] for s in tensors if not pyframes(s)]
+    short = [(s["stack_id"], show(pyframes(s)[-2:])) for s in tensors
+             if pyframes(s) and not any(f[0] == "<module>" and same_file(f[1], script)
+                                        for f in pyframes(s))]
+    check(tensors and not bare and not short,
+          "py_torch: all %d tensor sites (c10::alloc_cpu) have Python frames reaching the "
+          "script's <module> at the default depth (without: %r; short of <module>: %r)"
+          % (len(tensors), bare[:4], short[:4]))
     top = sorted(sites(doc), key=lambda s: (-s["alloc_bytes"], s["stack_id"]))[:5]
     for mark in ("LINE_FORWARD", "LINE_BACKWARD"):
         hits = []
@@ -573,19 +641,43 @@ def case_torch(ctx, find_python, script):
     check_summary(doc, py, "on", "py_torch")
 
 
-def pyenv_python(minor):
-    """The newest pyenv CPython minor.* (PYENV_ROOT, else ~/.pyenv), or None."""
+def interpreters(minor):
+    """CPython minor's interpreters here: the newest pyenv one (PYENV_ROOT, else ~/.pyenv), those
+    installed under /usr/local or /opt/* (built from source with --prefix), on PATH, and in the
+    prefixes Meson's python_prefixes option names (ND_PYTHON_PREFIXES, ':'-separated), a
+    free-threaded build's (bin/python3.Mt) included; each once."""
     root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
     found = []
     for p in glob.glob(os.path.join(root, "versions", minor + ".*", "bin", "python3")):
         v = os.path.basename(os.path.dirname(os.path.dirname(p)))
         if re.fullmatch(r"\d+\.\d+\.\d+", v) and os.access(p, os.X_OK):
             found.append((tuple(int(x) for x in v.split(".")), p))
-    return max(found)[1] if found else None
+    cands = [max(found)[1]] if found else []
+    prefixes = ["/usr/local"] + sorted(glob.glob("/opt/*"))
+    prefixes += list(filter(None, os.environ.get("ND_PYTHON_PREFIXES", "").split(":")))
+    for name in ("python" + minor, "python" + minor + "t"):
+        cands += [os.path.join(prefix, "bin", name) for prefix in prefixes]
+        cands.append(shutil.which(name))
+    out, seen = [], set()
+    for p in cands:
+        shim = p and os.path.basename(os.path.dirname(p)) == "shims"  # pyenv's: not itself one
+        if not p or shim or not os.access(p, os.X_OK):
+            continue
+        st = os.stat(p)
+        if (st.st_dev, st.st_ino) not in seen:  # one file under two names (python3.14t)
+            seen.add((st.st_dev, st.st_ino))
+            out.append(p)
+    return out
 
 
-def check_unsupported(ctx, py, script):
-    """An interpreter ndmem cannot read runs on with native frames. See case_versions."""
+def free_threaded(py):
+    return subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_config_var("
+                           "'Py_GIL_DISABLED'))"], env=child_env(), capture_output=True,
+                          text=True).stdout.strip() == "1"
+
+
+def check_not_read(ctx, py, script, state, words):
+    """An interpreter ndmem does not read runs on with native frames. See case_versions."""
     label = "Python %s" % version_of(py)
     plain = ctx.plain([py, script])
     shim, trace = ctx.shim([py, script])
@@ -594,9 +686,9 @@ def check_unsupported(ctx, py, script):
     check(shim.stdout == plain.stdout and plain.stdout, "%s: stdout the same" % label)
     lines = shim.stderr.splitlines()
     ours = [ln for ln in lines if ln.startswith(UNSUPPORTED_PREFIX)]
-    check(len(ours) == 1 and "not supported" in ours[0] and "native frames only" in ours[0],
-          "%s: exactly one stderr line '%s... not supported ... native frames only' (%r)"
-          % (label, UNSUPPORTED_PREFIX, ours))
+    check(len(ours) == 1 and words in ours[0] and "native frames only" in ours[0],
+          "%s: exactly one stderr line '%s... %s ... native frames only' (%r)"
+          % (label, UNSUPPORTED_PREFIX, words, ours))
     rest = [ln for ln in lines if not ln.startswith(UNSUPPORTED_PREFIX)]
     check(rest == plain.stderr.splitlines(), "%s: stderr otherwise the plain run's (%r)"
           % (label, rest[:3]))
@@ -604,52 +696,36 @@ def check_unsupported(ctx, py, script):
     if doc is None:
         return
     check_no_python_frames(doc, label)
-    check_summary(doc, py, "unsupported", label)
-    # Without Python frames the workload's bytearrays fall into sites by native stack alone (the
-    # recursion, the generator and module level share one where the evaluator inlines calls).
-    want_n = want_b = 0
-    for key in ("recursion", "generator", "coroutine", "top"):
-        c = counts(plain.stdout, key)
-        want_n, want_b = want_n + c["n"], want_b + c["len"] + c["n"]
-    ba = [s for s in sites(doc) if s["kind"] == "heap" and not s["sampled"]
-          and any(fr.get("function") == "bytearray___init___impl" for fr in s["frames"])]
-    check((sum(s["allocs"] for s in ba), sum(s["alloc_bytes"] for s in ba)) == (want_n, want_b),
-          "%s: the workload's %d bytearrays (%d B) are in the sites of bytearray.__init__ (%d "
-          "sites: %d, %d)" % (label, want_n, want_b, len(ba), sum(s["allocs"] for s in ba),
-                              sum(s["alloc_bytes"] for s in ba)))
-    unresolved = [(s["stack_id"], i) for s in ba for i, fr in enumerate(s["frames"])
-                  if not fr.get("module") or not fr.get("function")]
-    noeval = [s["stack_id"] for s in ba if not any(
-        (fr.get("function") or "").startswith("_PyEval_EvalFrame") for fr in s["frames"])]
-    check(ba and not unresolved and not noeval, "%s: their native frames resolve (module and "
-          "function) and keep the evaluator (_PyEval_EvalFrame*) (unresolved %r, without the "
-          "evaluator %r)" % (label, unresolved[:4], noeval))
+    check_summary(doc, py, state, label)
 
 
 def case_versions(ctx, find_python, script):
-    """py_shapes.py under pyenv's CPython 3.10 and 3.13 (unsupported) and 3.12 (supported),
-    each where present, never otherwise needed. 3.10 and 3.13 assert: exit status and stdout
-    those of a plain run; exactly one stderr line starting 'ndmem: Python ' that contains 'not
-    supported' and 'native frames only', and stderr otherwise the plain run's; no Python frame
-    anywhere in the report; state unsupported with the interpreter's version; the exact
-    sites (not sampled) whose stacks hold bytearray___init___impl add up to the workload's
-    bytearrays exactly (count, bytes), and every frame of them has a module and a function, the
-    evaluator (_PyEval_EvalFrame*) among them (pyenv's builds keep their symbols). 3.12 asserts
-    everything case_shapes does, LINE_TOP's bytearray at <module>@LINE_TOP included."""
-    ran = 0
-    for minor, supported in (("3.10", False), ("3.13", False), ("3.12", True)):
-        py = pyenv_python(minor)
-        if not py:
-            print("skipped: no CPython %s under $PYENV_ROOT (or ~/.pyenv)/versions" % minor)
-            continue
-        ran += 1
-        print("interpreter: %s (Python %s)" % (py, version_of(py)))
-        if supported:
-            check_shapes(ctx, py, script, "Python %s" % version_of(py))
-        else:
-            check_unsupported(ctx, py, script)
-    if not ran:
-        skip("no pyenv CPython 3.10, 3.12 or 3.13 here")
+    """py_shapes.py under every CPython 3.10 to 3.14 found (see interpreters()), each asserting
+    everything case_shapes does (innermost frames at their marked lines, exact counts and bytes
+    per site, frames past NDMEM_PY_DEPTH counted, the whole Python stack kept under
+    NDMEM_DEPTH=2). A free-threaded build asserts: exit status and stdout those of a plain run;
+    exactly one stderr line 'ndmem: Python ... free-threaded build ... native frames only' and
+    stderr otherwise the plain run's; no Python frame anywhere; state free-threaded with the
+    interpreter's version. Prints the table of versions checked."""
+    table = []
+    for minor in ("3.10", "3.11", "3.12", "3.13", "3.14"):
+        pys = interpreters(minor)
+        if not pys:
+            print("skipped: no CPython %s under pyenv or ND_PYTHON_PREFIXES" % minor)
+        for py in pys:
+            n = len(failures)
+            print("interpreter: %s (Python %s)" % (py, version_of(py)))
+            if free_threaded(py):
+                check_not_read(ctx, py, script, "free-threaded", "free-threaded build")
+                what = "free-threaded: detected, not read"
+            else:
+                check_shapes(ctx, py, script, "Python %s" % version_of(py))
+                what = "frames read"
+            table.append((version_of(py), py, what, "ok" if len(failures) == n else "FAIL"))
+    if not table:
+        skip("no CPython 3.10 to 3.14 under pyenv or ND_PYTHON_PREFIXES")
+    for row in table:
+        print("version %-8s %-45s %-36s %s" % row)
 
 
 CASES = {"lines": case_lines, "threads": case_threads, "shapes": case_shapes,
