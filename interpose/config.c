@@ -6,6 +6,7 @@
 #include "fmt.h"
 #include "os.h"
 #include "sysmem.h"
+#include "trace_format.h"
 
 __extension__ typedef unsigned __int128 nd_u128;
 
@@ -33,7 +34,8 @@ const nd_option_t nd_options[] = {
     OPT("NDMEM_TRACE", ND_OPT_BOOL, trace, 1, 0, 1,
         "write a trace (stacks, sites, leaks) for ndmemreport; 0: counters and summary only"),
     SOPT("NDMEM_OUTPUT", output, "ndmem.%p.trace",
-         "trace path; %p pid, %h host name, %r rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK), %% a %"),
+         "trace path; %p pid, %h host name, %r rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
+         "PMIX_RANK, SLURM_PROCID; 0 when unknown), %% a %"),
     SOPT("NDMEM_METRICS", metrics, "",
          "Prometheus text file written at each trace flush (node_exporter's textfile collector); "
          "same patterns as NDMEM_OUTPUT; empty: none"),
@@ -51,11 +53,11 @@ const nd_option_t nd_options[] = {
     OPT("NDMEM_PYTHON", ND_OPT_BOOL, python, 1, 0, 1,
         "CPython 3.10 to 3.14: the Python frames (function, file, line) of each tracked block "
         "in its stack, in place of the interpreter's; 0: native frames only"),
-    OPT("NDMEM_WORKSPACES", ND_OPT_BOOL, workspaces, 1, 0, 1,
-        "route learned cyclic allocations into planned per-thread workspaces; 0: account only"),
     OPT("NDMEM_PY_DEPTH", ND_OPT_INT, py_depth, 64, 1, ND_PY_DEPTH_MAX,
         "Python frames kept per allocation stack, innermost first, whatever NDMEM_DEPTH cut of "
         "the native frames around them"),
+    OPT("NDMEM_WORKSPACES", ND_OPT_BOOL, workspaces, 1, 0, 1,
+        "route learned cyclic allocations into planned per-thread workspaces; 0: account only"),
     OPT("NDMEM_WS_MIN", ND_OPT_SIZE, ws_min, 64 * 1024, 1, INT64_MAX,
         "allocations of at least this size take part in workspaces"),
     COPT("NDMEM_WS_LEARNING", ws_learning, 1, "none|first_loop|over_time",
@@ -601,11 +603,62 @@ static void put_component(nd_buf_t *b, const char *v, const char *empty) {
   }
 }
 
-// NDMEM_OUTPUT: %p pid, %h host name, %r rank (RANK, then OMPI_COMM_WORLD_RANK, then PMI_RANK,
-// else 0), %% a percent sign; %h and %r are made file-name safe (put_component). Returns -1 for an
-// unknown conversion or a result too long for cap.
+// The launchers' variables by family, in the order they are believed: torch.distributed's first
+// (a torch job started by srun or mpirun has its own RANK beside theirs), then Open MPI's, MPICH
+// Hydra's PMI (Hydra also sets MPI_LOCALRANKID and MPI_LOCALNRANKS), PMIx's (OpenPMIx launchers
+// such as prte; Open MPI sets it too, to the same value) and Slurm's. The first family whose rank
+// variable is set and not empty gives every field; NULL: that family has no such variable.
+static const char *const rank_families[ND_RANK_FROM_MAX + 1][4] = {
+    [ND_RANK_FROM_TORCH] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE="},
+    [ND_RANK_FROM_OMPI] = {"OMPI_COMM_WORLD_RANK=", "OMPI_COMM_WORLD_SIZE=",
+                           "OMPI_COMM_WORLD_LOCAL_RANK=", "OMPI_COMM_WORLD_LOCAL_SIZE="},
+    [ND_RANK_FROM_PMI] = {"PMI_RANK=", "PMI_SIZE=", "MPI_LOCALRANKID=", "MPI_LOCALNRANKS="},
+    [ND_RANK_FROM_PMIX] = {"PMIX_RANK=", NULL, NULL, NULL},
+    [ND_RANK_FROM_SLURM] = {"SLURM_PROCID=", "SLURM_NTASKS=", "SLURM_LOCALID=", NULL},
+};
+
+static const char *env_value(char *const *envp, const char *name) {
+  const char *v = NULL;
+  for (char *const *e = envp; name && e && *e; e++)
+    if (has_prefix(*e, name, &v)) return v;
+  return NULL;
+}
+
+// A plain non-negative decimal integer that fits int32_t ("007" is 7), else -1: a sign, a space,
+// a suffix or an empty value is not a rank ("0x1", "-1", "1 ", "2k"), and reads as unknown rather
+// than as whatever its digits would make.
+static int32_t plain_int(const char *v) {
+  if (!v || !*v) return -1;
+  int64_t n = 0;
+  for (; *v; v++) {
+    if (*v < '0' || *v > '9') return -1;
+    n = n * 10 + (*v - '0');
+    if (n > INT32_MAX) return -1;
+  }
+  return (int32_t)n;
+}
+
+void nd_config_rank(char *const *envp, nd_rank_t *out) {
+  *out = (nd_rank_t){-1, -1, -1, -1, ND_RANK_FROM_NONE};
+  for (uint32_t f = 1; f <= ND_RANK_FROM_MAX; f++) {
+    const char *rank = env_value(envp, rank_families[f][0]);
+    if (!rank || !*rank) continue; // an empty variable is no more than an unset one
+    const char *const *v = rank_families[f];
+    out->from = f;
+    out->rank = plain_int(rank);
+    out->world_size = plain_int(env_value(envp, v[1]));
+    out->local_rank = plain_int(env_value(envp, v[2]));
+    out->local_world_size = plain_int(env_value(envp, v[3]));
+    if (out->world_size == 0) out->world_size = -1; // a world of no process is no size
+    if (out->local_world_size == 0) out->local_world_size = -1;
+    return;
+  }
+}
+
+// NDMEM_OUTPUT: %p pid, %h host name, %r rank (nd_config_rank: RANK, OMPI_COMM_WORLD_RANK,
+// PMI_RANK, PMIX_RANK, SLURM_PROCID; 0 when unknown), %% a percent sign; %h is made file-name safe
+// (put_component). Returns -1 for an unknown conversion or a result too long for cap.
 int nd_config_expand_path(char *out, size_t cap, const char *pat, char *const *envp) {
-  static const char *const rank_vars[] = {"RANK=", "OMPI_COMM_WORLD_RANK=", "PMI_RANK="};
   nd_buf_t b;
   nd_buf_reset(&b);
   for (const char *p = pat; *p; p++) {
@@ -622,12 +675,10 @@ int nd_config_expand_path(char *out, size_t cap, const char *pat, char *const *e
       put_component(&b, host, "unknown");
       break;
     }
-    case 'r': {
-      const char *rank = NULL;
-      for (int v = 0; v < 3 && !rank; v++)
-        for (char *const *e = envp; e && *e && !rank; e++)
-          if (has_prefix(*e, rank_vars[v], &rank)) break;
-      put_component(&b, rank, "0");
+    case 'r': { // digits only, so already file-name safe
+      nd_rank_t r;
+      nd_config_rank(envp, &r);
+      nd_buf_u64(&b, r.rank >= 0 ? (uint64_t)r.rank : 0);
       break;
     }
     case '%': nd_buf_char(&b, '%'); break;

@@ -142,4 +142,13 @@ uint64_t nd_config_auto_warn(uint64_t cgroup_bytes);
 // Expands an NDMEM_OUTPUT pattern (see config.c). 0, or -1 when it is malformed or too long.
 int nd_config_expand_path(char *out, size_t cap, const char *pattern, char *const *envp);
 
+// Where the process stands in its job, from the launcher's variables in `envp` (config.c has the
+// order): the one reading behind NDMEM_OUTPUT's %r and the trace header's rank fields, so the
+// two cannot disagree. -1: unknown (not set, or not a plain non-negative integer).
+typedef struct nd_rank {
+  int32_t rank, world_size, local_rank, local_world_size;
+  uint32_t from; // enum nd_rank_from (trace_format.h): the variable the rank was read from
+} nd_rank_t;
+void nd_config_rank(char *const *envp, nd_rank_t *out);
+
 #endif

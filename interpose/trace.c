@@ -44,6 +44,8 @@
 
 size_t nd_track_min = SIZE_MAX;
 
+extern char **environ;
+
 #define OUT_BUF (1u << 20)
 
 // File not created yet; created; failed (tracing stops); complete (the final flush wrote END:
@@ -272,6 +274,7 @@ void nd_trace_setup(void) {
   h->host[sizeof h->host - 1] = 0;
   ssize_t n = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
   h->exe[n > 0 ? n : 0] = 0;
+  h->origin = nd_child == ND_EXEC_CHILD ? ND_ORIGIN_EXEC : ND_ORIGIN_STARTED;
   fix_dir();
   nd_py_setup();
   nd_metrics_setup(tr.dir);
@@ -286,8 +289,6 @@ static void warn_once(const char *what, const char *path, int err) {
   if (nd_quiet()) return;
   nd_say_path_error(what, path, err, "tracing off (counters and summary go on)");
 }
-
-extern char **environ;
 
 // A file of this process from before an exec: written by an earlier image of this very process
 // (same pid, started no earlier than the process was created: a process that had the pid before
@@ -349,6 +350,17 @@ static void create_locked(int alone) {
   nd_tw_init(&tr.w, tr.fd, tr.buf, OUT_BUF);
   nd_trace_header_t h = tr.hdr;
   h.pid = (uint64_t)nd_os_getpid();
+  h.ppid = (uint64_t)getppid(); // a fork child's: the process that forked it (DataLoader's main)
+  // Where the process stands in its job, read from the environment as %r was just expanded from
+  // it, so the trace's name and its header agree (a fork child: its environment at its first
+  // allocation, usually its parent's).
+  nd_rank_t rank;
+  nd_config_rank(environ, &rank);
+  h.rank = rank.rank;
+  h.world_size = rank.world_size;
+  h.local_rank = rank.local_rank;
+  h.local_world_size = rank.local_world_size;
+  h.rank_from = (uint16_t)rank.from;
   nd_tw_header(&tr.w, &h);
   tr.adds = tr.subs = ~0ull;
   if (nd_tw_flush(&tr.w) != 0) warn_once("cannot write trace", tr.path, tr.w.error);
@@ -456,9 +468,8 @@ static void write_counters(void) {
 // Sites whose totals changed since the last flush, each with its window's floor. The windows
 // close at this flush when the cycle clock moved since they last did (a window holds at least
 // one whole cycle, so a cycle's temporaries are back at their floor somewhere in it), at every
-// flush in a job without cycles, and after WINDOW_FLUSHES flushes in one whose cycles stalled
+// flush in a job without cycles, and after ND_WINDOW_FLUSHES flushes in one whose cycles stalled
 // (a stream the detector lost: time windows then); a closed window goes to the growth detector.
-#define WINDOW_FLUSHES 4
 static void pycode_record(void *ctx, const nd_rec_pycode_t *r, const char *strings) {
   (void)ctx;
   nd_tw_record(&tr.w, ND_REC_PYCODE, r, sizeof *r, strings, r->qualname_len + r->filename_len);
@@ -466,7 +477,7 @@ static void pycode_record(void *ctx, const nd_rec_pycode_t *r, const char *strin
 
 static void write_sites(void) {
   uint64_t clock = __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), now = nd_os_mono_ns();
-  int close = clock == 0 || clock != tr.win_cycle || ++tr.win_flushes >= WINDOW_FLUSHES;
+  int close = clock == 0 || clock != tr.win_cycle || ++tr.win_flushes >= ND_WINDOW_FLUSHES;
   if (close) tr.win_flushes = 0;
   tr.win_cycle = clock;
   uint32_t n = nd_sites_count();
@@ -610,6 +621,15 @@ void nd_trace_flush(int final) {
 // The first flushes come sooner: after FIRST_FLUSH_MS, then at intervals doubling up to
 // NDMEM_FLUSH_MS (100, 200, 400, 800 ms with the default), so that a job of a few seconds still
 // has a timeline (a point at each flush) and a live view early; a long job pays 4 flushes more.
+// Where the steady state begins (the first cycle closed, nd_steady_ns) the interval becomes a
+// quarter of the time since, FIRST_FLUSH_MS at least and NDMEM_FLUSH_MS at most. Growth is
+// judged by each site's floor over the flush windows of the steady state (3 at the least, and
+// its last quarter decides whether it still rose: report/lifetime.c), and a loop that runs a
+// second or two after a long start-up (imports, a process group, data loading) would otherwise
+// get one or two windows at the default interval and could not be judged; so every window is at
+// most a fifth of the loop so far, and a 1.5 s loop gets 10 (a long job pays about 10 flushes
+// more, in the first 5 s of its loop). Until the steady state begins the writer naps
+// FIRST_FLUSH_MS at a time to see it (an atomic load per nap, no flush).
 #define FIRST_FLUSH_MS 100
 static void *writer_main(void *arg) {
   (void)arg;
@@ -618,16 +638,26 @@ static void *writer_main(void *arg) {
   nd_os_mutex_lock(&tr.lock);
   nd_py_detect();
   pthread_mutex_unlock(&tr.lock);
-  int64_t wait = FIRST_FLUSH_MS;
+  int64_t least = FIRST_FLUSH_MS < nd_cfg.flush_ms ? FIRST_FLUSH_MS : nd_cfg.flush_ms;
+  int64_t wait = least, due = least; // the interval; ms to the next flush
+  uint64_t steady = 0;               // when the steady state began (0: not yet)
   for (;;) {
-    if (wait > nd_cfg.flush_ms) wait = nd_cfg.flush_ms;
-    nd_os_sleep_ms(wait);
-    wait *= 2;
+    int64_t nap = steady || due < FIRST_FLUSH_MS ? due : FIRST_FLUSH_MS;
+    nd_os_sleep_ms(nap);
+    due -= nap;
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
+    if (!steady && (steady = __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)) && due > least)
+      due = least; // it began within the last nap
+    if (due > 0) continue;
     uint64_t v; // the allocator asked here, holding no lock of ndmem's (allocstat.c)
     if (nd_allocstat_kind() != ND_ALLOCATOR_UNKNOWN && resident_now(&v) == 0)
       nd_allocstat_poll(v, tracked_now());
     nd_trace_flush(0);
+    uint64_t now = nd_os_mono_ns();
+    wait = steady ? (int64_t)((now > steady ? now - steady : 0) / 4000000) : wait * 2;
+    if (wait < least) wait = least;
+    if (wait > nd_cfg.flush_ms) wait = nd_cfg.flush_ms;
+    due = wait;
   }
   return NULL;
 }
@@ -652,6 +682,7 @@ void nd_trace_atfork_child(void) {
     tr.fd = -1;
   }
   if (tr.on && tr.state != TR_OFF) tr.state = TR_LATER;
+  tr.hdr.origin = ND_ORIGIN_FORK; // its pid and ppid are its own (create_locked)
   // The child's trace starts at the fork (its duration, and ndmemreport's check that a running
   // process is the trace's, go by the header's start).
   stamp_start(&tr.hdr);

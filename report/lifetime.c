@@ -3,7 +3,8 @@
 // the trace proves: a block's birth time and cycle, the steady state's start (the first cycle
 // any workspace closed), and the floor history of its site. Where the evidence is missing (an
 // older trace, a job without cycles, a run too short for a second flush), an entry stays "live
-// at exit": a missed growth costs less than a false one.
+// at exit": a missed growth costs less than a false one; where too few flush windows were there
+// to judge growth at all, the report says so (nd_life_judged_t), never silence.
 #include "lifetime.h"
 
 #include <stdlib.h>
@@ -101,7 +102,54 @@ static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
   e->bytes = h->tail_floor;
   e->grew = h->tail_floor - base;
   e->cycles = r->steady && h->peak_cycle > h->steady_cycle ? h->peak_cycle - h->steady_cycle : 0;
+  // A site that freed nothing from its first steady-state record to the teardown kept every
+  // block it made in between: what it held then, and its growth in those blocks, exactly (a
+  // floor lags its window by one; with few windows, by much of the run). One block per k cycles
+  // where it made at most one and a half per cycle, else bytes per cycle.
+  if (e->cycles && h->held_frees == h->steady_frees && h->held_allocs > h->steady_allocs &&
+      h->held_cycle > h->steady_cycle && !(s->rec.flags & ND_SITE_SAMPLED)) {
+    e->bytes = h->held_live;
+    e->grew = h->held_alloc_bytes - h->steady_alloc_bytes;
+    e->grew_blocks = h->held_allocs - h->steady_allocs;
+    e->cycles = h->held_cycle - h->steady_cycle;
+    e->per_cycles = e->grew_blocks * 2 <= e->cycles * 3
+                        ? (e->cycles + e->grew_blocks / 2) / e->grew_blocks
+                        : 0;
+  }
   return true;
+}
+
+// Whether growth could be judged (nd_life_judged_t): the windows of the span, and where there are
+// too few, the NDMEM_FLUSH_MS that would give it twice as many as needed. With cycles the span is
+// the steady state's, to its last window, and its windows the flushes that closed them (the
+// clock moved, or stood still for ND_WINDOW_FLUSHES flushes); with fewer cycles than windows
+// needed and no window closed by a clock that stood still, no interval gives more. Without
+// cycles growth must span a quarter of the run (growing), so the span is the last quarter, where
+// the writer's windows are longest, and its windows the flushes in it (a COUNTERS record each,
+// the timeline's points; a thinned timeline counts each kept point for its stride).
+static void judge(const run_t *r, nd_life_judged_t *j) {
+  static const uint64_t steps[] = {10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000};
+  const nd_trace_t *t = r->t;
+  if (t->hdr.version < 5) return;
+  j->known = true;
+  j->by_births = r->by_cycles;
+  if (r->steady) {
+    j->windows = t->steady_windows;
+    j->span_ns = t->steady_window_ns > r->steady ? t->steady_window_ns - r->steady : 0;
+    j->cycles = t->flush.cycles;
+  } else {
+    j->span_ns = r->end > r->t0 ? (r->end - r->t0) / 4 : 0;
+    for (size_t i = 0; i < t->npoints; i++)
+      if (t->series[i].mono_ns > r->end - j->span_ns) j->windows++;
+    if (t->series_stride > 1) j->windows *= t->series_stride;
+  }
+  j->judged = j->windows >= ND_LIFE_MIN_WINDOWS;
+  j->few_cycles = !j->judged && r->steady && j->cycles < ND_LIFE_MIN_WINDOWS && !t->stalled_windows;
+  if (j->judged || j->few_cycles) return;
+  uint64_t ms = j->span_ns / 1000000, want = ms / (2 * ND_LIFE_MIN_WINDOWS);
+  for (size_t i = 0; i < sizeof steps / sizeof *steps && steps[i] <= want; i++)
+    j->flush_ms = steps[i];
+  if (!j->flush_ms && ms / ND_LIFE_MIN_WINDOWS >= steps[0]) j->flush_ms = steps[0];
 }
 
 static int by_class(const void *a, const void *b) {
@@ -185,6 +233,7 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     else if (growing(&r, l, s, e)) e->cls = ND_LIFE_GROWING;
     else e->cls = ND_LIFE_LIVE;
   }
+  judge(&r, &out->judged);
   cap_estimates(t, out);
   for (size_t i = 0; t->ended && i < t->nsites; i++) {
     const nd_site_t *s = &t->sites[i];
@@ -205,6 +254,13 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     if (e->samples) out->est[e->cls] = true;
   }
   return 0;
+}
+
+const char *nd_life_judged_key(const nd_lifetimes_t *l) {
+  if (l->judged.judged) return "all";
+  if (l->judged.by_births || l->entries[ND_LIFE_GROWING] || l->entries[ND_LIFE_TEARDOWN])
+    return "part";
+  return "none";
 }
 
 void nd_lifetimes_free(nd_lifetimes_t *l) {

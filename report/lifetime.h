@@ -6,7 +6,8 @@
 //                         births spread over it, and the site either never freed a block or its
 //                         floor (lowest live bytes per flush window) rose and never fell
 //   released at teardown  a site whose floor rose through the run and that freed it only at exit
-//                         (interpreter shutdown, static destructors): growth all the same
+//                         (interpreter shutdown, static destructors): growth all the same; one
+//                         that freed nothing until then is counted in the blocks it kept
 //   live at exit          the rest; ndmem does no reachability scan, so this is not "lost"
 //   held since start-up   every block born before the steady state began (the first closed
 //                         cycle): tables, pools and buffers a program keeps for its lifetime
@@ -50,6 +51,31 @@ typedef struct nd_life {
   const char *suppressed_by;
 } nd_life_t;
 
+// Whether the trace held the evidence to judge growth. A site's floor (its lowest live bytes in a
+// flush window) is what tells retained memory from a cycle's temporaries; the rules need its
+// first window and ND_LIFE_MIN_WINDOWS - 1 rises after it, so a span with fewer windows cannot
+// show growth at a site that also frees, nor at one that freed its memory at exit, whatever
+// happened. The span is the steady state's (its start to the last flush that closed windows),
+// or the last quarter of the run in a job without cycles (growth must span a quarter of it).
+// Blocks live at exit at a site that never freed one are judged by their births all the same
+// (with cycles enough), so there the judgment is in part. Traces before version 5 have no
+// floors: not known.
+#define ND_LIFE_MIN_WINDOWS 3
+typedef struct nd_life_judged {
+  bool known;        // a version 5 trace with a normal exit: the fields below are set
+  bool judged;       // windows >= ND_LIFE_MIN_WINDOWS
+  bool by_births;    // blocks live at exit were judged by their births (cycles enough)
+  uint64_t windows;  // flush windows in the span
+  uint64_t span_ns;  // its length
+  uint64_t cycles;   // cycles the job ran (0: no cycles found; the span is the run's last quarter)
+  // Not judged: an NDMEM_FLUSH_MS that gives the span twice the windows needed (1-2-5 steps,
+  // 10 ms at least), or 0 where none can: fewer cycles than windows needed (windows close where
+  // the clock moves) and no window closed by a clock that stood still, or a span too short for
+  // them at 10 ms.
+  uint64_t flush_ms;
+  bool few_cycles;   // flush_ms is 0 for the first reason
+} nd_life_judged_t;
+
 typedef struct nd_lifetimes {
   nd_life_t *v; // by class, then by bytes
   size_t n;
@@ -60,6 +86,7 @@ typedef struct nd_lifetimes {
   uint64_t cycles;         // the cycle clock at the end
   // Live at exit by the exact counters but in no entry: small blocks the sampler did not pick.
   uint64_t untracked_blocks;
+  nd_life_judged_t judged; // whether growth could be judged
 } nd_lifetimes_t;
 
 // A suppression lookup: the rule that matches a stack (index into t->stacks), or NULL.
@@ -69,5 +96,8 @@ typedef const char *(*nd_life_supp_fn)(void *ctx, uint32_t stack);
 // must have ended normally (leaks known). 0, or -1 out of memory.
 int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out);
 void nd_lifetimes_free(nd_lifetimes_t *l);
+// How much of the growth was judged (l->judged known): "all"; "part" (too few windows, but blocks
+// live at exit were judged by their births, or a site was found growing all the same); "none".
+const char *nd_life_judged_key(const nd_lifetimes_t *l);
 
 #endif

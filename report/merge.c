@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-// merge.c: `ndmemreport merge T1 T2 ...`, the traces of the ranks (processes) of one job side by
-// side: a table of each trace (host, pid, how it ended, duration, peaks, live at end, leaks) and
-// the allocation sites aggregated across traces by (stable stack key, kind), the key JSON reports
-// print as "stack_key" (nd_rep_stack_key: stack ids and addresses differ between processes), with
-// per-site min / median / max and the ranks far above the median named. The traces are read one
-// at a time; only the aggregated sites stay in memory.
+// merge.c: `ndmemreport merge T1 T2 ...`, the traces of the processes of one job side by side: a
+// table of the processes (labelled and ordered by the rank each trace's header holds, then by pid;
+// a fork child of another merged trace's process is its worker), their peaks, and what was live at
+// their end by the classes the single-trace report gives each (lifetime.c, through the same
+// analysis), then the allocation sites aggregated across processes by (stable stack key, kind),
+// the key JSON reports print as "stack_key" (nd_rep_stack_key: stack ids and addresses differ
+// between processes), with per-process min / median / max and the processes far above the median
+// named. A process's workers count in its column. The traces are read one at a time; only the
+// aggregated sites stay in memory.
 #include "ndmemreport.h"
 #include "report.h"
 #include "sbuf.h"
@@ -12,47 +15,69 @@
 #include "symbolize.h"
 #include "trace_read.h"
 
-
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MERGE_USAGE "usage: ndmemreport merge [--format text|json] [--top N] [--no-symbols] TRACE..."
-#define OUTLIER_FLOOR (1ull << 20) // a rank above 2x the median is named only from 1 MiB
+#define MERGE_USAGE                                                                                \
+  "usage: ndmemreport merge [--format text|json] [--top N] [--frames N] [--python-only] "         \
+  "[--no-symbols] [--suppressions FILE]... [--no-builtin-suppressions] TRACE..."
+#define OUTLIER_FLOOR (1ull << 20) // a process above 2x the median is named only from 1 MiB
+#define NONE SIZE_MAX
 
-// One trace's row of the table.
-typedef struct mrank {
+// One trace: its row of the tables, where it stands in the job (version 12 headers; older ones
+// know none of it) and what was live at its end by class.
+typedef struct mproc {
   const char *path;
   char host[sizeof(((nd_trace_t *)0)->host)];
-  uint64_t pid, duration_ns;
+  nd_trace_header_t hdr; // pid, ppid, origin, rank fields as the reader gives them
+  uint64_t duration_ns;
   char ended[48];
   uint64_t peak[ND_TRACE_KINDS], live_end;
-  bool leaks_known;
-  uint64_t leak_bytes;
-} mrank_t;
+  bool leaks_known;            // a normal exit: the classes below are known
+  uint64_t life_bytes[ND_LIFE_CLASSES], life_blocks[ND_LIFE_CLASSES], life_stacks[ND_LIFE_CLASSES];
+  bool life_est[ND_LIFE_CLASSES];
+  size_t parent;  // the trace whose fork child (worker) this is, or NONE
+  size_t col;     // its column: the process (a rank, or one without) it is merged into
+  unsigned worker; // its number among its column's workers (1, 2, ...); 0: the column's own
+} mproc_t;
+
+// A column of the sites' statistics: a process and its workers.
+typedef struct mcol {
+  size_t main;  // its process (index into procs)
+  char label[48];
+} mcol_t;
 
 // A site aggregated over the traces: its identity (stack key, kind), its frames as the first trace
 // with it names them, and each trace's peak live bytes (the sum over that trace's stacks with the
-// same identity).
+// same identity), then each column's.
 typedef struct msite {
   uint64_t key;  // nd_rep_stack_key
   uint16_t kind;
-  char *frames;  // each frame's name NUL-terminated, one after the other, innermost first
+  char *frames;  // per frame: 'P' (Python) or 'N', then its name NUL-terminated; innermost first
   uint32_t nframes;
-  uint64_t *val; // per rank
-  uint64_t allocs, alloc_bytes; // summed over ranks
+  char *python;  // its Python line (frame_names), or NULL
+  // Per trace: its peak live bytes; what of it was live at the end as a leak (growing, released
+  // at teardown, live at exit) and as held since start-up, by the trace's own classes. One
+  // allocation, val first.
+  uint64_t *val, *leak, *startup;
+  uint64_t *col, *col_leak, *col_startup; // the same per column (finish_sites), col first
+  uint64_t allocs, alloc_bytes; // summed over traces
   uint64_t total, min, median, max;
-  size_t in;      // ranks with the site
+  size_t in;      // columns with the site
 } msite_t;
 
 typedef struct merge {
-  size_t nranks;
-  mrank_t *ranks;
+  size_t nprocs, ncols;
+  mproc_t *procs;
+  size_t *order; // procs in display order: each column's process, then its workers
+  mcol_t *cols;
   msite_t *sites;
   size_t nsites, cap;
   uint32_t *slots; // open addressing over sites (index + 1)
   size_t nslots;
+  opts_t o;        // the options the single-trace report shares (symbols, frames, python-only)
 } merge_t;
 
 static uint64_t hash_key(uint64_t key, uint16_t kind) {
@@ -60,24 +85,54 @@ static uint64_t hash_key(uint64_t key, uint16_t kind) {
   return h ^ h >> 29;
 }
 
+// Python code the program did not write: an installed package, the standard library, a frozen
+// module (the shim's live lines tell them apart by the same rules, interpose/names.c).
+static bool py_library(const char *file) {
+  return !strncmp(file, "<frozen ", 8) || strstr(file, "/site-packages/") ||
+         strstr(file, "/dist-packages/") || strstr(file, "/lib/python3.") ||
+         strstr(file, "/lib/pypy");
+}
+
+// "qualname (file:LINE)", the line left out when unknown, as the single report prints a Python
+// frame.
+static void py_name(sbuf_t *b, const nd_frame_t *f) {
+  const char *fn = f->at.function ? f->at.function : "?", *file = f->at.file ? f->at.file : "?";
+  sb_put(b, fn, strlen(fn));
+  sb_put(b, " (", 2);
+  sb_put(b, file, strlen(file));
+  if (f->at.line) sb_fmt(b, ":%d", f->at.line);
+  sb_put(b, ")", 1);
+}
+
 // A stack's frames as merge prints them (text and JSON "frames"), innermost first: a Python
-// frame's qualname, file and line; a native frame's module basename, function and file:line when
+// frame's "py qualname (file:line)"; a native frame's module basename, function and file:line when
 // known, else module basename + offset (load bases differ between processes; offsets do not); a
-// frame outside every module its address. Each name NUL-terminated (a name may hold any other
-// byte), into `b`; false when out of memory.
-static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s, sbuf_t *b) {
+// frame without a module that the symbolizer names (the mark of native frames cut at NDMEM_DEPTH)
+// by that name, any other its address. Each name after its kind byte ('P', 'N') and
+// NUL-terminated (a name may hold any other byte), into `b`. Into `py` its Python line: the
+// innermost Python frame, and where that is library code (np.ones is Python too) the program's
+// own line that called it, " <- " between, as the shim's live lines name a site. False when out
+// of memory.
+static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s, sbuf_t *b,
+                        sbuf_t *py) {
   const uint64_t *ips = nd_stack_frames(t, s);
+  bool first = true, more = false; // the innermost Python frame to come; its caller sought
   sb_put(b, "", 0);
   for (uint32_t i = 0; i < s->depth; i++) {
     const nd_frame_t *f = nd_sym_frame(sym, ips[i]);
     if (!f) return false;
     const char *fn = f->at.function ? f->at.function : "?", *file = f->at.file ? f->at.file : "?";
+    sb_put(b, f->python ? "P" : "N", 1);
     if (f->python) {
       sb_put(b, "py ", 3);
-      sb_put(b, fn, strlen(fn));
-      sb_put(b, " (", 2);
-      sb_put(b, file, strlen(file));
-      sb_fmt(b, ":%d)", f->at.line);
+      py_name(b, f);
+      bool lib = py_library(file);
+      if (first || (more && !lib)) {
+        if (!first) sb_put(py, " <- ", 4);
+        py_name(py, f);
+        more = first && lib;
+        first = false;
+      }
     } else if (f->module && f->at.function && f->at.file) {
       const char *m = nd_rep_base_name(f->module);
       file = nd_rep_base_name(f->at.file);
@@ -91,13 +146,21 @@ static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s,
       const char *m = nd_rep_base_name(f->module);
       sb_put(b, m, strlen(m));
       sb_fmt(b, "+0x%llx", (unsigned long long)f->offset);
+    } else if (f->at.function) {
+      sb_put(b, fn, strlen(fn));
     } else {
       sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
     }
     sb_put(b, "", 1); // the name's end
   }
-  return !b->oom;
+  return !b->oom && !py->oom;
 }
+
+// The frame after `k` in a site's frames.
+static const char *next_frame(const char *k) { return k + strlen(k) + 1; }
+
+// The site's Python line (frame_names), or NULL.
+static const char *py_line(const msite_t *s) { return s->python; }
 
 static int grow_slots(merge_t *m) {
   size_t n = m->nslots ? m->nslots * 2 : 256;
@@ -128,18 +191,19 @@ static msite_t *site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_
     if (!p) return NULL;
     m->sites = p, m->cap = cap;
   }
-  sbuf_t b = {0};
-  if (!frame_names(t, sym, st, &b)) {
-    free(b.p);
+  sbuf_t b = {0}, py = {0};
+  if (!frame_names(t, sym, st, &b, &py)) {
+    free(b.p), free(py.p);
     return NULL;
   }
   msite_t *s = &m->sites[m->nsites];
-  *s = (msite_t){.key = key, .kind = kind, .frames = b.p, .nframes = st->depth,
-                 .val = calloc(m->nranks, sizeof *s->val)};
+  *s = (msite_t){.key = key, .kind = kind, .frames = b.p, .nframes = st->depth, .python = py.p,
+                 .val = calloc(3 * m->nprocs, sizeof *s->val)};
   if (!s->val) {
-    free(b.p);
+    free(b.p), free(py.p);
     return NULL;
   }
+  s->leak = s->val + m->nprocs, s->startup = s->val + 2 * m->nprocs;
   m->slots[j] = (uint32_t)++m->nsites;
   return s;
 }
@@ -164,34 +228,61 @@ static void describe_end(const nd_trace_t *t, const char *path, char *out, size_
   }
 }
 
-// Reads trace `i` and folds it into `m`: its row and its sites. 0, or 2 after an error reported.
-static int fold_trace(merge_t *m, size_t i, bool symbols, FILE *err) {
-  mrank_t *r = &m->ranks[i];
+// Reads trace `i` and folds it into `m`: its row, its classes (the single-trace report's own
+// analysis, nd_rep_analyse, with the same suppressions) and its sites. 0, or 2 after an error
+// reported.
+static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
+  mproc_t *p = &m->procs[i];
   nd_trace_t *t = malloc(sizeof *t);
   if (!t) goto oom_early;
-  if (nd_rep_read_trace(t, r->path, err, ND_PROGRESS_MIN)) {
+  if (nd_rep_read_trace(t, p->path, err, ND_PROGRESS_MIN)) {
     nd_trace_free(t);
     free(t);
     return 2;
   }
-  snprintf(r->host, sizeof r->host, "%s", t->host);
-  r->pid = t->hdr.pid;
+  snprintf(p->host, sizeof p->host, "%s", t->host);
+  p->hdr = t->hdr;
   uint64_t last = t->ended ? t->end.mono_ns : t->last_ns;
-  r->duration_ns = nd_rep_since_start(t, last);
-  describe_end(t, r->path, r->ended, sizeof r->ended);
+  p->duration_ns = nd_rep_since_start(t, last);
+  describe_end(t, p->path, p->ended, sizeof p->ended);
   if (t->have_counters)
     for (int k = 0; k < ND_TRACE_KINDS; k++) {
       const nd_rec_kind_totals_t *kt = &t->counters.kind[k];
-      r->peak[k] = kt->peak_bytes > 0 ? (uint64_t)kt->peak_bytes : 0;
-      r->live_end += kt->live_bytes > 0 ? (uint64_t)kt->live_bytes : 0;
+      p->peak[k] = kt->peak_bytes > 0 ? (uint64_t)kt->peak_bytes : 0;
+      p->live_end += kt->live_bytes > 0 ? (uint64_t)kt->live_bytes : 0;
     }
-  r->leaks_known = nd_rep_leaks_known(t);
-  for (size_t l = 0; l < t->nleaks; l++)
-    r->leak_bytes += t->leaks[l].exact_bytes + t->leaks[l].est_bytes;
-  nd_sym_t *sym = nd_sym_new(t, symbols);
+  p->leaks_known = nd_rep_leaks_known(t);
+  nd_sym_t *sym = nd_sym_new(t, m->o.symbols);
   if (!sym) goto oom;
-  opts_t o = {.symbols = symbols};
-  report_t rep = {.t = t, .sym = sym, .o = &o};
+  report_t rep = {.t = t, .sym = sym, .o = &m->o, .supp = supp,
+                  .running = t->ended ? ND_RUN_NO : ND_RUN_UNKNOWN};
+  if (nd_rep_analyse(&rep)) {
+    nd_rep_analysis_free(&rep);
+    nd_sym_free(sym);
+    goto oom;
+  }
+  for (int c = 0; p->leaks_known && c < ND_LIFE_CLASSES; c++) {
+    p->life_bytes[c] = rep.life.bytes[c];
+    p->life_blocks[c] = rep.life.blocks[c];
+    p->life_stacks[c] = rep.life.entries[c];
+    p->life_est[c] = rep.life.est[c];
+  }
+  // Each entry's bytes at its site: a leak or held since start-up (suppressed: neither).
+  for (size_t j = 0; p->leaks_known && j < rep.life.n; j++) {
+    const nd_life_t *e = &rep.life.v[j];
+    if (e->cls == ND_LIFE_SUPPRESSED) continue;
+    uint64_t key;
+    msite_t *s = nd_rep_stack_key(&rep, e->stack, &key) ? NULL
+                 : site_of(m, key, e->kind, t, sym, &t->stacks[e->stack]);
+    if (!s) {
+      nd_rep_analysis_free(&rep);
+      nd_sym_free(sym);
+      goto oom;
+    }
+    if (e->cls == ND_LIFE_STARTUP) s->startup[i] += e->bytes;
+    else s->leak[i] += e->bytes;
+  }
+  nd_rep_analysis_free(&rep);
   for (size_t j = 0; j < t->nsites; j++) {
     const nd_site_t *ts = &t->sites[j];
     uint64_t key;
@@ -214,28 +305,142 @@ oom:
   nd_trace_free(t);
   free(t);
 oom_early:
-  fprintf(err, "ndmemreport: %s: out of memory\n", r->path);
+  fprintf(err, "ndmemreport: %s: out of memory\n", p->path);
   return 2;
 }
+
+// ---------------------------------------------------------------- processes: workers and order
+
+// The trace whose process a worker's is: on its host, the merged trace whose pid is its ppid and
+// that started no later than it (a pid reused since started later); of several, the latest. A
+// worker is a fork child (DataLoader's and multiprocessing's fork workers), or a program exec'd
+// in a child that has its parent's rank (spawned workers inherit the environment; both may have
+// none); an exec'd rank is no worker of the launcher that started it (a traced mpirun: no rank).
+// NONE for any other process, or one whose parent is not among the traces.
+static size_t parent_of(const merge_t *m, size_t i) {
+  const mproc_t *c = &m->procs[i];
+  size_t best = NONE;
+  bool fork = c->hdr.origin == ND_ORIGIN_FORK;
+  if ((!fork && c->hdr.origin != ND_ORIGIN_EXEC) || !c->hdr.ppid) return NONE;
+  for (size_t j = 0; j < m->nprocs; j++) {
+    const mproc_t *p = &m->procs[j];
+    if (j == i || p->hdr.pid != c->hdr.ppid || strcmp(p->host, c->host) ||
+        p->hdr.start_realtime_ns > c->hdr.start_realtime_ns ||
+        (!fork && p->hdr.rank != c->hdr.rank))
+      continue;
+    if (best == NONE || p->hdr.start_realtime_ns > m->procs[best].hdr.start_realtime_ns) best = j;
+  }
+  return best;
+}
+
+// Columns in rank order (a rank's traces by pid), then the processes without a rank by pid (then
+// host, then file, so that the order is total).
+static int cmp_main(const void *a, const void *b, void *arg) {
+  const merge_t *m = arg;
+  const mproc_t *x = &m->procs[*(const size_t *)a], *y = &m->procs[*(const size_t *)b];
+  bool rx = x->hdr.rank >= 0, ry = y->hdr.rank >= 0;
+  if (rx != ry) return rx ? -1 : 1;
+  if (rx && x->hdr.rank != y->hdr.rank) return x->hdr.rank < y->hdr.rank ? -1 : 1;
+  if (x->hdr.pid != y->hdr.pid) return x->hdr.pid < y->hdr.pid ? -1 : 1;
+  int c = strcmp(x->host, y->host);
+  return c ? c : strcmp(x->path, y->path);
+}
+
+// A column's workers by their start, then pid.
+static int cmp_worker(const void *a, const void *b, void *arg) {
+  const merge_t *m = arg;
+  const mproc_t *x = &m->procs[*(const size_t *)a], *y = &m->procs[*(const size_t *)b];
+  if (x->hdr.start_realtime_ns != y->hdr.start_realtime_ns)
+    return x->hdr.start_realtime_ns < y->hdr.start_realtime_ns ? -1 : 1;
+  if (x->hdr.pid != y->hdr.pid) return x->hdr.pid < y->hdr.pid ? -1 : 1;
+  return strcmp(x->path, y->path);
+}
+
+// Workers, columns and the display order. 0, or -1 out of memory.
+static int arrange(merge_t *m) {
+  size_t n = m->nprocs, *mains = malloc(n * sizeof *mains), *work = malloc(n * sizeof *work);
+  m->order = malloc(n * sizeof *m->order);
+  m->cols = calloc(n, sizeof *m->cols);
+  if (!mains || !work || !m->order || !m->cols) {
+    free(mains), free(work);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) m->procs[i].parent = parent_of(m, i);
+  size_t nmain = 0;
+  for (size_t i = 0; i < n; i++) {
+    // A worker's worker belongs to the same column: follow parents to the first process that is
+    // none's worker (at most n steps: start times only go back, so there is no cycle but among
+    // equal ones, which the bound stops).
+    size_t root = i;
+    for (size_t k = 0; k < n && m->procs[root].parent != NONE; k++) root = m->procs[root].parent;
+    if (m->procs[root].parent != NONE) m->procs[i].parent = NONE, root = i; // a cycle: none
+    work[i] = root; // its column's process, until the columns are numbered
+    if (root == i) mains[nmain++] = i;
+  }
+  qsort_r(mains, nmain, sizeof *mains, cmp_main, m);
+  for (size_t c = 0; c < nmain; c++) m->procs[mains[c]].col = c;
+  for (size_t i = 0; i < n; i++) m->procs[i].col = m->procs[work[i]].col;
+  size_t at = 0;
+  for (size_t c = 0; c < nmain; c++) {
+    const mproc_t *p = &m->procs[mains[c]];
+    m->cols[c].main = mains[c];
+    char *label = m->cols[c].label;
+    if (p->hdr.rank >= 0) snprintf(label, sizeof m->cols[c].label, "rank %d", p->hdr.rank);
+    else snprintf(label, sizeof m->cols[c].label, "pid %llu", (unsigned long long)p->hdr.pid);
+    size_t nw = 0;
+    for (size_t i = 0; i < n; i++)
+      if (i != mains[c] && m->procs[i].col == c) work[nw++] = i;
+    qsort_r(work, nw, sizeof *work, cmp_worker, m);
+    m->order[at++] = mains[c];
+    for (size_t w = 0; w < nw; w++) {
+      m->procs[work[w]].worker = (unsigned)w + 1;
+      m->order[at++] = work[w];
+    }
+  }
+  m->ncols = nmain;
+  free(mains);
+  free(work);
+  return 0;
+}
+
+// A process's label: its column's, and "worker N" for a worker.
+static void label_of(const merge_t *m, const mproc_t *p, char *out, size_t n) {
+  if (p->worker) snprintf(out, n, "%s worker %u", m->cols[p->col].label, p->worker);
+  else snprintf(out, n, "%s", m->cols[p->col].label);
+}
+
+// ---------------------------------------------------------------- sites
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
 }
 
-// Totals and order statistics over all ranks, a rank without the site counting 0.
+// Each column's value (its process's and its workers' summed), then totals and order statistics
+// over the columns, a column without the site counting 0.
 static int finish_sites(merge_t *m) {
-  uint64_t *v = malloc(m->nranks * sizeof *v);
+  size_t nc = m->ncols;
+  uint64_t *v = malloc(nc * sizeof *v);
   if (!v) return -1;
   for (size_t i = 0; i < m->nsites; i++) {
     msite_t *s = &m->sites[i];
-    memcpy(v, s->val, m->nranks * sizeof *v);
-    qsort(v, m->nranks, sizeof *v, cmp_u64);
+    if (!(s->col = calloc(3 * nc, sizeof *s->col))) {
+      free(v);
+      return -1;
+    }
+    s->col_leak = s->col + nc, s->col_startup = s->col + 2 * nc;
+    for (size_t p = 0; p < m->nprocs; p++) {
+      s->col[m->procs[p].col] += s->val[p];
+      s->col_leak[m->procs[p].col] += s->leak[p];
+      s->col_startup[m->procs[p].col] += s->startup[p];
+    }
+    memcpy(v, s->col, nc * sizeof *v);
+    qsort(v, nc, sizeof *v, cmp_u64);
     s->total = 0, s->in = 0;
-    for (size_t r = 0; r < m->nranks; r++) s->total += v[r], s->in += v[r] > 0;
-    s->min = v[0], s->max = v[m->nranks - 1];
-    size_t h = m->nranks / 2; // an even count: the mean of the middle two, rounded down
-    s->median = m->nranks % 2 ? v[h] : v[h - 1] / 2 + v[h] / 2 + (v[h - 1] % 2 + v[h] % 2) / 2;
+    for (size_t c = 0; c < nc; c++) s->total += v[c], s->in += v[c] > 0;
+    s->min = v[0], s->max = v[nc - 1];
+    size_t h = nc / 2; // an even count: the mean of the middle two, rounded down
+    s->median = nc % 2 ? v[h] : v[h - 1] / 2 + v[h] / 2 + (v[h - 1] % 2 + v[h] % 2) / 2;
   }
   free(v);
   return 0;
@@ -253,86 +458,256 @@ static int cmp_site(const void *a, const void *b) {
   return x->key < y->key ? -1 : x->key > y->key;
 }
 
-
-// The highest device peak of a rank, and whether it has any device memory.
-static uint64_t dev_peak(const mrank_t *r) {
-  uint64_t p = 0;
-  for (int k = 4; k < ND_TRACE_KINDS; k++) p = r->peak[k] > p ? r->peak[k] : p;
-  return p;
+// The highest device peak of a process.
+static uint64_t dev_peak(const mproc_t *p) {
+  uint64_t v = 0;
+  for (int k = 4; k < ND_TRACE_KINDS; k++) v = p->peak[k] > v ? p->peak[k] : v;
+  return v;
 }
 
-static void text_report(FILE *o, const merge_t *m, size_t top) {
-  char a[24], b[24], c[24], d[24], e[24];
-  fprintf(o, "== ranks: %zu traces, numbered in the order given (a trace holds no rank)\n",
-          m->nranks);
-  fputs("  #  trace                     host:pid                  ended        duration\n", o);
-  for (size_t i = 0; i < m->nranks; i++) {
-    const mrank_t *r = &m->ranks[i];
-    char hp[96], p[96]; // a control byte from a hostile trace becomes '?': the columns hold
-    snprintf(hp, sizeof hp, "%s:%llu", r->host, (unsigned long long)r->pid);
-    snprintf(p, sizeof p, "%s", nd_rep_base_name(r->path));
+// The leaks of a process as `ndmemreport TRACE` counts them for --fail-on-leak: growth (growing,
+// released at teardown) and what was live at exit; never what was held since start-up or
+// suppressed.
+static uint64_t leak_bytes(const mproc_t *p) {
+  return p->life_bytes[ND_LIFE_GROWING] + p->life_bytes[ND_LIFE_TEARDOWN] +
+         p->life_bytes[ND_LIFE_LIVE];
+}
+
+// Whether a frame is shown: --python-only keeps the Python frames of a site that has one.
+static bool shown(const merge_t *m, const msite_t *s, const char *k) {
+  return !m->o.python_only || k[0] == 'P' || !py_line(s);
+}
+
+// ---------------------------------------------------------------- text
+
+// A cell of bytes, "~" before an estimate (sampled blocks), as the single report marks them.
+static const char *cell(char *out, size_t n, uint64_t v, bool est) {
+  char h[24];
+  nd_rep_human(h, sizeof h, v);
+  snprintf(out, n, "%s%s", est ? "~" : "", h);
+  return out;
+}
+
+// The heading's counts and where the ranks came from.
+static void text_heading(FILE *o, const merge_t *m) {
+  size_t ranked = 0, workers = 0;
+  bool from[ND_RANK_FROM_MAX + 1] = {0};
+  for (size_t i = 0; i < m->nprocs; i++) {
+    const mproc_t *p = &m->procs[i];
+    if (p->worker) workers++;
+    else if (p->hdr.rank >= 0) ranked++;
+    if (!p->worker && p->hdr.rank >= 0) from[p->hdr.rank_from] = true;
+  }
+  fprintf(o, "== processes: %zu %s", m->nprocs, m->nprocs == 1 ? "trace" : "traces");
+  const char *sep = " (";
+  if (ranked) fprintf(o, "%s%zu with a rank", sep, ranked), sep = ", ";
+  if (workers)
+    fprintf(o, "%s%zu %s", sep, workers, workers == 1 ? "worker" : "workers"), sep = ", ";
+  if (m->ncols > ranked) fprintf(o, "%s%zu without a rank", sep, m->ncols - ranked), sep = ", ";
+  fputs(")\n", o);
+  if (ranked) {
+    fputs("   in rank order (each trace's rank from its ", o);
+    bool any = false;
+    for (unsigned f = 1; f <= ND_RANK_FROM_MAX; f++)
+      if (from[f]) fprintf(o, "%s%s", any ? ", " : "", nd_rank_from_name(f)), any = true;
+    fputs("), then by pid\n", o);
+  } else {
+    fputs("   by pid (no trace holds a rank)\n", o);
+  }
+  // Ranks in more than one trace (columns with a rank are in rank order: such ones are adjacent),
+  // and the ranks the job's world size says exist and no trace here has.
+  for (size_t c = 1; c < m->ncols; c++) {
+    int32_t r = m->procs[m->cols[c].main].hdr.rank;
+    bool same = r >= 0 && m->procs[m->cols[c - 1].main].hdr.rank == r;
+    bool said = same && c >= 2 && m->procs[m->cols[c - 2].main].hdr.rank == r;
+    if (same && !said)
+      fprintf(o, "   rank %d is in more than one trace (two runs of the job?)\n", r);
+  }
+  int32_t world = -1;
+  for (size_t c = 0; c < m->ncols; c++) {
+    const mproc_t *p = &m->procs[m->cols[c].main];
+    if (p->hdr.rank < 0 || p->hdr.world_size <= 0) continue;
+    if (world >= 0 && p->hdr.world_size != world) {
+      fputs("   the traces disagree on the world size\n", o);
+      return;
+    }
+    world = p->hdr.world_size;
+  }
+  size_t missing = 0, c = 0;
+  for (int32_t r = 0; r < world && missing <= 8; r++) {
+    while (c < m->ncols && m->procs[m->cols[c].main].hdr.rank >= 0 &&
+           m->procs[m->cols[c].main].hdr.rank < r)
+      c++; // the first column of rank r or above
+    if (c < m->ncols && m->procs[m->cols[c].main].hdr.rank == r) continue;
+    if (!missing++) fprintf(o, "   world size %d: no trace of rank %d", world, r);
+    else if (missing <= 8) fprintf(o, ", %d", r);
+  }
+  if (missing > 8) fputs(", ...", o);
+  if (missing) fputc('\n', o);
+}
+
+static void text_report(FILE *o, const merge_t *m) {
+  char a[32], b[32], c[32], d[32], e[32], lab[80];
+  text_heading(o, m);
+  fputs("  process       trace                host:pid            ended         duration\n", o);
+  for (size_t x = 0; x < m->nprocs; x++) {
+    const mproc_t *p = &m->procs[m->order[x]];
+    char hp[96], f[96]; // a control byte from a hostile trace becomes '?': the columns hold
+    snprintf(hp, sizeof hp, "%s:%llu", p->host, (unsigned long long)p->hdr.pid);
+    snprintf(f, sizeof f, "%s", nd_rep_base_name(p->path));
     nd_rep_no_controls(hp);
-    nd_rep_no_controls(p);
-    fprintf(o, "%3zu  %-24.24s  %-24.24s  %-11.11s  %8.3f s\n", i, p, hp, r->ended,
-            (double)r->duration_ns / 1e9);
+    nd_rep_no_controls(f);
+    if (p->worker) snprintf(lab, sizeof lab, " worker %u", p->worker);
+    else snprintf(lab, sizeof lab, "%s", m->cols[p->col].label);
+    fprintf(o, "  %-12.12s  %-19.19s  %-18.18s  %-11.11s  %8.3f s\n", lab, f, hp, p->ended,
+            (double)p->duration_ns / 1e9);
   }
-  fputs("\n  #    peak heap    peak mmap  peak device     live end        leaks\n", o);
-  for (size_t i = 0; i < m->nranks; i++) {
-    const mrank_t *r = &m->ranks[i];
-    fprintf(o, "%3zu  %11s  %11s  %11s  %11s  %11s\n", i, nd_rep_human(a, sizeof a, r->peak[0]),
-            nd_rep_human(b, sizeof b, r->peak[1]), nd_rep_human(c, sizeof c, dev_peak(r)), nd_rep_human(d, sizeof d, r->live_end),
-            r->leaks_known ? nd_rep_human(e, sizeof e, r->leak_bytes) : "-");
+  if (m->ncols < m->nprocs)
+    fputs("  (worker N: a child of the process above it, forked (DataLoader's workers) or\n"
+          "  exec'd with its rank; its sites count in that process's column below)\n", o);
+  fputs("\n  process         peak heap    peak mmap  peak device     live end\n", o);
+  for (size_t x = 0; x < m->nprocs; x++) {
+    const mproc_t *p = &m->procs[m->order[x]];
+    if (p->worker) snprintf(lab, sizeof lab, " worker %u", p->worker);
+    else snprintf(lab, sizeof lab, "%s", m->cols[p->col].label);
+    fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s\n", lab, nd_rep_human(a, sizeof a, p->peak[0]),
+            nd_rep_human(b, sizeof b, p->peak[1]), nd_rep_human(c, sizeof c, dev_peak(p)),
+            nd_rep_human(d, sizeof d, p->live_end));
   }
-  fputs("  (peak device: the highest of the devices; leaks: - without a normal exit)\n", o);
-  size_t n = top && top < m->nsites ? top : m->nsites;
-  fprintf(o, "\n== sites by peak live bytes summed over ranks (%zu of %zu)\n", n, m->nsites);
-  fputs("   outliers: ranks above 2x the median and 1 MiB; a rank without the site: 0\n", o);
+  fputs("  (peak device: the highest of the devices)\n", o);
+  fputs("\n  live at the end, as ndmemreport TRACE classes it for each trace alone\n", o);
+  fputs("  process             leaks      growing  live at exit     start-up\n", o);
+  for (size_t x = 0; x < m->nprocs; x++) {
+    const mproc_t *p = &m->procs[m->order[x]];
+    if (p->worker) snprintf(lab, sizeof lab, " worker %u", p->worker);
+    else snprintf(lab, sizeof lab, "%s", m->cols[p->col].label);
+    if (!p->leaks_known) {
+      fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s\n", lab, "-", "-", "-", "-");
+      continue;
+    }
+    const bool *est = p->life_est;
+    fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s\n", lab,
+            cell(a, sizeof a, leak_bytes(p),
+                 est[ND_LIFE_GROWING] || est[ND_LIFE_TEARDOWN] || est[ND_LIFE_LIVE]),
+            cell(b, sizeof b, p->life_bytes[ND_LIFE_GROWING] + p->life_bytes[ND_LIFE_TEARDOWN],
+                 est[ND_LIFE_GROWING] || est[ND_LIFE_TEARDOWN]),
+            cell(c, sizeof c, p->life_bytes[ND_LIFE_LIVE], est[ND_LIFE_LIVE]),
+            cell(e, sizeof e, p->life_bytes[ND_LIFE_STARTUP], est[ND_LIFE_STARTUP]));
+  }
+  fputs("  (leaks: growing, released at teardown (in growing) and live at exit; start-up:\n"
+        "  held since start-up, not a leak; suppressed: in none; -: no normal exit)\n", o);
+  size_t n = m->o.top && m->o.top < m->nsites ? m->o.top : m->nsites;
+  fprintf(o, "\n== sites by peak live bytes summed over processes (%zu of %zu)\n", n, m->nsites);
+  fputs("   outliers: processes above 2x the median and 1 MiB; a process without the\n"
+        "   site: 0; a process's workers add to it\n", o);
   for (size_t i = 0; i < n; i++) {
     const msite_t *s = &m->sites[i];
-    fprintf(o, "#%-3zu %-8s total %s in %zu of %zu ranks\n", i + 1, nd_rep_kind_names[s->kind],
-            nd_rep_human(a, sizeof a, s->total), s->in, m->nranks);
-    fprintf(o, "      min %s, median %s, max %s\n", nd_rep_human(a, sizeof a, s->min), nd_rep_human(b, sizeof b, s->median),
-            nd_rep_human(c, sizeof c, s->max));
+    fprintf(o, "#%-3zu %-8s total %s in %zu of %zu %s\n", i + 1, nd_rep_kind_names[s->kind],
+            nd_rep_human(a, sizeof a, s->total), s->in, m->ncols,
+            m->ncols == 1 ? "process" : "processes");
+    fprintf(o, "      min %s, median %s, max %s\n", nd_rep_human(a, sizeof a, s->min),
+            nd_rep_human(b, sizeof b, s->median), nd_rep_human(c, sizeof c, s->max));
     bool any = false;
-    for (size_t r = 0; r < m->nranks; r++) {
-      if (!is_outlier(s, s->val[r])) continue;
-      fprintf(o, "%s #%zu %s", any ? "," : "      outliers:", r, nd_rep_human(a, sizeof a, s->val[r]));
+    for (size_t col = 0; col < m->ncols; col++) {
+      if (!is_outlier(s, s->col[col])) continue;
+      fprintf(o, "%s %s %s", any ? "," : "      outliers:", m->cols[col].label,
+              nd_rep_human(a, sizeof a, s->col[col]));
       any = true;
     }
     if (any) fputc('\n', o);
-    const char *k = s->frames;
-    for (uint32_t f = 0; f < s->nframes && f < 8; f++) {
-      size_t len = strlen(k);
-      fprintf(o, "      #%u  %s", f, len > 68 ? "..." : "");
-      nd_rep_print_text(o, len > 68 ? k + len - 65 : k);
-      fputc('\n', o);
-      k += len + 1;
+    // What of it was live at the end, by each process's own classes
+    uint64_t leak = 0, startup = 0;
+    size_t nleak = 0, nstartup = 0;
+    for (size_t col = 0; col < m->ncols; col++) {
+      leak += s->col_leak[col], nleak += s->col_leak[col] > 0;
+      startup += s->col_startup[col], nstartup += s->col_startup[col] > 0;
     }
-    if (!s->nframes) fputs("      (no frames)\n", o);
+    if (leak)
+      fprintf(o, "      leaked %s at the end in %zu of %zu (growing or live at exit)\n",
+              nd_rep_human(a, sizeof a, leak), nleak, m->ncols);
+    if (startup)
+      fprintf(o, "      held since start-up %s at the end in %zu of %zu, not a leak\n",
+              nd_rep_human(a, sizeof a, startup), nstartup, m->ncols);
+    const char *py = py_line(s);
+    if (py) { // the site's Python line, whatever --frames shows
+      fputs("      python  ", o);
+      nd_rep_print_text(o, py);
+      fputc('\n', o);
+    }
+    size_t total = 0, show, k_shown = 0;
+    const char *k = s->frames;
+    for (uint32_t f = 0; f < s->nframes; f++, k = next_frame(k)) total += shown(m, s, k);
+    show = m->o.frames && m->o.frames < total ? m->o.frames : total;
+    k = s->frames;
+    for (uint32_t f = 0; f < s->nframes && k_shown < show; f++, k = next_frame(k)) {
+      if (!shown(m, s, k)) continue;
+      const char *name = k + 1;
+      size_t len = strlen(name);
+      fprintf(o, "      #%-2zu %s", k_shown++, len > 68 ? "..." : "");
+      nd_rep_print_text(o, len > 68 ? name + len - 65 : name);
+      fputc('\n', o);
+    }
+    if (show < total) fprintf(o, "      (%zu more frames)\n", total - show);
+    if (!total) fputs("      (no frames)\n", o);
   }
 }
 
-static void json_report(FILE *o, const merge_t *m, size_t top) {
-  fputs("{\"ranks\": [", o);
-  for (size_t i = 0; i < m->nranks; i++) {
-    const mrank_t *r = &m->ranks[i];
-    fprintf(o, "%s\n  {\"rank\": %zu, \"trace\": ", i ? "," : "", i);
-    nd_rep_json_str(o, r->path);
+// ---------------------------------------------------------------- JSON
+
+static void json_report(FILE *o, const merge_t *m) {
+  char lab[80]; // a column's label (at most 24 bytes) and " worker N"
+  fputs("{\"processes\": [", o);
+  for (size_t x = 0; x < m->nprocs; x++) {
+    const mproc_t *p = &m->procs[m->order[x]];
+    label_of(m, p, lab, sizeof lab);
+    fprintf(o, "%s\n  {\"label\": ", x ? "," : "");
+    nd_rep_json_str(o, lab);
+    fprintf(o, ", \"column\": %zu, \"worker_of\": ", p->col);
+    if (p->parent != NONE) fprintf(o, "%llu", (unsigned long long)m->procs[p->parent].hdr.pid);
+    else fputs("null", o);
+    fputs(", \"trace\": ", o);
+    nd_rep_json_str(o, p->path);
     fputs(", \"host\": ", o);
-    nd_rep_json_str(o, r->host);
-    fprintf(o, ", \"pid\": %llu, \"ended\": \"%s\", \"duration_ns\": %llu, \"peak_heap\": %llu, "
+    nd_rep_json_str(o, p->host);
+    fprintf(o, ", \"pid\": %llu", (unsigned long long)p->hdr.pid);
+    nd_rep_json_job(o, &p->hdr);
+    fprintf(o, ",\n   \"ended\": \"%s\", \"duration_ns\": %llu, \"peak_heap\": %llu, "
                "\"peak_mmap\": %llu, \"peak_device\": [",
-            (unsigned long long)r->pid, r->ended, (unsigned long long)r->duration_ns,
-            (unsigned long long)r->peak[0], (unsigned long long)r->peak[1]);
+            p->ended, (unsigned long long)p->duration_ns, (unsigned long long)p->peak[0],
+            (unsigned long long)p->peak[1]);
     int last = 3;
-    for (int k = 4; k < ND_TRACE_KINDS; k++) last = r->peak[k] ? k : last;
+    for (int k = 4; k < ND_TRACE_KINDS; k++) last = p->peak[k] ? k : last;
     for (int k = 4; k <= last; k++)
-      fprintf(o, "%s%llu", k > 4 ? ", " : "", (unsigned long long)r->peak[k]);
-    fprintf(o, "], \"live_at_end\": %llu, \"leaks\": ", (unsigned long long)r->live_end);
-    if (r->leaks_known) fprintf(o, "%llu}", (unsigned long long)r->leak_bytes);
-    else fputs("null}", o);
+      fprintf(o, "%s%llu", k > 4 ? ", " : "", (unsigned long long)p->peak[k]);
+    fprintf(o, "], \"live_at_end\": %llu, \"leaks\": ", (unsigned long long)p->live_end);
+    if (!p->leaks_known) {
+      fputs("null, \"lifetime\": null}", o);
+      continue;
+    }
+    fprintf(o, "%llu, \"lifetime\": {", (unsigned long long)leak_bytes(p));
+    for (int c = 0; c < ND_LIFE_CLASSES; c++)
+      fprintf(o, "%s\"%s\": {\"bytes\": %llu, \"blocks\": %llu, \"stacks\": %llu, "
+                 "\"estimated\": %s}",
+              c ? ", " : "", nd_life_keys[c], (unsigned long long)p->life_bytes[c],
+              (unsigned long long)p->life_blocks[c], (unsigned long long)p->life_stacks[c],
+              p->life_est[c] ? "true" : "false");
+    fputs("}}", o);
   }
-  size_t n = top && top < m->nsites ? top : m->nsites;
+  fputs("],\n \"ranks\": [", o);
+  for (size_t c = 0; c < m->ncols; c++) {
+    const mproc_t *p = &m->procs[m->cols[c].main];
+    fprintf(o, "%s\n  {\"label\": ", c ? "," : "");
+    nd_rep_json_str(o, m->cols[c].label);
+    fputs(", \"rank\": ", o);
+    if (p->hdr.rank >= 0) fprintf(o, "%d", p->hdr.rank);
+    else fputs("null", o);
+    fprintf(o, ", \"pid\": %llu, \"processes\": [", (unsigned long long)p->hdr.pid);
+    bool any = false;
+    for (size_t x = 0; x < m->nprocs; x++)
+      if (m->procs[m->order[x]].col == c) fprintf(o, "%s%zu", any ? ", " : "", x), any = true;
+    fputs("]}", o);
+  }
+  size_t n = m->o.top && m->o.top < m->nsites ? m->o.top : m->nsites;
   fprintf(o, "],\n \"outlier_floor\": %llu, \"sites_total\": %zu, \"sites\": [",
           (unsigned long long)OUTLIER_FLOOR, m->nsites);
   for (size_t i = 0; i < n; i++) {
@@ -344,114 +719,166 @@ static void json_report(FILE *o, const merge_t *m, size_t top) {
             (unsigned long long)s->total, s->in, (unsigned long long)s->min,
             (unsigned long long)s->median, (unsigned long long)s->max,
             (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes);
-    for (size_t r = 0; r < m->nranks; r++)
-      fprintf(o, "%s%llu", r ? ", " : "", (unsigned long long)s->val[r]);
-    fputs("], \"outliers\": [", o);
+    for (size_t c = 0; c < m->ncols; c++)
+      fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col[c]);
+    fputs("], \"leaked_per_rank\": [", o);
+    for (size_t c = 0; c < m->ncols; c++)
+      fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col_leak[c]);
+    fputs("], \"startup_per_rank\": [", o);
+    for (size_t c = 0; c < m->ncols; c++)
+      fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col_startup[c]);
+    fputs("],\n   \"outliers\": [", o);
     bool any = false;
-    for (size_t r = 0; r < m->nranks; r++) {
-      if (!is_outlier(s, s->val[r])) continue;
-      fprintf(o, "%s%zu", any ? ", " : "", r);
+    for (size_t c = 0; c < m->ncols; c++) {
+      if (!is_outlier(s, s->col[c])) continue;
+      fprintf(o, "%s%zu", any ? ", " : "", c);
       any = true;
     }
-    fputs("],\n   \"frames\": [", o);
+    fputs("], \"python\": ", o);
+    nd_rep_json_str(o, py_line(s));
+    fputs(", \"frames\": [", o);
     const char *k = s->frames;
-    for (uint32_t f = 0; f < s->nframes; f++) {
-      if (f) fputs(", ", o);
-      nd_rep_json_str(o, k);
-      k += strlen(k) + 1;
+    any = false;
+    for (uint32_t f = 0; f < s->nframes; f++, k = next_frame(k)) {
+      if (!shown(m, s, k)) continue;
+      if (any) fputs(", ", o);
+      nd_rep_json_str(o, k + 1);
+      any = true;
     }
     fputs("]}", o);
   }
   fputs("]}\n", o);
 }
 
+// ---------------------------------------------------------------- the command
+
+static const char merge_help[] =
+    "usage: ndmemreport merge [--format text|json] [--top N] [--frames N]\n"
+    "                         [--python-only] [--no-symbols] [--suppressions FILE]...\n"
+    "                         [--no-builtin-suppressions] TRACE...\n\n"
+    "Reads the traces of the processes of one job (its ranks, their workers), one at\n"
+    "a time, and prints a row per process: its label (rank N from the trace's header:\n"
+    "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID as the process\n"
+    "had it; pid N without one; worker N: a child of another trace's process, forked\n"
+    "or exec'd with its rank), host, pid, how it ended, duration, peaks, and what was\n"
+    "live at its end by the classes `ndmemreport TRACE` gives it alone (leaks:\n"
+    "growing and live at exit; held since start-up is not a leak). Processes are in\n"
+    "rank order, then by pid, each followed by its workers. Then the sites aggregated\n"
+    "over the processes by their stable stack key (from the symbolized frames, as\n"
+    "JSON reports' \"stack_key\") and kind: the sum of their peak live bytes, min /\n"
+    "median / max per process (its workers added to it), the processes above twice\n"
+    "the median and 1 MiB (outliers), what was leaked or held since start-up at the\n"
+    "end, the Python line (the innermost Python frame, and the program's own line\n"
+    "that called it when that one is library code), and the frames.\n"
+    "  --format text|json  output format (default text)\n"
+    "  --top N             sites listed (default 10, 0 = all)\n"
+    "  --frames N          frames shown per site in text (default 8, 0 = all)\n"
+    "  --python-only       a site with Python frames shows only those\n"
+    "  --no-symbols        do not open modules: frames are module+offset\n"
+    "  --suppressions FILE, --no-builtin-suppressions\n"
+    "                      as for one trace: which live memory is suppressed\n";
+
 int nd_report_merge(int argc, char **argv, FILE *out, FILE *err) {
-  bool json = false, symbols = true;
-  size_t top = 10;
-  merge_t m = {0};
+  bool json = false;
+  merge_t m = {.o = {.symbols = true, .top = 10, .frames = 8, .builtin_supp = true}};
   const char **files = calloc((size_t)argc + 1, sizeof *files);
-  if (!files) {
+  m.o.supp_files = calloc((size_t)argc + 1, sizeof *m.o.supp_files);
+  if (!files || !m.o.supp_files) {
     fputs("ndmemreport: out of memory\n", err);
+    free(files);
+    free(m.o.supp_files);
     return 2;
   }
   int rc = 0;
   bool dashdash = false;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc && !rc; i++) {
     const char *a = argv[i];
+    const char *eq = strchr(a, '=');
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+#define IS(name) (len == sizeof(name) - 1 && !strncmp(a, name, len))
+#define VALUE() (eq ? eq + 1 : i + 1 < argc ? argv[++i] : "")
     if (dashdash || a[0] != '-' || !a[1]) {
-      files[m.nranks++] = a;
+      files[m.nprocs++] = a;
     } else if (!strcmp(a, "--")) {
       dashdash = true;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs("usage: ndmemreport merge [--format text|json] [--top N] [--no-symbols]\n"
-            "                         TRACE...\n\n"
-            "Reads the traces of the processes (ranks) of one job, one at a time, and prints\n"
-            "a row per trace (host, pid, how it ended, duration, peaks, live at end, leaks)\n"
-            "and the sites aggregated over the traces by their stable stack key (from the\n"
-            "symbolized frames, as JSON reports' \"stack_key\") and kind: the sum of their\n"
-            "peak live bytes, min / median / max per rank, and the ranks above twice the\n"
-            "median and 1 MiB (outliers). Ranks are numbered in the order given.\n"
-            "  --format text|json  output format (default text)\n"
-            "  --top N             sites listed (default 10, 0 = all)\n"
-            "  --no-symbols        do not open modules: frames are module+offset\n",
-            out);
+      fputs(merge_help, out);
       free(files);
+      free(m.o.supp_files);
       return 0;
     } else if (!strcmp(a, "--no-symbols")) {
-      symbols = false;
-    } else if (!strncmp(a, "--format", 8) && (!a[8] || a[8] == '=')) {
-      const char *v = a[8] ? a + 9 : i + 1 < argc ? argv[++i] : "";
+      m.o.symbols = false;
+    } else if (!strcmp(a, "--python-only")) {
+      m.o.python_only = true;
+    } else if (!strcmp(a, "--no-builtin-suppressions")) {
+      m.o.builtin_supp = false;
+    } else if (IS("--suppressions")) {
+      const char *v = VALUE();
+      if (!*v) {
+        fputs("ndmemreport: --suppressions needs a FILE (" MERGE_USAGE ")\n", err);
+        rc = 2;
+      }
+      m.o.supp_files[m.o.nsupp_files++] = v;
+    } else if (IS("--format")) {
+      const char *v = VALUE();
       if (strcmp(v, "text") && strcmp(v, "json")) {
         fprintf(err, "ndmemreport: --format takes text or json, not '%s' (" MERGE_USAGE ")\n", v);
         rc = 2;
-        break;
       }
       json = !strcmp(v, "json");
-    } else if (!strncmp(a, "--top", 5) && (!a[5] || a[5] == '=')) {
-      const char *v = a[5] ? a + 6 : i + 1 < argc ? argv[++i] : "";
+    } else if (IS("--top") || IS("--frames")) {
+      bool top = IS("--top");
+      const char *v = VALUE();
       unsigned long long n;
       if (nd_rep_parse_count(v, 1000000, &n)) {
-        fprintf(err, "ndmemreport: --top needs a number from 0 to 1000000, not '%s' (" MERGE_USAGE
-                     ")\n", v);
+        fprintf(err, "ndmemreport: %s needs a number from 0 to 1000000, not '%s' (" MERGE_USAGE
+                     ")\n", top ? "--top" : "--frames", v);
         rc = 2;
-        break;
       }
-      top = (size_t)n;
+      *(top ? &m.o.top : &m.o.frames) = (size_t)n;
     } else {
       fprintf(err, "ndmemreport: unknown option '%s' (" MERGE_USAGE ")\n", a);
       rc = 2;
-      break;
     }
+#undef IS
+#undef VALUE
   }
-  if (!rc && !m.nranks) {
+  if (!rc && !m.nprocs) {
     fputs("ndmemreport: merge needs at least one TRACE (" MERGE_USAGE ")\n", err);
     rc = 2;
   }
-  if (!rc && !(m.ranks = calloc(m.nranks, sizeof *m.ranks))) {
+  nd_supp_t *supp = rc ? NULL : nd_rep_load_suppressions(&m.o, err);
+  if (!rc && !supp) rc = 2;
+  if (!rc && !(m.procs = calloc(m.nprocs, sizeof *m.procs))) {
     fputs("ndmemreport: out of memory\n", err);
     rc = 2;
   }
-  for (size_t i = 0; !rc && i < m.nranks; i++) {
-    m.ranks[i].path = files[i];
-    rc = fold_trace(&m, i, symbols, err);
+  for (size_t i = 0; !rc && i < m.nprocs; i++) {
+    m.procs[i].path = files[i];
+    rc = fold_trace(&m, i, supp, err);
   }
-  if (!rc && finish_sites(&m)) {
+  if (!rc && (arrange(&m) || finish_sites(&m))) {
     fputs("ndmemreport: out of memory\n", err);
     rc = 2;
   }
   if (!rc) {
     if (m.nsites) qsort(m.sites, m.nsites, sizeof *m.sites, cmp_site);
-    if (json) json_report(out, &m, top);
-    else text_report(out, &m, top);
+    if (json) json_report(out, &m);
+    else text_report(out, &m);
     if (fflush(out) || ferror(out)) {
       fprintf(err, "ndmemreport: cannot write the report: %s\n", strerror(errno));
       rc = 2;
     }
   }
-  for (size_t i = 0; i < m.nsites; i++) free(m.sites[i].frames), free(m.sites[i].val);
+  for (size_t i = 0; i < m.nsites; i++)
+    free(m.sites[i].frames), free(m.sites[i].python), free(m.sites[i].val), free(m.sites[i].col);
+  nd_supp_free(supp);
   free(m.sites);
   free(m.slots);
-  free(m.ranks);
+  free(m.procs);
+  free(m.order);
+  free(m.cols);
+  free(m.o.supp_files);
   free(files);
   return rc;
 }

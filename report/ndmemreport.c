@@ -35,7 +35,8 @@
   "[--top N] [--frames N] [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces] "           \
   "[--limits] [--python-only] [--no-symbols] [--suppressions FILE]... "                            \
   "[--no-builtin-suppressions] [--follow] [--follow-interval MS] FILE | diff [OPTIONS] A B | "      \
-  "merge [OPTIONS] TRACE..."
+  "merge [--format text|json] [--top N] [--frames N] [--python-only] [--no-symbols] "              \
+  "[--suppressions FILE]... [--no-builtin-suppressions] TRACE..."
 #define USAGE_HELP                                                                                 \
   "usage: ndmemreport [--format text|json|html|collapsed]\n"                                       \
   "                   [--collapsed-by peak|total|live] [--top N] [--frames N]\n"                  \
@@ -44,7 +45,9 @@
   "                   [--suppressions FILE]... [--no-builtin-suppressions]\n"                      \
   "                   [--follow] [--follow-interval MS] FILE\n"                                    \
   "       ndmemreport diff [--help] [OPTIONS] A B\n"                                               \
-  "       ndmemreport merge [--format text|json] [--top N] [--no-symbols] TRACE..."
+  "       ndmemreport merge [--format text|json] [--top N] [--frames N]\n"                        \
+  "                         [--python-only] [--no-symbols] [--suppressions FILE]...\n"          \
+  "                         [--no-builtin-suppressions] TRACE..."
 
 // ---------------------------------------------------------------- main
 
@@ -147,8 +150,10 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                      read, STATE' (running, the writer is gone, ...)\n"
               "  --follow-interval MS\n"
               "                      milliseconds between refreshes (default 1000)\n"
-              "merge: a row per trace of a job's ranks and their sites aggregated across\n"
-              "ranks, with outliers (ndmemreport merge --help).\n"
+              "merge: the traces of a job's processes side by side, labelled by the rank each\n"
+              "holds (a fork child as its parent's worker), what each leaked by the classes\n"
+              "above (held since start-up is no leak), and their sites aggregated with their\n"
+              "Python lines and outliers (ndmemreport merge --help).\n"
               "Exit status: 0, 1 (--fail-on-leak or --fail-on-growth and a finding),\n"
               "2 (bad usage or trace).\n"
               "ndmemreport diff A B compares two traces site by site (diff --help).\n",
@@ -280,7 +285,7 @@ static bool failed(const opts_t *o, const report_t *r) {
 
 // The suppressions: the built-ins unless off, then each --suppressions file. NULL after an
 // error, reported on `err`.
-static nd_supp_t *load_suppressions(const opts_t *o, FILE *err) {
+nd_supp_t *nd_rep_load_suppressions(const opts_t *o, FILE *err) {
   nd_supp_t *s = nd_supp_new();
   if (!s || (o->builtin_supp && nd_supp_builtin(s))) {
     fputs("ndmemreport: out of memory\n", err);
@@ -322,17 +327,24 @@ int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_sup
   } else if (failed(o, &r)) {
     rc = 1;
   }
-  nd_lifetimes_free(&r.life);
-  free(r.by_peak);
-  free(r.by_total);
-  free(r.live);
-  free(r.leaks);
-  free(r.py_lines);
-  free(r.ws);
-  free(r.groups);
-  free(r.group_order);
-  free(r.spill_order);
+  nd_rep_analysis_free(&r);
   return rc;
+}
+
+void nd_rep_analysis_free(report_t *r) {
+  nd_lifetimes_free(&r->life);
+  free(r->by_peak);
+  free(r->by_total);
+  free(r->live);
+  free(r->leaks);
+  free(r->py_lines);
+  free(r->ws);
+  free(r->groups);
+  free(r->group_order);
+  free(r->spill_order);
+  r->by_peak = r->by_total = r->live = r->leaks = r->ws = r->group_order = r->spill_order = NULL;
+  r->py_lines = NULL;
+  r->groups = NULL;
 }
 
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
@@ -341,7 +353,7 @@ int nd_report_main(int argc, char **argv, FILE *out, FILE *err) {
   if (argc > 1 && !strcmp(argv[1], "diff")) return nd_report_diff(argc, argv, out, err);
   opts_t o;
   int rc = parse_args(argc, argv, &o, out, err);
-  nd_supp_t *supp = rc ? NULL : load_suppressions(&o, err);
+  nd_supp_t *supp = rc ? NULL : nd_rep_load_suppressions(&o, err);
   free(o.supp_files); // only loading reads them
   o.supp_files = NULL;
   if (rc) return rc < 0 ? 0 : rc;

@@ -668,8 +668,20 @@ static int json_lifetimes(FILE *o, report_t *r) {
     fprintf(o, "{\"start_ns\": %llu, \"cycles\": %llu}", (unsigned long long)l->steady_ns,
             (unsigned long long)l->cycles);
   else fputs("null", o);
-  fprintf(o, ", \"untracked_blocks\": %llu,\n   \"classes\": {",
-          (unsigned long long)l->untracked_blocks);
+  fprintf(o, ", \"untracked_blocks\": %llu,\n   ", (unsigned long long)l->untracked_blocks);
+  if (l->judged.known) { // version 5: whether the flush windows sufficed (lifetime.h)
+    const nd_life_judged_t *j = &l->judged;
+    fprintf(o,
+            "\"growth_judged\": {\"judged\": \"%s\", \"windows\": %llu, \"windows_needed\": %d, "
+            "\"span\": \"%s\", \"span_ns\": %llu, \"cycles\": %llu, \"by_births\": %s, "
+            "\"flush_ms_to_judge\": ",
+            nd_life_judged_key(l), (unsigned long long)j->windows, ND_LIFE_MIN_WINDOWS,
+            j->cycles ? "steady_state" : "last_quarter_of_run", (unsigned long long)j->span_ns,
+            (unsigned long long)j->cycles, j->by_births ? "true" : "false");
+    if (j->flush_ms) fprintf(o, "%llu},\n   ", (unsigned long long)j->flush_ms);
+    else fputs("null},\n   ", o);
+  }
+  fputs("\"classes\": {", o);
   for (int c = 0; c < ND_LIFE_CLASSES; c++)
     fprintf(o, "%s\"%s\": {\"bytes\": %llu, \"blocks\": %llu, \"stacks\": %llu, "
                "\"estimated\": %s}",
@@ -722,6 +734,26 @@ static int json_lifetimes(FILE *o, report_t *r) {
   return 0;
 }
 
+// A signed header field, -1 (unknown) as null.
+static void json_known(FILE *o, const char *key, int32_t v) {
+  if (v >= 0) fprintf(o, ", \"%s\": %d", key, v);
+  else fprintf(o, ", \"%s\": null", key);
+}
+
+const char *const nd_rep_origin_keys[ND_ORIGIN_MAX + 1] = {NULL, "started", "exec", "fork"};
+
+void nd_rep_json_job(FILE *o, const nd_trace_header_t *h) {
+  if (h->ppid) fprintf(o, ", \"ppid\": %llu, \"origin\": ", (unsigned long long)h->ppid);
+  else fputs(", \"ppid\": null, \"origin\": ", o);
+  nd_rep_json_str(o, nd_rep_origin_keys[h->origin <= ND_ORIGIN_MAX ? h->origin : 0]);
+  json_known(o, "rank", h->rank);
+  json_known(o, "world_size", h->world_size);
+  json_known(o, "local_rank", h->local_rank);
+  json_known(o, "local_world_size", h->local_world_size);
+  fputs(", \"rank_from\": ", o);
+  nd_rep_json_str(o, nd_rank_from_name(h->rank_from));
+}
+
 int nd_rep_json_report(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -748,7 +780,9 @@ int nd_rep_json_report(FILE *o, report_t *r) {
     fputs("}\n", o);
     return 0;
   }
-  fprintf(o, "  \"process\": {\"pid\": %llu, \"exe\": ", (unsigned long long)h->pid);
+  fprintf(o, "  \"process\": {\"pid\": %llu", (unsigned long long)h->pid);
+  if (h->version >= 12) nd_rep_json_job(o, h); // where the process stands in its job
+  fputs(", \"exe\": ", o);
   nd_rep_json_str(o, t->exe);
   fputs(", \"host\": ", o);
   nd_rep_json_str(o, t->host);

@@ -295,6 +295,32 @@ static void text_life_totals(FILE *o, const nd_lifetimes_t *l) {
   if (!any) fputs("none\n", o);
 }
 
+// The summary's growth line where the trace held too few flush windows to judge growth
+// (lifetime.h): what could not be judged, the windows and the span they had, and the setting
+// that would judge it. A report that lists no growth must not read as "no growth" then.
+static void text_judged_line(FILE *o, const nd_lifetimes_t *l) {
+  const nd_life_judged_t *j = &l->judged;
+  if (!j->known || j->judged) return;
+  bool part = !strcmp(nd_life_judged_key(l), "part");
+  fprintf(o, "  %-10s  %s", "growth", part ? "judged in part" : "not judged");
+  if (j->by_births) fputs(" (blocks live at exit, by their births)", o);
+  fprintf(o, ": only %llu flush %s in the ", (unsigned long long)j->windows,
+          plural(j->windows, "window", "windows"));
+  if (!j->cycles) fputs("last quarter (", o);
+  nd_rep_print_secs(o, j->span_ns);
+  fputs(j->cycles ? " of the steady state" : ") of a run without cycles", o);
+  fprintf(o, ", %d needed%s; ", ND_LIFE_MIN_WINDOWS,
+          part ? " for memory freed before exit and sites that also free" : "");
+  if (j->flush_ms)
+    fprintf(o, "run with NDMEM_FLUSH_MS=%llu to judge %s\n", (unsigned long long)j->flush_ms,
+            part ? "them" : "it");
+  else if (j->few_cycles)
+    fprintf(o, "%llu %s: too few for any NDMEM_FLUSH_MS\n", (unsigned long long)j->cycles,
+            plural(j->cycles, "cycle", "cycles"));
+  else
+    fputs("too short for any NDMEM_FLUSH_MS (10 ms at the least)\n", o);
+}
+
 static void print_pct(FILE *o, double f) { fprintf(o, "%.0f %%", f * 100); }
 
 // The evidence line of an entry: its growth, or when its blocks were born.
@@ -304,7 +330,7 @@ static void text_life_evidence(FILE *o, const nd_life_t *e) {
   bool est = e->samples > 0;
   if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN) {
     fputs("      +", o);
-    if (e->cls == ND_LIFE_GROWING && e->per_cycles && e->grew_blocks) {
+    if (e->per_cycles && e->grew_blocks) { // blocks: born, or kept until the teardown
       print_bytes(o, e->grew / e->grew_blocks, est);
       if (e->per_cycles > 1) fprintf(o, " per %llu cycles", (unsigned long long)e->per_cycles);
       else fputs(" per cycle", o);
@@ -540,6 +566,36 @@ static void text_ws_retention_line(FILE *o, const report_t *r, bool first) {
   fputs(" (ndmem run --no-workspaces measures it)\n", o);
 }
 
+// The summary's parent and rank lines (version 12 headers): where the process stands in its job,
+// as far as the header knows it.
+static void text_job_lines(FILE *o, const nd_trace_header_t *h) {
+  if (h->ppid) {
+    fprintf(o, "  %-10s  pid %llu", "parent", (unsigned long long)h->ppid);
+    if (h->origin == ND_ORIGIN_FORK)
+      fputs(", traced too: this process is its fork child (a worker)", o);
+    else if (h->origin == ND_ORIGIN_EXEC)
+      fputs(", traced too: this program was exec'd in its child", o);
+    fputc('\n', o);
+  }
+  const char *var = nd_rank_from_name(h->rank_from);
+  if (!var) return; // no launcher's variable: no rank to speak of
+  fprintf(o, "  %-10s  ", "rank");
+  if (h->rank < 0) {
+    fprintf(o, "unknown: %s is not a plain non-negative integer", var);
+    if (h->world_size > 0) fprintf(o, "; world size %d", h->world_size);
+    fputc('\n', o);
+    return;
+  }
+  fprintf(o, "%d", h->rank);
+  if (h->world_size > 0) fprintf(o, " of %d", h->world_size);
+  fprintf(o, " (%s)", var);
+  if (h->local_rank >= 0) {
+    fprintf(o, "; local rank %d", h->local_rank);
+    if (h->local_world_size > 0) fprintf(o, " of %d", h->local_world_size);
+  }
+  fputc('\n', o);
+}
+
 static void text_summary(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
@@ -550,6 +606,7 @@ static void text_summary(FILE *o, report_t *r) {
   fputs(": ", o);
   nd_rep_print_text(o, t->exe[0] ? t->exe : "?");
   fputc('\n', o);
+  text_job_lines(o, h);
   nd_rep_format_start(buf, sizeof buf, h->start_realtime_ns);
   fprintf(o, "  %-10s  %s; duration ", "started", buf);
   nd_rep_print_secs(o, t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0);
@@ -637,6 +694,7 @@ static void text_summary(FILE *o, report_t *r) {
     fprintf(o, " at the last flush in %zu %s\n", r->nlive, plural(r->nlive, "site", "sites"));
   } else {
     text_life_totals(o, &r->life);
+    text_judged_line(o, &r->life);
   }
   if (t->nws || t->nescapes || t->escapes_dropped) text_ws_line(o, r);
   if (nd_rep_has_limits(t)) text_limits_line(o, t);

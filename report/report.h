@@ -200,6 +200,11 @@ int nd_rep_json_report(FILE *o, report_t *r);      // render_json.c
 // A JSON string (render_json.c): quotes, backslashes and control characters escaped, bytes that
 // are not UTF-8 each U+FFFD, so the document stays valid whatever a trace names; NULL: null.
 void nd_rep_json_str(FILE *o, const char *s);
+// A version 12 header's job fields as JSON members, each after ", " (render_json.c): "ppid",
+// "origin" (nd_rep_origin_keys: "started", "exec", "fork"), "rank", "world_size", "local_rank",
+// "local_world_size" (null: unknown) and "rank_from" (the variable, or null).
+extern const char *const nd_rep_origin_keys[ND_ORIGIN_MAX + 1];
+void nd_rep_json_job(FILE *o, const nd_trace_header_t *h);
 int nd_rep_html_report(FILE *o, report_t *r);      // render_html.c
 // The text report's summary alone, unwrapped (render_text.c): the HTML summary's facts.
 void nd_rep_text_summary(FILE *o, report_t *r);
@@ -214,6 +219,12 @@ int nd_report_read(nd_trace_t *t, const char *file, bool update, FILE *err);
 // on `err`). `running`: nd_trace_running's answer for a trace without an END record.
 int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_supp_t *supp,
                      int running, FILE *out, FILE *err);
+// What nd_rep_analyse allocated in `r`, freed (ndmemreport.c); `r`'s trace, symbolizer and
+// options stay. And the suppressions `o` asks for: the built-ins unless off, then each
+// --suppressions file; NULL after an error, reported on `err`. Both for merge.c too, which
+// analyses each trace as the single-trace report does.
+void nd_rep_analysis_free(report_t *r);
+nd_supp_t *nd_rep_load_suppressions(const opts_t *o, FILE *err);
 // --follow (follow.c): reports o->file (--brief) every o->follow_ms until it is complete or
 // SIGINT, reading only what was appended each time; its exit status.
 int nd_report_follow(const opts_t *o, nd_supp_t *supp, FILE *out, FILE *err);

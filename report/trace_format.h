@@ -10,6 +10,7 @@
 #ifndef ND_TRACE_FORMAT_H
 #define ND_TRACE_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define ND_TRACE_MAGIC "NDMEMTR\n"
@@ -33,7 +34,11 @@
 // record's torch_conf (how PyTorch's CUDA allocator was set up). 12 keeps a stack's Python frames
 // whatever NDMEM_DEPTH cut of its native ones (after the ND_FRAME_CUT marker, up to NDMEM_PY_DEPTH:
 // stacks of up to ND_TRACE_MAX_STACK frames) and names free-threaded and otherwise laid out
-// interpreters in the PYTHON record. Readers accept 1 to 12.
+// interpreters in the PYTHON record. 12 also lengthened the header with where the process stands
+// in its job: its parent's pid, how it started (ND_ORIGIN_*: a fork child is a DataLoader-style
+// worker), and its rank, world size, local rank and local world size with the variable the rank
+// came from (ND_RANK_FROM_*); a shorter header (ND_TRACE_HEADER_V11_SIZE) reads as all unknown.
+// Readers accept 1 to 12.
 #define ND_TRACE_VERSION 12
 #define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
 #define ND_TRACE_MAX_STACK 255 // frames in one STACK record from version 12 (before: 128)
@@ -52,8 +57,51 @@ typedef struct nd_trace_header {
   uint32_t page_size;
   char host[64];
   char exe[256];
+  // version 12 (header_size ND_TRACE_HEADER_V11_SIZE before: a reader takes these as unknown).
+  // The rank and sizes as the launcher's environment gave them at start-up (nd_config_rank, the
+  // same reading NDMEM_OUTPUT's %r expands): -1 unknown, no variable set or one that is not a
+  // plain non-negative integer. A fork child inherits its parent's (its environment is the same).
+  uint64_t ppid;              // the parent's pid when the trace was created (0: unknown)
+  int32_t rank, world_size;   // the family of rank_from gives the size too
+  int32_t local_rank, local_world_size; // among the job's processes on this host
+  uint16_t rank_from;         // enum nd_rank_from: the variable the rank was read from
+  uint16_t origin;            // enum nd_origin: how the process came to be traced
+  uint32_t reserved;
 } nd_trace_header_t;
-_Static_assert(sizeof(nd_trace_header_t) == 384, "trace header layout");
+_Static_assert(sizeof(nd_trace_header_t) == 416, "trace header layout");
+#define ND_TRACE_HEADER_V11_SIZE 384u // the header of versions 1 to 11: up to exe
+
+// Where a rank was read from: the first of these variables set (and not empty) wins, and its
+// family gives the sizes (config.c, nd_config_rank, has the table). A value set but not a plain
+// non-negative integer leaves the rank unknown (-1) with rank_from still naming the variable.
+enum nd_rank_from {
+  ND_RANK_FROM_NONE = 0,  // no rank variable set
+  ND_RANK_FROM_TORCH = 1, // RANK (WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE): torch.distributed
+  ND_RANK_FROM_OMPI = 2,  // OMPI_COMM_WORLD_RANK (_SIZE, _LOCAL_RANK, _LOCAL_SIZE): Open MPI
+  ND_RANK_FROM_PMI = 3,   // PMI_RANK (PMI_SIZE; MPI_LOCALRANKID, MPI_LOCALNRANKS): MPICH's Hydra
+  ND_RANK_FROM_PMIX = 4,  // PMIX_RANK (no size in the environment): PMIx launchers
+  ND_RANK_FROM_SLURM = 5, // SLURM_PROCID (SLURM_NTASKS, SLURM_LOCALID): srun
+  ND_RANK_FROM_MAX = 5
+};
+// The variable a rank was read from, by enum nd_rank_from; NULL for none or out of range.
+static inline const char *nd_rank_from_name(unsigned from) {
+  static const char *const names[ND_RANK_FROM_MAX + 1] = {
+      NULL, "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
+  return from <= ND_RANK_FROM_MAX ? names[from] : NULL;
+}
+
+// How a traced process started, as the shim knows it: a fork child that did not exec is its
+// parent's helper (a DataLoader worker, a multiprocessing fork): `ndmemreport merge` shows it as
+// a worker of the trace whose pid is its ppid. An exec'd process (a rank mpirun started) is not.
+enum nd_origin {
+  ND_ORIGIN_UNKNOWN = 0, // a header before version 12
+  ND_ORIGIN_STARTED = 1, // its parent does not run under ndmem: the process the user started
+                         // (or the child of an untraced launcher)
+  ND_ORIGIN_EXEC = 2,    // a program exec'd in a child of a process under ndmem (a subprocess, a
+                         // rank that a traced mpirun started)
+  ND_ORIGIN_FORK = 3,    // a fork child of a process under ndmem, running its parent's program
+  ND_ORIGIN_MAX = 3
+};
 
 enum nd_rec_tag {
   ND_REC_MODULE = 1,   // nd_rec_module_t + path bytes
@@ -126,6 +174,11 @@ typedef struct nd_rec_site {
   uint64_t cycle;
 } nd_rec_site_t;
 _Static_assert(sizeof(nd_rec_site_t) == 64, "site record layout");
+// The writer closes the sites' windows (their floors start again) at a flush where the cycle
+// clock is 0 or moved since the previous flush, and at the ND_WINDOW_FLUSHES-th flush in a row
+// where it stood still (a stream the cycle detector lost: time windows then); between closes a
+// SITE record's floor is that of the window still open. The reader counts the windows by it.
+#define ND_WINDOW_FLUSHES 4
 
 #define ND_TRACE_KINDS 20 // NDMEM_KIND_COUNT
 #define ND_TRACE_FNS 15   // NDMEM_FN_COUNT

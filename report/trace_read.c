@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +282,11 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     } else if (h->move < 0 && !h->tail_drops++) {
       h->tail_floor = h->floor;
       h->tail_cycle = s->cycle;
+      h->held_allocs = h->allocs; // the record before the falls: what was held until them
+      h->held_alloc_bytes = h->alloc_bytes;
+      h->held_frees = h->frees;
+      h->held_live = h->live;
+      h->held_cycle = h->cycle;
     }
     h->prev_floor = h->floor;
     h->prev_cycle = h->cycle;
@@ -289,11 +295,18 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
   h->seq = t->flushes + 1;
   h->floor = s->floor_bytes;
   h->cycle = s->cycle;
+  h->allocs = s->allocs;
+  h->alloc_bytes = s->alloc_bytes;
+  h->frees = s->frees;
+  h->live = s->alloc_bytes > s->free_bytes ? s->alloc_bytes - s->free_bytes : 0;
   if (s->cycle >= 1 && !h->steady) {
     h->steady = true;
     h->steady_floor = s->floor_bytes;
     h->steady_cycle = s->cycle;
     h->steady_rec = h->records;
+    h->steady_allocs = s->allocs;
+    h->steady_alloc_bytes = s->alloc_bytes;
+    h->steady_frees = s->frees;
   }
   if (s->floor_bytes > h->peak_floor || h->records == 1) {
     h->peak_floor = s->floor_bytes;
@@ -854,14 +867,25 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
       t->resident_peak = t->resident.anon_bytes;
     t->have_resident = true;
     return 0;
-  case ND_REC_FLUSH:
+  case ND_REC_FLUSH: {
+    uint64_t before = t->flush.cycles; // 0 before the first
     memcpy(&t->flush, p, sizeof t->flush);
+    bool moved = t->flush.cycles != before;
+    if (!t->flush.cycles || moved || ++t->win_still >= ND_WINDOW_FLUSHES) { // windows closed
+      if (t->flush.cycles) {
+        t->steady_windows++;
+        t->stalled_windows += !moved;
+        t->steady_window_ns = t->flush.mono_ns;
+      }
+      t->win_still = 0;
+    }
     t->have_flush = true;
     t->flushes++;
     if (t->series_open) t->series[t->npoints - 1].cycle = t->flush.cycles;
     t->series_open = false;
     saw_time(t, t->flush.mono_ns);
     return 0;
+  }
   default: // ND_REC_END
     memcpy(&t->end, p, sizeof t->end);
     if (t->end.blocks != t->block_records)
@@ -914,6 +938,35 @@ static int fill(nd_in_t *in, size_t want) {
   return 0;
 }
 
+// The version 12 fields of a header that has them (where the process stands in its job), checked;
+// a shorter header's read as unknown. 0 or -1.
+static int header_job(nd_trace_t *t) {
+  nd_trace_header_t *h = &t->hdr;
+  if (h->version < 12 || h->header_size < sizeof *h) {
+    h->ppid = 0;
+    h->rank = h->world_size = h->local_rank = h->local_world_size = -1;
+    h->rank_from = ND_RANK_FROM_NONE;
+    h->origin = ND_ORIGIN_UNKNOWN;
+    return 0;
+  }
+  if (h->rank_from > ND_RANK_FROM_MAX)
+    return fail(t, offsetof(nd_trace_header_t, rank_from), "header rank source %u out of range",
+                h->rank_from);
+  if (h->origin > ND_ORIGIN_MAX)
+    return fail(t, offsetof(nd_trace_header_t, origin), "header origin %u out of range", h->origin);
+  if (h->rank_from == ND_RANK_FROM_NONE) { // no variable named: no rank (a zeroed header's 0s)
+    h->rank = h->world_size = h->local_rank = h->local_world_size = -1;
+    return 0;
+  }
+  // -1 is unknown; a size is at least 1 (the writer writes -1 for a size of 0)
+  if (h->rank < -1 || h->local_rank < -1 || h->world_size < -1 || h->local_world_size < -1 ||
+      !h->world_size || !h->local_world_size)
+    return fail(t, offsetof(nd_trace_header_t, rank),
+                "impossible rank %d, world size %d, local rank %d or local world size %d",
+                h->rank, h->world_size, h->local_rank, h->local_world_size);
+  return 0;
+}
+
 static int read_header(nd_trace_t *t, nd_in_t *in) {
   if (fill(in, sizeof t->hdr)) return fail(t, 0, "read error: %s", strerror(errno));
   size_t have = in->len;
@@ -921,15 +974,22 @@ static int read_header(nd_trace_t *t, nd_in_t *in) {
   if (have < sizeof t->hdr.magic ||
       memcmp(in->buf, ND_TRACE_MAGIC, sizeof t->hdr.magic))
     return fail(t, 0, "not an ndmem trace (bad magic)");
-  if (have < sizeof t->hdr) return fail(t, have, "trace header cut short (%zu of %zu bytes)", have,
-                                        sizeof t->hdr);
-  memcpy(&t->hdr, in->buf, sizeof t->hdr);
+  // Every version's header is at least as long as version 1's (ND_TRACE_HEADER_V11_SIZE); version
+  // 12 lengthened it, and header_size says how long this one is.
+  if (have < ND_TRACE_HEADER_V11_SIZE)
+    return fail(t, have, "trace header cut short (%zu of %u bytes)", have,
+                ND_TRACE_HEADER_V11_SIZE);
+  memset(&t->hdr, 0, sizeof t->hdr);
+  memcpy(&t->hdr, in->buf, have < sizeof t->hdr ? have : sizeof t->hdr);
   if (t->hdr.version < 1 || t->hdr.version > ND_TRACE_VERSION)
     return fail(t, 8, "unsupported trace version %u (this reader knows 1 to %u)", t->hdr.version,
                 ND_TRACE_VERSION);
   // A later writer may append header fields: skip them, within reason.
-  if (t->hdr.header_size < sizeof t->hdr || t->hdr.header_size > ND_TRACE_MAX_RECORD)
+  uint32_t least = t->hdr.version >= 12 ? sizeof t->hdr : ND_TRACE_HEADER_V11_SIZE;
+  if (t->hdr.header_size < least || t->hdr.header_size > ND_TRACE_MAX_RECORD)
     return fail(t, 12, "impossible header size %u", t->hdr.header_size);
+  if (t->hdr.header_size < sizeof t->hdr) // the bytes after it are records
+    memset((char *)&t->hdr + t->hdr.header_size, 0, sizeof t->hdr - t->hdr.header_size);
   if (t->hdr.depth > ND_TRACE_MAX_DEPTH)
     return fail(t, 56, "header stack depth %u above the maximum %u", t->hdr.depth,
                 ND_TRACE_MAX_DEPTH);
@@ -937,6 +997,7 @@ static int read_header(nd_trace_t *t, nd_in_t *in) {
   if (in->len < t->hdr.header_size)
     return fail(t, in->len, "trace header cut short (%zu of %u bytes)", in->len,
                 t->hdr.header_size);
+  if (header_job(t)) return -1;
   in->pos = t->hdr.header_size;
   memcpy(t->host, t->hdr.host, sizeof t->hdr.host);
   t->host[sizeof t->hdr.host] = 0;
@@ -1089,8 +1150,8 @@ int nd_trace_update(nd_trace_t *t, nd_progress_fn progress, void *arg) {
   nd_trace_header_t hdr;
   bool same = t->regular && S_ISREG(st.st_mode) && (uint64_t)st.st_dev == t->dev &&
               (uint64_t)st.st_ino == t->ino && (uint64_t)st.st_size >= t->good_end &&
-              pread(in.fd, &hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr &&
-              !memcmp(&hdr, &t->hdr, sizeof hdr);
+              pread(in.fd, &hdr, ND_TRACE_HEADER_V11_SIZE, 0) == ND_TRACE_HEADER_V11_SIZE &&
+              !memcmp(&hdr, &t->hdr, ND_TRACE_HEADER_V11_SIZE); // its part as read, unchanged
   if (!same) {
     close(in.fd);
     nd_trace_free(t);
@@ -1218,7 +1279,9 @@ int nd_trace_site_series(const nd_trace_t *t, const uint32_t *sites, size_t n,
     series_fail(s, "read error: %s", strerror(errno));
     goto out;
   }
-  if (in.len < t->hdr.header_size || memcmp(in.buf, &t->hdr, sizeof t->hdr)) {
+  // The header's first part as read (the reader fills in a later part that was unknown or
+  // normalizes it): its pid, start times, host and program say whether this is the same trace.
+  if (in.len < t->hdr.header_size || memcmp(in.buf, &t->hdr, ND_TRACE_HEADER_V11_SIZE)) {
     series_fail(s, "the file changed since it was read");
     goto out;
   }

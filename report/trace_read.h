@@ -57,6 +57,12 @@ typedef struct nd_site_hist {
   uint64_t steady_floor, steady_cycle; // the first of them
   uint64_t steady_rec;    // the record number (from 1) of that first steady-state record
   uint64_t peak_floor, peak_cycle, peak_rec; // the highest floor, when it was first reached
+  // The counters of the latest record, of the first steady-state one and of the one before the
+  // trailing falls (the teardown's): a site whose frees did not move from the first to the last
+  // kept every block it made in between, so its growth is counted in blocks, not floors.
+  uint64_t allocs, alloc_bytes, frees, live;
+  uint64_t steady_allocs, steady_alloc_bytes, steady_frees;
+  uint64_t held_allocs, held_alloc_bytes, held_frees, held_live, held_cycle;
 } nd_site_hist_t;
 
 typedef struct nd_site {
@@ -197,6 +203,11 @@ typedef struct nd_trace {
   bool have_flush;
   nd_rec_flush_t flush;     // the latest FLUSH record
   uint64_t flushes;         // FLUSH records read
+  // The windows the growth rules judge a job with cycles by (version 5): FLUSH records that
+  // closed the sites' windows (trace_format.h, ND_WINDOW_FLUSHES) with the cycle clock at 1 or
+  // more, those of them closed by a clock that stood still, and the time of the latest.
+  uint64_t steady_windows, stalled_windows, steady_window_ns;
+  uint32_t win_still; // FLUSH records in a row since the last close whose clock stood still
   uint64_t after_flush;     // complete records after it
   uint64_t last_ns;         // latest time in a COUNTERS, FLUSH, END, BREACH or SNAPSHOT record
 
@@ -301,6 +312,12 @@ static inline bool nd_trace_is_pyframe(const nd_trace_t *t, uint64_t ip) {
   return t->hdr.version >= 7 && nd_is_pyframe(ip);
 }
 
+// Whether a frame is the marker of native frames cut at NDMEM_DEPTH, Python frames after it
+// (version 12).
+static inline bool nd_trace_is_cut(const nd_trace_t *t, uint64_t ip) {
+  return t->hdr.version >= 12 && ip == ND_FRAME_CUT;
+}
+
 // The code object of a Python frame (nd_trace_is_pyframe), or NULL. The reader has checked that
 // every Python frame of every stack names one, so NULL means `ip` is not such a frame.
 const nd_pycode_t *nd_trace_pycode(const nd_trace_t *t, uint64_t ip);
@@ -312,12 +329,6 @@ static inline const uint64_t *nd_stack_frames(const nd_trace_t *t, const nd_stac
 }
 
 // ---------------------------------------------------------------- sites over time
-// Whether a frame is the marker of native frames cut at NDMEM_DEPTH, Python frames after it
-// (version 12).
-static inline bool nd_trace_is_cut(const nd_trace_t *t, uint64_t ip) {
-  return t->hdr.version >= 12 && ip == ND_FRAME_CUT;
-}
-
 
 // The live bytes of chosen sites at each COUNTERS record: a second, light pass over the file
 // (nd_trace_site_series) for the HTML timeline, as the first folds SITE records into their

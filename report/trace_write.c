@@ -46,7 +46,11 @@ static void put(nd_tw_t *w, const void *p, size_t n) {
   }
 }
 
-void nd_tw_header(nd_tw_t *w, const nd_trace_header_t *h) { put(w, h, sizeof *h); }
+// header_size bytes of it: a generator writing an older version's shorter header (version 12
+// lengthened it) gives ND_TRACE_HEADER_V11_SIZE.
+void nd_tw_header(nd_tw_t *w, const nd_trace_header_t *h) {
+  put(w, h, h->header_size < sizeof *h ? h->header_size : sizeof *h);
+}
 
 void nd_tw_record(nd_tw_t *w, uint16_t tag, const void *payload, uint32_t size, const void *tail,
                   uint32_t tail_size) {

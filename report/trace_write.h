@@ -19,7 +19,7 @@ typedef struct nd_tw {
 } nd_tw_t;
 
 void nd_tw_init(nd_tw_t *w, int fd, void *buf, size_t cap);
-void nd_tw_header(nd_tw_t *w, const nd_trace_header_t *h);
+void nd_tw_header(nd_tw_t *w, const nd_trace_header_t *h); // its first header_size bytes
 // One record: the fixed payload and an optional variable tail (module path, stack frames).
 void nd_tw_record(nd_tw_t *w, uint16_t tag, const void *payload, uint32_t size, const void *tail,
                   uint32_t tail_size);

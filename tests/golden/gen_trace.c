@@ -33,15 +33,31 @@ static nd_tw_t w;
 static uint32_t ver; // the version being written: records version 5 lengthened are short before
 static const char *host = "golden-host"; // the header's host (hostile: a name JSON must escape)
 
+// Where a version 12 process stands in its job (the header's fields from ppid on).
+typedef struct job {
+  uint64_t ppid;
+  int32_t rank, world_size, local_rank, local_world_size;
+  uint16_t rank_from, origin;
+  uint64_t later_ns; // its real-time start after the other traces' (a worker's)
+} job_t;
+static const job_t *job; // the next header's (NULL: all unknown)
+
 static void header(const char *exe, uint64_t pid, uint32_t version) {
   ver = version;
   nd_trace_header_t h;
   memset(&h, 0, sizeof h);
+  if (job && version >= 12) {
+    h.ppid = job->ppid;
+    h.rank = job->rank, h.world_size = job->world_size;
+    h.local_rank = job->local_rank, h.local_world_size = job->local_world_size;
+    h.rank_from = job->rank_from, h.origin = job->origin;
+  }
+  h.start_realtime_ns = 1700000000ull * 1000000000ull; // 2023-11-14 22:13:20 UTC
+  if (job) h.start_realtime_ns += job->later_ns;
   memcpy(h.magic, ND_TRACE_MAGIC, sizeof h.magic);
   h.version = version;
-  h.header_size = sizeof h;
+  h.header_size = version < 12 ? ND_TRACE_HEADER_V11_SIZE : sizeof h; // 12 lengthened it
   h.pid = pid;
-  h.start_realtime_ns = 1700000000ull * 1000000000ull; // 2023-11-14 22:13:20 UTC
   h.start_mono_ns = T0;
   h.sample_interval = 512 * 1024;
   h.track_min = 64 * 1024;
@@ -753,6 +769,84 @@ static void lifetimes_trace(void) {
   end(T0 + 2150 * MS, n);
 }
 
+// ---------------------------------------------------------------- a short job's growth (version 5)
+
+// A job whose loop is too short for the flush windows growth is judged by (golden short-growth.txt
+// and .json, short-growth-part.txt), with the truth in the comments: 3 s of quiet start-up (a
+// 1 MiB table made at 50 ms, kept: held since start-up), flushes at 100, 300, 700, 1500 and
+// 2500 ms without cycles, then the loop: its first cycle closes at 3000 ms, one every STEP ms,
+// and each keeps 256 KiB (stack 40) that the program frees after the loop, as a Python list at
+// interpreter shutdown; 128 KiB of temporaries a step (stack 41). The writer's flush 100 ms after
+// the steady state began (3100 ms) is one window, the final flush another: 2 of the 3 needed, so
+// no rule could show the leak and nothing is called growing. The final flush comes 6 ms after
+// the last cycle closed.
+//   short-growth       6 cycles of 25 ms: "not judged", 2 windows in the 0.131 s from the first
+//                      cycle to the final flush; NDMEM_FLUSH_MS=20 to judge it (0.131 s / 6 =
+//                      21 ms, down the 1-2-5 scale)
+//   short-growth-part  12 cycles of 12 ms (0.138 s), and stack 43 keeps 64 KiB a cycle to exit
+//                      (its first block born just before the first cycle closed): 12 cycles are
+//                      enough (8) to judge blocks live at exit by their births, so stack 43 is
+//                      growing (768 KiB in 12 blocks, +64 KiB per cycle over 10 cycles) and the
+//                      growth "judged in part"; NDMEM_FLUSH_MS=20 (23 ms, down the scale)
+//   short-growth-few   2 cycles of 25 ms, over before 3100 ms: one window (the final flush), in
+//                      0.031 s, and no interval gives 3 windows with 2 cycles: "too few for any
+//                      NDMEM_FLUSH_MS"
+static void short_growth(int part, int few) {
+  header("/nonexistent/bin/short", part ? 9292 : few ? 9393 : 9191, 5);
+  module(0, "/nonexistent/bin/short", EXE, EXE, EXE + 0x8000);
+  for (uint32_t s = 40; s <= 43; s++) {
+    const uint64_t ips[] = {EXE + 0x2000 + 0x100 * (s - 40), EXE + 0x3000};
+    stack(s, 2, ips);
+  }
+  uint64_t step = part ? 12 : 25, ncyc = part ? 12 : few ? 2 : 6, loop = T0 + 3000 * MS;
+  uint64_t calls[ND_TRACE_FNS] = {[MALLOC] = 0, [FREE] = 0};
+  uint64_t times[] = {100, 300, 700, 1500, 2500};
+  for (uint64_t k = 1; k <= 5; k++) { // start-up: the table, no cycles
+    if (k == 1) site5(42, 0, 1, 0, LT_MIB, 0, LT_MIB, 0, 0);
+    calls[MALLOC] = 1;
+    counters(T0 + times[k - 1] * MS - MS, 1, (kt_t){LT_MIB, LT_MIB, 1, 1, 0},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    nd_rec_flush_t f = {T0 + times[k - 1] * MS, k, 0, 0};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    nd_tw_flush(&w);
+  }
+  // Cycle c (from 1) closes at loop + (c - 1) * step; a step's blocks come just before its close.
+  // Flush 6 at 3100 ms, flush 7 (the final one) just after the loop.
+  uint64_t c6 = (100 + step - 1) / step, final_ns = loop + (ncyc - 1) * step * MS + 6 * MS;
+  uint64_t at[2] = {c6 < ncyc ? c6 : ncyc, ncyc}, when[2] = {loop + 100 * MS, final_ns};
+  int k0 = final_ns > when[0] ? 0 : 1; // a loop over by 3100 ms: the final flush only
+  for (int k = k0; k < 2; k++) {
+    uint64_t c = at[k], last = k == 1; // cycles closed; the final flush frees the leak
+    site5(40, 0, c, last ? c : 0, c * 256 * LT_KIB, last ? c * 256 * LT_KIB : 0,
+          c * 256 * LT_KIB, 0, c);
+    site5(41, 0, c, c, c * 128 * LT_KIB, c * 128 * LT_KIB, 128 * LT_KIB, 0, c);
+    if (part)
+      site5(43, 0, c, 0, c * 64 * LT_KIB, 0, c * 64 * LT_KIB, k ? at[0] * 64 * LT_KIB : 0, c);
+    uint64_t kept = (last ? 0 : c * 256 * LT_KIB) + (part ? c * 64 * LT_KIB : 0);
+    uint64_t n = (last ? 0 : c) + (part ? c : 0);
+    calls[MALLOC] = 1 + c * (part ? 3 : 2);
+    calls[FREE] = c + (last ? c : 0);
+    counters(when[k] - MS, 1,
+             (kt_t){(int64_t)(LT_MIB + kept), (int64_t)(LT_MIB + c * 448 * LT_KIB),
+                    (int64_t)(1 + n), calls[MALLOC], calls[FREE]},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    nd_rec_flush_t f = {when[k], 6 + (uint64_t)(k - k0), c, loop};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    nd_tw_flush(&w);
+  }
+  uint64_t n = 0, a = 0x600000000000ull;
+  nd_rec_block_t table = {42, 0, 0, a, LT_MIB, LT_MIB, T0 + 50 * MS, 0};
+  nd_tw_record(&w, ND_REC_BLOCK, &table, sizeof table, NULL, 0), n++;
+  for (uint64_t c = 1; part && c <= ncyc; c++, n++) {
+    nd_rec_block_t b = {43, 0, 0, a += LT_MIB, 64 * LT_KIB, 64 * LT_KIB,
+                        loop + (c - 1) * step * MS - 2 * MS, c - 1};
+    nd_tw_record(&w, ND_REC_BLOCK, &b, sizeof b, NULL, 0);
+  }
+  nd_rec_exit_t x = {final_ns - MS, ND_EXIT_NORMAL, 0, part ? 9292 : few ? 9393 : 9191, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(final_ns + MS, n);
+}
+
 // ---------------------------------------------------------------- devices (version 6)
 
 // A CUDA job on two devices, the truth for devices.txt / devices.json:
@@ -1171,6 +1265,108 @@ static void merge_rank(int r) {
   end(T0 + (1150 + 100 * (uint64_t)r) * MS, r == 0);
 }
 
+// ---------------------------------------------------------------- job (version 12)
+
+// The processes of one job for `ndmemreport merge` with ranks and workers, the truth for
+// job.txt, job.json and job.python-only.txt (t_job_edge.sh reads them alone): a launcher (pid 100,
+// no rank, mpirun-like) exec'd ranks 0 and 1 of a world of 3 (OMPI_COMM_WORLD_RANK; rank 2 has no
+// trace) as pids 201 and 202 (ppid 100, origin exec: they are no workers of it); rank 1 forked
+// two workers, pids 302 and 301 (ppid 202, origin fork; 302 started first: worker 1), which
+// inherited its rank; rank 0 started a spawned worker, pid 210 (ppid 201, origin exec, rank 0
+// inherited: a worker all the same). A cycle closes every 10 ms from T0 + 20 ms in every rank
+// (the steady state):
+//   L  mmap  libopenblas+0x5000 < train+0x1000: 1 MiB born before the first cycle, live at exit
+//            in ranks 0 and 1: held since start-up, no leak
+//   K  heap  numpy+0x1100 < step (/nonexistent/app/train.py:23) < <module> (train.py:40):
+//            rank 1 keeps 2 MiB in 8 blocks of 256 KiB born in cycle 2 (a burst, not growth),
+//            live at exit: its leak
+//   W  heap  numpy+0x1100 < worker_loop (/nonexistent/app/data.py:7): 256 KiB peak in each
+//            worker, freed; merged into its rank's column: 512 KiB in rank 1's, 256 KiB in 0's
+//   M  heap  launcher+0x200: 64 KiB peak in the launcher, freed
+// Every process exits 0 (fork workers _exit 0); the launcher ends last.
+static void job_trace(const char *which) {
+  uint64_t exe = EXE, blas = FOO, np = NUMPY;
+  int r1 = !strcmp(which, "job-r1"), r0 = !strcmp(which, "job-r0");
+  int launcher = !strcmp(which, "job-launcher"), fk = !strncmp(which, "job-r1w", 7);
+  int sp = !strcmp(which, "job-r0s"), wk = fk || sp; // a fork worker, a spawned one
+  unsigned wn = fk ? (unsigned)(which[7] - '0') : sp ? 3 : 0; // pids 301, 302; 3: the spawned
+  uint64_t pid = launcher ? 100 : r0 ? 201 : r1 ? 202 : sp ? 210 : 300 + wn;
+  job_t j = {.ppid = launcher ? 1 : fk ? 202 : sp ? 201 : 100,
+             .rank = launcher ? -1 : r0 || sp ? 0 : 1,
+             .world_size = launcher ? -1 : 3,
+             .local_rank = launcher ? -1 : r0 || sp ? 0 : 1,
+             .local_world_size = launcher ? -1 : 3,
+             .rank_from = launcher ? ND_RANK_FROM_NONE : ND_RANK_FROM_OMPI,
+             .origin = launcher ? ND_ORIGIN_STARTED : fk ? ND_ORIGIN_FORK : ND_ORIGIN_EXEC};
+  if (!strcmp(which, "job-bad-value")) // RANK=abc beside a good world size: rank unknown
+    j = (job_t){.ppid = 1, .rank = -1, .world_size = 2, .local_rank = -1, .local_world_size = -1,
+                .rank_from = ND_RANK_FROM_TORCH, .origin = ND_ORIGIN_STARTED}, pid = 400;
+  if (!strcmp(which, "bad-job-from")) j.rank_from = ND_RANK_FROM_MAX + 1;
+  if (!strcmp(which, "bad-job-origin")) j.origin = ND_ORIGIN_MAX + 1;
+  if (!strcmp(which, "bad-job-rank")) j.rank = -2;
+  if (!strcmp(which, "bad-job-size")) j.world_size = 0;
+  // workers start 50 and 60 ms into their rank's run (302 first); every trace starts at T0 on its
+  // own monotonic clock, the real-time clock says when
+  j.later_ns = wk ? (wn == 2 ? 50 : wn == 1 ? 60 : 40) * MS : 0;
+  job = &j;
+  header(launcher ? "/nonexistent/bin/launcher" : "/nonexistent/bin/python3.11", pid, 12);
+  job = NULL;
+  module(0, launcher ? "/nonexistent/bin/launcher" : "/nonexistent/bin/python3.11", exe, exe,
+         exe + 0x8000);
+  module(1, "/nonexistent/lib/libopenblas.so.0", blas, blas, blas + 0x100000);
+  module(2, "/nonexistent/venv/numpy/_multiarray_umath.so", np, np, np + 0x400000);
+  uint64_t mib = 1024 * KIB, end_ms = launcher ? 400 : 300;
+  if (launcher) {
+    const uint64_t m[] = {exe + 0x200};
+    stack(1, 1, m);
+    site(1, 0, 0, 1, 1, 64 * KIB, 64 * KIB, 64 * KIB);
+    counters(T0 + 390 * MS, 1, (kt_t){0, 64 * KIB, 0, 1, 1}, (kt_t){0, 0, 0, 0, 0},
+             (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 1, [FREE] = 1}, 0);
+    nd_rec_flush_t f = {T0 + 395 * MS, 1, 0, 0};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+  } else if (wk) {
+    pycode(5, 1, "worker_loop", "/nonexistent/app/data.py");
+    const uint64_t ws[] = {np + 0x1100, nd_pyframe(5, 7)};
+    stack(40 + wn, 2, ws);
+    site(40 + wn, 0, 0, 4, 4, mib, mib, 256 * KIB);
+    counters(T0 + 290 * MS, 1, (kt_t){0, 256 * KIB, 0, 4, 4}, (kt_t){0, 0, 0, 0, 0},
+             (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 4, [FREE] = 4}, 0);
+    nd_rec_flush_t f = {T0 + 295 * MS, 1, 0, 0};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+  } else {
+    pycode(7, 20, "step", "/nonexistent/app/train.py");
+    pycode(8, 1, "<module>", "/nonexistent/app/train.py");
+    const uint64_t l[] = {blas + 0x5000, exe + 0x1000},
+                   k[] = {np + 0x1100, nd_pyframe(7, 23), nd_pyframe(8, 40)};
+    stack(10, 2, l);
+    nd_rec_site_t ls = {10, 1, 0, 1, 0, mib, 0, mib, mib, 0}; // kind mmap
+    nd_tw_record(&w, ND_REC_SITE, &ls, sizeof ls, NULL, 0);
+    uint64_t heap_peak = 0, heap_live = 0, nblocks = 0;
+    if (r1) {
+      stack(11, 3, k);
+      site5(11, 0, 8, 0, 2 * mib, 0, 2 * mib, 2 * mib, 9);
+      heap_peak = heap_live = 2 * mib, nblocks = 8;
+    }
+    counters(T0 + 290 * MS, 2, (kt_t){(int64_t)heap_live, (int64_t)heap_peak, (int64_t)nblocks,
+                                      nblocks, 0},
+             (kt_t){(int64_t)mib, (int64_t)mib, 1, 1, 0}, (kt_t){0, 0, 0, 0, 0},
+             (const uint64_t[ND_TRACE_FNS]){[MALLOC] = nblocks, [MMAP] = 1}, 0);
+    nd_rec_flush_t f = {T0 + 295 * MS, 1, 10, T0 + 20 * MS};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    nd_rec_block_t b = {10, 1, 0, 0x7e0000000000ull, mib, mib, T0 + 5 * MS, 0};
+    nd_tw_record(&w, ND_REC_BLOCK, &b, sizeof b, NULL, 0);
+    for (uint64_t i = 0; r1 && i < 8; i++) {
+      nd_rec_block_t kb = {11, 0, 0, 0x600000000000ull + i * mib, 256 * KIB, 256 * KIB,
+                           T0 + (40 + i) * MS, 2};
+      nd_tw_record(&w, ND_REC_BLOCK, &kb, sizeof kb, NULL, 0);
+    }
+  }
+  nd_rec_exit_t x = {T0 + (end_ms - 2) * MS, fk ? ND_EXIT_UNDERSCORE : ND_EXIT_NORMAL, 0,
+                     (uint32_t)pid, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + end_ms * MS, launcher || wk ? 0 : r1 ? 9 : 1);
+}
+
 // ---------------------------------------------------------------- diff-a / diff-b
 
 // Two runs of one program for `ndmemreport diff`: the same five code paths under other stack ids,
@@ -1523,7 +1719,8 @@ int main(int argc, char **argv) {
       "many-limits",     "limits-cut",       "bad-v2-limits",   "bad-limits-action",
       "bad-breach-limit", "bad-breach-fn",   "bad-breach-size", "bad-snap-reason",
       "bad-snap-site-alone", "bad-snap-too-few", "bad-snap-too-many", "bad-snap-stack",
-      "lifetimes",       "devices",          "python",          "py-max",
+      "lifetimes",       "short-growth",     "short-growth-part", "short-growth-few",
+      "devices",         "python",           "py-max",
       "py-v6-bit63",     "bad-py-v6",        "bad-py-code",     "bad-py-late",
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
       "bad-py-short",    "bad-py-state",     "bad-py-python-size", "merge-r0",
@@ -1536,7 +1733,10 @@ int main(int argc, char **argv) {
       "ws-effect",       "ws-effect-small",  "ws-effect-unserved", "ws-effect-none",
       "retention-ws",    "bad-ws-trim-max",  "bad-ws-trim-count", "bad-ws-v10-short",
       "devices11",       "bad-dws-counts",   "bad-dws-mode",    "bad-dws-v10",
-      "bad-spill-stack", "bad-spill-counts", "bad-breach-host-v10"};
+      "bad-spill-stack", "bad-spill-counts", "bad-breach-host-v10",
+      "job-launcher",    "job-r0",           "job-r0s",         "job-r1",          "job-r1w1",
+      "job-r1w2",        "job-bad-value",    "bad-job-from",    "bad-job-origin",
+      "bad-job-rank",    "bad-job-size"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -1556,6 +1756,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "ws")) ws_trace();
   else if (!strcmp(argv[1], "many-escapes")) many_escapes();
   else if (!strcmp(argv[1], "lifetimes")) lifetimes_trace();
+  else if (!strcmp(argv[1], "short-growth")) short_growth(0, 0);
+  else if (!strcmp(argv[1], "short-growth-part")) short_growth(1, 0);
+  else if (!strcmp(argv[1], "short-growth-few")) short_growth(0, 1);
   else if (!strcmp(argv[1], "devices")) devices_trace();
   else if (!strcmp(argv[1], "devices11") || !strncmp(argv[1], "bad-dws-", 8) ||
            !strncmp(argv[1], "bad-spill-", 10) || !strcmp(argv[1], "bad-breach-host-v10"))
@@ -1573,6 +1776,7 @@ int main(int argc, char **argv) {
            !strcmp(argv[1], "bad-ws-v10-short"))
     ws_effect_trace(argv[1]);
   else if (!strncmp(argv[1], "merge-r", 7)) merge_rank(argv[1][7] - '0');
+  else if (!strncmp(argv[1], "job-", 4) || !strncmp(argv[1], "bad-job-", 8)) job_trace(argv[1]);
   else if (!strncmp(argv[1], "diff-", 5)) diff_trace(argv[1][5] == 'b');
   else if (!strcmp(argv[1], "py-max")) py_max();
   else if (!strcmp(argv[1], "py-v6-bit63")) py_v6_bit63();

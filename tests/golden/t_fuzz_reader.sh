@@ -20,7 +20,8 @@ for m in limits-cut bad-v1-workspace bad-v1-escape bad-ws-name bad-escape-name b
   bad-v2-limits bad-limits-action bad-breach-limit bad-breach-fn bad-breach-size \
   bad-snap-reason bad-snap-site-alone bad-snap-too-few bad-snap-too-many bad-snap-stack \
   py-max py-v6-bit63 bad-py-v6 bad-py-code bad-py-late bad-py-dup bad-py-qualname \
-  bad-py-filename bad-py-lengths bad-py-short bad-py-state bad-py-python-size; do
+  bad-py-filename bad-py-lengths bad-py-short bad-py-state bad-py-python-size job-r1 job-r1w1 \
+  job-bad-value bad-job-from bad-job-rank; do
   "$gen" "$m" "$corpus/gen-$m.trace" || { echo "FAIL: gen_trace $m"; exit 1; }
 done
 UBSAN_OPTIONS=print_stacktrace=1 "$fuzzer" -runs="$runs" -max_total_time=120 -seed=1 \

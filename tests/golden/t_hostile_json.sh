@@ -51,8 +51,9 @@ import json, sys
 d = json.load(open(sys.argv[1], encoding="utf-8", errors="strict"))
 r = json.load(open(sys.argv[2], encoding="utf-8", errors="strict"))
 H = "q\"b\\s\nt\tc\x01d\x7fe\ufffdf\ufffd(g\ufffd\ufffdh\ufffd\ufffdi\ufffd\ufffd\ufffd"
-assert d["ranks"][0]["trace"] == "q\"b\\s\x01x\ufffd.trace", d["ranks"][0]
-assert [x["host"] for x in d["ranks"]] == ["h\"o\\st\x01\ufffd"] * 2, d["ranks"]
+# one pid, one host: the processes in the order of their files' names
+assert [x["trace"] for x in d["processes"]] == ["h.trace", "q\"b\\s\x01x\ufffd.trace"], d["processes"]
+assert [x["host"] for x in d["processes"]] == ["h\"o\\st\x01\ufffd"] * 2, d["processes"]
 assert len(d["sites"]) == 1 and d["sites"][0]["per_rank"] == [1048576, 1048576], d["sites"]
 s = d["sites"][0]
 assert s["frames"] == ["we\"ird\\" + H + ".so+0x100",

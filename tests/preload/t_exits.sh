@@ -125,14 +125,15 @@ LD_PRELOAD=$lib NDMEM_OUTPUT="$tmp/n.%p.trace" "$prog" noeol 2>"$tmp/noeol"
 [ "$(head -n 1 "$tmp/noeol")" = strawberry ] && sed -n 2p "$tmp/noeol" | grep -q '^ndmem\[[0-9]*\]: heap:' ||
   { no "summary not on a fresh line"; cat "$tmp/noeol" >&2; }
 
-# %r and %h are one file-name-safe component: RANK=../trav stays in the folder
+# %r is the rank's digits (a value that is not a rank is unknown: 0) and %h one file-name-safe
+# component: RANK=../trav stays in the folder
 mkdir -p "$tmp/safe"
 RANK=../trav NDMEM_SUMMARY=0 NDMEM_OUTPUT="$tmp/safe/%r.trace" LD_PRELOAD=$lib "$prog" fds >/dev/null ||
   no "RANK=../trav run"
-[ -s "$tmp/safe/.._trav.trace" ] && [ ! -e "$tmp/trav.trace" ] || no "RANK=../trav: $(ls -A "$tmp" "$tmp/safe")"
+[ -s "$tmp/safe/0.trace" ] && [ ! -e "$tmp/trav.trace" ] || no "RANK=../trav: $(ls -A "$tmp" "$tmp/safe")"
 rm -f "$tmp/safe"/*
 RANK=.. NDMEM_OUTPUT="$tmp/safe/%r" "$tool" run --no-summary -- "$prog" fds 2>"$tmp/err" >/dev/null ||
   no "ndmem run with RANK=.."
-[ -s "$tmp/safe/__" ] && grep -qF "ndmem: trace $tmp/safe/__" "$tmp/err" ||
+[ -s "$tmp/safe/0" ] && grep -qF "ndmem: trace $tmp/safe/0" "$tmp/err" ||
   { no "ndmem run: RANK=.. trace"; ls -A "$tmp/safe" >&2; cat "$tmp/err" >&2; }
 exit $fail

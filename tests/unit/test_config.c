@@ -5,6 +5,7 @@
 #include "../check.h"
 #include "config.h"
 #include "sysmem.h"
+#include "trace_format.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -174,6 +175,69 @@ static void limits(void) {
 }
 
 
+// The rank reading behind the trace header and %r (nd_config_rank): each launcher's family gives
+// rank, world size, local rank and local world size; the first family whose rank variable is set
+// (and not empty) wins, even with a bad value; a value that is not a plain non-negative integer is
+// unknown (-1), alone.
+static void ranks(void) {
+  static const struct {
+    const char *env[6];
+    int32_t rank, size, local, local_size;
+    uint32_t from;
+  } cases[] = {
+      {{NULL}, -1, -1, -1, -1, ND_RANK_FROM_NONE},
+      {{"RANK=3", "WORLD_SIZE=8", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2"}, 3, 8, 1, 2,
+       ND_RANK_FROM_TORCH},
+      {{"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=1",
+        "OMPI_COMM_WORLD_LOCAL_SIZE=2", "PMIX_RANK=1"}, 1, 2, 1, 2, ND_RANK_FROM_OMPI},
+      {{"PMI_RANK=5", "PMI_SIZE=6", "MPI_LOCALRANKID=0", "MPI_LOCALNRANKS=3"}, 5, 6, 0, 3,
+       ND_RANK_FROM_PMI},
+      {{"PMIX_RANK=4", "WORLD_SIZE=9"}, 4, -1, -1, -1, ND_RANK_FROM_PMIX},
+      {{"SLURM_PROCID=12", "SLURM_NTASKS=16", "SLURM_LOCALID=3", "SLURM_NNODES=4"}, 12, 16, 3, -1,
+       ND_RANK_FROM_SLURM},
+      // torch's RANK before the launcher around it; the sizes come from the same family only
+      {{"SLURM_PROCID=7", "SLURM_NTASKS=8", "RANK=2", "OMPI_COMM_WORLD_SIZE=4"}, 2, -1, -1, -1,
+       ND_RANK_FROM_TORCH},
+      // bad values: unknown, not their digits; the family that has its rank set still decides
+      {{"RANK=abc", "OMPI_COMM_WORLD_RANK=1"}, -1, -1, -1, -1, ND_RANK_FROM_TORCH},
+      {{"RANK=-1", "WORLD_SIZE=2"}, -1, 2, -1, -1, ND_RANK_FROM_TORCH},
+      {{"RANK=1 ", "WORLD_SIZE=+2", "LOCAL_RANK=0x1", "LOCAL_WORLD_SIZE=2k"}, -1, -1, -1, -1,
+       ND_RANK_FROM_TORCH},
+      {{"RANK=2147483648", "WORLD_SIZE=0", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=1.5"}, -1, -1, -1, -1,
+       ND_RANK_FROM_TORCH},
+      {{"RANK=007", "WORLD_SIZE=2147483647"}, 7, 2147483647, -1, -1, ND_RANK_FROM_TORCH},
+      // an empty rank variable is an unset one: the next family's
+      {{"RANK=", "WORLD_SIZE=4", "PMI_RANK=0", "PMI_SIZE=1"}, 0, 1, -1, -1, ND_RANK_FROM_PMI},
+      // a name that only starts like one is not it
+      {{"RANKS=1", "XRANK=2", "RANK_X=3"}, -1, -1, -1, -1, ND_RANK_FROM_NONE},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *env[7] = {0};
+    for (int k = 0; k < 6 && cases[i].env[k]; k++) env[k] = (char *)cases[i].env[k];
+    nd_rank_t r = {0, 0, 0, 0, 99};
+    nd_config_rank(env, &r);
+    if (r.rank != cases[i].rank || r.world_size != cases[i].size ||
+        r.local_rank != cases[i].local || r.local_world_size != cases[i].local_size ||
+        r.from != cases[i].from)
+      fprintf(stderr, "rank case %zu (%s ...): got %d %d %d %d from %u\n", i,
+              cases[i].env[0] ? cases[i].env[0] : "none", r.rank, r.world_size, r.local_rank,
+              r.local_world_size, r.from);
+    CHECK_EQ(r.rank, cases[i].rank);
+    CHECK_EQ(r.world_size, cases[i].size);
+    CHECK_EQ(r.local_rank, cases[i].local);
+    CHECK_EQ(r.local_world_size, cases[i].local_size);
+    CHECK_EQ(r.from, cases[i].from);
+    // %r is the same reading: the rank, 0 when unknown
+    char path[64], want[32];
+    CHECK_EQ(nd_config_expand_path(path, sizeof path, "%r", env), 0);
+    snprintf(want, sizeof want, "%d", cases[i].rank >= 0 ? cases[i].rank : 0);
+    CHECK_STR(path, want);
+  }
+  CHECK_STR(nd_rank_from_name(ND_RANK_FROM_OMPI), "OMPI_COMM_WORLD_RANK");
+  CHECK(nd_rank_from_name(ND_RANK_FROM_NONE) == NULL);
+  CHECK(nd_rank_from_name(ND_RANK_FROM_MAX + 1) == NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--list") == 0) {
     for (size_t i = 0; i < nd_options_count; i++) printf("%s\n", nd_options[i].name);
@@ -299,13 +363,16 @@ int main(int argc, char **argv) {
   CHECK_STR(path, "r7");
   CHECK_EQ(nd_config_expand_path(path, sizeof path, "r%r", NULL), 0);
   CHECK_STR(path, "r0");
-  // A rank or host name from outside is one file-name-safe component: it cannot leave the
-  // folder the pattern names (RANK=../trav once wrote outside it).
+  // %r is the rank nd_config_rank reads (the trace header's): a value that is not a plain
+  // non-negative integer is unknown, written 0, never its bytes (RANK=../trav once wrote outside
+  // the folder the pattern names).
   static const struct { const char *rank, *want; } unsafe[] = {
-      {"RANK=../trav", "/tmp/safe/.._trav.trace"}, {"RANK=..", "/tmp/safe/__.trace"},
-      {"RANK=.", "/tmp/safe/_.trace"}, {"RANK=a/b\\c d", "/tmp/safe/a_b_c_d.trace"},
-      {"RANK=", "/tmp/safe/0.trace"}, {"RANK=node-1.rank_2", "/tmp/safe/node-1.rank_2.trace"},
-      {"RANK=\xc3\xa9\n", "/tmp/safe/___.trace"},
+      {"RANK=../trav", "/tmp/safe/0.trace"}, {"RANK=..", "/tmp/safe/0.trace"},
+      {"RANK=.", "/tmp/safe/0.trace"}, {"RANK=a/b\\c d", "/tmp/safe/0.trace"},
+      {"RANK=", "/tmp/safe/0.trace"}, {"RANK=node-1.rank_2", "/tmp/safe/0.trace"},
+      {"RANK=\xc3\xa9\n", "/tmp/safe/0.trace"}, {"RANK=-1", "/tmp/safe/0.trace"},
+      {"RANK=007", "/tmp/safe/7.trace"}, {"RANK=2147483647", "/tmp/safe/2147483647.trace"},
+      {"RANK=2147483648", "/tmp/safe/0.trace"},
   };
   for (size_t i = 0; i < sizeof unsafe / sizeof unsafe[0]; i++) {
     char *env6[] = {(char *)unsafe[i].rank, NULL};
@@ -316,9 +383,10 @@ int main(int argc, char **argv) {
   memset(longrank + 5, '7', 150);
   char *env7[] = {longrank, NULL};
   CHECK_EQ(nd_config_expand_path(path, sizeof path, "%r", env7), 0);
-  CHECK_EQ((long)strlen(path), 64);
+  CHECK_STR(path, "0");
   CHECK_EQ(nd_config_expand_path(path, sizeof path, "bad%", env5), -1);
   CHECK_EQ(nd_config_expand_path(path, 4, "toolong", env5), -1);
   limits();
+  ranks();
   return CHECK_DONE();
 }
