@@ -685,12 +685,7 @@ static void json_report(FILE *o, const merge_t *m) {
       continue;
     }
     fprintf(o, "%llu, \"lifetime\": {", (unsigned long long)leak_bytes(p));
-    for (int c = 0; c < ND_LIFE_CLASSES; c++)
-      fprintf(o, "%s\"%s\": {\"bytes\": %llu, \"blocks\": %llu, \"stacks\": %llu, "
-                 "\"estimated\": %s}",
-              c ? ", " : "", nd_life_keys[c], (unsigned long long)p->life_bytes[c],
-              (unsigned long long)p->life_blocks[c], (unsigned long long)p->life_stacks[c],
-              p->life_est[c] ? "true" : "false");
+    nd_rep_json_classes(o, p->life_bytes, p->life_blocks, p->life_stacks, p->life_est, ", ");
     fputs("}}", o);
   }
   fputs("],\n \"ranks\": [", o);

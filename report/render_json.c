@@ -26,6 +26,16 @@ int nd_rep_utf8_len(const unsigned char *p, uint32_t *cp) {
 }
 
 // JSON string: escapes, and valid UTF-8 only (an invalid byte becomes U+FFFD).
+void nd_rep_json_classes(FILE *o, const uint64_t *bytes, const uint64_t *blocks,
+                         const uint64_t *stacks, const bool *est, const char *sep) {
+  for (int c = 0; c < ND_LIFE_CLASSES; c++)
+    fprintf(o, "%s\"%s\": {\"bytes\": %llu, \"blocks\": %llu, \"stacks\": %llu, "
+               "\"estimated\": %s}",
+            c ? sep : "", nd_life_keys[c], (unsigned long long)bytes[c],
+            (unsigned long long)blocks[c], (unsigned long long)stacks[c],
+            est[c] ? "true" : "false");
+}
+
 void nd_rep_json_str(FILE *o, const char *s) {
   if (!s) {
     fputs("null", o);
@@ -682,12 +692,7 @@ static int json_lifetimes(FILE *o, report_t *r) {
     else fputs("null},\n   ", o);
   }
   fputs("\"classes\": {", o);
-  for (int c = 0; c < ND_LIFE_CLASSES; c++)
-    fprintf(o, "%s\"%s\": {\"bytes\": %llu, \"blocks\": %llu, \"stacks\": %llu, "
-               "\"estimated\": %s}",
-            c ? ",\n               " : "", nd_life_keys[c], (unsigned long long)l->bytes[c],
-            (unsigned long long)l->blocks[c], (unsigned long long)l->entries[c],
-            l->est[c] ? "true" : "false");
+  nd_rep_json_classes(o, l->bytes, l->blocks, l->entries, l->est, ",\n               ");
   fputs("},\n   \"groups\": [", o);
   size_t at = 0;
   bool first = true;

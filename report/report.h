@@ -200,6 +200,10 @@ int nd_rep_json_report(FILE *o, report_t *r);      // render_json.c
 // A JSON string (render_json.c): quotes, backslashes and control characters escaped, bytes that
 // are not UTF-8 each U+FFFD, so the document stays valid whatever a trace names; NULL: null.
 void nd_rep_json_str(FILE *o, const char *s);
+// The lifetime classes' members (nd_life_keys: bytes, blocks, stacks, estimated), `sep` between
+// them: the single report's leaks.classes and merge's per-process lifetime.
+void nd_rep_json_classes(FILE *o, const uint64_t *bytes, const uint64_t *blocks,
+                         const uint64_t *stacks, const bool *est, const char *sep);
 // A version 12 header's job fields as JSON members, each after ", " (render_json.c): "ppid",
 // "origin" (nd_rep_origin_keys: "started", "exec", "fork"), "rank", "world_size", "local_rank",
 // "local_world_size" (null: unknown) and "rank_from" (the variable, or null).
