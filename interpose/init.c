@@ -213,6 +213,7 @@ static void atfork_child(void) {
 // libndmem. Then this process is a child the user did not start directly (a subprocess, a shell
 // command of a traced script): it keeps its accounting and trace, but prints no summary into the
 // stderr its parent may be reading.
+int nd_parent_unread;
 static int parent_traced(void) {
   char path[64], buf[4096], entry[512];
   nd_os_proc_path(path, sizeof path, getppid(), "environ", -1);
@@ -221,7 +222,8 @@ static int parent_traced(void) {
   // A parent this process may not look at (another user: a child that dropped privileges), or
   // one already gone (multiprocessing's resource tracker outlives the process that started it),
   // is taken as under ndmem: a child kept quiet loses nothing, a parent's stderr could.
-  if (fd < 0 && (errno == EACCES || errno == EPERM || errno == ESRCH || errno == ENOENT)) found = 1;
+  if (fd < 0 && (errno == EACCES || errno == EPERM || errno == ESRCH || errno == ENOENT))
+    found = nd_parent_unread = 1; // the trace's header then claims no origin
   size_t n = 0; // bytes of the current entry kept (its first sizeof entry - 1)
   ssize_t got;
   while (fd >= 0 && !found && (got = read(fd, buf, sizeof buf)) > 0) {

@@ -391,9 +391,13 @@ static int entry_frame(const char *f) {
   return P.L->owner_entry >= 0 && AT(f, P.L->fr_owner, char) >= P.L->owner_entry;
 }
 
-// Keeps a frame read (out[*k], while room) or counts it lost.
-static void keep(uint64_t fr, uint64_t *out, int *k, int room, uint64_t *dropped) {
-  if (fr && *k < room) out[(*k)++] = fr;
+// Keeps the frame of code at instr (out[*k], while room) or counts it lost. Only a frame kept is
+// named: one past NDMEM_PY_DEPTH costs neither the code table's lock nor a line-table walk, and
+// its code object no PYCODE record.
+static void keep(const char *code, const char *instr, const char *start, uint64_t *out, int *k,
+                 int room, uint64_t *dropped) {
+  uint64_t fr = *k < room ? frame_of(code, instr, start) : 0;
+  if (fr) out[(*k)++] = fr;
   else (*dropped)++;
 }
 
@@ -412,7 +416,7 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int 
       const char *code = AT(f, L->fr_code, const char *);
       if (code && AT(code, 8, const void *) == P.code_type) {
         intptr_t lasti = AT(f, L->fr_instr, int); // code units; -1 before the first
-        keep(frame_of(code, (const char *)(lasti * 2), NULL), out, &k, room, dropped);
+        keep(code, (const char *)(lasti * 2), NULL, out, &k, room, dropped);
         *fp = AT(f, L->fr_previous, const char *);
         return k;
       }
@@ -442,7 +446,7 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int 
     int incomplete = AT(f, L->fr_owner, char) != OWNED_BY_GENERATOR &&
                      instr < start + 2 * (size_t)AT(code, L->co_firsttraceable, int);
     int entry = L->fr_is_entry != ND_PY_NO_FIELD && AT(f, L->fr_is_entry, char);
-    if (!incomplete) keep(frame_of(code, instr, start), out, &k, room, dropped);
+    if (!incomplete) keep(code, instr, start, out, &k, room, dropped);
     f = AT(f, L->fr_previous, const char *);
     if (entry) break;
   }

@@ -95,6 +95,7 @@ void nd_print_summary(int fd);
 void nd_finish(int how, int code);
 int nd_accounting_on(void);
 extern int nd_child; // enum nd_child
+extern int nd_parent_unread; // ND_EXEC_CHILD only by assumption: the parent could not be read
 int nd_prints_summary(void); // this process prints its summary (the one the user started)
 int nd_quiet(void);          // a child: ndmem's own remarks stay out of its stderr
 

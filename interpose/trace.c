@@ -274,7 +274,9 @@ void nd_trace_setup(void) {
   h->host[sizeof h->host - 1] = 0;
   ssize_t n = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
   h->exe[n > 0 ? n : 0] = 0;
-  h->origin = nd_child == ND_EXEC_CHILD ? ND_ORIGIN_EXEC : ND_ORIGIN_STARTED;
+  h->origin = nd_child != ND_EXEC_CHILD ? ND_ORIGIN_STARTED
+              : nd_parent_unread       ? ND_ORIGIN_UNKNOWN // taken as traced, not seen: no claim
+                                       : ND_ORIGIN_EXEC;
   fix_dir();
   nd_py_setup();
   nd_metrics_setup(tr.dir);
@@ -350,7 +352,9 @@ static void create_locked(int alone) {
   nd_tw_init(&tr.w, tr.fd, tr.buf, OUT_BUF);
   nd_trace_header_t h = tr.hdr;
   h.pid = (uint64_t)nd_os_getpid();
-  h.ppid = (uint64_t)getppid(); // a fork child's: the process that forked it (DataLoader's main)
+  // A fork child's parent as the fork saw it (its first allocation may come after the parent
+  // exited, when getppid says 1 or a subreaper); others' now, at start-up.
+  h.ppid = tr.hdr.ppid ? tr.hdr.ppid : (uint64_t)getppid();
   // Where the process stands in its job, read from the environment as %r was just expanded from
   // it, so the trace's name and its header agree (a fork child: its environment at its first
   // allocation, usually its parent's).
@@ -682,7 +686,8 @@ void nd_trace_atfork_child(void) {
     tr.fd = -1;
   }
   if (tr.on && tr.state != TR_OFF) tr.state = TR_LATER;
-  tr.hdr.origin = ND_ORIGIN_FORK; // its pid and ppid are its own (create_locked)
+  tr.hdr.origin = ND_ORIGIN_FORK; // its pid is its own (create_locked)
+  tr.hdr.ppid = (uint64_t)getppid(); // the process that forked it (DataLoader's main)
   // The child's trace starts at the fork (its duration, and ndmemreport's check that a running
   // process is the trace's, go by the header's start).
   stamp_start(&tr.hdr);

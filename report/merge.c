@@ -41,7 +41,14 @@ typedef struct mproc {
   size_t parent;  // the trace whose fork child (worker) this is, or NONE
   size_t col;     // its column: the process (a rank, or one without) it is merged into
   unsigned worker; // its number among its column's workers (1, 2, ...); 0: the column's own
+  int not_rank;    // NOT_RANK_*: a header's rank that is no rank of the merged job (then -1)
 } mproc_t;
+
+// A process whose header holds a rank that is not one of the merged job's ranks: a fork child
+// whose parent's trace is not among these (a worker: its rank is its parent's), and a launcher
+// whose exec'd children read their ranks from another variable (srun's task running torchrun:
+// SLURM_PROCID 0, its children RANK 0 and 1). Each is ordered and labelled by its pid.
+enum { NOT_RANK_NO, NOT_RANK_ORPHAN, NOT_RANK_LAUNCHER };
 
 // A column of the sites' statistics: a process and its workers.
 typedef struct mcol {
@@ -326,7 +333,7 @@ static size_t parent_of(const merge_t *m, size_t i) {
     const mproc_t *p = &m->procs[j];
     if (j == i || p->hdr.pid != c->hdr.ppid || strcmp(p->host, c->host) ||
         p->hdr.start_realtime_ns > c->hdr.start_realtime_ns ||
-        (!fork && p->hdr.rank != c->hdr.rank))
+        (!fork && (p->hdr.rank != c->hdr.rank || p->hdr.rank_from != c->hdr.rank_from)))
       continue;
     if (best == NONE || p->hdr.start_realtime_ns > m->procs[best].hdr.start_realtime_ns) best = j;
   }
@@ -377,6 +384,19 @@ static int arrange(merge_t *m) {
     work[i] = root; // its column's process, until the columns are numbered
     if (root == i) mains[nmain++] = i;
   }
+  for (size_t i = 0; i < n; i++) { // ranks that are none of the job's (NOT_RANK_*)
+    mproc_t *p = &m->procs[i];
+    if (p->hdr.rank < 0) continue;
+    if (p->parent == NONE && p->hdr.origin == ND_ORIGIN_FORK) p->not_rank = NOT_RANK_ORPHAN;
+    for (size_t j = 0; j < n && !p->not_rank; j++) {
+      const mproc_t *c = &m->procs[j];
+      if (j != i && c->hdr.origin == ND_ORIGIN_EXEC && c->hdr.ppid == p->hdr.pid &&
+          !strcmp(c->host, p->host) && c->hdr.rank >= 0 && c->hdr.rank_from != p->hdr.rank_from)
+        p->not_rank = NOT_RANK_LAUNCHER;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (m->procs[i].not_rank) m->procs[i].hdr.rank = -1;
   qsort_r(mains, nmain, sizeof *mains, cmp_main, m);
   for (size_t c = 0; c < nmain; c++) m->procs[mains[c]].col = c;
   for (size_t i = 0; i < n; i++) m->procs[i].col = m->procs[work[i]].col;
@@ -513,6 +533,16 @@ static void text_heading(FILE *o, const merge_t *m) {
     fputs("), then by pid\n", o);
   } else {
     fputs("   by pid (no trace holds a rank)\n", o);
+  }
+  // Headers whose rank is none of the job's (NOT_RANK_*), said once each.
+  for (size_t c = 0; c < m->ncols; c++) {
+    const mproc_t *p = &m->procs[m->cols[c].main];
+    if (p->not_rank == NOT_RANK_ORPHAN)
+      fprintf(o, "   %s: a fork worker of pid %llu, whose trace is not given (not a rank)\n",
+              m->cols[c].label, (unsigned long long)p->hdr.ppid);
+    else if (p->not_rank == NOT_RANK_LAUNCHER)
+      fprintf(o, "   %s: a launcher, its exec'd children's ranks read from another variable "
+                 "(not a rank)\n", m->cols[c].label);
   }
   // Ranks in more than one trace (columns with a rank are in rank order: such ones are adjacent),
   // and the ranks the job's world size says exist and no trace here has.

@@ -94,7 +94,8 @@ static inline const char *nd_rank_from_name(unsigned from) {
 // parent's helper (a DataLoader worker, a multiprocessing fork): `ndmemreport merge` shows it as
 // a worker of the trace whose pid is its ppid. An exec'd process (a rank mpirun started) is not.
 enum nd_origin {
-  ND_ORIGIN_UNKNOWN = 0, // a header before version 12
+  ND_ORIGIN_UNKNOWN = 0, // a header before version 12, or a parent ndmem could not read (another
+                         // user's, or one already gone): whether it ran under ndmem is unknown
   ND_ORIGIN_STARTED = 1, // its parent does not run under ndmem: the process the user started
                          // (or the child of an untraced launcher)
   ND_ORIGIN_EXEC = 2,    // a program exec'd in a child of a process under ndmem (a subprocess, a

@@ -46,4 +46,15 @@ check job-bad-value '  parent      pid 1
 ! grep -qE '^  (parent|rank) ' out || no "version 11: a parent or rank line"
 "$report" --format json old.trace >out 2>&1
 ! grep -qE '"(ppid|rank_from)"' out || no "version 11: job keys in JSON"
+
+# merge without the workers' parent: rank 1's two fork workers are no ranks of the job, never
+# "rank 1" twice; each is said once as a worker of pid 202, whose trace is not given
+for m in job-r0 job-r1w1 job-r1w2; do "$gen" $m $m.trace || no "gen_trace $m"; done
+"$report" merge job-r0.trace job-r1w1.trace job-r1w2.trace >out 2>err || no "merge: exit status $?"
+grep -q 'in more than one trace' out && no "merge without the parent: a rank in more than one trace"
+for w in 301 302; do
+  [ "$(grep -c "^   pid $w: a fork worker of pid 202, whose trace is not given (not a rank)$" out)" = 1 ] ||
+    no "merge without the parent: pid $w not said a worker of pid 202 once"
+  grep -qE "^  pid $w +job-r1w" out || no "merge without the parent: pid $w not labelled by its pid"
+done
 exit $fail
