@@ -104,9 +104,8 @@ typedef struct space {
   ws_config_t cfg;
   ws_detect_t *det;
   uint32_t period, phase;
-  uint32_t cand, cand_seen; // auto: the period the detector reports, and for how many symbols
+  ws_follow_t follow;    // auto: the detector's reports over the routed allocations
   uint32_t limited;     // arenas refused by NDMEM_MAX_BYTES (said once)
-  uint64_t symbols;     // auto: routed allocations seen since detection started
   uint32_t in_cycle;    // routed allocations so far in the current cycle
   // recording
   ws_req_t *reqs;
@@ -341,8 +340,8 @@ static ws_thread_t *thread_state(nd_tls_t *t) {
     space_t *s = w->auto_space;
     ws_detect_reset(s->det);
     s->tid = nd_os_gettid();
-    s->symbols = 0;
-    s->cand = s->cand_seen = s->period = s->phase = s->in_cycle = 0;
+    s->follow = (ws_follow_t){0};
+    s->period = s->phase = s->in_cycle = 0;
     w->pool_next = NULL;
     w->routed_live = 0;
   } else {
@@ -810,21 +809,10 @@ void *nd_ws_alloc(nd_tls_t *t, size_t req, size_t align, uintptr_t ra, uint64_t 
   w->routed_live += (int64_t)req;
 
   if (s->mode == WSM_DETECT) {
-    // The detector gets the live bytes *before* each allocation: their low-water mark is then at
-    // the first allocation of a cycle, and cycles begin at symbols of that phase.
-    uint32_t p = ws_detect_feed(s->det, sym, live_before);
-    s->symbols++;
-    // Act on a period that persists for one more period: an inner loop is reported while it
-    // runs, and the outer period takes over once it recurs (ws_detect.c).
-    if (p && p == s->cand) s->cand_seen++;
-    else s->cand = p, s->cand_seen = p ? 1 : 0;
-    p = s->cand_seen >= s->cand && s->cand ? s->cand : 0;
+    // The detector gets the live bytes *before* each allocation (ws_follow_feed says why).
+    uint32_t p = ws_follow_feed(s->det, &s->follow, sym, live_before, &s->phase, &s->in_cycle);
     if (p) {
       s->period = p;
-      s->phase = ws_detect_phase(s->det, p);
-      uint64_t next = s->symbols; // index of the next symbol
-      uint32_t wait = (uint32_t)((s->phase + p - next % p) % p); // symbols before a cycle starts
-      s->in_cycle = p - wait; // reaches p just before the symbol that starts a cycle
       s->mode = s->bump ? WSM_BUMP : WSM_RECORD;
       s->nreq = s->tick = s->rec_cycles = s->rec_start = 0;
       s->recording = 0;
@@ -914,7 +902,7 @@ void nd_ws_heap_freed(uint64_t bytes) {
   // go do not renew it). 8 is what the benchmark's tensor loop (bench/tensor_loop.c: 14 buffers,
   // 180 MiB live) needs to keep its learning RSS at its live bytes (1.01x; 4 leave it at glibc's
   // 1.11x); a one-thread program that never repeats pays 8 trims in all.
-  if (s->mode == WSM_DETECT && !s->cand) {
+  if (s->mode == WSM_DETECT && !s->follow.cand) {
     // ... and only while one thread makes routed allocations: where several do (thread pools,
     // servers, test-stress), trimming under them costs each one page faults and TLB shootdowns.
     if (__atomic_load_n(&G.auto_spaces, __ATOMIC_RELAXED) > 1) return;

@@ -148,4 +148,18 @@ uint32_t ws_detect_feed(ws_detect_t *d, uint64_t sym, int64_t live_after);
 // over the last period, i.e. where a cycle boundary belongs; cycles begin right after it.
 uint32_t ws_detect_phase(const ws_detect_t *d, uint32_t period);
 
+// Follows the detector over one stream of allocations (a thread's host workspace, a device's
+// workspace): a reported period is acted on once it persisted for one more period, so an inner
+// loop is reported while it runs and the outer period takes over once it recurs.
+typedef struct ws_follow {
+  uint32_t cand, cand_seen; // the period the detector reports, and for how many symbols in a row
+  uint64_t symbols;         // symbols fed since detection started
+} ws_follow_t;
+// Feeds sym with the live bytes before it (their low-water mark is then at the first allocation
+// of a cycle, and cycles begin at symbols of that phase). Returns the period once it persisted,
+// else 0; then *phase is ws_detect_phase's and *in_cycle how far into its cycle the stream
+// stands: it reaches the period just before the symbol that starts a cycle.
+uint32_t ws_follow_feed(ws_detect_t *d, ws_follow_t *f, uint64_t sym, int64_t live_before,
+                        uint32_t *phase, uint32_t *in_cycle);
+
 #endif

@@ -159,3 +159,17 @@ uint32_t ws_detect_phase(const ws_detect_t *d, uint32_t period) {
     if (d->live[pos % WS_DETECT_WINDOW] < d->live[best % WS_DETECT_WINDOW]) best = pos;
   return (uint32_t)(best % period);
 }
+
+uint32_t ws_follow_feed(ws_detect_t *d, ws_follow_t *f, uint64_t sym, int64_t live_before,
+                        uint32_t *phase, uint32_t *in_cycle) {
+  uint32_t p = ws_detect_feed(d, sym, live_before);
+  f->symbols++;
+  if (p && p == f->cand) f->cand_seen++;
+  else f->cand = p, f->cand_seen = p ? 1 : 0;
+  p = f->cand_seen >= f->cand && f->cand ? f->cand : 0;
+  if (!p) return 0;
+  *phase = ws_detect_phase(d, p);
+  uint32_t wait = (uint32_t)((*phase + p - f->symbols % p) % p); // symbols before a cycle starts
+  *in_cycle = p - wait;
+  return p;
+}

@@ -91,8 +91,8 @@ typedef struct dws {
   nd_cu_context ctx; // the context the arenas are in
   int several;       // the program's second stream was seen here (barrier() ran)
   ws_detect_t *det;
-  uint32_t period, phase, cand, cand_seen, in_cycle;
-  uint64_t symbols;
+  uint32_t period, phase, in_cycle;
+  ws_follow_t follow; // the detector's reports over the device's allocations
   int64_t live; // routed bytes live
   ws_req_t *reqs;
   uint32_t nreq, capreq, tick, rec_cycles, rec_start;
@@ -685,16 +685,9 @@ int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, u
   w->live += (int64_t)n;
   int bump = w->cfg.learning == WS_LEARN_NONE || w->cfg.reset == WS_RESET_ENDOFBUFFER_REACHED;
   if (w->mode == M_DETECT) {
-    uint32_t p = ws_detect_feed(w->det, sym, live_before);
-    w->symbols++;
-    if (p && p == w->cand) w->cand_seen++;
-    else w->cand = p, w->cand_seen = p ? 1 : 0;
-    p = w->cand_seen >= w->cand && w->cand ? w->cand : 0;
+    uint32_t p = ws_follow_feed(w->det, &w->follow, sym, live_before, &w->phase, &w->in_cycle);
     if (p) {
       w->period = p;
-      w->phase = ws_detect_phase(w->det, p);
-      uint32_t wait = (uint32_t)((w->phase + p - w->symbols % p) % p);
-      w->in_cycle = p - wait;
       w->mode = bump ? M_BUMP : M_RECORD;
       w->nreq = w->tick = w->rec_cycles = w->rec_start = 0;
       w->recording = 0;
@@ -1006,6 +999,7 @@ void nd_dws_atfork_child(void) {
     w->mode = w->started && w->det ? M_DETECT : M_OFF;
     w->limited = 0;
     w->foreign = 0;
-    w->symbols = w->period = w->cand = w->cand_seen = w->in_cycle = 0;
+    w->follow = (ws_follow_t){0};
+    w->period = w->in_cycle = 0;
   }
 }
