@@ -203,13 +203,17 @@ void nd_py_mark_unwritten(void) {
 
 // ---------------------------------------------------------------- detection
 
-// The one stderr line for an interpreter whose frames are not read, and why.
-static void say_not_read(const char *version, const char *why) {
+// The one stderr line for an interpreter whose frames are not read (P.version_hex), and why.
+static void say_not_read(const char *why) {
   if (P.said++ || nd_quiet()) return;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: Python ");
-  nd_buf_strn(&b, version, 16);
+  nd_buf_u64(&b, P.version_hex >> 24);
+  nd_buf_char(&b, '.');
+  nd_buf_u64(&b, (P.version_hex >> 16) & 0xff);
+  nd_buf_char(&b, '.');
+  nd_buf_u64(&b, (P.version_hex >> 8) & 0xff);
   nd_buf_str(&b, why);
   nd_buf_str(&b, ": native frames only");
   nd_buf_line(&b, 2);
@@ -304,16 +308,6 @@ void nd_py_detect(void) {
   P.version_hex = version_hex();
   if (!P.version_hex) return; // no interpreter (yet)
   unsigned minor = (P.version_hex >> 16) & 0xff, major = P.version_hex >> 24;
-  char v[16];
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  nd_buf_u64(&b, major);
-  nd_buf_char(&b, '.');
-  nd_buf_u64(&b, minor);
-  nd_buf_char(&b, '.');
-  nd_buf_u64(&b, (P.version_hex >> 8) & 0xff);
-  memcpy(v, nd_buf_cstr(&b), b.len + 1 < sizeof v ? b.len + 1 : sizeof v);
-  v[sizeof v - 1] = 0;
   const py_layout_t *L = NULL;
   for (size_t i = 0; i < sizeof nd_py_layouts / sizeof nd_py_layouts[0]; i++)
     if (major == 3 && nd_py_layouts[i].minor == minor) L = &nd_py_layouts[i];
@@ -342,11 +336,11 @@ void nd_py_detect(void) {
   }
   switch (state) {
   case ND_PY_ON: __atomic_store_n(&nd_py_on, 1, __ATOMIC_RELEASE); break;
-  case ND_PY_FREE_THREADED: say_not_read(v, " is a free-threaded build (not read)"); break;
+  case ND_PY_FREE_THREADED: say_not_read(" is a free-threaded build (not read)"); break;
   case ND_PY_LAYOUT_DIFFERS:
-    say_not_read(v, " lays out its frames otherwise than its version's (_PyRuntime.debug_offsets)");
+    say_not_read(" lays out its frames otherwise than its version's (_PyRuntime.debug_offsets)");
     break;
-  default: say_not_read(v, " is not supported (3.10 to 3.14 are)"); break;
+  default: say_not_read(" is not supported (3.10 to 3.14 are)"); break;
   }
   __atomic_store_n(&P.state, state, __ATOMIC_RELEASE);
 }

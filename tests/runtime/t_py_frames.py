@@ -565,7 +565,7 @@ def check_cut(ctx, py, script, label):
 
 
 def case_shapes(ctx, find_python, script):
-    """py_shapes.py under the interpreter find-python.sh names (3.11 or 3.12). Asserts: the same
+    """py_shapes.py under the interpreter find-python.sh names (3.10 to 3.14). Asserts: the same
     stdout as a plain run; for each of the recursion's bottom (depth 500), the generator, the
     coroutine (resumed by asyncio after an await) and module level, the heap site with the most
     bytes among those whose innermost Python frame is its marked line has exactly the workload's
