@@ -303,6 +303,10 @@ static ND_NOINLINE void free_slow(void *p, int fn) {
     nd_late_free(NDMEM_KIND_HEAP, u, fn);
     return;
   }
+  case ND_T_EXITING: // glibc's record of ndmem's TLS destructor (init.c, thread_exit)
+    t->mode = t->exit_mode;
+    nd_real.free(p);
+    return;
   default: nd_real.free(p); return;
   }
 }

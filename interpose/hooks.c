@@ -8,6 +8,7 @@
 #include "shim.h"
 
 #include "allocstat.h"
+#include "keys.h"
 
 #include <malloc.h>
 #include <stdarg.h>
@@ -80,6 +81,18 @@ ND_EXPORT void (*signal(int sig, void (*handler)(int)))(int) { return nd_signal(
 ND_EXPORT void _exit(int status) { nd_exit_now(status); }
 ND_EXPORT void _Exit(int status) { nd_exit_now(status); }
 ND_EXPORT int pipe2(int fds[2], int flags) { return nd_pipe2(fds, flags, RA); }
+
+// keys.c: libunwind's key is ndmem's own, so that every key is the program's.
+ND_EXPORT int pthread_key_create(pthread_key_t *key, void (*destructor)(void *)) {
+  return nd_key_create(key, destructor, RA);
+}
+// glibc declares the value access(none): GCC then takes passing it on for reading it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+ND_EXPORT int pthread_setspecific(pthread_key_t key, const void *value) {
+  return nd_setspecific(key, value);
+}
+#pragma GCC diagnostic pop
 
 // C++ operator new and delete, every form of the C++17 library (alloc.c, nd_cxx_new: why). The
 // nothrow_t and align_val_t arguments are passed as what they are at the ABI level.

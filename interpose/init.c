@@ -12,6 +12,7 @@
 #include "cuda_hooks.h"
 #include "demangle.h"
 #include "fmt.h"
+#include "keys.h"
 #include "names.h"
 #include "limits.h"
 #include "os.h"
@@ -40,7 +41,6 @@ nd_real_t nd_real;
 nd_config_t nd_cfg;
 int nd_state;
 static int nd_accounting; // the process accounts (config, fork policy)
-static pthread_key_t nd_key;
 static pid_t nd_init_tid;
 int nd_child; // ND_ROOT, ND_EXEC_CHILD or ND_FORK_CHILD
 // ndmem's own copy of stderr, kept only by a process that prints a summary: programs built on
@@ -133,6 +133,7 @@ static int resolve(void) {
   nd_real.exit_ = FN(__typeof__(nd_real.exit_), next_sym("_exit"));
   nd_real.pipe2 = FN(int (*)(int *, int), next_sym("pipe2"));
   nd_allocstat_resolve(FN(void *, nd_real.malloc)); // whose free bytes a flush asks (allocstat.c)
+  nd_keys_resolve(next_sym);
   f = next_sym("malloc_trim"); // relief for workspaces and limits; another heap's would not help
   nd_real.trim = same_object(f, base) ? FN(int (*)(size_t), f) : NULL;
   nd_real.trim_next = FN(int (*)(size_t), f);
@@ -152,12 +153,24 @@ static int resolve(void) {
 
 // ---------------------------------------------------------------- per-thread state
 
+// The thread's TLS destructor (keys.c): after it, the thread's calls are a late thread's (DEAD).
+// A fork child's thread that was not its parent's main thread is its own process's main thread
+// now: its teardown is the exit, as for any main thread. Either way glibc then frees its record
+// of the destructor (EXITING: not the program's block).
 static void thread_exit(void *arg) {
+  (void)arg;
   nd_tls_t *t = &nd_tls;
-  nd_ws_thread_exit(t);
-  t->mode = ND_T_DEAD;
-  t->shard = NULL;
-  nd_shard_release((nd_shard_t *)arg);
+  t->exit_mode = t->mode;
+  if (nd_os_gettid() != nd_os_getpid() && t->shard) {
+    t->mode = ND_T_BUSY; // libunwind's cache goes back with munmaps of its own
+    nd_keys_thread_exit();
+    nd_ws_thread_exit(t);
+    nd_shard_t *s = t->shard;
+    t->shard = NULL;
+    nd_shard_release(s);
+    t->exit_mode = ND_T_DEAD;
+  }
+  t->mode = ND_T_EXITING;
 }
 
 // Lock order, everywhere: trace writer < mmap table < site stripes < block stripes < counters <
@@ -288,10 +301,7 @@ static void initialize(nd_tls_t *t) {
   }
   nd_accounting = rc == 0 && nd_cfg.enabled;
   if (nd_accounting && nd_prints_summary()) open_log_fd();
-  if (nd_accounting) {
-    if (pthread_key_create(&nd_key, thread_exit) != 0) nd_accounting = 0;
-    else pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-  }
+  if (nd_accounting) pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();
   if (nd_accounting) nd_ws_setup();
   if (nd_accounting) nd_cuda_setup(secure ? NULL : environ);
@@ -331,13 +341,15 @@ int nd_thread_prepare(nd_tls_t *t) {
     t->mode = ND_T_FORWARD;
     return t->mode;
   }
-  t->mode = ND_T_BUSY; // anything pthread_setspecific allocates is ndmem's, not the program's
+  // What registering the thread's teardown allocates is ndmem's, not the program's. First, before
+  // any lock of ndmem's is held: glibc takes its loader lock for it.
+  t->mode = ND_T_BUSY;
+  nd_keys_thread_atexit(thread_exit, NULL);
   nd_shard_t *s = nd_shard_acquire(nd_os_gettid());
   if (!s) {
     t->mode = ND_T_FORWARD;
     return t->mode;
   }
-  pthread_setspecific(nd_key, s);
   nd_trace_thread_init(t);
   if (nd_boot_count && nd_os_gettid() == nd_init_tid) {
     s->fallbacks[NDMEM_FB_BOOTSTRAP] += nd_boot_count;

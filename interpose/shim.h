@@ -13,6 +13,8 @@
 //   DEAD     the thread's state was torn down (late TLS destructors): account atomically
 //   FORKED   the thread that forked, in the child: its first call creates the child's trace, then
 //            COUNT
+//   EXITING  the thread's TLS destructor (keys.c) ran: its next free is glibc's record of that
+//            destructor, which ndmem allocated uncounted; forwarded, then exit_mode
 #ifndef ND_SHIM_H
 #define ND_SHIM_H
 
@@ -30,13 +32,16 @@
 #define ND_INLINE static inline __attribute__((always_inline))
 
 enum nd_state { ND_UNINIT = 0, ND_INITIALIZING, ND_READY, ND_SHUTDOWN };
-enum nd_tmode { ND_T_NEW = 0, ND_T_COUNT, ND_T_BUSY, ND_T_FORWARD, ND_T_INIT, ND_T_DEAD, ND_T_FORKED };
+enum nd_tmode {
+  ND_T_NEW = 0, ND_T_COUNT, ND_T_BUSY, ND_T_FORWARD, ND_T_INIT, ND_T_DEAD, ND_T_FORKED, ND_T_EXITING
+};
 // Which process this is: the one the user started, or a child of a process under ndmem.
 enum nd_child { ND_ROOT = 0, ND_EXEC_CHILD, ND_FORK_CHILD };
 
 #define ND_RETRY_KEYS 4
 typedef struct nd_tls {
   unsigned char mode;
+  unsigned char exit_mode; // the mode after EXITING
   nd_shard_t *shard;
   int64_t sample_left; // bytes until the next sampled small block (INT64_MAX: never)
   uint64_t rng;        // the sampler's xorshift state
