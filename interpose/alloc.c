@@ -56,6 +56,35 @@ static void *boot_call(int fn, size_t a, size_t b) {
   }
 }
 
+// A block's usable size, what malloc_usable_size answers. glibc's keeps each chunk's size in the
+// word before the block (low 3 bits are flags; 2: the chunk is a mapping of its own, with a
+// header twice as long), and its malloc_usable_size also reads the next chunk's header to see
+// that the block is in use: a line the program's free of a small block (into the thread's
+// cache) never touches, so a cache miss per call that ndmem alone would pay. A block the program
+// hands to free or just got from malloc is in use, so where the next allocator is glibc's and
+// its headers read as that (nd_glibc_heads_check, at start-up), the size is read from the header.
+int nd_glibc_heads;
+ND_INLINE size_t usable_of(void *p) {
+  if (ND_LIKELY(nd_glibc_heads)) {
+    size_t h = ((const size_t *)p)[-1];
+    return (h & ~(size_t)7) - (h & 2 ? 2 * sizeof(size_t) : sizeof(size_t));
+  }
+  return nd_real.usable(p);
+}
+
+void nd_glibc_heads_check(void) {
+  static const size_t sizes[] = {1, 24, 25, 100, 1000, 1032, 5000, 70000, 300000, 3000000};
+  int ok = 1;
+  nd_glibc_heads = 1;
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes && ok; i++) {
+    void *p = nd_real.malloc(sizes[i]), *q = nd_real.memalign(64, sizes[i]);
+    ok = p && q && usable_of(p) == nd_real.usable(p) && usable_of(q) == nd_real.usable(q);
+    nd_real.free(p);
+    nd_real.free(q);
+  }
+  nd_glibc_heads = ok;
+}
+
 // The bytes the program asked for (what the trace records; the counters use usable sizes).
 ND_INLINE size_t heap_req(int fn, size_t a, size_t b) {
   switch (fn) {
@@ -78,7 +107,7 @@ ND_INLINE void account_block(nd_tls_t *t, int fn, void *p, size_t req, uint64_t 
 
 // The same for the allocator's result (NULL: a failed call, counted as a call only).
 ND_INLINE void account_alloc(nd_tls_t *t, int fn, void *p, size_t req) {
-  if (ND_LIKELY(p != NULL)) account_block(t, fn, p, req, nd_real.usable(p));
+  if (ND_LIKELY(p != NULL)) account_block(t, fn, p, req, usable_of(p));
   else ND_BUMP(t->shard->calls[fn], 1);
 }
 
@@ -103,7 +132,7 @@ ND_INLINE void *alloc_op(int fn, size_t a, size_t b, void *ra) {
         t->mode = ND_T_BUSY;
         void *p = heap_call(fn, a, b);
         if (ND_LIKELY(p != NULL)) {
-          size_t u = nd_real.usable(p);
+          size_t u = usable_of(p);
           if (ND_LIKELY(nd_limit_fast(t, u))) {
             account_block(t, fn, p, req, u);
             nd_limit_fast_done(t, req);
@@ -289,9 +318,22 @@ int nd_posix_memalign(void **out, size_t align, size_t n, void *ra) {
 
 // ---------------------------------------------------------------- free
 
+// Untracks a block as the thread inside ndmem (ND_T_BUSY): the block table's lock is held for
+// it, and a signal handler that interrupts it and calls exit() must find the thread marked so
+// (nd_finish then waits for ndmem's locks a bounded time).
+static ND_NOINLINE void track_free(void *p) {
+  nd_tls_t *t = &nd_tls;
+  unsigned char saved = t->mode;
+  t->mode = ND_T_BUSY;
+  nd_track_free(p);
+  t->mode = saved;
+}
+
 static ND_NOINLINE void free_slow(void *p, int fn) {
   nd_tls_t *t = &nd_tls;
-  switch (nd_thread_prepare(t)) {
+  int mode = nd_thread_prepare(t);
+  if (mode != ND_T_COUNT && mode != ND_T_INIT && nd_blocks_maybe((uintptr_t)p)) track_free(p);
+  switch (mode) {
   case ND_T_COUNT: nd_free(p, fn); return;
   case ND_T_INIT:
     // A block from before the pool existed: only possible if the allocator was already resolved.
@@ -334,27 +376,23 @@ static ND_NOINLINE void ws_note_external(void *p, size_t u) {
   if (__atomic_load_n(&nd_ws_recording, __ATOMIC_RELAXED)) nd_ws_free_external(p);
 }
 
-// Untracks a block as the thread inside ndmem (ND_T_BUSY): the block table's lock is held for
-// it, and a signal handler that interrupts it and calls exit() must find the thread marked so
-// (nd_finish then waits for ndmem's locks a bounded time).
-static ND_NOINLINE void track_free(void *p) {
-  nd_tls_t *t = &nd_tls;
-  unsigned char saved = t->mode;
-  t->mode = ND_T_BUSY;
-  nd_track_free(p);
-  t->mode = saved;
-}
-
+// A tracked block is untracked before its memory goes back: afterwards its address may be
+// handed out again. On the fast path the usable size decides where to ask: a block below
+// NDMEM_TRACK_MIN is tracked only if the byte sampler picked it, and few are.
 void nd_free(void *p, int fn) {
   if (!p) return; // free(NULL) is a no-op by definition; nothing to forward or count
   if (ND_UNLIKELY(nd_boot_owns(p))) return; // bootstrap blocks are never reused
-  // Untrack before the memory goes back: afterwards its address may be handed out again.
-  if (ND_UNLIKELY(nd_blocks_maybe((uintptr_t)p))) track_free(p);
-  if (ND_UNLIKELY(nd_ws_owns(p)) && ws_free_path(p, fn)) return;
+  if (ND_UNLIKELY(nd_ws_owns(p))) {
+    if (nd_blocks_maybe((uintptr_t)p)) track_free(p);
+    if (ws_free_path(p, fn)) return;
+  }
   nd_tls_t *t = &nd_tls;
   if (ND_LIKELY(t->mode == ND_T_COUNT)) {
     t->mode = ND_T_BUSY;
-    size_t u = nd_real.usable(p);
+    size_t u = usable_of(p);
+    if (ND_UNLIKELY(u >= nd_track_min ? nd_blocks_maybe((uintptr_t)p)
+                                      : nd_blocks_maybe_sampled((uintptr_t)p)))
+      nd_track_free(p);
     if (ND_UNLIKELY(u >= nd_ws_min)) ws_note_external(p, u);
     nd_real.free(p);
     if (ND_UNLIKELY(u >= nd_ws_min)) nd_ws_heap_freed(u);

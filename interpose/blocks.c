@@ -26,6 +26,15 @@ typedef struct stripe {
 } stripe_t;
 
 static stripe_t stripes[STRIPES];
+// How many live blocks the byte sampler picked (blocks below NDMEM_TRACK_MIN), by another hash of
+// the address into more buckets than stripes: a free of a small block, which only a sampled
+// block can be, reads one counter of a small dense table, and with the few sampled blocks a heap
+// holds (one per NDMEM_SAMPLE bytes) nearly every such free finds 0 and goes on.
+#define SAMPLED_BUCKETS 4096
+static uint32_t nsampled[SAMPLED_BUCKETS];
+static size_t sampled_of(uintptr_t a) {
+  return (size_t)(((a >> 4) * 0xc2b2ae3d27d4eb4full) >> 52) & (SAMPLED_BUCKETS - 1);
+}
 
 static size_t stripe_of(uintptr_t a) { return (size_t)((a >> 4) * 0x9e3779b97f4a7c15ull >> 56); }
 static size_t slot_of(uintptr_t a, size_t cap) {
@@ -68,6 +77,7 @@ void nd_blocks_insert(const nd_block_t *b) {
   }
   put(s->v, s->cap, b);
   __atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELAXED);
+  if (b->site && b->site->sampled) __atomic_fetch_add(&nsampled[sampled_of(b->addr)], 1, __ATOMIC_RELAXED);
   unlock(s);
 }
 
@@ -81,6 +91,10 @@ void nd_blocks_prefetch(uintptr_t addr) {
 
 int nd_blocks_maybe(uintptr_t addr) {
   return __atomic_load_n(&stripes[stripe_of(addr)].n, __ATOMIC_RELAXED) != 0;
+}
+
+int nd_blocks_maybe_sampled(uintptr_t addr) {
+  return __atomic_load_n(&nsampled[sampled_of(addr)], __ATOMIC_RELAXED) != 0;
 }
 
 // Probe without the lock; returns 1 found (its slot in *slot), 0 not found, -1 the stripe
@@ -140,6 +154,7 @@ int nd_blocks_take(uintptr_t addr, nd_block_t *out) {
     }
     __atomic_store_n(&s->v[hole].addr, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->n, s->n - 1, __ATOMIC_RELAXED);
+    if (out->site && out->site->sampled) __atomic_fetch_sub(&nsampled[sampled_of(addr)], 1, __ATOMIC_RELAXED);
   }
   unlock(s);
   return found;

@@ -21,6 +21,7 @@
 #include "sysmem.h"
 #include "trace.h"
 #include "trace_format.h"
+#include "unwcache.h"
 #include "ws.h"
 
 #include <dlfcn.h>
@@ -164,6 +165,7 @@ static void thread_exit(void *arg) {
   if (nd_os_gettid() != nd_os_getpid() && t->shard) {
     t->mode = ND_T_BUSY; // libunwind's cache goes back with munmaps of its own
     nd_keys_thread_exit();
+    nd_py_thread_exit();
     nd_ws_thread_exit(t);
     nd_shard_t *s = t->shard;
     t->shard = NULL;
@@ -173,10 +175,11 @@ static void thread_exit(void *arg) {
   t->mode = ND_T_EXITING;
 }
 
-// Lock order, everywhere: trace writer < mmap table < site stripes < block stripes < counters <
+// Lock order, everywhere: (libunwind's cache pool, a leaf) trace writer < mmap table < site stripes < block stripes < counters <
 // workspace tables.
 // (An mmap interns its site while holding the table lock; the writer reads the table at exit.)
 static void atfork_prepare(void) {
+  nd_unwcache_atfork_prepare(); // a leaf: taken with no other held
   nd_trace_atfork_prepare();
   nd_mmap_atfork_prepare();
   nd_cuda_atfork_prepare();
@@ -193,9 +196,11 @@ static void atfork_parent(void) {
   nd_cuda_atfork_parent();
   nd_mmap_atfork_parent();
   nd_trace_atfork_parent();
+  nd_unwcache_atfork_parent();
 }
 static void atfork_child(void) {
   nd_tls_t *t = &nd_tls;
+  nd_unwcache_atfork_parent();
   nd_ws_atfork_child();
   nd_counters_atfork_child(t->shard);
   nd_blocks_atfork_child();
@@ -207,6 +212,7 @@ static void atfork_child(void) {
   nd_limits_atfork_child();
   nd_exits_atfork_child();
   nd_demangle_atfork_child();
+  nd_py_atfork_child();
   nd_child = ND_FORK_CHILD;
   if (nd_log_fd != 2 && !nd_prints_summary()) { // inherited; this child prints nothing
     int saved = errno;
@@ -300,6 +306,10 @@ static void initialize(nd_tls_t *t) {
     _exit(127);
   }
   nd_accounting = rc == 0 && nd_cfg.enabled;
+  Dl_info dl;
+  if (nd_accounting && dladdr(FN(void *, nd_real.usable), &dl) && dl.dli_fname &&
+      strstr(dl.dli_fname, "/libc.so"))
+    nd_glibc_heads_check();
   if (nd_accounting && nd_prints_summary()) open_log_fd();
   if (nd_accounting) pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();

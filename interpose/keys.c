@@ -26,6 +26,10 @@
 #include <errno.h>
 #include <pthread.h>
 
+#ifndef PTHREAD_DESTRUCTOR_ITERATIONS
+#define PTHREAD_DESTRUCTOR_ITERATIONS 4 // glibc's (limits.h, with _POSIX_C_SOURCE)
+#endif
+
 // glibc's keys are below PTHREAD_KEYS_MAX; glibc answers this one EINVAL (set) or NULL (get).
 #define ND_UNW_KEY ((pthread_key_t)0x7fffff00u)
 
@@ -47,10 +51,15 @@ int nd_keys_thread_atexit(void (*fn)(void *), void *arg) {
   return __cxa_thread_atexit_impl(fn, arg, &__dso_handle);
 }
 
+// libunwind's destructor may put its value back to be called again (1.6 does, until the last of
+// glibc's PTHREAD_DESTRUCTOR_ITERATIONS rounds, so that later destructors can still unwind): it
+// is called as glibc would call it, until it sets nothing.
 void nd_keys_thread_exit(void) {
-  void *v = unw_value;
-  unw_value = NULL;
-  if (v && unw_destructor) unw_destructor(v);
+  for (int i = 0; i < PTHREAD_DESTRUCTOR_ITERATIONS && unw_value && unw_destructor; i++) {
+    void *v = unw_value;
+    unw_value = NULL;
+    unw_destructor(v);
+  }
 }
 
 int nd_key_create(pthread_key_t *key, void (*destructor)(void *), void *ra) {

@@ -15,6 +15,7 @@
 #include "regions.h"
 #include "sites.h"
 #include "trace.h"
+#include "unwcache.h"
 #include "ws.h"
 
 #include <errno.h>
@@ -167,6 +168,10 @@ static void *map_refused(nd_tls_t *t, unsigned char mode, int fn) {
 
 void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void *ra) {
   nd_tls_t *t = &nd_tls;
+  if (ND_UNLIKELY(nd_sites_is_unwinder(ra))) { // libunwind's own, inside ndmem: not counted
+    void *p = nd_unwcache_map(addr, len, prot, flags, fd);
+    return p ? p : raw_mmap(addr, len, prot, flags, fd, off);
+  }
   if (!accounts(t)) return raw_mmap(addr, len, prot, flags, fd, off);
   unsigned char mode = t->mode;
   t->mode = ND_T_BUSY;
@@ -196,6 +201,7 @@ int nd_munmap(void *addr, size_t len, void *ra) {
   nd_tls_t *t = &nd_tls;
   // libunwind maps its per-thread cache inside ndmem (not counted) and unmaps it from a thread's
   // last TLS destructor, after ndmem's teardown of that thread: not the program's, not counted.
+  if (ND_UNLIKELY(nd_sites_is_unwinder(ra)) && nd_unwcache_keep(addr, len)) return 0;
   if (!accounts(t) || ND_UNLIKELY(nd_sites_is_unwinder(ra)))
     return nd_real.munmap ? nd_real.munmap(addr, len) : (int)syscall(SYS_munmap, addr, len);
   unsigned char mode = t->mode;

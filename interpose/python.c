@@ -347,23 +347,66 @@ void nd_py_detect(void) {
 
 // ---------------------------------------------------------------- frames
 
-// Each thread remembers the frames it read last, by (code object, last instruction): a loop's
-// stacks repeat, and a line costs a walk of the code object's line table. The code object's
-// name is compared too, so an entry of a code object that died and whose address and instruction
-// were reused by another is not taken for it.
+// Each thread remembers the frames it read, by (code object, last instruction): a loop's stacks
+// repeat, and a line costs a walk of the code object's line table (PyCode_Addr2Line, linear in
+// the table). The code object's name is compared too, so an entry of a code object that died and
+// whose address and instruction were reused by another is not taken for it. The cache holds
+// PY_CACHE entries: a training step's frames are thousands of (code, instruction) pairs (`import
+// torch` alone reads 7 000 distinct ones, each about 350 times), so a few dozen slots missed
+// nearly always. A thread's cache is ndmem's own memory, made at its first Python frame and kept
+// for the next thread when it ends (nd_py_thread_exit).
 typedef struct py_cached {
   const void *code, *instr, *qualname;
   uint64_t frame;
 } py_cached_t;
-#define PY_CACHE 64
-static __thread py_cached_t py_cache[PY_CACHE] __attribute__((tls_model("initial-exec")));
+#define PY_CACHE_BITS 11
+#define PY_CACHE (1u << PY_CACHE_BITS) // 64 KiB a thread
+typedef struct py_tcache {
+  struct py_tcache *next; // in TC.free
+  py_cached_t e[PY_CACHE];
+} py_tcache_t;
+static __thread py_tcache_t *py_tc __attribute__((tls_model("initial-exec")));
+static struct {
+  int lock;
+  py_tcache_t *free;
+} TC;
+
+static py_tcache_t *tcache(void) {
+  py_tcache_t *c = py_tc;
+  if (ND_LIKELY(c != NULL)) return c;
+  nd_spin_lock(&TC.lock);
+  c = TC.free;
+  if (c) TC.free = c->next;
+  nd_spin_unlock(&TC.lock);
+  if (!c) c = nd_os_map(sizeof *c); // zero-filled; NULL: this thread reads without a cache
+  return py_tc = c;
+}
+
+void nd_py_thread_exit(void) {
+  py_tcache_t *c = py_tc;
+  if (!c) return;
+  py_tc = NULL;
+  nd_spin_lock(&TC.lock);
+  c->next = TC.free;
+  TC.free = c;
+  nd_spin_unlock(&TC.lock);
+}
+
+// The child's only thread: no other can hold the lock (a list cut by the fork loses a cache).
+void nd_py_atfork_child(void) { TC.lock = 0; }
 
 #define PY_WALK_MAX 100000 // frames one stack's walk may visit (Python's own limit is ~1000 deep)
 
 static uint64_t frame_of(const char *code, const char *instr, const char *start) {
   const void *q = AT(code, P.L->co_qualname, const void *);
-  py_cached_t *c = &py_cache[((uintptr_t)instr * 0x9E3779B97F4A7C15ull) >> 58];
-  if (c->code == code && c->instr == instr && c->qualname == q) return c->frame;
+  py_tcache_t *tc = tcache();
+  py_cached_t scratch, *c = &scratch;
+  if (tc) {
+    // 3.10's "instruction" is a small offset shared by every code object: both are hashed
+    uint64_t h = ((uintptr_t)instr ^ (uintptr_t)code >> 4) * 0x9E3779B97F4A7C15ull;
+    c = &tc->e[h >> (64 - PY_CACHE_BITS)];
+    if (c->code == code && c->instr == instr && c->qualname == q) return c->frame;
+  }
   uint32_t id = code_id(code);
   if (id == UINT32_MAX) return 0;
   int line = P.addr2line((void *)code, (int)(instr - start));

@@ -105,6 +105,8 @@ int nd_prints_summary(void); // this process prints its summary (the one the use
 int nd_quiet(void);          // a child: ndmem's own remarks stay out of its stderr
 
 // alloc.c
+// Whether glibc's chunk headers give the usable size (alloc.c); checked once, after resolve().
+void nd_glibc_heads_check(void);
 // ra: the caller's return address (the workspace symbol of a routed allocation)
 void *nd_malloc(size_t n, void *ra);
 void *nd_calloc(size_t n, size_t m, void *ra);

@@ -106,6 +106,7 @@ void nd_blocks_insert(const nd_block_t *b);
 // hint and the insert (unwinding, the site lookup) then hides the miss.
 void nd_blocks_prefetch(uintptr_t addr);
 int nd_blocks_maybe(uintptr_t addr); // cheap filter: 0 means certainly not tracked
+int nd_blocks_maybe_sampled(uintptr_t addr); // the same for the sampled blocks only
 int nd_blocks_take(uintptr_t addr, nd_block_t *out);
 int nd_blocks_find(uintptr_t addr, nd_block_t *out); // like take, but the block stays
 typedef void (*nd_blocks_fn)(void *ctx, const nd_block_t *b);

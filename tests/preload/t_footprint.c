@@ -58,6 +58,16 @@ static void *forker(void *arg) {
   return NULL;
 }
 
+static long rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmRSS:", 6)) kib = atol(line + 6);
+  if (f) fclose(f);
+  return kib;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "fork")) {
     pthread_t t;
@@ -70,6 +80,14 @@ int main(int argc, char **argv) {
   printf("keys %d of %d\n", nkeys, PTHREAD_KEYS_MAX);
   threads(4);
   for (int i = 0; i < nkeys; i++) pthread_key_delete(keys[i]);
+  nkeys = 0;
+  // 200 threads more, each unwinding: what a thread leaves behind would add up (libunwind's frame
+  // cache alone is 256 KiB a thread)
+  long before = rss_kib();
+  for (int i = 0; i < 50; i++) threads(4);
+  long grew = rss_kib() - before;
+  printf("200 threads more: resident memory %s\n", grew < 8192 ? "steady" : "grew");
+  if (grew >= 8192) fprintf(stderr, "t_footprint: resident memory grew by %ld KiB\n", grew);
   printf("descriptors open below 256:");
   for (int fd = 0; fd < 256; fd++)
     if (fcntl(fd, F_GETFD) >= 0) printf(" %d", fd);
