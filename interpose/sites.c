@@ -22,10 +22,19 @@
 #define DIR_CHUNK 4096
 #define DIR_MAX 1024 // up to 4M sites
 
+// A slot keeps the site's hash beside the pointer: a probe compares hashes in the table's own
+// lines and touches a site only when they agree. With every block tracked, most look-ups that
+// reach the table are of new stacks (hundreds of thousands while `import torch` runs), whose
+// probes used to miss the cache once for each site passed.
+typedef struct slot {
+  uint64_t hash;
+  nd_site_t *site;
+} slot_t;
+
 typedef struct stripe {
   int lock;
   size_t n, cap;
-  nd_site_t **v;
+  slot_t *v;
 } stripe_t;
 
 static stripe_t stripes[STRIPES];
@@ -145,14 +154,13 @@ static inline __attribute__((always_inline)) int same(const nd_site_t *s, uint64
 
 static int grow(stripe_t *st) {
   size_t cap = st->cap ? st->cap * 2 : 64;
-  nd_site_t **v = nd_os_map(cap * sizeof *v);
+  slot_t *v = nd_os_map(cap * sizeof *v);
   if (!v) return -1;
   for (size_t i = 0; i < st->cap; i++) {
-    nd_site_t *s = st->v[i];
-    if (!s) continue;
-    size_t j = s->hash & (cap - 1);
-    while (v[j]) j = (j + 1) & (cap - 1);
-    v[j] = s;
+    if (!st->v[i].site) continue;
+    size_t j = st->v[i].hash & (cap - 1);
+    while (v[j].site) j = (j + 1) & (cap - 1);
+    v[j] = st->v[i];
   }
   if (st->v) nd_os_unmap(st->v, st->cap * sizeof *v);
   st->v = v;
@@ -164,9 +172,9 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
   stripe_t *st = &stripes[(h >> 58) % STRIPES];
   nd_spin_lock(&st->lock);
   if (st->cap) {
-    for (size_t j = h & (st->cap - 1); st->v[j]; j = (j + 1) & (st->cap - 1))
-      if (same(st->v[j], h, kind, sampled, ips, depth)) {
-        nd_site_t *s = st->v[j];
+    for (size_t j = h & (st->cap - 1); st->v[j].site; j = (j + 1) & (st->cap - 1))
+      if (st->v[j].hash == h && same(st->v[j].site, h, kind, sampled, ips, depth)) {
+        nd_site_t *s = st->v[j].site;
         nd_spin_unlock(&st->lock);
         return s;
       }
@@ -206,8 +214,8 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
   }
   __atomic_store_n(&chunk[id % DIR_CHUNK], s, __ATOMIC_RELEASE);
   size_t j = h & (st->cap - 1);
-  while (st->v[j]) j = (j + 1) & (st->cap - 1);
-  st->v[j] = s;
+  while (st->v[j].site) j = (j + 1) & (st->cap - 1);
+  st->v[j] = (slot_t){h, s};
   st->n++;
 out:
   nd_spin_unlock(&st->lock);
