@@ -63,17 +63,20 @@ static void *boot_call(int fn, size_t a, size_t b) {
 // cache) never touches, so a cache miss per call that ndmem alone would pay. A block the program
 // hands to free or just got from malloc is in use, so where the next allocator is glibc's and
 // its headers read as that (nd_glibc_heads_check, at start-up), the size is read from the header.
+// A chunk that is a mapping of its own (flag 2) asks malloc_usable_size: such chunks are large
+// and few, and the check does not make one (glibc's free of one raises its mmap threshold: the
+// program's later allocations would be served otherwise than without ndmem).
 int nd_glibc_heads;
 ND_INLINE size_t usable_of(void *p) {
   if (ND_LIKELY(nd_glibc_heads)) {
     size_t h = ((const size_t *)p)[-1];
-    return (h & ~(size_t)7) - (h & 2 ? 2 * sizeof(size_t) : sizeof(size_t));
+    if (ND_LIKELY(!(h & 2))) return (h & ~(size_t)7) - sizeof(size_t);
   }
   return nd_real.usable(p);
 }
 
 void nd_glibc_heads_check(void) {
-  static const size_t sizes[] = {1, 24, 25, 100, 1000, 1032, 5000, 70000, 300000, 3000000};
+  static const size_t sizes[] = {1, 24, 25, 100, 1000, 1032, 5000, 20000};
   int ok = 1;
   nd_glibc_heads = 1;
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes && ok; i++) {

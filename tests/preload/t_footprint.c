@@ -2,12 +2,13 @@
 // t_footprint: what a program can see of the shim, printed so that t_footprint.sh can compare a
 // run under ndmem with one where it only forwards (NDMEM_ENABLED=0): every thread-specific-data
 // key (PTHREAD_KEYS_MAX), the descriptors open below 256 and the lowest free one, the signal
-// dispositions and the signal mask. Threads come and go before and after the keys run out, and
+// dispositions, the signal mask and glibc's mmap threshold. Threads come and go before and after the keys run out, and
 // each allocates blocks large enough to be tracked with their stacks (libunwind's per-thread
 // cache is made in each), and uses keys of its own. `t_footprint fork`: a thread that is not the
 // main one forks, and the child (whose only thread it is) allocates and exits.
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -88,6 +89,13 @@ int main(int argc, char **argv) {
   long grew = rss_kib() - before;
   printf("200 threads more: resident memory %s\n", grew < 8192 ? "steady" : "grew");
   if (grew >= 8192) fprintf(stderr, "t_footprint: resident memory grew by %ld KiB\n", grew);
+  // glibc's malloc as the program left it: a 200 KiB block is a mapping of its own (above the
+  // mmap threshold, which glibc raises when such a block is freed: nothing of ndmem's may have)
+  struct mallinfo2 mi0 = mallinfo2();
+  char *volatile big = malloc(200 * 1024); // volatile: the compiler may not drop the pair
+  struct mallinfo2 mi1 = mallinfo2();
+  printf("a 200 KiB block is %s\n", mi1.hblks == mi0.hblks + 1 ? "a mapping of its own" : "in the heap");
+  free(big);
   printf("descriptors open below 256:");
   for (int fd = 0; fd < 256; fd++)
     if (fcntl(fd, F_GETFD) >= 0) printf(" %d", fd);

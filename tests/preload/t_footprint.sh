@@ -3,7 +3,8 @@
 # t_footprint: the shim takes nothing the program can see (t_footprint.c prints what it sees):
 # under ndmem, in default and in exact mode (every block tracked, so every thread unwinds), the
 # program gets every thread-specific-data key (PTHREAD_KEYS_MAX), the same descriptors below 256
-# and the same lowest free one, the same signal dispositions and mask as when the shim only
+# and the same lowest free one, the same signal dispositions and mask, glibc's mmap threshold as
+# the program left it, as when the shim only
 # forwards (NDMEM_ENABLED=0). The threads' teardown still runs (a TLS destructor, no key): the
 # summary has one thread row (main's; the others ended) and the same counts in both modes (the
 # peak aside: it depends on how the threads interleave), and a
