@@ -124,6 +124,12 @@ static int by_leak(const void *a, const void *b, void *arg) {
 
 uint64_t nd_rep_sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
+uint64_t nd_rep_peak_cap(const nd_trace_t *t, uint16_t kind, uint64_t v, bool est, bool *most) {
+  int64_t peak = kind < ND_TRACE_KINDS ? t->counters.kind[kind].peak_bytes : 0;
+  *most = est && t->have_counters && peak >= 0 && v > (uint64_t)peak;
+  return *most ? (uint64_t)peak : v;
+}
+
 // Workspaces: by thread id, then name (NUL-padded, so memcmp orders as strcmp does).
 static int by_ws(const void *a, const void *b, void *arg) {
   const nd_trace_t *t = arg;
@@ -482,7 +488,17 @@ int nd_rep_analyse(report_t *r) {
     if (t->leaks[i].sampled_blocks) r->leak_est = true;
   }
   qsort_r(r->leaks, t->nleaks, sizeof *r->leaks, by_leak, (void *)t);
-  if (nd_rep_leaks_known(t) && nd_lifetimes(t, suppressed_by, r, &r->life)) return -1;
+  if (nd_rep_leaks_known(t)) {
+    if (nd_lifetimes(t, suppressed_by, r, &r->life)) return -1;
+    // The blocks live at exit as the classes count them: estimates capped by the counters
+    r->leak_bytes = r->leak_blocks = 0;
+    for (size_t i = 0; i < r->life.n; i++) {
+      const nd_life_t *e = &r->life.v[i];
+      if (e->leak < 0) continue; // a teardown's floor: not live at exit
+      r->leak_bytes = nd_rep_sat_add(r->leak_bytes, e->bytes);
+      r->leak_blocks = nd_rep_sat_add(r->leak_blocks, e->blocks);
+    }
+  }
   retention(t, &r->retention);
   if (analyse_ws(r)) return -1;
   ws_effect(r);

@@ -71,7 +71,9 @@ static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_l
   e->grew = l->steady_bytes;
   e->grew_blocks = l->steady_blocks;
   e->cycles = l->steady_last_cycle - l->steady_first_cycle;
-  e->per_cycles = e->cycles && l->steady_blocks > 1
+  // One block per k cycles: counted in blocks, so not where samples stand for blocks unseen
+  // (their growth is said in bytes per cycle; cap_growth estimates its blocks).
+  e->per_cycles = e->cycles && l->steady_blocks > 1 && !l->sampled_blocks
                       ? (e->cycles + (l->steady_blocks - 1) / 2) / (l->steady_blocks - 1)
                       : 0;
   e->secs = (double)(l->born_last_ns - l->steady_first_ns) / 1e9;
@@ -165,15 +167,40 @@ static bool flagged(const nd_trace_t *t, uint32_t stack, uint16_t kind) {
   return false;
 }
 
+static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+// x * room / all (all > 0), in 128 bits: a trace's counters may hold any 64-bit value.
+static uint64_t share(uint64_t x, uint64_t room, uint64_t all) {
+  __extension__ unsigned __int128 v = (unsigned __int128)x * room / all;
+  return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+// One dimension (blocks or bytes) of the sampled entries of one kind, lowered where together
+// they claim more than `cap` (what the counters show live beyond the exact blocks): each keeps
+// what its own samples prove (`own`: blocks, or their requested bytes), and the room left above
+// all the samples is shared in proportion to what each estimated beyond its own. An entry that
+// alone estimated beyond its samples then gets all the room: cap less the others' samples, the
+// bound the counters prove for it, so its figure is "at most" (*most). Returns the new figure.
+static uint64_t lower(uint64_t est, uint64_t own, uint64_t cap, uint64_t owns, uint64_t extras,
+                      bool *most) {
+  uint64_t room = sat_sub(cap, owns), extra = sat_sub(est, own);
+  *most = cap >= owns && extra == extras; // counters below the samples prove nothing
+  return own + (extras ? share(extra, room, extras) : 0);
+}
+
 // Sampled estimates may not claim more than the exact counters show live beyond the exact
-// entries (a sample of a 100 B block stands for ~512 KiB); what the counters show beyond every
-// entry is untracked.
+// entries (a sample of a 100 B block stands for ~512 KiB), blocks and bytes each (the counters
+// hold usable sizes, entries requested ones: the bytes' cap is loose by the exact blocks' slack).
+// What the counters show beyond every entry is untracked; heap blocks beyond every record are
+// unrecorded (only the heap is sampled: mappings and device memory are tracked whole). Growth
+// is part of an entry's bytes: it is lowered with them.
 static void cap_estimates(const nd_trace_t *t, nd_lifetimes_t *out) {
   for (int k = 0; k < ND_TRACE_KINDS; k++) {
     const nd_rec_kind_totals_t *c = &t->counters.kind[k];
     uint64_t live_n = c->live_count > 0 ? (uint64_t)c->live_count : 0;
     uint64_t live_b = c->live_bytes > 0 ? (uint64_t)c->live_bytes : 0;
-    uint64_t exact_n = 0, exact_b = 0, est_n = 0, est_b = 0;
+    uint64_t exact_n = 0, exact_b = 0, est_n = 0, est_b = 0, own_n = 0, own_b = 0;
+    uint64_t extra_n = 0, extra_b = 0;
     for (size_t i = 0; i < out->n; i++) {
       const nd_life_t *e = &out->v[i];
       if (e->kind != k || e->leak < 0) continue;
@@ -182,26 +209,61 @@ static void cap_estimates(const nd_trace_t *t, nd_lifetimes_t *out) {
       exact_b += l->exact_bytes;
       est_n += e->blocks - l->exact_blocks;
       est_b += e->bytes - l->exact_bytes;
+      own_n += l->sampled_blocks;
+      own_b += l->sampled_bytes;
+      extra_n += sat_sub(e->blocks - l->exact_blocks, l->sampled_blocks);
+      extra_b += sat_sub(e->bytes - l->exact_bytes, l->sampled_bytes);
     }
     if (!t->have_counters) continue;
-    uint64_t cap_n = live_n > exact_n ? live_n - exact_n : 0;
-    uint64_t cap_b = live_b > exact_b ? live_b - exact_b : 0;
-    for (size_t i = 0; (est_n > cap_n || est_b > cap_b) && i < out->n; i++) {
+    uint64_t cap_n = sat_sub(live_n, exact_n), cap_b = sat_sub(live_b, exact_b);
+    if (k == 0) {
+      out->unrecorded_blocks = sat_sub(cap_n, own_n);
+      out->unrecorded_bytes = sat_sub(cap_b, own_b);
+    }
+    bool over_n = est_n > cap_n, over_b = est_b > cap_b;
+    for (size_t i = 0; (over_n || over_b) && i < out->n; i++) {
       nd_life_t *e = &out->v[i];
       if (e->kind != k || e->leak < 0 || !e->samples) continue;
       const nd_leak_t *l = &t->leaks[e->leak];
-      uint64_t n = e->blocks - l->exact_blocks, b = e->bytes - l->exact_bytes;
-      if (est_n > cap_n) n = (uint64_t)((double)n * (double)cap_n / (double)est_n);
-      if (est_b > cap_b) b = (uint64_t)((double)b * (double)cap_b / (double)est_b);
-      if (!n && cap_n) n = 1; // a sample stands for at least its own block
-      e->blocks = l->exact_blocks + n;
-      e->bytes = l->exact_bytes + b;
+      uint64_t bytes = e->bytes;
+      if (over_n)
+        e->blocks = l->exact_blocks + lower(e->blocks - l->exact_blocks, l->sampled_blocks, cap_n,
+                                            own_n, extra_n, &e->most_blocks);
+      if (over_b)
+        e->bytes = l->exact_bytes + lower(e->bytes - l->exact_bytes, l->sampled_bytes, cap_b,
+                                          own_b, extra_b, &e->most_bytes);
       e->capped = true;
+      if (bytes && e->bytes < bytes) e->grew = share(e->grew, e->bytes, bytes);
     }
-    if (est_n > cap_n) est_n = cap_n;
-    if (est_b > cap_b) est_b = cap_b;
-    if (k == 0 || k == 1) out->untracked_blocks += cap_n - est_n; // kinds with small blocks
+    if (over_n || over_b) {
+      est_n = 0;
+      for (size_t i = 0; i < out->n; i++) {
+        const nd_life_t *e = &out->v[i];
+        if (e->kind != k || e->leak < 0) continue;
+        est_n += e->blocks - t->leaks[e->leak].exact_blocks;
+      }
+    }
+    if (k == 0 || k == 1) out->untracked_blocks += sat_sub(cap_n, est_n); // kinds with small blocks
   }
+}
+
+// What a growth figure may claim: no more than the bytes it is part of (a growing entry's live
+// bytes, a teardown's floor), which no more than the kind's peak where they are an estimate (a
+// sampled site's floor is its samples' weights; an exact figure is a fact and stays). Blocks of
+// an estimate are estimated from its bytes (its growth blocks are samples, not blocks).
+static void cap_growth(const nd_trace_t *t, nd_life_t *e) {
+  const nd_rec_kind_totals_t *c = &t->counters.kind[e->kind];
+  uint64_t peak = c->peak_bytes > 0 ? (uint64_t)c->peak_bytes : 0;
+  if (e->samples && t->have_counters && e->bytes > peak) {
+    e->bytes = peak;
+    e->capped = e->most_bytes = true;
+  }
+  if (e->grew > e->bytes) e->grew = e->bytes;
+  // A growth figure scaled down with its entry is an estimate: blocks born before the steady
+  // state may hold more of the bound than their share. All of it is bounded as the bytes are.
+  e->most_grew = e->most_bytes && e->grew == e->bytes;
+  if (e->samples && e->cls == ND_LIFE_GROWING)
+    e->grew_blocks = e->bytes ? share(e->blocks, e->grew, e->bytes) : 0;
 }
 
 int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out) {
@@ -235,6 +297,8 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
   }
   judge(&r, &out->judged);
   cap_estimates(t, out);
+  for (size_t i = 0; i < out->n; i++)
+    if (out->v[i].cls == ND_LIFE_GROWING) cap_growth(t, &out->v[i]);
   for (size_t i = 0; t->ended && i < t->nsites; i++) {
     const nd_site_t *s = &t->sites[i];
     nd_life_t e = {.cls = ND_LIFE_TEARDOWN, .stack = s->stack, .kind = s->rec.kind, .leak = -1,
@@ -242,6 +306,7 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     if (!teardown(&r, s, &e)) continue;
     e.samples = s->rec.flags & ND_SITE_SAMPLED ? 1 : 0;
     e.flagged = flagged(t, s->stack, s->rec.kind);
+    cap_growth(t, &e);
     if (supp && (e.suppressed_by = supp(ctx, s->stack)) != NULL) e.cls = ND_LIFE_SUPPRESSED;
     out->v[out->n++] = e;
   }
@@ -252,6 +317,14 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     out->blocks[e->cls] += e->blocks;
     out->entries[e->cls]++;
     if (e->samples) out->est[e->cls] = true;
+  }
+  // A class's totals are upper bounds where each of its estimates is one (exact figures added)
+  for (int c = 0; c < ND_LIFE_CLASSES; c++) out->most_bytes[c] = out->most_blocks[c] = out->est[c];
+  for (size_t i = 0; i < out->n; i++) {
+    const nd_life_t *e = &out->v[i];
+    if (!e->samples) continue;
+    out->most_bytes[e->cls] &= e->most_bytes;
+    out->most_blocks[e->cls] &= e->most_blocks;
   }
   return 0;
 }

@@ -14,7 +14,10 @@
 //   suppressed            matched a suppression rule (built-in or the user's)
 //
 // Sampled entries are estimates; they are capped by what the exact counters show live, and
-// what the counters show live beyond every entry is reported as untracked.
+// what the counters show live beyond every entry is reported as untracked. A figure the cap set
+// to a bound the counters prove is "at most" that; a growth figure never exceeds the bytes it is
+// part of, nor the heap's peak. Heap blocks live at exit with no BLOCK record (unsampled blocks
+// under NDMEM_TRACK_MIN) are what no verdict could check: unrecorded.
 #ifndef ND_LIFETIME_H
 #define ND_LIFETIME_H
 
@@ -42,6 +45,10 @@ typedef struct nd_life {
   uint64_t bytes, blocks; // live at exit; released at teardown: its highest floor
   uint64_t samples;    // sampled blocks among them (their figures are estimates)
   bool capped;         // an estimate lowered to what the exact counters show live
+  // ... to the bound the counters prove for it (bytes, blocks; growth bytes with bytes): the
+  // figure is an upper bound, said "at most", not an estimate
+  bool most_bytes, most_blocks;
+  bool most_grew; // `grew` is that bound too (all of the bytes grew); else an estimate of it
   // Growth (growing, released at teardown): `grew` bytes over `cycles` cycles (0: the job had no
   // cycles; then over `secs`), one retained block per `per_cycles` cycles on average.
   uint64_t grew, grew_blocks, cycles, per_cycles;
@@ -84,8 +91,15 @@ typedef struct nd_lifetimes {
   bool steady;             // the job had cycles (steady_ns below)
   uint64_t steady_ns;      // when the first cycle closed, relative to the start
   uint64_t cycles;         // the cycle clock at the end
+  // Every estimate of the class that is one is an upper bound ("at most"; est[] set).
+  bool most_bytes[ND_LIFE_CLASSES], most_blocks[ND_LIFE_CLASSES];
   // Live at exit by the exact counters but in no entry: small blocks the sampler did not pick.
   uint64_t untracked_blocks;
+  // Heap blocks live at exit by the exact counters without a BLOCK record (exact or sampled):
+  // nothing tells whose they are, so --fail-on-leak cannot pass them (ndmemreport.c). Bytes are
+  // an upper bound: the counters' usable sizes less the records' requested sizes. An estimate
+  // may claim some of them; that is a guess, not a check.
+  uint64_t unrecorded_blocks, unrecorded_bytes;
   nd_life_judged_t judged; // whether growth could be judged
 } nd_lifetimes_t;
 

@@ -38,6 +38,7 @@ typedef struct mproc {
   bool leaks_known;            // a normal exit: the classes below are known
   uint64_t life_bytes[ND_LIFE_CLASSES], life_blocks[ND_LIFE_CLASSES], life_stacks[ND_LIFE_CLASSES];
   bool life_est[ND_LIFE_CLASSES];
+  bool life_most[ND_LIFE_CLASSES]; // the class's estimates are bounds the counters prove
   size_t parent;  // the trace whose fork child (worker) this is, or NONE
   size_t col;     // its column: the process (a rank, or one without) it is merged into
   unsigned worker; // its number among its column's workers (1, 2, ...); 0: the column's own
@@ -273,6 +274,7 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
     p->life_blocks[c] = rep.life.blocks[c];
     p->life_stacks[c] = rep.life.entries[c];
     p->life_est[c] = rep.life.est[c];
+    p->life_most[c] = rep.life.most_bytes[c];
   }
   // Each entry's bytes at its site: a leak or held since start-up (suppressed: neither).
   for (size_t j = 0; p->leaks_known && j < rep.life.n; j++) {
@@ -508,6 +510,28 @@ static const char *cell(char *out, size_t n, uint64_t v, bool est) {
   return out;
 }
 
+// The sum of classes `a` and `b` (b < 0: none) of a process: "~" where one is an estimate, "<="
+// where every estimate among them is a bound the exact counters prove (*most: one was).
+static const char *life_cell(char *out, size_t n, const mproc_t *p, int a, int b, int c,
+                             bool *most) {
+  int cls[3] = {a, b, c};
+  uint64_t v = 0;
+  bool est = false, bound = true;
+  for (int i = 0; i < 3; i++) {
+    if (cls[i] < 0) continue;
+    v += p->life_bytes[cls[i]];
+    if (!p->life_est[cls[i]]) continue;
+    est = true;
+    bound &= p->life_most[cls[i]];
+  }
+  if (!(est && bound)) return cell(out, n, v, est);
+  char h[24];
+  nd_rep_human(h, sizeof h, v);
+  snprintf(out, n, "<=%s", h);
+  *most = true;
+  return out;
+}
+
 // The heading's counts and where the ranks came from.
 static void text_heading(FILE *o, const merge_t *m) {
   size_t ranked = 0, workers = 0;
@@ -578,6 +602,7 @@ static void text_heading(FILE *o, const merge_t *m) {
 
 static void text_report(FILE *o, const merge_t *m) {
   char a[32], b[32], c[32], d[32], e[32], lab[80];
+  bool most = false; // a cell says "<=
   text_heading(o, m);
   fputs("  process       trace                host:pid            ended         duration\n", o);
   for (size_t x = 0; x < m->nprocs; x++) {
@@ -615,17 +640,16 @@ static void text_report(FILE *o, const merge_t *m) {
       fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s\n", lab, "-", "-", "-", "-");
       continue;
     }
-    const bool *est = p->life_est;
     fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s\n", lab,
-            cell(a, sizeof a, leak_bytes(p),
-                 est[ND_LIFE_GROWING] || est[ND_LIFE_TEARDOWN] || est[ND_LIFE_LIVE]),
-            cell(b, sizeof b, p->life_bytes[ND_LIFE_GROWING] + p->life_bytes[ND_LIFE_TEARDOWN],
-                 est[ND_LIFE_GROWING] || est[ND_LIFE_TEARDOWN]),
-            cell(c, sizeof c, p->life_bytes[ND_LIFE_LIVE], est[ND_LIFE_LIVE]),
-            cell(e, sizeof e, p->life_bytes[ND_LIFE_STARTUP], est[ND_LIFE_STARTUP]));
+            life_cell(a, sizeof a, p, ND_LIFE_GROWING, ND_LIFE_TEARDOWN, ND_LIFE_LIVE, &most),
+            life_cell(b, sizeof b, p, ND_LIFE_GROWING, ND_LIFE_TEARDOWN, -1, &most),
+            life_cell(c, sizeof c, p, ND_LIFE_LIVE, -1, -1, &most),
+            life_cell(e, sizeof e, p, ND_LIFE_STARTUP, -1, -1, &most));
   }
   fputs("  (leaks: growing, released at teardown (in growing) and live at exit; start-up:\n"
         "  held since start-up, not a leak; suppressed: in none; -: no normal exit)\n", o);
+  if (most) // only where one was, so that other jobs' reports stay as they were
+    fputs("  (<=: at most, sampled estimates lowered to what the exact counters show)\n", o);
   size_t n = m->o.top && m->o.top < m->nsites ? m->o.top : m->nsites;
   fprintf(o, "\n== sites by peak live bytes summed over processes (%zu of %zu)\n", n, m->nsites);
   fputs("   outliers: processes above 2x the median and 1 MiB; a process without the\n"

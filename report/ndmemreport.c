@@ -8,7 +8,8 @@
 // snapshots of live memory by site taken at the warning watermark and at breaches); for a version
 // 7 trace, Python frames in the stacks and the sites by their innermost Python line.
 // Text for people, JSON (fixed key order, one document) for tools. Exit status: 0, 1 with
-// --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace.
+// --fail-on-leak when a leak was found, 2 for bad usage or a malformed trace, 3 with
+// --fail-on-leak when no leak was found but blocks live at exit had no record (verdict).
 // The analysis is in analyse.c, the text and JSON renderers in render_text.c and render_json.c
 // (the model they share: report.h); this file parses the arguments, loads the suppressions and
 // the trace, and runs them.
@@ -119,10 +120,16 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "  --brief             summary, the 5 largest leaks and leaked workspace\n"
               "                      pointers, and the first breach of a limit only\n"
               "  --fail-on-leak      exit 1 on growth, or on memory live at a normal exit\n"
-              "                      that was not held since start-up nor suppressed\n"
+              "                      that was not held since start-up nor suppressed; else\n"
+              "                      exit 3 (unchecked) when heap blocks live at exit had\n"
+              "                      no record (under NDMEM_TRACK_MIN only sampled ones\n"
+              "                      do), with one stderr line saying how many; a trace of\n"
+              "                      ndmem run --exact (NDMEM_TRACK_MIN=0) is checked whole\n"
               "  --fail-on-growth    exit 1 on growth only (growing, released at teardown,\n"
-              "                      or, without a normal exit, found growing while running)\n"
-              "  --workspaces        only the summary's trace and workspaces lines, then per\n"
+              "                      or, without a normal exit, found growing while running)\n",
+              USAGE_HELP);
+      // two pieces: one string literal this long is past what ISO C requires a compiler to take
+      fputs("  --workspaces        only the summary's trace and workspaces lines, then per\n"
               "                      workspace its cycles, plan, hits, spills and escapes,\n"
               "                      and the leaked workspace pointers with their stacks\n"
               "  --limits            only the summary's trace and limits lines, then the\n"
@@ -155,9 +162,10 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "above (held since start-up is no leak), and their sites aggregated with their\n"
               "Python lines and outliers (ndmemreport merge --help).\n"
               "Exit status: 0, 1 (--fail-on-leak or --fail-on-growth and a finding),\n"
-              "2 (bad usage or trace).\n"
+              "2 (bad usage or trace), 3 (--fail-on-leak: no finding, but blocks live at exit\n"
+              "were not checked).\n"
               "ndmemreport diff A B compares two traces site by site (diff --help).\n",
-              USAGE_HELP);
+            out);
       return -1;
     } else if (IS("--format")) {
       const char *v = VALUE();
@@ -272,15 +280,41 @@ int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_f
 
 // ---- end progress
 
-// --fail-on-growth: growth, or (no normal exit, so no classes) a site found growing while running;
-// --fail-on-leak: that, or memory live at exit that was not held since start-up nor suppressed.
-static bool failed(const opts_t *o, const report_t *r) {
+// The verdict. --fail-on-growth: 1 on growth, or (no normal exit, so no classes) on a site found
+// growing while running. --fail-on-leak: 1 on that, or on memory live at exit that was not held
+// since start-up nor suppressed; else ND_REP_UNCHECKED where heap blocks live at a normal exit
+// have no record (under NDMEM_TRACK_MIN only a sample of the blocks is recorded, with a stack):
+// nothing tells whether they are the program's leaks, and 0 would say they are not. An estimate
+// that claims some of them for a start-up or suppressed stack is a guess, not a check. Its one
+// line on `err` says what was not checked, why, and what checks it.
+static int verdict(const opts_t *o, const report_t *r, FILE *err) {
   const nd_lifetimes_t *l = &r->life;
-  bool known = nd_rep_leaks_known(r->t);
+  const nd_trace_t *t = r->t;
+  bool known = nd_rep_leaks_known(t);
   bool growth = known ? l->entries[ND_LIFE_GROWING] || l->entries[ND_LIFE_TEARDOWN]
-                      : r->t->ngrowth > 0;
-  if (o->fail_on_growth && growth) return true;
-  return o->fail_on_leak && (growth || (known && l->entries[ND_LIFE_LIVE]));
+                      : t->ngrowth > 0;
+  if (o->fail_on_growth && growth) return 1;
+  if (!o->fail_on_leak) return 0;
+  if (growth || (known && l->entries[ND_LIFE_LIVE])) return 1;
+  if (!known || !l->unrecorded_blocks) return 0;
+  char h[48], b[32] = "";
+  nd_rep_human(h, sizeof h, l->unrecorded_bytes);
+  if (l->unrecorded_bytes >= 1024) // as the text report prints bytes: "27.48 KiB (28136 B)"
+    snprintf(b, sizeof b, " (%llu B)", (unsigned long long)l->unrecorded_bytes);
+  fprintf(err,
+          "ndmemreport: %s: --fail-on-leak: unchecked: %llu heap %s live at exit, at most %s%s, "
+          "had no record, so whether %s leaked is unknown",
+          o->file, (unsigned long long)l->unrecorded_blocks,
+          l->unrecorded_blocks == 1 ? "block" : "blocks", h, b,
+          l->unrecorded_blocks == 1 ? "it" : "they");
+  if (t->hdr.track_min)
+    fprintf(err, " (NDMEM_TRACK_MIN=%llu: smaller blocks are recorded only when sampled); "
+                 "check %s with every block tracked: ndmem run --exact -- CMD "
+                 "(NDMEM_TRACK_MIN=0)\n",
+            (unsigned long long)t->hdr.track_min, l->unrecorded_blocks == 1 ? "it" : "them");
+  else // every block was to be tracked: the shim had no room for them, or they predate it
+    fputs(" (NDMEM_TRACK_MIN=0, yet the shim recorded no stack for them)\n", err);
+  return ND_REP_UNCHECKED;
 }
 
 // The suppressions: the built-ins unless off, then each --suppressions file. NULL after an
@@ -324,8 +358,8 @@ int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_sup
   } else if (fflush(out) || ferror(out)) {
     fprintf(err, "ndmemreport: cannot write the report: %s\n", strerror(errno));
     rc = 2;
-  } else if (failed(o, &r)) {
-    rc = 1;
+  } else {
+    rc = verdict(o, &r, err);
   }
   nd_rep_analysis_free(&r);
   return rc;

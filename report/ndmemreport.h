@@ -9,7 +9,8 @@
 
 // Runs ndmemreport with argv (argv[0] is the program name), writing the report to `out` and
 // diagnostics to `err`. Returns the exit status: 0, 1 (--fail-on-leak and a leak), 2 (bad usage,
-// a malformed or unreadable trace). Keeps no state between calls.
+// a malformed or unreadable trace), 3 (--fail-on-leak, no leak found, but heap blocks live at
+// exit had no record: unchecked). Keeps no state between calls.
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err);
 // `ndmemreport diff [OPTIONS] A B` (diff.c; argv[1] is "diff"): 0, 1 (--fail-on-growth BYTES and
 // a site whose live bytes at the end grew by more), 2.

@@ -49,6 +49,12 @@ static void bytes(FILE *o, uint64_t v, bool est) {
   fprintf(o, "<span title=\"%llu B\">%s%s</span>", (unsigned long long)v, est ? "~" : "", h);
 }
 
+// An estimate capped at a bound the exact counters prove (lifetime.h): "at most", no "~".
+static void amount(FILE *o, uint64_t v, bool est, bool most) {
+  if (est && most) fputs("at most ", o);
+  bytes(o, v, est && !most);
+}
+
 // ---------------------------------------------------------------- summary
 
 // The text summary, rendered by render_text.c into memory and laid out as a table: its lines are
@@ -637,11 +643,13 @@ static int html_growth(FILE *o, report_t *r) {
             t->ngrowth + t->growth_dropped == 1 ? "site" : "sites");
     for (size_t i = 0; i < n; i++) {
       const nd_rec_growth_t *g = &t->growth[i].rec;
-      bool est = g->flags & ND_SITE_SAMPLED;
+      bool est = g->flags & ND_SITE_SAMPLED, most_base, most_floor;
+      uint64_t base = nd_rep_peak_cap(t, g->kind, g->base_bytes, est, &most_base);
+      uint64_t lowest = nd_rep_peak_cap(t, g->kind, g->floor_bytes, est, &most_floor);
       fprintf(o, "<tr><td>%zu</td><td>%s</td><td class=\"n\">", i + 1, nd_rep_kind_names[g->kind]);
-      bytes(o, g->base_bytes, est);
+      amount(o, base, est, most_base);
       fputs("</td><td class=\"n\">", o);
-      bytes(o, g->floor_bytes, est);
+      amount(o, lowest, est, most_floor);
       if (g->cycle > g->base_cycle)
         fprintf(o, "</td><td>%llu to %llu</td><td>", (unsigned long long)g->base_cycle,
                 (unsigned long long)g->cycle);
@@ -675,26 +683,27 @@ static int html_growth(FILE *o, report_t *r) {
     if (c == ND_LIFE_STARTUP || c == ND_LIFE_SUPPRESSED) shown = 0; // totals only, as in text
     if (n && !shown) {
       fprintf(o, "<tr><td>%s</td><td></td><td class=\"n\">", nd_life_names[c]);
-      bytes(o, l->bytes[c], l->est[c]);
+      amount(o, l->bytes[c], l->est[c], l->most_bytes[c]);
       fprintf(o, "</td><td class=\"n\">%s%llu</td><td>%zu %s</td><td></td></tr>\n",
-              l->est[c] ? "~" : "", (unsigned long long)l->blocks[c], n,
-              n == 1 ? "stack" : "stacks");
+              l->most_blocks[c] ? "at most " : l->est[c] ? "~" : "",
+              (unsigned long long)l->blocks[c], n, n == 1 ? "stack" : "stacks");
     }
     for (size_t i = 0; i < shown; i++) {
       const nd_life_t *e = &l->v[at + i];
       bool est = e->samples > 0;
       fprintf(o, "<tr><td>%s</td><td>%s</td><td class=\"n\">", nd_life_names[c],
               nd_rep_kind_names[e->kind]);
-      bytes(o, e->bytes, est);
-      fprintf(o, "</td><td class=\"n\">%s%llu</td><td>", est ? "~" : "",
+      amount(o, e->bytes, est, e->most_bytes);
+      fprintf(o, "</td><td class=\"n\">%s%llu</td><td>",
+              est && e->most_blocks ? "at most " : est ? "~" : "",
               (unsigned long long)e->blocks);
       if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN) {
-        fputs("+", o);
+        fputs("+", o); // growth is capped with the bytes it is part of
         if (e->cycles) {
-          bytes(o, e->grew / e->cycles, est);
+          amount(o, e->grew / e->cycles, est, e->most_grew);
           fprintf(o, " per cycle over %llu cycles", (unsigned long long)e->cycles);
         } else {
-          bytes(o, e->grew, est);
+          amount(o, e->grew, est, e->most_grew);
           fputs(" during the run", o);
         }
         if (e->cls == ND_LIFE_TEARDOWN) fputs("; freed only at exit", o);
@@ -712,6 +721,13 @@ static int html_growth(FILE *o, report_t *r) {
   if (l->untracked_blocks)
     fprintf(o, "<p>Untracked: %llu small %s live at exit in no entry above (sampled).</p>\n",
             (unsigned long long)l->untracked_blocks, l->untracked_blocks == 1 ? "block" : "blocks");
+  if (l->unrecorded_blocks) { // the blocks --fail-on-leak cannot check (ndmemreport.c)
+    fprintf(o, "<p>Unrecorded: %llu heap %s live at exit, at most ",
+            (unsigned long long)l->unrecorded_blocks,
+            l->unrecorded_blocks == 1 ? "block" : "blocks");
+    bytes(o, l->unrecorded_bytes, false);
+    fputs(", had no record: --fail-on-leak cannot check them (exit status 3).</p>\n", o);
+  }
   return 0;
 }
 

@@ -646,18 +646,21 @@ static int json_growth(FILE *o, report_t *r) {
           (unsigned long long)(t->ngrowth + t->growth_dropped), n ? "\n" : "");
   for (size_t i = 0; i < n; i++) {
     const nd_rec_growth_t *g = &t->growth[i].rec;
+    bool est = g->flags & ND_SITE_SAMPLED, most_base, most_floor; // held to the kind's peak
+    uint64_t base = nd_rep_peak_cap(t, g->kind, g->base_bytes, est, &most_base);
+    uint64_t lowest = nd_rep_peak_cap(t, g->kind, g->floor_bytes, est, &most_floor);
     fprintf(o, "    {\"stack_id\": %u, ", g->stack_id);
     if (json_stack_key(o, r, t->growth[i].stack)) return -1;
     fprintf(o,
             "\"kind\": \"%s\", \"estimated\": %s, \"at_ns\": %llu, "
             "\"cycle\": %llu, \"base_cycle\": %llu, \"base_ns\": %llu, \"base_bytes\": %llu, "
-            "\"floor_bytes\": %llu, \"rises\": %llu,\n     ",
-            nd_rep_kind_names[g->kind], g->flags & ND_SITE_SAMPLED ? "true" : "false",
+            "\"floor_bytes\": %llu, \"bytes_at_most\": %s, \"rises\": %llu,\n     ",
+            nd_rep_kind_names[g->kind], est ? "true" : "false",
             (unsigned long long)nd_rep_since_start(t, g->mono_ns), (unsigned long long)g->cycle,
             (unsigned long long)g->base_cycle,
             (unsigned long long)nd_rep_since_start(t, g->base_ns),
-            (unsigned long long)g->base_bytes, (unsigned long long)g->floor_bytes,
-            (unsigned long long)g->rises);
+            (unsigned long long)base, (unsigned long long)lowest,
+            most_base || most_floor ? "true" : "false", (unsigned long long)g->rises);
     if (json_stack(o, r, t->growth[i].stack, "     ")) return -1;
     fputs(i + 1 < n ? "},\n" : "}\n", o);
   }
@@ -678,7 +681,10 @@ static int json_lifetimes(FILE *o, report_t *r) {
     fprintf(o, "{\"start_ns\": %llu, \"cycles\": %llu}", (unsigned long long)l->steady_ns,
             (unsigned long long)l->cycles);
   else fputs("null", o);
-  fprintf(o, ", \"untracked_blocks\": %llu,\n   ", (unsigned long long)l->untracked_blocks);
+  fprintf(o, ", \"untracked_blocks\": %llu, \"unrecorded_blocks\": %llu, "
+             "\"unrecorded_bytes_at_most\": %llu,\n   ",
+          (unsigned long long)l->untracked_blocks, (unsigned long long)l->unrecorded_blocks,
+          (unsigned long long)l->unrecorded_bytes);
   if (l->judged.known) { // version 5: whether the flush windows sufficed (lifetime.h)
     const nd_life_judged_t *j = &l->judged;
     fprintf(o,
@@ -706,12 +712,15 @@ static int json_lifetimes(FILE *o, report_t *r) {
       if (json_stack_key(o, r, e->stack)) return -1;
       fprintf(o,
               "\"kind\": \"%s\", \"bytes\": %llu, "
-              "\"blocks\": %llu, \"estimated\": %s, \"capped\": %s, \"exact_bytes\": %llu, "
-              "\"exact_blocks\": %llu, \"sampled_blocks\": %llu, \"estimated_bytes\": %llu,\n"
+              "\"blocks\": %llu, \"estimated\": %s, \"capped\": %s, \"bytes_at_most\": %s, "
+              "\"blocks_at_most\": %s, \"exact_bytes\": %llu, \"exact_blocks\": %llu, "
+              "\"sampled_blocks\": %llu, \"estimated_bytes\": %llu,\n"
               "     \"births\": ",
               nd_rep_kind_names[e->kind], (unsigned long long)e->bytes,
               (unsigned long long)e->blocks,
               e->samples ? "true" : "false", e->capped ? "true" : "false",
+              e->samples && e->most_bytes ? "true" : "false",
+              e->samples && e->most_blocks ? "true" : "false",
               (unsigned long long)(k ? k->exact_bytes : 0),
               (unsigned long long)(k ? k->exact_blocks : 0), (unsigned long long)e->samples,
               (unsigned long long)(e->bytes - (k ? k->exact_bytes : 0)));
@@ -719,9 +728,10 @@ static int json_lifetimes(FILE *o, report_t *r) {
       else fputs("null", o);
       fputs(", \"growth\": ", o);
       if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN)
-        fprintf(o, "{\"bytes\": %llu, \"blocks\": %llu, \"cycles\": %llu, "
-                   "\"cycles_per_block\": %llu, \"seconds\": %.6f}",
-                (unsigned long long)e->grew, (unsigned long long)e->grew_blocks,
+        fprintf(o, "{\"bytes\": %llu, \"bytes_at_most\": %s, \"blocks\": %llu, "
+                   "\"cycles\": %llu, \"cycles_per_block\": %llu, \"seconds\": %.6f}",
+                (unsigned long long)e->grew, e->samples && e->most_grew ? "true" : "false",
+                (unsigned long long)e->grew_blocks,
                 (unsigned long long)e->cycles, (unsigned long long)e->per_cycles, e->secs);
       else fputs("null", o);
       fprintf(o, ", \"flagged_while_running\": %s, \"suppressed_by\": ",

@@ -267,10 +267,18 @@ static void text_limits_line(FILE *o, const nd_trace_t *t) {
 
 // ---------------------------------------------------------------- what was live at exit
 
-static void text_bytes_blocks(FILE *o, uint64_t bytes, uint64_t blocks, bool est) {
-  print_bytes(o, bytes, est);
-  fprintf(o, " in %s%llu %s", est ? "~" : "", (unsigned long long)blocks,
-          plural(blocks, "block", "blocks"));
+// An estimate the exact counters capped at a bound they prove (lifetime.h): "at most", exact
+// digits, as the bound is; else an estimate's "~" or an exact figure.
+static void print_amount(FILE *o, uint64_t v, bool est, bool most) {
+  if (most) fputs("at most ", o);
+  print_bytes(o, v, est && !most);
+}
+
+static void text_bytes_blocks(FILE *o, uint64_t bytes, uint64_t blocks, bool est, bool most_bytes,
+                              bool most_blocks) {
+  print_amount(o, bytes, est, est && most_bytes);
+  fprintf(o, " in %s%llu %s", est && most_blocks ? "at most " : est ? "~" : "",
+          (unsigned long long)blocks, plural(blocks, "block", "blocks"));
 }
 
 // The summary's leaks line: one line per class present, growth first; "none" when nothing was.
@@ -280,8 +288,9 @@ static void text_life_totals(FILE *o, const nd_lifetimes_t *l) {
     if (!l->entries[c]) continue;
     if (any) fprintf(o, "  %-10s  ", "");
     fprintf(o, "%s ", nd_life_names[c]);
-    if (c == ND_LIFE_TEARDOWN) print_bytes(o, l->bytes[c], l->est[c]);
-    else text_bytes_blocks(o, l->bytes[c], l->blocks[c], l->est[c]);
+    if (c == ND_LIFE_TEARDOWN) print_amount(o, l->bytes[c], l->est[c], l->most_bytes[c]);
+    else text_bytes_blocks(o, l->bytes[c], l->blocks[c], l->est[c], l->most_bytes[c],
+                           l->most_blocks[c]);
     fprintf(o, " (%llu %s)\n", (unsigned long long)l->entries[c],
             plural(l->entries[c], "stack", "stacks"));
     any = true;
@@ -327,22 +336,22 @@ static void print_pct(FILE *o, double f) { fprintf(o, "%.0f %%", f * 100); }
 // The evidence lines of an entry: its growth (growing, released at teardown), then when its
 // blocks were born and whether the shim flagged it while the job ran.
 static void text_life_evidence(FILE *o, const nd_life_t *e) {
-  bool est = e->samples > 0;
+  bool est = e->samples > 0, most = est && e->most_grew; // growth is capped with the bytes
   if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN) {
     fputs("      +", o);
-    if (e->per_cycles && e->grew_blocks) { // blocks: born, or kept until the teardown
+    if (e->per_cycles && e->grew_blocks) { // blocks: born, or kept until the teardown (exact)
       print_bytes(o, e->grew / e->grew_blocks, est);
       if (e->per_cycles > 1) fprintf(o, " per %llu cycles", (unsigned long long)e->per_cycles);
       else fputs(" per cycle", o);
       fprintf(o, " over %llu cycles", (unsigned long long)e->cycles);
     } else if (e->cycles) {
-      print_bytes(o, e->grew / e->cycles, est);
+      print_amount(o, e->grew / e->cycles, est, most);
       fprintf(o, " per cycle over %llu cycles", (unsigned long long)e->cycles);
     } else if (e->cls == ND_LIFE_GROWING && e->secs > 0) {
-      print_bytes(o, e->grew, est);
+      print_amount(o, e->grew, est, most);
       fprintf(o, " over %.3f s", e->secs);
     } else {
-      print_bytes(o, e->grew, est);
+      print_amount(o, e->grew, est, most);
       fputs(" during the run", o);
     }
     fputs(e->cls == ND_LIFE_TEARDOWN ? "; freed only at exit" : "", o);
@@ -362,16 +371,18 @@ static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
   bool est = e->samples > 0;
   fprintf(o, "#%-3zu %-8s ", rank, nd_rep_kind_names[e->kind]);
   if (e->cls == ND_LIFE_TEARDOWN) {
-    print_bytes(o, e->bytes, est);
+    print_amount(o, e->bytes, est, est && e->most_bytes);
     fputs(" at the last cycle", o);
   } else {
-    text_bytes_blocks(o, e->bytes, e->blocks, est);
+    text_bytes_blocks(o, e->bytes, e->blocks, est, e->most_bytes, e->most_blocks);
   }
   fprintf(o, "  [stack %u]\n", r->t->stacks[e->stack].id);
   if (e->samples)
     fprintf(o, "      estimate from %llu %s%s\n", (unsigned long long)e->samples,
             plural(e->samples, "sample", "samples"),
-            e->capped ? ", lowered to what the exact counters show live" : "");
+            !e->capped                  ? ""
+            : e->cls == ND_LIFE_TEARDOWN ? ", lowered to the peak the exact counters show"
+                                         : ", lowered to what the exact counters show live");
   text_life_evidence(o, e);
   return text_stack(o, r, e->stack);
 }
@@ -398,7 +409,8 @@ static int text_lifetimes(FILE *o, report_t *r) {
     if (c != ND_LIFE_STARTUP && c != ND_LIFE_SUPPRESSED) fprintf(o, "\n== %s", life_heads[c]);
     else fprintf(o, "\n== %s: ", nd_life_names[c]);
     if (c == ND_LIFE_STARTUP || c == ND_LIFE_SUPPRESSED) {
-      text_bytes_blocks(o, l->bytes[c], l->blocks[c], l->est[c]);
+      text_bytes_blocks(o, l->bytes[c], l->blocks[c], l->est[c], l->most_bytes[c],
+                        l->most_blocks[c]);
       fprintf(o, " from %zu %s\n", n, plural(n, "stack", "stacks"));
       if (c == ND_LIFE_STARTUP) {
         fputs("   born before the steady state began (the first cycle, at ", o);
@@ -408,7 +420,7 @@ static int text_lifetimes(FILE *o, report_t *r) {
       // Suppressed: bytes and blocks per rule, in the order of their largest entry.
       for (size_t i = 0; c == ND_LIFE_SUPPRESSED && i < n; i++) {
         const char *rule = l->v[at + i].suppressed_by;
-        bool seen = false, est = false;
+        bool seen = false, est = false, most_b = true, most_n = true;
         for (size_t j = 0; j < i && !seen; j++) seen = l->v[at + j].suppressed_by == rule;
         if (seen) continue; // its line came with its first entry
         uint64_t bytes = 0, blocks = 0, stacks = 0;
@@ -416,9 +428,10 @@ static int text_lifetimes(FILE *o, report_t *r) {
           const nd_life_t *e = &l->v[at + j];
           if (e->suppressed_by != rule) continue;
           bytes += e->bytes, blocks += e->blocks, stacks++, est |= e->samples > 0;
+          if (e->samples) most_b &= e->most_bytes, most_n &= e->most_blocks;
         }
         fprintf(o, "   %s: ", rule);
-        text_bytes_blocks(o, bytes, blocks, est);
+        text_bytes_blocks(o, bytes, blocks, est, most_b, most_n);
         fprintf(o, " from %llu %s\n", (unsigned long long)stacks, plural(stacks, "stack", "stacks"));
       }
       at += n;
@@ -430,15 +443,35 @@ static int text_lifetimes(FILE *o, report_t *r) {
       if (text_life(o, r, ++rank, &l->v[at + i])) return -1;
     at += n;
   }
-  if (l->untracked_blocks) {
+  // What the counters show live beyond the entries, and beyond every record: the blocks
+  // --fail-on-leak cannot check (the figures of its stderr line, ndmemreport.c)
+  if (l->untracked_blocks || l->unrecorded_blocks) {
+    const nd_trace_header_t *h = &r->t->hdr;
     any = true;
-    fprintf(o, "\n== untracked: %llu small %s live at exit\n",
-            (unsigned long long)l->untracked_blocks, plural(l->untracked_blocks, "block", "blocks"));
-    fputs("   are in no entry above: blocks under ", o);
-    print_bytes(o, r->t->hdr.track_min, false);
-    fputs(" are sampled,\n   about 1 per ", o);
-    print_bytes(o, r->t->hdr.sample_interval, false);
-    fputs(" allocated.\n   Run with --exact (NDMEM_TRACK_MIN=0) to list every block exactly.\n", o);
+    if (l->untracked_blocks)
+      fprintf(o, "\n== untracked: %llu small %s live at exit\n   are in no entry above: ",
+              (unsigned long long)l->untracked_blocks,
+              plural(l->untracked_blocks, "block", "blocks"));
+    else
+      fputs("\n== untracked: none beyond the estimates above\n   ", o);
+    if (h->track_min) {
+      fputs("blocks under ", o);
+      print_bytes(o, h->track_min, false);
+      fputs(" are sampled,\n   about 1 per ", o);
+      print_bytes(o, h->sample_interval, false);
+      fputs(" allocated.\n", o);
+    } else {
+      fputs("every block was to be tracked (NDMEM_TRACK_MIN=0).\n", o);
+    }
+    if (l->unrecorded_blocks) {
+      fprintf(o, "   %llu heap %s live at exit, at most ", (unsigned long long)l->unrecorded_blocks,
+              plural(l->unrecorded_blocks, "block", "blocks"));
+      print_bytes(o, l->unrecorded_bytes, false);
+      fprintf(o, ",\n   had no record: --fail-on-leak cannot check %s (exit status 3).\n",
+              l->unrecorded_blocks == 1 ? "it" : "them");
+    }
+    if (h->track_min)
+      fputs("   Run with --exact (NDMEM_TRACK_MIN=0) to list every block exactly.\n", o);
   }
   if (!any) fputs("\n== leaks at exit: none\n", o);
   return 0;
@@ -1276,11 +1309,13 @@ static int text_growth(FILE *o, report_t *r) {
           plural(all, "site", "sites"));
   for (size_t i = 0; i < n; i++) {
     const nd_rec_growth_t *g = &t->growth[i].rec;
-    bool est = g->flags & ND_SITE_SAMPLED;
+    bool est = g->flags & ND_SITE_SAMPLED, most_base, most_floor;
+    uint64_t base = nd_rep_peak_cap(t, g->kind, g->base_bytes, est, &most_base);
+    uint64_t lowest = nd_rep_peak_cap(t, g->kind, g->floor_bytes, est, &most_floor);
     fprintf(o, "#%-3zu %-8s ", i + 1, nd_rep_kind_names[g->kind]);
-    print_bytes(o, g->base_bytes, est);
+    print_amount(o, base, est, most_base);
     fputs(" -> ", o);
-    print_bytes(o, g->floor_bytes, est);
+    print_amount(o, lowest, est, most_floor);
     fprintf(o, " at its lowest  [stack %u]\n      ", g->stack_id);
     if (g->cycle > g->base_cycle)
       fprintf(o, "cycles %llu to %llu", (unsigned long long)g->base_cycle,

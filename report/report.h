@@ -137,6 +137,10 @@ extern const char *const nd_rep_cuda_fn_names[ND_CUDA_FN_USED]; // the CUDA reco
 extern const char *const nd_rep_dev_class_names[ND_DEV_CLASSES]; // device memory by how allocated
 extern const char *const nd_rep_action_names[4]; // 3: host (device limits, version 11)
 
+// A sampled estimate of live bytes of `kind` (a GROWTH record's floor) held to the most that the
+// exact counters show the kind ever held, its peak: *most when that lowered it ("at most").
+uint64_t nd_rep_peak_cap(const nd_trace_t *t, uint16_t kind, uint64_t v, bool est, bool *most);
+
 // Formatting both renderers use (analyse.c).
 void nd_rep_format_start(char *out, size_t n, uint64_t realtime_ns);
 // sum / peak to two decimals ("n/a" without a peak).
@@ -220,7 +224,10 @@ void nd_rep_text_summary(FILE *o, report_t *r);
 int nd_report_read(nd_trace_t *t, const char *file, bool update, FILE *err);
 // Analyses the read trace and renders it as `o` says on `out`: the exit status (0, 1 for
 // --fail-on-leak or --fail-on-growth and a finding, 2 out of memory or a write error, reported
-// on `err`). `running`: nd_trace_running's answer for a trace without an END record.
+// on `err`, ND_REP_UNCHECKED for --fail-on-leak, no finding, and heap blocks live at exit that
+// had no record, with its one line on `err`). `running`: nd_trace_running's answer for a trace
+// without an END record.
+#define ND_REP_UNCHECKED 3
 int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_supp_t *supp,
                      int running, FILE *out, FILE *err);
 // What nd_rep_analyse allocated in `r`, freed (ndmemreport.c); `r`'s trace, symbolizer and

@@ -186,6 +186,20 @@ static const builtin_t builtins[] = {
      "CPython's interpreter shutdown (Py_FinalizeEx): what it allocates while tearing down",
      {ANY("^Py_FinalizeEx$")},
      1},
+    // PyTorch's CPU loop under --exact (python3-torch 1.13), 8 B from a static destructor that
+    // glibc's exit() ran after main returned:
+    //   #0 c10::impl::PyInterpreter::disarm() (libc10.so)
+    //   #1 __run_exit_handlers (stdlib/exit.c:116)  #2 exit (stdlib/exit.c:146)
+    //   #3 __libc_start_call_main  #4 __libc_start_main  #5 _start
+    // Whatever exit() runs (atexit handlers, static destructors, _dl_fini's library destructors)
+    // allocates after the program's work is over and can never accumulate; a leak of the
+    // program's shows with its own frames, born before it. Only glibc's frames (exit is exported;
+    // __run_exit_handlers is named with libc6-dbg), never a program's function of that name.
+    {"exit-handlers",
+     "what exit() runs after the program's work: atexit handlers and static destructors",
+     {{{{.function = "^exit$", .module = "/libc.so"}}, 1, false},
+      {{{.function = "^__run_exit_handlers$", .module = "/libc.so"}}, 1, false}},
+     2},
 };
 
 static bool frame_is(const frame_pat_t *p, const nd_frame_view_t *f) {

@@ -374,6 +374,7 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
   if (b.flags & ND_SITE_SAMPLED) {
     l->est_bytes += b.weight;
     l->sampled_blocks++;
+    l->sampled_bytes += b.size;
     l->est_blocks += b.size ? (double)b.weight / (double)b.size : 1.0;
   } else {
     l->exact_bytes += b.size;

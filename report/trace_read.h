@@ -79,6 +79,7 @@ typedef struct nd_leak {
   uint16_t kind;
   uint64_t exact_bytes, exact_blocks;
   uint64_t est_bytes, sampled_blocks;
+  uint64_t sampled_bytes; // the sampled blocks' own requested bytes: what their records prove
   double est_blocks;
   // Births (version 5 traces give every block one; mappings from older ones have 0): the
   // earliest and latest, and those of the blocks born in the steady state (the latest FLUSH's

@@ -769,6 +769,77 @@ static void lifetimes_trace(void) {
   end(T0 + 2150 * MS, n);
 }
 
+// ---------------------------------------------------------------- estimates and their caps (v5)
+
+// Sampled estimates that claim more than the exact counters show, with the truth in the comments
+// (golden estimates.txt / .json / .html, unchecked.txt). The same clock as lifetimes_trace: 100
+// cycles, 5 per 100 ms flush, the first closed at T0 + 20 ms. The heap's counters at exit: 10002
+// blocks live, 5109640 B (the table's 65536 B and 10001 small blocks of 5044104 B usable), peak
+// 8 MiB.
+//   50  growing, sampled: 500 B blocks, 13 samples of weight 524538 (one born before the first
+//       cycle, then one every 8 cycles from cycle 8 to 96): ~6.5 MiB in ~13638 blocks claimed,
+//       the only estimate of the heap, so lowered to what the counters prove: at most 10001
+//       blocks (10002 less the table), at most 5044104 B (5109640 less 65536); its growth (the
+//       12 steady samples: 6294456 B) lowered with it, 4656096 B, an estimate (the sample born
+//       before the first cycle may hold more of the bound than its share), over 88 cycles
+//   51  released at teardown, sampled: a floor of 512 KiB more each flush to 10 MiB, freed in
+//       the final flush: more than the heap ever held (8 MiB), so at most 8 MiB, its growth
+//       (10 MiB less the first steady floor) at most 8 MiB too; found growing while the job ran
+//       at 9 MiB (a GROWTH record): at most 8 MiB there too
+//   52  held since start-up: a 64 KiB table, exact
+// The unrecorded heap blocks: 10002 - 1 exact - 13 sampled = 9988, at most 5109640 - 65536 -
+// 13 x 500 = 5037604 B. `unchecked`: the table alone and 1001 small blocks (28136 B) no record
+// names: nothing found, so --fail-on-leak's verdict is 3 (unchecked).
+static void estimates_trace(int unchecked) {
+  header(unchecked ? "/nonexistent/bin/unchecked" : "/nonexistent/bin/estimates",
+         unchecked ? 8282 : 8181, 5);
+  module(0, unchecked ? "/nonexistent/bin/unchecked" : "/nonexistent/bin/estimates", EXE, EXE,
+         EXE + 0x8000);
+  for (uint32_t s = 50; s <= 52; s++) {
+    const uint64_t ips[] = {EXE + 0x2000 + 0x100 * (s - 50), EXE + 0x3000};
+    stack(s, 2, ips);
+  }
+  const uint64_t weight = 524538;
+  uint64_t calls[ND_TRACE_FNS] = {[MALLOC] = 20000, [FREE] = 9998};
+  for (uint64_t k = 1; k <= 21; k++) { // flush k at T0 + 100k ms; the 21st is the final one
+    uint64_t cyc = k < 21 ? 5 * k : 100;
+    uint64_t born = 1 + (cyc >= 8 ? (cyc > 96 ? 96 : cyc) / 8 : 0); // samples of 50 so far
+    uint64_t before = k > 1 ? 1 + (5 * (k - 1) >= 8 ? 5 * (k - 1) / 8 : 0) : 1;
+    if (!unchecked)
+      site5(50, ND_SITE_SAMPLED, born * 1049, 0, born * weight, 0, born * weight, before * weight,
+            cyc);
+    uint64_t floor = k < 21 ? 512 * LT_KIB * k : 0, live = k < 21 ? floor : 0;
+    if (!unchecked)
+      site5(51, ND_SITE_SAMPLED, 100 * k, 100 * k - (k < 21 ? k : 0), 100 * k * weight,
+            100 * k * weight - live, 512 * LT_KIB * (k < 20 ? k : 20) + weight, floor, cyc);
+    if (k == 1) site5(52, 0, 1, 0, 64 * LT_KIB, 0, 64 * LT_KIB, 64 * LT_KIB, cyc);
+    if (k == 12 && !unchecked) {
+      nd_rec_growth_t g = {T0 + 1200 * MS, 51, 0, ND_SITE_SAMPLED, 60, 10, T0 + 200 * MS,
+                           LT_MIB, 9 * LT_MIB, 5};
+      nd_tw_record(&w, ND_REC_GROWTH, &g, sizeof g, NULL, 0);
+    }
+    kt_t heap = unchecked ? (kt_t){65536 + 28136, 65536 + 28136, 1002, 1002 + k, k}
+                          : (kt_t){(int64_t)(65536 + 5044104 * k / 21), 8 * LT_MIB,
+                                   (int64_t)(1 + 10001 * k / 21), 20000 * k / 21,
+                                   9998 * k / 21};
+    counters(T0 + (100 * k - 1) * MS, 1, heap, (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0},
+             calls, 0);
+    nd_rec_flush_t f = {T0 + 100 * k * MS, k, cyc, T0 + 20 * MS};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    nd_tw_flush(&w);
+  }
+  uint64_t n = 0, a = 0x600000000000ull;
+  block5(52, 0, a += LT_MIB, 64 * LT_KIB, 64 * LT_KIB, 0), n++;
+  if (!unchecked) {
+    block5(50, ND_SITE_SAMPLED, a += LT_MIB, 500, weight, 0), n++;
+    for (uint64_t c = 8; c <= 96; c += 8, n++)
+      block5(50, ND_SITE_SAMPLED, a += LT_MIB, 500, weight, c);
+  }
+  nd_rec_exit_t x = {T0 + 2140 * MS, ND_EXIT_NORMAL, 0, unchecked ? 8282 : 8181, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 2150 * MS, n);
+}
+
 // ---------------------------------------------------------------- a short job's growth (version 5)
 
 // A job whose loop is too short for the flush windows growth is judged by (golden short-growth.txt
@@ -1720,6 +1791,7 @@ int main(int argc, char **argv) {
       "bad-breach-limit", "bad-breach-fn",   "bad-breach-size", "bad-snap-reason",
       "bad-snap-site-alone", "bad-snap-too-few", "bad-snap-too-many", "bad-snap-stack",
       "lifetimes",       "short-growth",     "short-growth-part", "short-growth-few",
+      "estimates",       "unchecked",
       "devices",         "python",           "py-max",
       "py-v6-bit63",     "bad-py-v6",        "bad-py-code",     "bad-py-late",
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
@@ -1756,6 +1828,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "ws")) ws_trace();
   else if (!strcmp(argv[1], "many-escapes")) many_escapes();
   else if (!strcmp(argv[1], "lifetimes")) lifetimes_trace();
+  else if (!strcmp(argv[1], "estimates") || !strcmp(argv[1], "unchecked"))
+    estimates_trace(!strcmp(argv[1], "unchecked"));
   else if (!strcmp(argv[1], "short-growth")) short_growth(0, 0);
   else if (!strcmp(argv[1], "short-growth-part")) short_growth(1, 0);
   else if (!strcmp(argv[1], "short-growth-few")) short_growth(0, 1);

@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # t_suppress: the built-in suppressions on this machine's real stacks. t_suppress (every block
-# tracked) leaves the C and C++ runtimes' lifetime allocations live at exit, and two leaks of its
-# own; supp_stacks matches each leaked stack against the rules: every runtime stack must be
-# matched by its built-in, the two leaks by none. Then a suppressions file takes the two, and a
+# tracked) leaves the C and C++ runtimes' lifetime allocations live at exit (and what exit()'s
+# handlers allocated), and two leaks of its own; supp_stacks matches each leaked stack against
+# the rules: every runtime stack must be matched by its built-in, the two leaks by none. Then a suppressions file takes the two, and a
 # bad one is refused with its file and line.
 # usage: t_suppress.sh LIBNDMEM T_SUPPRESS LIBDLO SUPP_STACKS SOURCE
 set -u
@@ -23,7 +23,8 @@ rc=$?
 "$stacks" "$tmp/t.trace" >"$tmp/got" || { no "supp_stacks: $?"; exit 1; }
 line=$(grep -n '// LEAK$' "$src" | cut -d: -f1)
 printf '%s\n' "- dlo_init (libdlo.c:10)" "- main (t_suppress.cc:$line)" dynamic-loader \
-  libc-locale libc-nss libc-stdio-buffers libc-strerror libc-tz libstdc++-eh-pool >"$tmp/want"
+  exit-handlers libc-locale libc-nss libc-stdio-buffers libc-strerror libc-tz \
+  libstdc++-eh-pool >"$tmp/want"
 diff -u "$tmp/want" "$tmp/got" || no "built-in suppressions on the program's stacks"
 printf '# the two leaks\nleak:^dlo_init$\n\nleak:t_suppress.cc\n' >"$tmp/mine.supp"
 "$stacks" "$tmp/t.trace" "$tmp/mine.supp" >"$tmp/got" || no "supp_stacks with a file: $?"

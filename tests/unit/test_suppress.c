@@ -181,7 +181,7 @@ static void files(void) {
 static void builtins(void) {
   nd_supp_t *s = nd_supp_new();
   CHECK_EQ(nd_supp_builtin(s), 0);
-  CHECK_EQ(nd_supp_count(s), 8);
+  CHECK_EQ(nd_supp_count(s), 9);
   for (size_t i = 0; i < nd_supp_count(s); i++) {
     const nd_supp_rule_t *r = nd_supp_rule(s, i);
     CHECK(r->reason && *r->reason);
@@ -301,6 +301,21 @@ static void builtins(void) {
   nd_frame_view_t run[] = {V("_PyObject_GC_NewVar", NULL, PY),
                            V("_PyEval_EvalFrameDefault", NULL, PY), V("Py_RunMain", NULL, PY)};
   CHECK_STR(match(s, run, N(run)), "-");
+
+  // a static destructor that exit() ran (PyTorch's, as --exact recorded it; and without
+  // libc6-dbg); a program's own function named like glibc's, and its atexit-free main
+  nd_frame_view_t dtor[] = {V("c10::impl::PyInterpreter::disarm()", NULL, "/usr/lib/libc10.so"),
+                            V("__run_exit_handlers", "./stdlib/exit.c", LIBC),
+                            V("exit", "./stdlib/exit.c", LIBC),
+                            V("__libc_start_call_main", NULL, LIBC), V("_start", NULL, PY)};
+  CHECK_STR(match(s, dtor, N(dtor)), "exit-handlers");
+  nd_frame_view_t dtor_nodebug[] = {V("Registry::~Registry()", NULL, "/opt/libplugin.so"),
+                                    V(NULL, NULL, LIBC), V("exit@@GLIBC_2.2.5", NULL, LIBC),
+                                    V(NULL, NULL, LIBC), V("main", NULL, "/a")};
+  CHECK_STR(match(s, dtor_nodebug, N(dtor_nodebug)), "exit-handlers");
+  nd_frame_view_t own_exit[] = {V("make_buffer", "g.c", "/a"), V("exit", "g.c", "/a"),
+                                V("main", "g.c", "/a")};
+  CHECK_STR(match(s, own_exit, N(own_exit)), "-");
 
   // a plain leak of the program, and a program's strdup
   nd_frame_view_t own[] = {V("make_buffer", "t_leaks.c", "/a"), V("main", "t_leaks.c", "/a"),
