@@ -77,7 +77,8 @@ void nd_blocks_insert(const nd_block_t *b) {
   }
   put(s->v, s->cap, b);
   __atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELAXED);
-  if (b->site && b->site->sampled) __atomic_fetch_add(&nsampled[sampled_of(b->addr)], 1, __ATOMIC_RELAXED);
+  if (b->site && b->site->sampled)
+    __atomic_fetch_add(&nsampled[sampled_of(b->addr)], 1, __ATOMIC_RELAXED);
   unlock(s);
 }
 
@@ -154,7 +155,8 @@ int nd_blocks_take(uintptr_t addr, nd_block_t *out) {
     }
     __atomic_store_n(&s->v[hole].addr, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->n, s->n - 1, __ATOMIC_RELAXED);
-    if (out->site && out->site->sampled) __atomic_fetch_sub(&nsampled[sampled_of(addr)], 1, __ATOMIC_RELAXED);
+    if (out->site && out->site->sampled)
+      __atomic_fetch_sub(&nsampled[sampled_of(addr)], 1, __ATOMIC_RELAXED);
   }
   unlock(s);
   return found;

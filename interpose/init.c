@@ -102,6 +102,8 @@ static void warn_line(const char *line, void *ctx) {
   nd_buf_line(&b, 2);
 }
 
+static int next_is_glibc; // the next allocator is glibc's malloc (resolve)
+
 static int resolve(void) {
   nd_real.malloc = FN(void *(*)(size_t), next_sym("malloc"));
   nd_real.free = FN(void (*)(void *), next_sym("free"));
@@ -117,6 +119,7 @@ static int resolve(void) {
 
   Dl_info info;
   const void *base = dladdr(FN(void *, nd_real.malloc), &info) ? info.dli_fbase : NULL;
+  next_is_glibc = base && info.dli_fname && strstr(info.dli_fname, "/libc.so") != NULL;
   void *f;
   f = next_sym("posix_memalign");
   nd_real.posix_memalign =
@@ -175,11 +178,11 @@ static void thread_exit(void *arg) {
   t->mode = ND_T_EXITING;
 }
 
-// Lock order, everywhere: (libunwind's cache pool, a leaf) trace writer < mmap table < site stripes < block stripes < counters <
-// workspace tables.
+// Lock order, everywhere: trace writer < mmap table < site stripes < block stripes < counters <
+// workspace tables; libunwind's cache pool (unwcache.c) is a leaf, taken with no other held.
 // (An mmap interns its site while holding the table lock; the writer reads the table at exit.)
 static void atfork_prepare(void) {
-  nd_unwcache_atfork_prepare(); // a leaf: taken with no other held
+  nd_unwcache_atfork_prepare();
   nd_trace_atfork_prepare();
   nd_mmap_atfork_prepare();
   nd_cuda_atfork_prepare();
@@ -306,10 +309,7 @@ static void initialize(nd_tls_t *t) {
     _exit(127);
   }
   nd_accounting = rc == 0 && nd_cfg.enabled;
-  Dl_info dl;
-  if (nd_accounting && dladdr(FN(void *, nd_real.usable), &dl) && dl.dli_fname &&
-      strstr(dl.dli_fname, "/libc.so"))
-    nd_glibc_heads_check();
+  if (nd_accounting && next_is_glibc) nd_glibc_heads_check(); // usable is malloc's (resolve)
   if (nd_accounting && nd_prints_summary()) open_log_fd();
   if (nd_accounting) pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   if (nd_accounting && nd_cfg.trace) nd_trace_setup();

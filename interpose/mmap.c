@@ -199,10 +199,11 @@ void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, vo
 
 int nd_munmap(void *addr, size_t len, void *ra) {
   nd_tls_t *t = &nd_tls;
-  // libunwind maps its per-thread cache inside ndmem (not counted) and unmaps it from a thread's
-  // last TLS destructor, after ndmem's teardown of that thread: not the program's, not counted.
-  if (ND_UNLIKELY(nd_sites_is_unwinder(ra)) && nd_unwcache_keep(addr, len)) return 0;
-  if (!accounts(t) || ND_UNLIKELY(nd_sites_is_unwinder(ra)))
+  // libunwind maps its per-thread cache inside ndmem (not counted) and unmaps it from the thread's
+  // teardown (keys.c): not the program's, not counted; kept for the next thread when there is room.
+  int unwinder = ND_UNLIKELY(nd_sites_is_unwinder(ra));
+  if (unwinder && nd_unwcache_keep(addr, len)) return 0;
+  if (unwinder || !accounts(t))
     return nd_real.munmap ? nd_real.munmap(addr, len) : (int)syscall(SYS_munmap, addr, len);
   unsigned char mode = t->mode;
   t->mode = ND_T_BUSY;
