@@ -6,7 +6,7 @@
 #include "shim.h"
 
 #include "demangle.h"
-#include "limits.h"
+#include "nd_limits.h"
 #include "sites.h"
 #include "trace.h"
 #include "ws.h"
@@ -129,7 +129,7 @@ ND_INLINE void *alloc_op(int fn, size_t a, size_t b, void *ra) {
     // to the allocator, which fails it.
     size_t req = heap_req(fn, a, b);
     if (ND_UNLIKELY(nd_limits_on)) {
-      // A small heap block: the allocator's block is checked inline (limits.h); anything else,
+      // A small heap block: the allocator's block is checked inline (nd_limits.h); anything else,
       // or a block near a limit, takes the checked path.
       if (req <= ND_LIM_SMALL && req < nd_ws_min && !calloc_overflows(fn, a, b)) {
         t->mode = ND_T_BUSY;
@@ -169,7 +169,7 @@ static size_t fn_align(int fn, size_t a) {
   }
 }
 
-// A block a workspace arena served: the arena's idle bytes become a live block (limits.h counts
+// A block a workspace arena served: the arena's idle bytes become a live block (nd_limits.h counts
 // arenas whole); arena memory is reused, so calloc must zero it.
 static void account_arena_block(nd_tls_t *t, int fn, void *p, size_t req, uint64_t usable) {
   if (fn == NDMEM_FN_CALLOC) memset(p, 0, req);
@@ -199,7 +199,7 @@ static ND_NOINLINE void *ws_path(nd_tls_t *t, int fn, size_t a, size_t b, size_t
 }
 
 // The same work as alloc_op and ws_path under NDMEM_MAX_BYTES, NDMEM_MAX_PHYSICAL_BYTES or a
-// watermark (limits.h). A block served by a workspace arena adds no tracked bytes (the arena is
+// watermark (nd_limits.h). A block served by a workspace arena adds no tracked bytes (the arena is
 // counted whole), so maxBytes is checked only for the heap; a heap block that would cross it goes
 // back to the allocator before the program sees it. After a breach: relief and one more try, then
 // NDMEM_ON_LIMIT (fail: NULL and ENOMEM; warn: the allocation goes on; abort).

@@ -2,7 +2,7 @@
 // api.c: the ndmem_* functions of include/ndmem.h.
 #include "cuda_hooks.h"
 #include "device/dws.h"
-#include "limits.h"
+#include "nd_limits.h"
 #include "shim.h"
 #include "ws.h"
 

@@ -47,6 +47,8 @@ const nd_option_t nd_options[] = {
     OPT("NDMEM_FLUSH_MS", ND_OPT_INT, flush_ms, 1000, 10, 60000,
         "the trace is flushed at least this often (milliseconds; the first flushes sooner: "
         "after 100 ms, then doubling) and at exit"),
+    OPT("NDMEM_COMPRESS", ND_OPT_BOOL, compress, 1, 0, 1,
+        "1: the trace's records are compressed (zstd, level 1); 0: written as they are"),
     OPT("NDMEM_GROWTH_CYCLES", ND_OPT_INT, growth_cycles, 20, 0, 1000000000,
         "a site whose lowest live bytes keep rising for this many cycles (flush windows when "
         "no cycle is found) is named on stderr and in the trace while the job runs; 0: never"),
@@ -376,7 +378,7 @@ static int check_effects(const nd_config_t *cfg, nd_config_warn_fn warn, void *c
     const char *names;
   } groups[] = {
       {cfg->enabled && !cfg->trace, "NDMEM_TRACE=0 (no trace is written)",
-       "NDMEM_OUTPUT NDMEM_DEPTH NDMEM_TRACK_MIN NDMEM_SAMPLE NDMEM_FLUSH_MS"},
+       "NDMEM_OUTPUT NDMEM_DEPTH NDMEM_TRACK_MIN NDMEM_SAMPLE NDMEM_FLUSH_MS NDMEM_COMPRESS"},
       {cfg->enabled && !cfg->summary, "NDMEM_SUMMARY=0 (no summary is printed)",
        "NDMEM_SUMMARY_CHILDREN"},
       {cfg->enabled && !cfg->workspaces, "NDMEM_WORKSPACES=0 (no workspace is made)",

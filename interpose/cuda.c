@@ -27,7 +27,7 @@
 #include "device/dws.h"
 #include "device/spill.h"
 #include "fmt.h"
-#include "limits.h"
+#include "nd_limits.h"
 #include "names.h"
 #include "os.h"
 #include "sites.h"

@@ -14,7 +14,7 @@
 #include "fmt.h"
 #include "keys.h"
 #include "names.h"
-#include "limits.h"
+#include "nd_limits.h"
 #include "os.h"
 #include "python.h"
 #include "sites.h"

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// limits.c: maxBytes, maxPhysicalBytes, NDMEM_ON_LIMIT and the watermark (see limits.h).
+// limits.c: maxBytes, maxPhysicalBytes, NDMEM_ON_LIMIT and the watermark (see nd_limits.h).
 //
 // Nothing here takes a lock on the allocation path: the reservation is one CAS on a counter, the
 // exact total a walk over the counter shards, a physical reading one pread of a statm file kept
 // open. Records for the trace (logged breaches, a pending snapshot) wait under a leaf spinlock
 // for the writer, which asks for them at each flush.
-#include "limits.h"
+#include "nd_limits.h"
 
 #include "allocstat.h"
 #include "fmt.h"
@@ -86,7 +86,7 @@ static int64_t tracked_exact(void) {
 // Large mappings counted by their touched pages: read again (mincore) by the reading thread every
 // NDMEM_LIMIT_POLL_MS, and before a breach is declared, so that none is declared on pages
 // counted touched that were given back since, and pages touched since the last reading go
-// uncounted for one interval at most (limits.h).
+// uncounted for one interval at most (nd_limits.h).
 static int maps_read(void) { return nd_lim.touched && LD(nd_lim.max_bytes) > 0; }
 
 static int64_t margin(void) { return nd_limit_margin(); }

@@ -13,7 +13,7 @@
 #include "cuda_hooks.h"
 #include "device/dws.h"
 #include "fmt.h"
-#include "limits.h"
+#include "nd_limits.h"
 #include "os.h"
 #include "shim.h"
 #include "ws.h"

@@ -10,7 +10,7 @@
 // belong to the heap counters and are not tracked here.
 #include "shim.h"
 
-#include "limits.h"
+#include "nd_limits.h"
 #include "os.h"
 #include "regions.h"
 #include "sites.h"

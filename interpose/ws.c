@@ -23,7 +23,7 @@
 
 #include "allocstat.h"
 #include "fmt.h"
-#include "limits.h"
+#include "nd_limits.h"
 #include "os.h"
 #include "shim.h"
 #include "sites.h"

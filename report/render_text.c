@@ -169,6 +169,8 @@ static void text_trace_line(FILE *o, const nd_trace_t *t) {
   else
     fprintf(o, "complete: %llu bytes, %llu records", (unsigned long long)t->file_size,
             (unsigned long long)t->records);
+  if (t->compressed) // the offsets above are the decompressed stream's
+    fprintf(o, " (zstd: %llu bytes stored)", (unsigned long long)t->stored_size);
   if (!t->ended && t->have_flush && t->after_flush)
     fprintf(o, " (%llu after the last flush, included)", (unsigned long long)t->after_flush);
   fputc('\n', o);

@@ -38,8 +38,13 @@
 // in its job: its parent's pid, how it started (ND_ORIGIN_*: a fork child is a DataLoader-style
 // worker), and its rank, world size, local rank and local world size with the variable the rank
 // came from (ND_RANK_FROM_*); a shorter header (ND_TRACE_HEADER_V11_SIZE) reads as all unknown.
-// Readers accept 1 to 12.
-#define ND_TRACE_VERSION 12
+// 13 may compress: with ND_TRACE_ZSTD in the header's flags, everything after the header is one
+// zstd stream of the same records, flushed (ZSTD_e_flush) at the end of every batch the writer
+// writes and ended (ZSTD_e_end) after END, so a trace cut short still decompresses up to its last
+// whole batch and the body of a complete one is a zstd frame (`tail -c +417 T | zstd -d`). A
+// record's offset is then its offset in the decompressed stream, the header counted.
+// Readers accept 1 to 13.
+#define ND_TRACE_VERSION 13
 #define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
 #define ND_TRACE_MAX_STACK 255 // frames in one STACK record from version 12 (before: 128)
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
@@ -66,8 +71,12 @@ typedef struct nd_trace_header {
   int32_t local_rank, local_world_size; // among the job's processes on this host
   uint16_t rank_from;         // enum nd_rank_from: the variable the rank was read from
   uint16_t origin;            // enum nd_origin: how the process came to be traced
-  uint32_t reserved;
+  uint32_t flags;             // ND_TRACE_* (version 13; 0 before)
 } nd_trace_header_t;
+enum nd_trace_flags {
+  ND_TRACE_ZSTD = 1, // the records are one zstd stream (version 13)
+  ND_TRACE_FLAGS_KNOWN = 1
+};
 _Static_assert(sizeof(nd_trace_header_t) == 416, "trace header layout");
 #define ND_TRACE_HEADER_V11_SIZE 384u // the header of versions 1 to 11: up to exe
 

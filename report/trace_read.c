@@ -15,6 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef ND_HAVE_ZSTD
+#include <zstd.h>
+#endif
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the trace is little-endian; this reader reads it in host order"
@@ -905,13 +908,48 @@ typedef struct nd_in {
   char *buf;
   size_t cap;      // ND_BUF_SIZE, or less for a small regular file (grown if it grows)
   size_t pos, len; // unread bytes are buf[pos, len)
-  uint64_t base;   // file offset of buf[0]
+  uint64_t base;   // stream offset of buf[0] (the file's, unless compressed)
   bool eof;
   uint64_t reads; // read(2) calls that returned data, for progress reports
+  // A compressed stream (zstd_begin): the file's bytes go through zd into buf.
+  void *zd;          // ZSTD_DStream *, NULL when the records are plain
+  char *zbuf;        // file bytes read, zbuf[zpos, zlen) not yet given to zd
+  size_t zpos, zlen, zcap;
+  uint64_t zread;    // file bytes read (header included)
+  const char *zerr;  // why decompression failed (errno is then EBADMSG)
 } nd_in_t;
 
+#define ND_ZBUF_SIZE (128u << 10)
+
+// Up to cap - len more bytes into buf: read(2), or read and decompressed. The bytes added
+// (0: the file ended), or -1 (errno set).
+static ssize_t more(nd_in_t *in) {
+  for (;;) {
+    if (!in->zd) return read(in->fd, in->buf + in->len, in->cap - in->len);
+#ifdef ND_HAVE_ZSTD
+    // zd may hold output from input already given: ask it first, then read.
+    ZSTD_inBuffer zi = {in->zbuf, in->zlen, in->zpos};
+    ZSTD_outBuffer zo = {in->buf + in->len, in->cap - in->len, 0};
+    size_t r = ZSTD_decompressStream(in->zd, &zo, &zi);
+    in->zpos = zi.pos;
+    if (ZSTD_isError(r)) {
+      in->zerr = ZSTD_getErrorName(r);
+      errno = EBADMSG;
+      return -1;
+    }
+    if (zo.pos) return (ssize_t)zo.pos;
+    if (in->zpos < in->zlen) continue; // consumed input without output yet (a frame header)
+    ssize_t n = read(in->fd, in->zbuf, in->zcap);
+    if (n <= 0) return n;
+    in->zread += (uint64_t)n;
+    in->zpos = 0;
+    in->zlen = (size_t)n;
+#endif
+  }
+}
+
 // Makes at least `want` (<= ND_BUF_SIZE) unread bytes available unless the file ends first. 0,
-// or -1 on a read error or out of memory (errno set).
+// or -1 on a read error, a corrupt compressed stream or out of memory (errno set).
 static int fill(nd_in_t *in, size_t want) {
   if (in->len - in->pos >= want || in->eof) return 0;
   if (want > in->cap) { // a small file that grew while we read it
@@ -927,7 +965,7 @@ static int fill(nd_in_t *in, size_t want) {
     in->pos = 0;
   }
   while (in->len < want && !in->eof) {
-    ssize_t n = read(in->fd, in->buf + in->len, in->cap - in->len);
+    ssize_t n = more(in);
     if (n < 0) {
       if (errno == EINTR) continue;
       return -1;
@@ -937,6 +975,49 @@ static int fill(nd_in_t *in, size_t want) {
     in->len += (size_t)n;
   }
   return 0;
+}
+
+// The reason of a failed fill: strerror, or the decompressor's own words.
+static const char *in_error(const nd_in_t *in) {
+  return in->zerr && errno == EBADMSG ? in->zerr : strerror(errno);
+}
+
+// The records after the header are a zstd stream (ND_TRACE_ZSTD): the bytes read past the header
+// are compressed, and from here on fill decompresses. `zd` continues an earlier read's stream
+// (nd_trace_update) or is NULL for a new one. 0, or -1 with t->err set.
+static int zstd_begin(nd_trace_t *t, nd_in_t *in, void *zd) {
+#ifdef ND_HAVE_ZSTD
+  size_t raw = in->len - in->pos; // file bytes already in buf: the stream's first
+  in->zcap = raw > ND_ZBUF_SIZE ? raw : ND_ZBUF_SIZE;
+  in->zbuf = malloc(in->zcap);
+  if (!zd) zd = ZSTD_createDStream();
+  if (!in->zbuf || !zd) {
+    if (zd && zd != t->zd) ZSTD_freeDStream(zd);
+    return fail(t, UINT64_MAX, "out of memory");
+  }
+  in->zd = zd;
+  memcpy(in->zbuf, in->buf + in->pos, raw);
+  in->zpos = 0;
+  in->zlen = raw;
+  in->zread = in->base + in->len;
+  in->len = in->pos;
+  in->eof = false;
+  return 0;
+#else
+  (void)in, (void)zd;
+  return fail(t, offsetof(nd_trace_header_t, flags),
+              "compressed trace (zstd), and this ndmemreport was built without libzstd");
+#endif
+}
+
+static void zstd_end(nd_in_t *in, nd_trace_t *keep) {
+  free(in->zbuf);
+  in->zbuf = NULL;
+#ifdef ND_HAVE_ZSTD
+  if (in->zd && (!keep || keep->zd != in->zd)) ZSTD_freeDStream(in->zd);
+#endif
+  (void)keep;
+  in->zd = NULL;
 }
 
 // The version 12 fields of a header that has them (where the process stands in its job), checked;
@@ -968,8 +1049,15 @@ static int header_job(nd_trace_t *t) {
   return 0;
 }
 
+// A failed fill at offset off: the read error, or what the decompressor found wrong.
+static int fill_fail(nd_trace_t *t, uint64_t off, const nd_in_t *in) {
+  if (in->zerr && errno == EBADMSG)
+    return fail(t, off, "compressed records corrupt (zstd: %s)", in->zerr);
+  return fail(t, off, "read error: %s", strerror(errno));
+}
+
 static int read_header(nd_trace_t *t, nd_in_t *in) {
-  if (fill(in, sizeof t->hdr)) return fail(t, 0, "read error: %s", strerror(errno));
+  if (fill(in, sizeof t->hdr)) return fill_fail(t, 0, in);
   size_t have = in->len;
   if (have == 0) return fail(t, 0, "empty file, not an ndmem trace");
   if (have < sizeof t->hdr.magic ||
@@ -994,12 +1082,18 @@ static int read_header(nd_trace_t *t, nd_in_t *in) {
   if (t->hdr.depth > ND_TRACE_MAX_DEPTH)
     return fail(t, 56, "header stack depth %u above the maximum %u", t->hdr.depth,
                 ND_TRACE_MAX_DEPTH);
-  if (fill(in, t->hdr.header_size)) return fail(t, 0, "read error: %s", strerror(errno));
+  if (fill(in, t->hdr.header_size)) return fill_fail(t, 0, in);
   if (in->len < t->hdr.header_size)
     return fail(t, in->len, "trace header cut short (%zu of %u bytes)", in->len,
                 t->hdr.header_size);
   if (header_job(t)) return -1;
+  if (t->hdr.version < 13) t->hdr.flags = 0; // reserved before
+  if (t->hdr.flags & ~(uint32_t)ND_TRACE_FLAGS_KNOWN)
+    return fail(t, offsetof(nd_trace_header_t, flags), "unknown header flags 0x%x",
+                t->hdr.flags & ~(uint32_t)ND_TRACE_FLAGS_KNOWN);
   in->pos = t->hdr.header_size;
+  t->compressed = t->hdr.flags & ND_TRACE_ZSTD;
+  if (t->compressed && zstd_begin(t, in, NULL)) return -1;
   memcpy(t->host, t->hdr.host, sizeof t->hdr.host);
   t->host[sizeof t->hdr.host] = 0;
   memcpy(t->exe, t->hdr.exe, sizeof t->hdr.exe);
@@ -1060,8 +1154,7 @@ static int read_records(nd_trace_t *t, nd_in_t *in, uint64_t size, nd_progress_f
   t->truncated = false;
   for (;;) {
     uint64_t reads = in->reads;
-    if (fill(in, sizeof(nd_rec_t))) return fail(t, in->base + in->pos, "read error: %s",
-                                                strerror(errno));
+    if (fill(in, sizeof(nd_rec_t))) return fill_fail(t, in->base + in->pos, in);
     uint64_t off = in->base + in->pos;
     size_t avail = in->len - in->pos;
     if (avail == 0) break; // clean end
@@ -1073,7 +1166,7 @@ static int read_records(nd_trace_t *t, nd_in_t *in, uint64_t size, nd_progress_f
     memcpy(&r, in->buf + in->pos, sizeof r);
     if (check_header(t, off, &r)) return -1;
     if (avail < sizeof r + r.size) {
-      if (fill(in, sizeof r + r.size)) return fail(t, off, "read error: %s", strerror(errno));
+      if (fill(in, sizeof r + r.size)) return fill_fail(t, off, in);
       if (in->len - in->pos < sizeof r + r.size) {
         t->truncated = true;
         break;
@@ -1086,10 +1179,11 @@ static int read_records(nd_trace_t *t, nd_in_t *in, uint64_t size, nd_progress_f
     t->prev_tag = r.tag;
     t->after_flush = r.tag == ND_REC_FLUSH ? 0 : t->after_flush + 1;
     t->good_end = in->base + in->pos;
-    if (progress && in->reads != reads) progress(arg, t->good_end, size);
+    if (progress && in->reads != reads) progress(arg, in->zd ? in->zread : t->good_end, size);
   }
   if (!t->records) t->good_end = t->hdr.header_size;
   t->file_size = in->base + in->len;
+  t->stored_size = in->zd ? in->zread : t->file_size;
   resolve_escapes(t);
   order_snapshots(t); // a snapshot still open keeps the sites read: the file ended in its run
   return build_module_index(t);
@@ -1120,6 +1214,22 @@ static int open_trace(nd_trace_t *t, const char *path, int *fd, struct stat *st)
   return -1;
 }
 
+// A compressed trace read to its end keeps its decompressor for nd_trace_update: the stream
+// goes on where the file did, with the bytes decompressed past the last whole record. 0 or -1.
+static int zstd_keep(nd_trace_t *t, nd_in_t *in) {
+  if (!in->zd) return 0;
+  size_t n = in->len - in->pos;
+  char *tail = n ? malloc(n) : NULL;
+  if (n && !tail) return fail(t, UINT64_MAX, "out of memory");
+  if (n) memcpy(tail, in->buf + in->pos, n);
+  free(t->ztail);
+  t->ztail = tail;
+  t->nztail = n;
+  t->zd = in->zd;
+  t->zfed = in->zread - (in->zlen - in->zpos);
+  return 0;
+}
+
 int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void *arg) {
   memset(t, 0, sizeof *t);
   t->path = path;
@@ -1134,8 +1244,10 @@ int nd_trace_read(nd_trace_t *t, const char *path, nd_progress_fn progress, void
   uint64_t size = t->regular ? (uint64_t)st.st_size : 0;
   if (in_alloc(t, &in, size) || read_header(t, &in)) goto out;
   rc = read_records(t, &in, size, progress, arg);
+  if (!rc) rc = zstd_keep(t, &in);
 out:
-  t->last_read = in.len + in.base;
+  t->last_read = in.zd ? in.zread : in.len + in.base;
+  zstd_end(&in, t);
   free(in.buf);
   close(in.fd);
   return rc;
@@ -1150,7 +1262,8 @@ int nd_trace_update(nd_trace_t *t, nd_progress_fn progress, void *arg) {
   // written there (a new job, a copy, the file cut), and it is read from its start.
   nd_trace_header_t hdr;
   bool same = t->regular && S_ISREG(st.st_mode) && (uint64_t)st.st_dev == t->dev &&
-              (uint64_t)st.st_ino == t->ino && (uint64_t)st.st_size >= t->good_end &&
+              (uint64_t)st.st_ino == t->ino &&
+              (uint64_t)st.st_size >= (t->compressed ? t->zfed : t->good_end) &&
               pread(in.fd, &hdr, ND_TRACE_HEADER_V11_SIZE, 0) == ND_TRACE_HEADER_V11_SIZE &&
               !memcmp(&hdr, &t->hdr, ND_TRACE_HEADER_V11_SIZE); // its part as read, unchanged
   if (!same) {
@@ -1162,20 +1275,34 @@ int nd_trace_update(nd_trace_t *t, nd_progress_fn progress, void *arg) {
   int rc = -1;
   uint64_t size = (uint64_t)st.st_size;
   uint64_t start = in.base = t->good_end;
-  if (lseek(in.fd, (off_t)in.base, SEEK_SET) < 0) {
-    fail(t, in.base, "cannot seek: %s", strerror(errno));
+  uint64_t from = t->compressed ? t->zfed : t->good_end; // the file offset to read on from
+  if (lseek(in.fd, (off_t)from, SEEK_SET) < 0) {
+    fail(t, from, "cannot seek: %s", strerror(errno));
     goto out;
   }
-  if (in_alloc(t, &in, size - in.base)) goto out;
+  if (in_alloc(t, &in, t->compressed ? ND_BUF_SIZE : size - in.base)) goto out;
+  if (t->compressed) { // the stream goes on: the bytes it gave past good_end first
+    if (zstd_begin(t, &in, t->zd)) goto out;
+    if (t->nztail) memcpy(in.buf, t->ztail, t->nztail);
+    in.len = t->nztail;
+    in.zread = from;
+  }
   rc = read_records(t, &in, size, progress, arg);
+  if (!rc) rc = zstd_keep(t, &in);
 out:
-  t->last_read = in.base + in.len - start; // in.base moved on as the buffer was reused
+  // in.base moved on as the buffer was reused
+  t->last_read = in.zd ? in.zread - from : in.base + in.len - start;
+  zstd_end(&in, t);
   free(in.buf);
   close(in.fd);
   return rc;
 }
 
 void nd_trace_free(nd_trace_t *t) {
+#ifdef ND_HAVE_ZSTD
+  if (t->zd) ZSTD_freeDStream(t->zd);
+#endif
+  free(t->ztail);
   for (size_t i = 0; i < t->nmods; i++) free(t->mods[i].path);
   free(t->mods);
   free(t->mod_slots);
@@ -1261,7 +1388,7 @@ int nd_trace_site_series(const nd_trace_t *t, const uint32_t *sites, size_t n,
     rc = 1;
     goto out;
   }
-  if ((uint64_t)st.st_size < t->good_end) {
+  if ((uint64_t)st.st_size < (t->compressed ? t->zfed : t->good_end)) {
     series_fail(s, "the file is shorter than when it was read");
     goto out;
   }
@@ -1269,7 +1396,7 @@ int nd_trace_site_series(const nd_trace_t *t, const uint32_t *sites, size_t n,
   s->live = calloc(n ? n * SERIES_SLOTS : 1, sizeof *s->live);
   s->peak = calloc(n ? n : 1, sizeof *s->peak);
   cur = calloc(n ? n : 1, sizeof *cur);
-  uint64_t size = t->good_end;
+  uint64_t size = t->compressed ? ND_BUF_SIZE : t->good_end;
   in.cap = size < ND_BUF_SIZE - 4096 ? size + 4096 : ND_BUF_SIZE;
   in.buf = malloc(in.cap);
   if (!s->mono_ns || !s->live || !s->peak || !cur || !in.buf) {
@@ -1287,19 +1414,26 @@ int nd_trace_site_series(const nd_trace_t *t, const uint32_t *sites, size_t n,
     goto out;
   }
   in.pos = t->hdr.header_size;
+  if (t->compressed) {
+    nd_trace_t tmp = {.err_off = 0};
+    if (zstd_begin(&tmp, &in, NULL)) {
+      series_fail(s, "%s", tmp.err);
+      goto out;
+    }
+  }
   uint64_t stride = 1;
   bool extra = false;
   while (in.base + in.pos < t->good_end) {
     nd_rec_t r;
     if (fill(&in, sizeof r)) {
-      series_fail(s, "read error: %s", strerror(errno));
+      series_fail(s, "read error: %s", in_error(&in));
       goto out;
     }
     if (in.len - in.pos < sizeof r) break; // checked below: the counts differ
     memcpy(&r, in.buf + in.pos, sizeof r);
     if (r.size > ND_TRACE_MAX_RECORD) break;
     if (fill(&in, sizeof r + r.size)) {
-      series_fail(s, "read error: %s", strerror(errno));
+      series_fail(s, "read error: %s", in_error(&in));
       goto out;
     }
     if (in.len - in.pos < sizeof r + r.size) break;
@@ -1330,6 +1464,7 @@ int nd_trace_site_series(const nd_trace_t *t, const uint32_t *sites, size_t n,
       if (s->live[j * SERIES_SLOTS + i] > s->peak[j]) s->peak[j] = s->live[j * SERIES_SLOTS + i];
   rc = 0;
 out:
+  zstd_end(&in, NULL);
   free(cur);
   free(in.buf);
   if (in.fd >= 0) close(in.fd);

@@ -184,6 +184,15 @@ typedef struct nd_trace {
   bool regular;       // a regular file, which nd_trace_update can tell from another (dev, ino)
   uint64_t dev, ino;
   bool truncated;     // the file ends inside a record (good_end < file_size)
+  // A compressed trace (ND_TRACE_ZSTD): file_size, good_end and every record offset count the
+  // decompressed stream (the header included); stored_size is the file's bytes read. For
+  // nd_trace_update the decompressor's state stays here with the bytes it gave past good_end.
+  bool compressed;
+  uint64_t stored_size;
+  void *zd;           // ZSTD_DStream *
+  uint64_t zfed;      // file bytes given to zd
+  char *ztail;        // decompressed bytes after good_end (a record not yet whole)
+  size_t nztail;
   uint64_t records, rec_count[ND_REC_TAG_MAX];
 
   bool ended; // an END record: the trace is complete (the shim wrote its final records)

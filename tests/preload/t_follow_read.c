@@ -29,9 +29,12 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef ND_HAVE_ZSTD
+#include <zstd.h>
+#endif
 
 static int failures;
-static const char *long_path; // the trace written here
+static const char *long_path, *long_zstd_path; // the traces written here
 
 static void no(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void no(const char *what, const char *fmt, ...) {
@@ -90,8 +93,9 @@ static char wbuf[1 << 16];
 
 // 10000 flush batches of a version 8 trace: SITE updates, RESIDENT, COUNTERS (the timeline),
 // FLUSH; a snapshot of 5 sites at batches 3000 and 7000 (and one of 2 at each 1000th); a second
-// module and a stack in it at batch 5000; two leaked blocks and END.
-static void write_long(const char *path) {
+// module and a stack in it at batch 5000; two leaked blocks and END. `zstd`: its records
+// compressed as the shim writes them (version 13, ND_TRACE_ZSTD), a block ended at every FLUSH.
+static void write_long(const char *path, bool zstd) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
     perror(path);
@@ -105,7 +109,16 @@ static void write_long(const char *path) {
   memcpy(h.magic, ND_TRACE_MAGIC, sizeof h.magic);
   strcpy(h.host, "follow-synth-host");
   strcpy(h.exe, "/nonexistent/follow-app");
+  if (zstd) h.flags = ND_TRACE_ZSTD;
   nd_tw_header(&w, &h);
+#ifdef ND_HAVE_ZSTD
+  static char zbuf[1 << 16];
+  ZSTD_CCtx *zc = zstd ? ZSTD_createCCtx() : NULL;
+  if (zstd && (!zc || nd_tw_compress(&w, zc, zbuf, sizeof zbuf))) {
+    fprintf(stderr, "t_follow_read: cannot compress %s\n", path);
+    exit(2);
+  }
+#endif
   const char *app = "/nonexistent/follow-app", *lib = "/nonexistent/libfollow.so";
   nd_rec_module_t m = {.id = 0, .path_len = (uint32_t)strlen(app), .base = 0x400000,
                        .lo = 0x400000, .hi = 0x800000};
@@ -167,6 +180,7 @@ static void write_long(const char *path) {
     nd_rec_flush_t f = {.mono_ns = ns, .seq = b, .cycles = b / 100,
                         .steady_ns = b >= 100 ? 3000 : 0};
     nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    if (zstd && nd_tw_flush(&w)) exit(2); // as the shim: a batch at a time
     ns += 1000000;
   }
   for (uint32_t k = 0; k < 2; k++) {
@@ -178,10 +192,13 @@ static void write_long(const char *path) {
   nd_tw_record(&w, ND_REC_EXIT, &ex, sizeof ex, NULL, 0);
   nd_rec_end_t e = {.mono_ns = ns, .blocks = 2};
   nd_tw_record(&w, ND_REC_END, &e, sizeof e, NULL, 0);
-  if (nd_tw_flush(&w)) {
+  if (nd_tw_finish(&w)) {
     fprintf(stderr, "t_follow_read: writing %s failed\n", path);
     exit(2);
   }
+#ifdef ND_HAVE_ZSTD
+  ZSTD_freeCCtx(zc);
+#endif
   close(fd);
 }
 
@@ -350,7 +367,7 @@ static void grow_and_check(const char *dir, const char *src, const char *other,
       if (rc == 0 && t->last_read != at) no(what, "the first read read %llu bytes",
                                              (unsigned long long)t->last_read);
     } else {
-      uint64_t from = t->good_end;
+      uint64_t from = t->compressed ? t->zfed : t->good_end; // the file's offset
       rc = nd_trace_update(t, NULL, NULL);
       if (rc > 0) no(what, "read again from the start (%d) though the trace only grew", rc);
       if (rc == 0 && t->last_read != at - from)
@@ -367,17 +384,21 @@ static void grow_and_check(const char *dir, const char *src, const char *other,
     sym = keep_sym(sym, &mods, t, false);
     check_against_full(what, path, t, sym, supp);
   }
-  if (!failures && (steps < 16 || cut < steps / 4))
+  // A compressed trace is decompressed a whole zstd block at a time, and its blocks end at the
+  // batches' FLUSH records: its reads stop between records; the pieces cut its blocks instead.
+  if (!failures && (steps < 16 || (cut < steps / 4 && src != long_zstd_path)))
     no(src, "the pieces did not test what they should (%zu of %zu reads cut mid-record)", cut,
        steps);
   printf("%s: %zu reads, %zu cut mid-record; %llu records, timeline stride %llu, %llu "
          "snapshots, %zu modules\n", src, steps, cut, (unsigned long long)t->records,
          (unsigned long long)t->series_stride, (unsigned long long)t->snap_records, t->nmods);
   // 10000 COUNTERS records: the 4096 points kept were halved twice (at 4097 and 8193 records).
-  if (src == long_path && (t->series_stride != 4 || t->snap_records != 10 || t->nmods != 2))
+  if ((src == long_path || src == long_zstd_path) && (t->series_stride != 4 || t->snap_records != 10 || t->nmods != 2))
     no(src, "the long trace is not what it was written to be");
-  // Nothing appended: only a record cut short at the end is read again (killed.trace's).
-  uint64_t tail = t->file_size - t->good_end;
+  // Nothing appended: only a record cut short at the end is read again (killed.trace's); a
+  // compressed trace's decompressor has had the whole file already.
+  uint64_t tail = t->compressed ? 0 : t->file_size - t->good_end;
+  if (src == long_zstd_path && !t->compressed) no(src, "not read as compressed");
   if (!failures && (nd_trace_update(t, NULL, NULL) != 0 || t->last_read != tail))
     no(src, "an update of an unchanged trace read %llu bytes, want %llu",
        (unsigned long long)t->last_read, (unsigned long long)tail);
@@ -516,19 +537,28 @@ int main(int argc, char **argv) {
   if (!supp || nd_supp_builtin(supp)) return 2;
   char longp[4096];
   snprintf(longp, sizeof longp, "%s/long.trace", dir);
-  write_long(longp);
+  write_long(longp, false);
   long_path = longp;
+  char zlongp[4096];
+  snprintf(zlongp, sizeof zlongp, "%s/long-zstd.trace", dir);
+#ifdef ND_HAVE_ZSTD
+  write_long(zlongp, true);
+  long_zstd_path = zlongp;
+#endif
   // Each trace grown, then rewritten with another (the next; the first for the last), cut to be
   // shorter.
   int n = argc - 2;
-  for (int i = 0; i <= n && !failures; i++) {
-    const char *src = i < n ? argv[2 + i] : longp;
+  for (int i = 0; i <= n + (long_zstd_path != NULL) && !failures; i++) {
+    const char *src = i < n ? argv[2 + i] : i == n ? longp : zlongp;
     const char *other = i + 1 < n ? argv[3 + i] : argv[2];
     for (size_t v = 0; v < 3; v++) views[v].o.file = src;
     grow_and_check(dir, src, other, supp);
   }
   unlink(longp);
+  unlink(zlongp);
   nd_supp_free(supp);
-  if (!failures) printf("ok: %d traces grown piece by piece and read on\n", n + 1);
+  if (!failures)
+    printf("ok: %d traces grown piece by piece and read on%s\n", n + 1 + (long_zstd_path != NULL),
+           long_zstd_path ? " (one compressed)" : " (none compressed: built without libzstd)");
   return failures ? 1 : 0;
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-// limits.h: off-heap limits (JavaCPP's maxBytes and maxPhysicalBytes) and the warning watermark.
+// nd_limits.h (not limits.h: that name would shadow the C library's <limits.h> for every file
+// built with this folder on its include path, zstd.h's among them): off-heap limits (JavaCPP's
+// maxBytes and maxPhysicalBytes) and the warning watermark.
 //
 // maxBytes bounds *tracked* host bytes: heap usable sizes + anonymous mmaps + workspace arenas
 // (an arena counts whole; its live blocks are already in the heap counters). An anonymous mapping
