@@ -30,25 +30,18 @@
 
 #include "lifetime.h"
 
-// USAGE, on one line, follows a usage error; USAGE_HELP, the same in 80 columns, heads --help.
+// USAGE, on one line, follows a usage error; USAGE_HELP heads --help, which is short (one line an
+// option): ndmemreport(1), from docs/ndmemreport.1.md, has the details.
 #define USAGE                                                                                      \
-  "usage: ndmemreport [--format text|json|html|collapsed] [--collapsed-by peak|total|live] "       \
-  "[--top N] [--frames N] [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces] "           \
-  "[--limits] [--python-only] [--no-symbols] [--suppressions FILE]... "                            \
+  "usage: ndmemreport [--format text|json|html|svg|collapsed] [--collapsed-by peak|total|live] "   \
+  "[--flame-by peak|total|live] [--top N] [--frames N] [--fail-on-leak] [--fail-on-growth] "       \
+  "[--brief] [--workspaces] [--limits] [--python-only] [--no-symbols] [--suppressions FILE]... "    \
   "[--no-builtin-suppressions] [--follow] [--follow-interval MS] FILE | diff [OPTIONS] A B | "      \
-  "merge [--format text|json] [--top N] [--frames N] [--python-only] [--no-symbols] "              \
-  "[--suppressions FILE]... [--no-builtin-suppressions] TRACE..."
+  "merge [OPTIONS] TRACE..."
 #define USAGE_HELP                                                                                 \
-  "usage: ndmemreport [--format text|json|html|collapsed]\n"                                       \
-  "                   [--collapsed-by peak|total|live] [--top N] [--frames N]\n"                  \
-  "                   [--fail-on-leak] [--fail-on-growth] [--brief] [--workspaces]\n"             \
-  "                   [--limits] [--python-only] [--no-symbols]\n"                                 \
-  "                   [--suppressions FILE]... [--no-builtin-suppressions]\n"                      \
-  "                   [--follow] [--follow-interval MS] FILE\n"                                    \
-  "       ndmemreport diff [--help] [OPTIONS] A B\n"                                               \
-  "       ndmemreport merge [--format text|json] [--top N] [--frames N]\n"                        \
-  "                         [--python-only] [--no-symbols] [--suppressions FILE]...\n"          \
-  "                         [--no-builtin-suppressions] TRACE..."
+  "usage: ndmemreport [OPTIONS] TRACE\n"                                                           \
+  "       ndmemreport diff [OPTIONS] A B\n"                                                        \
+  "       ndmemreport merge [OPTIONS] TRACE..."
 
 // ---------------------------------------------------------------- main
 
@@ -100,80 +93,37 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fprintf(out,
               "%s\n\n"
-              "Reads a trace written by libndmem.so and reports what it allocated.\n"
-              "  --format text|json|html|collapsed\n"
-              "                      output format (default text); html: one self-contained\n"
-              "                      page (summary, a timeline plot of live memory per kind\n"
-              "                      with limits, breaches and snapshots, top sites with\n"
-              "                      stacks, growth, workspaces, limits); collapsed: one line\n"
-              "                      per stack for flamegraph.pl and speedscope, frames\n"
-              "                      outermost first joined by ';', a space, the weight\n"
-              "  --collapsed-by peak|total|live\n"
-              "                      collapsed's weight: a site's peak live bytes (default),\n"
-              "                      bytes allocated, or live bytes at the end; sites of\n"
-              "                      weight 0 are left out, equal lines summed into one\n"
-              "  --top N             sites, leaks, leaked workspace pointers, breaches and\n"
-              "                      each snapshot's sites listed (default 10, 0 = all);\n"
-              "                      collapsed: the N heaviest lines, in frame order (all\n"
-              "                      without --top)\n"
-              "  --frames N          frames shown per stack in text (default 8, 0 = all)\n"
-              "  --brief             summary, the 5 largest leaks and leaked workspace\n"
-              "                      pointers, and the first breach of a limit only\n"
-              "  --fail-on-leak      exit 1 on growth, or on memory live at a normal exit\n"
-              "                      that was not held since start-up nor suppressed; else\n"
-              "                      exit 3 (unchecked) when heap blocks live at exit had\n"
-              "                      no record (under NDMEM_TRACK_MIN only sampled ones\n"
-              "                      do), with one stderr line saying how many; a trace of\n"
-              "                      ndmem run --exact (NDMEM_TRACK_MIN=0) is checked whole\n"
-              "  --fail-on-growth    exit 1 on growth only (growing, released at teardown,\n"
-              "                      or, without a normal exit, found growing while running)\n",
+              "Reports what a program allocated, from the trace libndmem.so wrote.\n\n"
+              "  --format FORMAT             text | json | html | svg | collapsed [text]\n"
+              "  --collapsed-by WEIGHT       collapsed's weight: peak | total | live [peak]\n"
+              "  --flame-by WEIGHT           svg's weight: peak | total | live [peak]\n"
+              "  --top N                     entries per list [10]; 0 all\n"
+              "  --frames N                  frames per stack in text [8]; 0 all\n"
+              "  --brief                     summary, largest leaks, first breach\n"
+              "  --workspaces                only the workspaces view\n"
+              "  --limits                    only the limits view\n"
+              "  --python-only               only the Python frames of each stack\n"
+              "  --no-symbols                frames as path+offset\n"
+              "  --fail-on-leak              exit 1 on a leak or growth; 3 when unchecked\n"
+              "  --fail-on-growth            exit 1 on growth\n"
+              "  --suppressions FILE         leaks matching FILE's leak:PATTERN rules are\n"
+              "                              not reported (repeatable)\n"
+              "  --no-builtin-suppressions   report the C and C++ runtimes' blocks too\n"
+              "  --follow                    report a running job's trace as it grows\n"
+              "  --follow-interval MS        milliseconds between refreshes [1000]\n\n"
+              "Exit status: 0 nothing found, 1 a finding (--fail-on-leak, --fail-on-growth),\n"
+              "2 bad usage or trace, 3 unchecked (--fail-on-leak: blocks live at exit had no\n"
+              "record). diff --help and merge --help list their options.\n"
+              "See ndmemreport(1).\n",
               USAGE_HELP);
-      // two pieces: one string literal this long is past what ISO C requires a compiler to take
-      fputs("  --workspaces        only the summary's trace and workspaces lines, then per\n"
-              "                      workspace its cycles, plan, hits, spills and escapes,\n"
-              "                      and the leaked workspace pointers with their stacks\n"
-              "  --limits            only the summary's trace and limits lines, then the\n"
-              "                      limits and their totals, the logged breaches, and the\n"
-              "                      snapshots of live memory with their top sites' stacks\n"
-              "  --python-only       stacks show only their Python frames (trace version 7);\n"
-              "                      a stack without one shows its native frames as before\n"
-              "  --no-symbols        do not open modules: frames print as path+offset\n"
-              "  --suppressions FILE\n"
-              "                      leaks whose stack matches a rule of FILE are not\n"
-              "                      reported: LeakSanitizer's format, one leak:PATTERN a\n"
-              "                      line (* wildcards, ^ and $ anchors; against each\n"
-              "                      frame's function, source file and module), # comments;\n"
-              "                      may be given more than once\n"
-              "  --no-builtin-suppressions\n"
-              "                      report the C and C++ runtimes' lifetime allocations\n"
-              "                      too (libstdc++'s exception pool, stdio buffers, the\n"
-              "                      loader's and the locale's state, ...)\n"
-              "  --follow            read a running job's trace as it grows (each refresh reads\n"
-              "                      what was appended) and print the --brief view every\n"
-              "                      interval until it ends (then once more), its writer is\n"
-              "                      gone and it stopped growing, or SIGINT;\n"
-              "                      a terminal is cleared between refreshes, else each\n"
-              "                      starts with a line '== refresh N at HH:MM:SS, +SIZE\n"
-              "                      read, STATE' (running, the writer is gone, ...)\n"
-              "  --follow-interval MS\n"
-              "                      milliseconds between refreshes (default 1000)\n"
-              "merge: the traces of a job's processes side by side, labelled by the rank each\n"
-              "holds (a fork child as its parent's worker), what each leaked by the classes\n"
-              "above (held since start-up is no leak), and their sites aggregated with their\n"
-              "Python lines and outliers (ndmemreport merge --help).\n"
-              "Exit status: 0, 1 (--fail-on-leak or --fail-on-growth and a finding),\n"
-              "2 (bad usage or trace), 3 (--fail-on-leak: no finding, but blocks live at exit\n"
-              "were not checked).\n"
-              "ndmemreport diff A B compares two traces site by site (diff --help).\n",
-            out);
       return -1;
     } else if (IS("--format")) {
       const char *v = VALUE();
-      static const char *const formats[ND_FORMATS] = {"text", "json", "html", "collapsed"};
+      static const char *const formats[ND_FORMATS] = {"text", "json", "html", "collapsed", "svg"};
       int f = 0;
       while (f < ND_FORMATS && !(v && !strcmp(v, formats[f]))) f++;
       if (f < ND_FORMATS) o->format = (enum nd_format)f;
-      else return usage_error(err, "--format takes text, json, html or collapsed, not '%s'",
+      else return usage_error(err, "--format takes text, json, html, collapsed or svg, not '%s'",
                               v ? v : "");
     } else if (IS("--collapsed-by")) {
       const char *v = VALUE();
@@ -181,6 +131,12 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       if (w < 0) return usage_error(err, "--collapsed-by takes peak, total or live, not '%s'",
                                     v ? v : "");
       o->collapsed_by = (enum nd_weight)w;
+    } else if (IS("--flame-by")) { // what --format svg's flame graph weighs (render_svg.c)
+      const char *v = VALUE();
+      int w = nd_rep_parse_weight(v);
+      if (w < 0) return usage_error(err, "--flame-by takes peak, total or live, not '%s'",
+                                    v ? v : "");
+      o->flame_by = (enum nd_weight)w;
     } else if (IS("--top")) {
       if (parse_count(err, "--top", VALUE(), &o->top)) return 2;
       o->top_set = true;
@@ -350,6 +306,7 @@ int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_sup
     fprintf(err, "ndmemreport: %s: out of memory\n", o->file);
     rc = 2;
   } else if (o->format == ND_FMT_HTML        ? nd_rep_html_report(out, &r)
+             : o->format == ND_FMT_SVG       ? nd_rep_svg_report(out, &r)
              : o->format == ND_FMT_COLLAPSED ? nd_rep_collapsed_report(out, &r)
              : o->format == ND_FMT_JSON      ? nd_rep_json_report(out, &r)
                                              : nd_rep_text_report_80(out, &r)) {

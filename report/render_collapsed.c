@@ -50,9 +50,7 @@ void nd_rep_free_names(char **names, size_t n) {
   free(names);
 }
 
-// Part j of frame f's names (nd_rep_frame_names), into `b` (emptied first); f NULL: the name of a
-// stack without frames, "[no frames]".
-static void frame_name(sbuf_t *b, const nd_frame_t *f, size_t j) {
+void nd_rep_frame_name(sbuf_t *b, const nd_frame_t *f, size_t j) {
   b->len = 0;
   sb_put(b, "", 0);
   if (!f) {
@@ -70,7 +68,7 @@ static void frame_name(sbuf_t *b, const nd_frame_t *f, size_t j) {
   }
 }
 
-static size_t frame_parts(const nd_frame_t *f) {
+size_t nd_rep_frame_parts(const nd_frame_t *f) {
   return 1 + (f->module && !f->python ? f->ninlined : 0);
 }
 
@@ -83,7 +81,7 @@ int nd_rep_frame_names(report_t *r, uint32_t stack, char ***names, size_t *n) {
     if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
-    cap += frame_parts(f);
+    cap += nd_rep_frame_parts(f);
   }
   char **v = calloc(cap ? cap : 1, sizeof *v);
   if (!v) return -1;
@@ -91,9 +89,9 @@ int nd_rep_frame_names(report_t *r, uint32_t stack, char ***names, size_t *n) {
     if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) goto oom;
-    for (size_t j = 0, parts = frame_parts(f); j < parts; j++) {
+    for (size_t j = 0, parts = nd_rep_frame_parts(f); j < parts; j++) {
       sbuf_t b = {0};
-      frame_name(&b, f, j);
+      nd_rep_frame_name(&b, f, j);
       if (b.oom) {
         free(b.p);
         goto oom;
@@ -121,26 +119,15 @@ typedef struct line {
   uint64_t weight;
 } line_t;
 
-// A walk over a stack's names outermost first (the reverse of nd_rep_frame_names's order): the
-// frames from the outermost, each one's inlined functions from the outermost caller.
-typedef struct walk {
-  report_t *r;
-  const uint64_t *ips;
-  size_t i;             // frames not yet entered: ips[0 .. i)
-  bool py_only, none;   // none: the stack has no frame and "[no frames]" is still to give
-  const nd_frame_t *f;  // the frame being walked
-  size_t j;             // its parts not yet given: 0 .. j)
-} walk_t;
+typedef nd_rep_walk_t walk_t; // report.h: a walk over a stack's names, outermost first
 
-static void walk_init(walk_t *w, report_t *r, uint32_t stack) {
+void nd_rep_walk_init(walk_t *w, report_t *r, uint32_t stack) {
   const nd_stack_t *s = &r->t->stacks[stack];
   *w = (walk_t){.r = r, .ips = nd_stack_frames(r->t, s), .i = s->depth,
                 .py_only = nd_rep_python_only(r, s), .none = !s->depth};
 }
 
-// The next name as (frame, part); false at the end (or when out of memory, which the pass that
-// symbolizes every frame first has ruled out for the walks after it). f NULL: "[no frames]".
-static bool walk_next(walk_t *w, const nd_frame_t **f, size_t *j) {
+bool nd_rep_walk_next(walk_t *w, const nd_frame_t **f, size_t *j) {
   if (w->none) {
     w->none = false;
     *f = NULL, *j = 0;
@@ -151,7 +138,7 @@ static bool walk_next(walk_t *w, const nd_frame_t **f, size_t *j) {
     uint64_t ip = w->ips[--w->i];
     if (w->py_only && !nd_trace_is_pyframe(w->r->t, ip)) continue;
     if (!(w->f = nd_sym_frame(w->r->sym, ip))) return false;
-    w->j = frame_parts(w->f);
+    w->j = nd_rep_frame_parts(w->f);
   }
   *f = w->f, *j = --w->j;
   return true;
@@ -180,16 +167,16 @@ static int by_frames(const void *pa, const void *pb) {
   const line_t *x = pa, *y = pb;
   if (x->stack == y->stack) return 0;
   walk_t u, v;
-  walk_init(&u, cmp.r, x->stack);
-  walk_init(&v, cmp.r, y->stack);
+  nd_rep_walk_init(&u, cmp.r, x->stack);
+  nd_rep_walk_init(&v, cmp.r, y->stack);
   for (;;) {
     const nd_frame_t *f, *g;
     size_t j, k;
-    bool more_u = walk_next(&u, &f, &j), more_v = walk_next(&v, &g, &k);
+    bool more_u = nd_rep_walk_next(&u, &f, &j), more_v = nd_rep_walk_next(&v, &g, &k);
     if (!more_u || !more_v) return more_u - more_v;
     if (f == g && j == k) continue;
-    frame_name(&cmp.a, f, j);
-    frame_name(&cmp.b, g, k);
+    nd_rep_frame_name(&cmp.a, f, j);
+    nd_rep_frame_name(&cmp.b, g, k);
     const unsigned char *s = (const unsigned char *)cmp.a.p, *t = (const unsigned char *)cmp.b.p;
     size_t p = 0;
     while (s[p] && s[p] == t[p]) p++;
@@ -221,8 +208,8 @@ static int prepare(report_t *r, const line_t *v, size_t n) {
       if (py_only && !nd_trace_is_pyframe(r->t, ips[k])) continue;
       const nd_frame_t *f = nd_sym_frame(r->sym, ips[k]);
       if (!f) return -1;
-      for (size_t j = 0, parts = frame_parts(f); j < parts; j++) {
-        frame_name(&cmp.a, f, j);
+      for (size_t j = 0, parts = nd_rep_frame_parts(f); j < parts; j++) {
+        nd_rep_frame_name(&cmp.a, f, j);
         if (cmp.a.oom) return -1;
         longest = cmp.a.len > longest ? cmp.a.len : longest;
       }
@@ -279,11 +266,11 @@ int nd_rep_collapsed_report(FILE *o, report_t *r) {
   for (size_t i = 0; !rc && i < m; i++) {
     if (keep && !keep[i]) continue;
     walk_t w;
-    walk_init(&w, r, v[i].stack);
+    nd_rep_walk_init(&w, r, v[i].stack);
     const nd_frame_t *f;
     size_t j;
-    for (bool first = true; walk_next(&w, &f, &j); first = false) {
-      frame_name(&cmp.a, f, j);
+    for (bool first = true; nd_rep_walk_next(&w, &f, &j); first = false) {
+      nd_rep_frame_name(&cmp.a, f, j);
       if (!first) fputc(';', o);
       fputs(cmp.a.p, o);
     }

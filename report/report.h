@@ -7,6 +7,7 @@
 #define ND_REPORT_H
 
 #include "lifetime.h"
+#include "sbuf.h"
 #include "suppress.h"
 #include "symbolize.h"
 #include "textwrap.h"
@@ -21,12 +22,13 @@
 enum nd_weight { ND_BY_PEAK, ND_BY_TOTAL, ND_BY_LIVE, ND_WEIGHTS };
 
 // --format.
-enum nd_format { ND_FMT_TEXT, ND_FMT_JSON, ND_FMT_HTML, ND_FMT_COLLAPSED, ND_FORMATS };
+enum nd_format { ND_FMT_TEXT, ND_FMT_JSON, ND_FMT_HTML, ND_FMT_COLLAPSED, ND_FMT_SVG, ND_FORMATS };
 
 typedef struct opts {
   enum nd_format format;
   bool brief, fail_on_leak, fail_on_growth, symbols;
   enum nd_weight collapsed_by; // --collapsed-by (default peak)
+  enum nd_weight flame_by;     // --flame-by: what --format svg's flame graph weighs (peak)
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
   bool limits;     // --limits: the summary's trace and limits lines, the limits view only
   bool python_only; // --python-only: a stack with Python frames shows only those
@@ -272,5 +274,24 @@ int nd_rep_parse_weight(const char *word); // -1: none of them
 uint64_t nd_rep_site_weight(const nd_rec_site_t *s, enum nd_weight w);
 int nd_rep_frame_names(report_t *r, uint32_t stack, char ***names, size_t *n);
 void nd_rep_free_names(char **names, size_t n);
+// The same names one at a time, outermost first, without allocating (flame.c walks stacks with
+// them): a frame has nd_rep_frame_parts names (its inlined functions, then itself); part j of
+// frame f into `b` (emptied first; f NULL: "[no frames]"). A walk gives (frame, part) pairs; its
+// next is false at the end, or when out of memory (symbolize every frame first to rule it out).
+size_t nd_rep_frame_parts(const nd_frame_t *f);
+void nd_rep_frame_name(sbuf_t *b, const nd_frame_t *f, size_t j);
+typedef struct nd_rep_walk {
+  report_t *r;
+  const uint64_t *ips;
+  size_t i;             // frames not yet entered: ips[0 .. i)
+  bool py_only, none;   // none: the stack has no frame and "[no frames]" is still to give
+  const nd_frame_t *f;  // the frame being walked
+  size_t j;             // its parts not yet given: 0 .. j)
+} nd_rep_walk_t;
+void nd_rep_walk_init(nd_rep_walk_t *w, report_t *r, uint32_t stack);
+bool nd_rep_walk_next(nd_rep_walk_t *w, const nd_frame_t **f, size_t *j);
+
+// --format svg (render_svg.c): the sites as a self-contained flame graph (flame.h), --flame-by.
+int nd_rep_svg_report(FILE *o, report_t *r);
 
 #endif

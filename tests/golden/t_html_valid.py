@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # t_html_valid: every golden HTML report (ndmemreport --format html) parses with the standard
-# library's html.parser into balanced non-void elements, has the timeline's inline <svg> (and at
-# most one more, the top sites over time) with at least one <polyline> or <path> carrying
-# points, and references nothing outside itself (no script, link, img or external URL): the page
-# must read offline. Strictly: it is UTF-8, holds no character HTML calls a parse error in its
+# library's html.parser into balanced non-void elements, has the timeline's inline <svg>, the
+# three flame graphs' (by peak, total and live) when it has sites, at most one of the top sites
+# over time and one stacked chart per kind, no other, with at least one <polyline> or <path>
+# carrying points, and references nothing outside itself (no link, img, external URL, nor a
+# script but the page's own inline one, last in <body>): the page must read offline. Strictly: it is UTF-8, holds no character HTML calls a parse error in its
 # input (controls, noncharacters), and with its doctype dropped and its void elements closed it
 # parses as XML (xml.etree): every '<' and '&' from the trace was escaped.
 # usage: t_html_valid.py FILE.html... (check() is imported by t_html_thin.py and t_html_hostile.py)
@@ -22,15 +23,19 @@ class Check(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.stack, self.errors = [], []
-        self.svgs, self.plots = [], 0
+        self.svgs, self.plots, self.scripts = [], 0, []
 
     def handle_startendtag(self, tag, attrs):
         self.plot(tag, attrs)
 
     def handle_starttag(self, tag, attrs):
         self.plot(tag, attrs)
-        if tag in ("script", "link", "img", "iframe", "object"):
-            self.errors.append(f"external or scripted element <{tag}> at {self.getpos()}")
+        if tag in ("link", "img", "iframe", "object", "embed"):
+            self.errors.append(f"external element <{tag}> at {self.getpos()}")
+        if tag == "script":
+            self.scripts.append((self.getpos(), [s for s, _ in self.stack]))
+            if attrs:
+                self.errors.append(f"<script> with attributes {attrs} at {self.getpos()}")
         for k, v in attrs:
             if k in ("src", "href") and v and not v.startswith("#"):
                 self.errors.append(f"reference {k}={v!r} at {self.getpos()}")
@@ -88,9 +93,23 @@ def check(path):
         errs.append("no <!DOCTYPE html> first")
     if c.svgs.count("live bytes per kind over time") != 1:
         errs.append(f"<svg> elements {c.svgs}: want the timeline's once")
-    if len(c.svgs) > 2 or (len(c.svgs) == 2
-                           and c.svgs[1] != "live bytes of the top sites over time"):
-        errs.append(f"<svg> elements {c.svgs}: want the timeline's and at most the top sites'")
+    if c.svgs.count("live bytes of the top sites over time") > 1:
+        errs.append(f"<svg> elements {c.svgs}: want the top sites' at most once")
+    flames = [s for s in c.svgs if s and s.startswith("flame graph by ")]
+    if flames and len(flames) != 3:
+        errs.append(f"flame graphs {flames}: want 3 (peak, total, live)")
+    stacks = [s for s in c.svgs if s and s.endswith(" live bytes over time by site")]
+    if len(stacks) != len(set(stacks)):
+        errs.append(f"stacked charts {stacks}: one per kind")
+    other = [s for s in c.svgs if s not in flames + stacks + [
+        "live bytes per kind over time", "live bytes of the top sites over time"]]
+    if other:
+        errs.append(f"<svg> elements {other}: not expected")
+    # The page's own script: one, inline, in <body>, its text in a CDATA section.
+    if len(c.scripts) > 1 or (c.scripts and c.scripts[0][1] != ["html", "body"]):
+        errs.append(f"scripts {c.scripts}: want at most one, inline, directly in <body>")
+    if c.scripts and "<script>\n//<![CDATA[\n" not in text:
+        errs.append("the script's text is not in a CDATA section")
     if not c.plots:
         errs.append("no <polyline> with points nor <path> in the page")
     m = BAD_CHARS.search(text)

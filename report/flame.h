@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+// flame.h: the flame tree both flame graphs draw (render_svg.c, render_html_flame.c): the sites'
+// stacks merged from the outermost frame by name (the names --format collapsed prints, Python
+// frames among them), each node weighted by a measure (enum nd_weight). Nodes narrower than a
+// fraction of the root are left out with everything under them, so the tree and the picture stay
+// small however many sites a trace has: memory is the sites' order (three words a site) plus the
+// nodes kept, never a node per frame.
+#ifndef ND_FLAME_H
+#define ND_FLAME_H
+
+#include "report.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// The sites (weight > 0 in some measure) sorted by their names outermost first, a shorter stack
+// before one it starts; lcp[i]: the names sorted[i] shares with sorted[i - 1] from the outermost
+// (lcp[0] = 0), len[i]: its names. Measure-independent: one order serves every flame tree.
+typedef struct nd_flame_order {
+  uint32_t *site, *lcp, *len;
+  size_t n;
+} nd_flame_order_t;
+
+typedef struct nd_flame_node {
+  const nd_frame_t *f; // the node's frame; NULL: the root (depth 0) or a stack without frames
+  uint32_t part;       // which of f's names (nd_rep_frame_name)
+  uint32_t depth;      // 0: the root
+  uint32_t parent;     // its index in nd_flame_t.v (the root: UINT32_MAX)
+  uint32_t site;       // the heaviest site under it (index into t->sites): the stack it shows
+  uint32_t sites;      // sites under it
+  uint64_t w;          // its weight
+  uint64_t x;          // the weight left of it under the root (siblings left out count too)
+  uint64_t self;       // of w, the sites whose stack ends at it
+  bool est;            // a sampled site under it: w is an estimate
+} nd_flame_node_t;
+
+typedef struct nd_flame {
+  enum nd_weight by;
+  nd_flame_node_t *v;  // depth first, the root first, siblings in name order
+  size_t n, cap;
+  uint64_t total;      // the root's weight: the measure over every site
+  uint64_t min;        // the narrowest weight kept
+  uint64_t cut;        // weight in subtrees left out (narrower than min, or past ND_FLAME_MAX)
+  uint64_t cut_nodes;  // those subtrees
+  uint32_t depth;      // the deepest node kept
+  size_t nsites;       // sites of weight > 0
+} nd_flame_t;
+
+#define ND_FLAME_MAX 20000 // nodes kept at most, whatever the fraction lets through
+
+// Sorts the sites; -1 when out of memory. Free with nd_flame_order_free (also after an error).
+int nd_flame_order(report_t *r, nd_flame_order_t *o);
+void nd_flame_order_free(nd_flame_order_t *o);
+// The tree of `by` over the sorted sites, leaving out subtrees narrower than total / min_div
+// (at least 1 byte: a node of weight 0 is never kept). -1 when out of memory.
+int nd_flame_build(report_t *r, const nd_flame_order_t *o, enum nd_weight by, uint64_t min_div,
+                   nd_flame_t *out);
+void nd_flame_free(nd_flame_t *f);
+// A node's name into `b` (emptied first): the collapsed name, or "all" for the root.
+void nd_flame_name(const nd_flame_node_t *n, sbuf_t *b);
+// The C and C++ runtimes and ndmem itself (by a module's base name): their frames are allocation
+// wrappers (malloc, operator new, strdup), not where a site's memory is wanted.
+bool nd_flame_runtime_module(const char *path);
+// A colour for a node: Python frames green, the C and C++ runtimes and ndmem grey, other native
+// frames red to yellow by a hash of the name (the same name, the same colour), "#rrggbb" in c[8].
+void nd_flame_colour(const nd_flame_node_t *n, const char *name, char c[8]);
+// The measure's words in a heading: "peak live bytes", "bytes allocated", "live at exit".
+const char *nd_flame_measure(const report_t *r, enum nd_weight by);
+
+// Drawing (render_svg.c): the tree's frames as an icicle (the root on top, callees below), for
+// an <svg> of `width` px that the caller opens and closes, from `top` px down: each frame a
+// <g class="fr"> holding a <title> (name, weight, share, sites), a <rect> and its name cut to
+// fit, with data-i (its index), data-p (its parent's), data-x and data-w (its offset and weight,
+// in bytes) and data-s (the site whose stack it shows) for the page's script and for tests. -1
+// when out of memory.
+int nd_flame_frames(FILE *o, const nd_flame_t *f, int width, int top);
+#define ND_FLAME_ROW 18 // px per depth
+
+#endif
