@@ -202,8 +202,8 @@ NDMEM_API int ndmem_device_stats(int device, ndmem_device_stats_t *out);
 // ---- device workspaces (NDMEM_DEVICE_WS[_<i>]; off by default)
 // One device's workspace: cuMemAlloc/cuMemFree and cuMemAllocAsync/cuMemFreeAsync of a learned
 // cycle served from one planned arena, with no driver call in steady state. A range is handed out
-// again only when no work that may still use its previous owner can be in flight (README,
-// "Device workspaces").
+// again only when no work that may still use its previous owner can be in flight
+// (docs/device-memory.md, "Device workspaces").
 typedef struct ndmem_device_ws_stats {
   uint32_t size;    // caller sets sizeof(ndmem_device_ws_stats_t); ndmem fills at most that much
   int32_t device;

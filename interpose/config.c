@@ -490,7 +490,7 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
       nd_buf_str(&b, "ndmem: ");
       const char *e = *envp;
       while (*e && *e != '=') nd_buf_char(&b, *e++);
-      nd_buf_str(&b, " is not a known setting; ignored (see `ndmem --help`)");
+      nd_buf_str(&b, " is not a known setting; ignored (see ndmem(1): `man ndmem`)");
       warn(nd_buf_cstr(&b), ctx);
       warnings++;
       continue;

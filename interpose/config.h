@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // config.h: NDMEM_* settings, read once from the environment without allocating.
-// One table (config.c) names every variable, its type, default and range; the README documents
-// each of them and a test checks that it does. A bad value costs one stderr line and the default;
-// the job always runs on.
+// One table (config.c) names every variable, its type, default and range; docs/configuration.md
+// and ndmem(1) document each of them and a test checks that they do. A bad value costs one
+// stderr line and the default; the job always runs on.
 #ifndef ND_CONFIG_H
 #define ND_CONFIG_H
 

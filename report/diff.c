@@ -170,20 +170,18 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fprintf(out,
               "%s\n\n"
-              "Compares trace B with trace A site by site. Sites are matched by their stable\n"
-              "stack key (the symbolized frames, not the stack ids nor the addresses) and kind.\n"
-              "  --format text|json  output format (default text)\n"
-              "  --by peak|total|live\n"
-              "                      order by the change of peak live bytes (default), bytes\n"
-              "                      allocated, or live bytes at the end\n"
-              "  --top N             sites listed (default 10, 0 = all)\n"
-              "  --frames N          frames shown per stack in text (default 3, 0 = all)\n"
-              "  --python-only       stacks show only their Python frames\n"
-              "  --no-symbols        do not open modules: frames print as path+offset\n"
-              "  --fail-on-growth BYTES\n"
-              "                      exit 1 when a site's live bytes at the end grew by more\n"
-              "                      than BYTES\n"
-              "Exit status: 0, 1 (--fail-on-growth and a finding), 2 (bad usage or trace).\n",
+              "Compares trace B with trace A site by site, matched by their stable stack\n"
+              "keys (the symbolized frames) and kinds.\n\n"
+              "  --format FORMAT             text | json [text]\n"
+              "  --by WEIGHT                 order by the change of peak | total | live [peak]\n"
+              "  --top N                     sites listed [10]; 0 all\n"
+              "  --frames N                  frames per stack in text [3]; 0 all\n"
+              "  --python-only               only the Python frames of each stack\n"
+              "  --no-symbols                frames as path+offset\n"
+              "  --fail-on-growth BYTES      exit 1 when a site's live bytes at the end grew\n"
+              "                              by more than BYTES\n\n"
+              "Exit status: 0, 1 (--fail-on-growth and a finding), 2 (bad usage or trace).\n"
+              "See ndmemreport(1).\n",
               DIFF_USAGE);
       return 0;
     } else if (IS("--format")) {

@@ -4,7 +4,7 @@
 // it by /proc/self/fd/N as text, JSON, workspaces, limits and brief reports, with --no-symbols.
 // Beyond sanitizer reports it aborts, so that libFuzzer keeps the input, when a report breaks
 // ndmemreport's contract (see LLVMFuzzerTestOneInput). A custom mutator knows the records.
-// Long runs and artifacts: README.md, Tests.
+// Long runs and artifacts: docs/tests.md, Fuzzing.
 #include "ndmemreport.h"
 
 #include <stdbool.h>

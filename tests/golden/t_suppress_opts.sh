@@ -49,6 +49,6 @@ bad "ndmemreport: $tmp/none.supp: No such file or directory" --suppressions "$tm
 [ $? = 2 ] && grep -q '^ndmemreport: --suppressions needs a FILE (usage: ' "$tmp/err" ||
   no "--suppressions without a FILE: $(cat "$tmp/err")"
 "$report" --help >"$tmp/out" || no "--help: $?"
-grep -q '^  --suppressions FILE$' "$tmp/out" && grep -q '^  --no-builtin-suppressions$' "$tmp/out" ||
+grep -q '^  --suppressions FILE  ' "$tmp/out" && grep -q '^  --no-builtin-suppressions  ' "$tmp/out" ||
   no "--help lacks the options"
 exit $fail

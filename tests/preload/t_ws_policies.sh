@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# t_ws_policies: the NDMEM_WS_* policies do what README.md says, on one program (t_ws policy:
+# t_ws_policies: the NDMEM_WS_* policies do what docs/workspaces.md says, on one program (t_ws policy:
 # marked cycles, shapes doubling at cycle 20, one unplanned 3 MiB tensor in cycle 30), and the
 # results stay right under every one of them (the program checks each tensor's pattern).
 # usage: t_ws_policies.sh LIBNDMEM T_WS

@@ -149,9 +149,9 @@ static void limits(void) {
                          "1.5g, 1073741824, 75% of the device or off); using none (the limit is "
                          "off)");
   CHECK_STR(warnings[1], "ndmem: NDMEM_MAX_DEVICE_BYTES_16 is not a known setting; ignored (see "
-                         "`ndmem --help`)");
+                         "ndmem(1): `man ndmem`)");
   CHECK_STR(warnings[2], "ndmem: NDMEM_MAX_DEVICE_BYTES_x is not a known setting; ignored (see "
-                         "`ndmem --help`)");
+                         "ndmem(1): `man ndmem`)");
   int frac = 0;
   int64_t v64 = 0;
   CHECK_EQ(nd_parse_device_limit("100%", &v64, &frac), 0);
@@ -290,9 +290,9 @@ int main(int argc, char **argv) {
   CHECK_EQ(nwarn, 4);
   CHECK_STR(warnings[0], "ndmem: NDMEM_FOLLOW_FORK='maybe' is not a boolean (0/1, yes/no, "
                          "true/false, on/off); using 1");
-  CHECK_STR(warnings[1], "ndmem: NDMEM_SUMMARYX is not a known setting; ignored (see `ndmem --help`)");
-  CHECK_STR(warnings[2], "ndmem: NDMEM_SUMMARY is not a known setting; ignored (see `ndmem --help`)");
-  CHECK_STR(warnings[3], "ndmem: NDMEM_LIBX is not a known setting; ignored (see `ndmem --help`)");
+  CHECK_STR(warnings[1], "ndmem: NDMEM_SUMMARYX is not a known setting; ignored (see ndmem(1): `man ndmem`)");
+  CHECK_STR(warnings[2], "ndmem: NDMEM_SUMMARY is not a known setting; ignored (see ndmem(1): `man ndmem`)");
+  CHECK_STR(warnings[3], "ndmem: NDMEM_LIBX is not a known setting; ignored (see ndmem(1): `man ndmem`)");
   // NDMEM_ENABLED=0 is the off switch: what it silences is not listed
 
   // Every setting that cannot take effect says so, naming what it fell back to or what decides.
