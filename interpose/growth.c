@@ -68,8 +68,9 @@ static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t c
     nd_buf_str(&b, " rises");
   }
   if (s->depth) {
+    uintptr_t ips[ND_STACK_MAX];
     nd_buf_str(&b, ": ");
-    nd_buf_stack(&b, s->ips, s->depth, 3);
+    nd_buf_stack(&b, ips, nd_site_stack(s, ips), 3);
   }
   nd_buf_line(&b, fd);
 }

@@ -178,8 +178,9 @@ static void thread_exit(void *arg) {
   t->mode = ND_T_EXITING;
 }
 
-// Lock order, everywhere: trace writer < mmap table < site stripes < block stripes < counters <
-// workspace tables; libunwind's cache pool (unwcache.c) is a leaf, taken with no other held.
+// Lock order, everywhere: trace writer < mmap table < site stripes < the sites' outer frames <
+// block stripes < counters < workspace tables; libunwind's cache pool (unwcache.c) is a leaf,
+// taken with no other held.
 // (An mmap interns its site while holding the table lock; the writer reads the table at exit.)
 static void atfork_prepare(void) {
   nd_unwcache_atfork_prepare();

@@ -299,7 +299,8 @@ static void say_top_sites(int kind) {
     nd_buf_str(&b, s->kind == NDMEM_KIND_MMAP ? " mappings [stack " : " blocks [stack ");
     nd_buf_u64(&b, s->id);
     nd_buf_str(&b, "] ");
-    nd_buf_stack(&b, s->ips, s->depth, 2);
+    uintptr_t ips[ND_STACK_MAX];
+    nd_buf_stack(&b, ips, nd_site_stack(s, ips), 2);
     nd_buf_line(&b, 2);
   }
 }
@@ -464,7 +465,8 @@ static __attribute__((noreturn)) void retry_stop(nd_tls_t *t, nd_lim_t *c, uint6
     nd_buf_str(&b, "[stack ");
     nd_buf_u64(&b, site->id);
     nd_buf_str(&b, "] ");
-    nd_buf_stack(&b, site->ips, site->depth, 3);
+    uintptr_t ips[ND_STACK_MAX];
+    nd_buf_stack(&b, ips, nd_site_stack(site, ips), 3);
   } else {
     nd_buf_frame(&b, c->ra);
   }

@@ -143,14 +143,73 @@ static inline __attribute__((always_inline)) uint64_t hash_stack(int kind, int s
 }
 
 // Word by word: stacks are short and usually differ in their first frames (a memcmp call costs
-// more than the compare).
+// more than the compare). The outer frames are compared in the shared part the site points to.
 static inline __attribute__((always_inline)) int same(const nd_site_t *s, uint64_t h, int kind,
                                                       int sampled, const uintptr_t *ips, int depth) {
   if (s->hash != h || s->kind != kind || s->sampled != sampled || s->depth != depth) return 0;
-  for (int i = 0; i < depth; i++)
+  int in = depth < ND_SITE_INLINE ? depth : ND_SITE_INLINE;
+  for (int i = 0; i < in; i++)
     if (s->ips[i] != ips[i]) return 0;
+  if (depth > ND_SITE_INLINE) {
+    const uintptr_t *o = s->outer->ips;
+    for (int i = ND_SITE_INLINE; i < depth; i++)
+      if (o[i - ND_SITE_INLINE] != ips[i]) return 0;
+  }
   return 1;
 }
+
+// ---------------------------------------------------------------- outer frames
+
+// One table of the outer parts (sites.h, nd_outer_t), under one lock: it is asked only when a
+// new site is made, already under that site's stripe lock (lock order: stripe, then outers).
+static struct {
+  int lock;
+  size_t n, cap;
+  nd_outer_t **v;
+} outers;
+
+static int outer_grow(void) {
+  size_t cap = outers.cap ? outers.cap * 2 : 1024;
+  nd_outer_t **v = nd_os_map(cap * sizeof *v);
+  if (!v) return -1;
+  for (size_t i = 0; i < outers.cap; i++) {
+    if (!outers.v[i]) continue;
+    size_t j = outers.v[i]->hash & (cap - 1);
+    while (v[j]) j = (j + 1) & (cap - 1);
+    v[j] = outers.v[i];
+  }
+  if (outers.v) nd_os_unmap(outers.v, outers.cap * sizeof *v);
+  outers.v = v;
+  outers.cap = cap;
+  return 0;
+}
+
+// The interned outer part of n frames; NULL when out of memory.
+static const nd_outer_t *outer_intern(const uintptr_t *ips, int n) {
+  uint64_t h = hash_stack(0, 0, ips, n);
+  nd_spin_lock(&outers.lock);
+  nd_outer_t *o = NULL;
+  if (outers.cap) {
+    for (size_t j = h & (outers.cap - 1); (o = outers.v[j]); j = (j + 1) & (outers.cap - 1))
+      if (o->hash == h && o->n == (uint32_t)n && !memcmp(o->ips, ips, (size_t)n * sizeof *ips))
+        goto out;
+  }
+  if ((outers.n + 1) * 2 > outers.cap && outer_grow()) goto out; // o is NULL
+  o = arena_alloc(sizeof *o + (size_t)n * sizeof *ips);
+  if (!o) goto out;
+  o->hash = h;
+  o->n = (uint32_t)n;
+  memcpy(o->ips, ips, (size_t)n * sizeof *ips);
+  size_t j = h & (outers.cap - 1);
+  while (outers.v[j]) j = (j + 1) & (outers.cap - 1);
+  outers.v[j] = o;
+  outers.n++;
+out:
+  nd_spin_unlock(&outers.lock);
+  return o;
+}
+
+
 
 static int grow(stripe_t *st) {
   size_t cap = st->cap ? st->cap * 2 : 64;
@@ -181,8 +240,14 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
   }
   nd_site_t *s = NULL;
   uint32_t id = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
-  if ((st->n + 1) * 2 > st->cap && grow(st)) goto out;
-  s = arena_alloc(sizeof *s + (size_t)depth * sizeof *ips);
+  // Up to 3/4 full: a probe compares the hashes kept in the slots, so a longer run of them costs
+  // little, and 685 000 sites (an import of torch) fit 16 MB of slots instead of 32.
+  if ((st->n + 1) * 4 > st->cap * 3 && grow(st)) goto out;
+  const nd_outer_t *outer = NULL;
+  if (depth > ND_SITE_INLINE && !(outer = outer_intern(ips + ND_SITE_INLINE, depth - ND_SITE_INLINE)))
+    goto out;
+  int in = depth < ND_SITE_INLINE ? depth : ND_SITE_INLINE;
+  s = arena_alloc(sizeof *s + (size_t)in * sizeof *ips);
   if (!s) goto out;
   id = __atomic_fetch_add(&nsites, 1, __ATOMIC_RELAXED);
   if (id / DIR_CHUNK >= DIR_MAX) {
@@ -195,7 +260,8 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
   s->kind = (uint16_t)kind;
   s->sampled = (uint8_t)sampled;
   s->depth = (uint8_t)depth;
-  memcpy(s->ips, ips, (size_t)depth * sizeof *ips);
+  s->outer = outer;
+  memcpy(s->ips, ips, (size_t)in * sizeof *ips);
   nd_site_t **chunk = __atomic_load_n(&dir[id / DIR_CHUNK], __ATOMIC_ACQUIRE);
   if (!chunk) {
     // Several stripes may race to create a chunk: one wins, the others use it.
@@ -319,10 +385,12 @@ void nd_sites_mark_unwritten(void) {
 
 void nd_sites_atfork_prepare(void) {
   for (int i = 0; i < STRIPES; i++) nd_spin_lock(&stripes[i].lock);
+  nd_spin_lock(&outers.lock);
   nd_spin_lock(&arena_lock);
 }
 void nd_sites_atfork_parent(void) {
   nd_spin_unlock(&arena_lock);
+  nd_spin_unlock(&outers.lock);
   for (int i = 0; i < STRIPES; i++) nd_spin_unlock(&stripes[i].lock);
 }
 void nd_sites_atfork_child(void) { nd_sites_atfork_parent(); }

@@ -552,7 +552,9 @@ static void write_sites(void) {
       // Python code objects first: every one a stack names was interned before the stack was.
       nd_py_write_pending(pycode_record, NULL);
       nd_rec_stack_t st = {s->id, s->depth};
-      nd_tw_record(&tr.w, ND_REC_STACK, &st, sizeof st, s->ips, s->depth * (uint32_t)sizeof(uint64_t));
+      uintptr_t ips[ND_STACK_MAX];
+      nd_site_stack(s, ips);
+      nd_tw_record(&tr.w, ND_REC_STACK, &st, sizeof st, ips, s->depth * (uint32_t)sizeof(uint64_t));
       s->written = 1;
     }
     if (!__atomic_exchange_n(&s->dirty, 0, __ATOMIC_RELAXED)) continue;
