@@ -61,19 +61,7 @@ static int by_names(const void *pa, const void *pb) {
 static int prepare(report_t *r, const uint32_t *v, size_t n) {
   size_t longest = 11; // "[no frames]"
   for (size_t i = 0; i < n; i++) {
-    const nd_stack_t *s = &r->t->stacks[r->t->sites[v[i]].stack];
-    const uint64_t *ips = nd_stack_frames(r->t, s);
-    bool py_only = nd_rep_python_only(r, s);
-    for (size_t k = 0; k < s->depth; k++) {
-      if (py_only && !nd_trace_is_pyframe(r->t, ips[k])) continue;
-      const nd_frame_t *f = nd_sym_frame(r->sym, ips[k]);
-      if (!f) return -1;
-      for (size_t j = 0, parts = nd_rep_frame_parts(f); j < parts; j++) {
-        nd_rep_frame_name(&cx.a, f, j);
-        if (cx.a.oom) return -1;
-        longest = cx.a.len > longest ? cx.a.len : longest;
-      }
-    }
+    if (nd_rep_longest_name(r, r->t->sites[v[i]].stack, &cx.a, &longest)) return -1;
   }
   for (int i = 0; i < 2; i++) {
     sbuf_t *b = i ? &cx.b : &cx.a;

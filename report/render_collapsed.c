@@ -196,24 +196,29 @@ static int by_weight(const void *a, const void *b) {
   return i < j ? -1 : i > j;
 }
 
+int nd_rep_longest_name(report_t *r, uint32_t stack, sbuf_t *b, size_t *longest) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  bool py_only = nd_rep_python_only(r, s);
+  for (size_t k = 0; k < s->depth; k++) {
+    if (py_only && !nd_trace_is_pyframe(r->t, ips[k])) continue;
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[k]);
+    if (!f) return -1;
+    for (size_t j = 0, parts = nd_rep_frame_parts(f); j < parts; j++) {
+      nd_rep_frame_name(b, f, j);
+      if (b->oom) return -1;
+      *longest = b->len > *longest ? b->len : *longest;
+    }
+  }
+  return 0;
+}
+
 // Symbolizes every frame of the lines (so that the walks after it never allocate) and makes room
 // in `cmp`'s buffers for the longest name. -1 when out of memory.
 static int prepare(report_t *r, const line_t *v, size_t n) {
   size_t longest = 0;
   for (size_t i = 0; i < n; i++) {
-    const nd_stack_t *s = &r->t->stacks[v[i].stack];
-    const uint64_t *ips = nd_stack_frames(r->t, s);
-    bool py_only = nd_rep_python_only(r, s);
-    for (size_t k = 0; k < s->depth; k++) {
-      if (py_only && !nd_trace_is_pyframe(r->t, ips[k])) continue;
-      const nd_frame_t *f = nd_sym_frame(r->sym, ips[k]);
-      if (!f) return -1;
-      for (size_t j = 0, parts = nd_rep_frame_parts(f); j < parts; j++) {
-        nd_rep_frame_name(&cmp.a, f, j);
-        if (cmp.a.oom) return -1;
-        longest = cmp.a.len > longest ? cmp.a.len : longest;
-      }
-    }
+    if (nd_rep_longest_name(r, v[i].stack, &cmp.a, &longest)) return -1;
   }
   for (int i = 0; i < 2; i++) {
     sbuf_t *b = i ? &cmp.b : &cmp.a;

@@ -204,6 +204,29 @@ static void html_loc(FILE *o, const nd_loc_t *l, const nd_frame_t *f) {
   fputs("</span>", o);
 }
 
+// One frame as a list item: a Python frame's function and file:line, a native one's location
+// and the functions it was inlined into, or its address where no module holds it.
+static void html_frame(FILE *o, const nd_frame_t *f) {
+  fputs("<li>", o);
+  if (f->python) {
+    fputs("<b>", o);
+    nd_html_esc(o, f->at.function ? f->at.function : "?");
+    fputs("</b> <span class=\"at\">", o);
+    nd_html_esc(o, f->at.file ? f->at.file : "?");
+    if (f->at.line) fprintf(o, ":%d", f->at.line);
+    fputs("</span> <i>py</i>", o);
+  } else if (!f->module) {
+    fprintf(o, "0x%llx", (unsigned long long)f->ip);
+  } else {
+    html_loc(o, &f->at, f);
+    for (size_t j = 0; j < f->ninlined; j++) {
+      fputs("<br>inlined into ", o);
+      html_loc(o, &f->inlined_into[j], f);
+    }
+  }
+  fputs("</li>", o);
+}
+
 // A stack's frames as a list (--frames of them; --python-only as in text).
 int nd_html_stack(FILE *o, report_t *r, uint32_t stack) {
   const nd_stack_t *s = &r->t->stacks[stack];
@@ -222,24 +245,7 @@ int nd_html_stack(FILE *o, report_t *r, uint32_t stack) {
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
     k++;
-    fputs("<li>", o);
-    if (f->python) {
-      fputs("<b>", o);
-      nd_html_esc(o, f->at.function ? f->at.function : "?");
-      fputs("</b> <span class=\"at\">", o);
-      nd_html_esc(o, f->at.file ? f->at.file : "?");
-      if (f->at.line) fprintf(o, ":%d", f->at.line);
-      fputs("</span> <i>py</i>", o);
-    } else if (!f->module) {
-      fprintf(o, "0x%llx", (unsigned long long)f->ip);
-    } else {
-      html_loc(o, &f->at, f);
-      for (size_t j = 0; j < f->ninlined; j++) {
-        fputs("<br>inlined into ", o);
-        html_loc(o, &f->inlined_into[j], f);
-      }
-    }
-    fputs("</li>", o);
+    html_frame(o, f);
   }
   fputs("</ol>", o);
   if (show < n) fprintf(o, "<span class=\"note\">(%zu more frames)</span>", n - show);
@@ -847,24 +853,7 @@ int nd_html_stack_all(FILE *o, report_t *r, uint32_t stack) {
     if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
-    fputs("<li>", o);
-    if (f->python) {
-      fputs("<b>", o);
-      nd_html_esc(o, f->at.function ? f->at.function : "?");
-      fputs("</b> <span class=\"at\">", o);
-      nd_html_esc(o, f->at.file ? f->at.file : "?");
-      if (f->at.line) fprintf(o, ":%d", f->at.line);
-      fputs("</span> <i>py</i>", o);
-    } else if (!f->module) {
-      fprintf(o, "0x%llx", (unsigned long long)f->ip);
-    } else {
-      html_loc(o, &f->at, f);
-      for (size_t j = 0; j < f->ninlined; j++) {
-        fputs("<br>inlined into ", o);
-        html_loc(o, &f->inlined_into[j], f);
-      }
-    }
-    fputs("</li>", o);
+    html_frame(o, f);
   }
   return 0;
 }

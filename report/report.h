@@ -280,6 +280,9 @@ void nd_rep_free_names(char **names, size_t n);
 // next is false at the end, or when out of memory (symbolize every frame first to rule it out).
 size_t nd_rep_frame_parts(const nd_frame_t *f);
 void nd_rep_frame_name(sbuf_t *b, const nd_frame_t *f, size_t j);
+// Raises *longest to the longest such name among the frames of a stack as the views show it
+// (--python-only applied), with b as scratch: the room the name walks need. -1 when out of memory.
+int nd_rep_longest_name(report_t *r, uint32_t stack, sbuf_t *b, size_t *longest);
 typedef struct nd_rep_walk {
   report_t *r;
   const uint64_t *ips;
