@@ -13,6 +13,7 @@
 #include "growth.h"
 
 #include "names.h"
+#include "os.h"
 
 #include <string.h>
 
@@ -34,7 +35,7 @@ static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t c
     return;
   }
   const char *est = s->sampled ? "~" : "";
-  uint64_t grew = r->floor_bytes - r->base_bytes, retained = count - s->g.base_count;
+  uint64_t grew = r->floor_bytes - r->base_bytes, retained = count - s->g.rise->base_count;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: growing: ");
@@ -75,6 +76,21 @@ static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t c
   nd_buf_line(&b, fd);
 }
 
+// A rise's state, from growth.c's own pages (the trace writer's thread only, never freed).
+static nd_growth_rise_t *rise_new(void) {
+  static char *chunk;
+  static size_t left;
+  if (left < sizeof(nd_growth_rise_t)) {
+    if (!(chunk = nd_os_map(1u << 16))) return NULL;
+    left = 1u << 16;
+  }
+  nd_growth_rise_t *r = (nd_growth_rise_t *)(void *)chunk;
+  chunk += sizeof *r;
+  left -= sizeof *r;
+  memset(r, 0, sizeof *r);
+  return r;
+}
+
 int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycle,
                      uint64_t now_ns, uint64_t every, int fd, nd_rec_growth_t *out) {
   nd_growth_t *g = &s->g;
@@ -85,44 +101,46 @@ int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycl
     g->close_count = count;
     return 0;
   }
-  if (floor < g->last_floor) {
-    g->rises = g->windows = 0; // it fell: whatever rose was not retained
-  } else if (floor > g->last_floor) {
-    if (!g->rises) { // a rise begins at the previous window's close
-      g->base_floor = g->last_floor;
-      g->base_cycle = g->close_cycle;
-      g->base_ns = g->close_ns;
-      g->base_count = g->close_count;
-      g->windows = 0;
+  if (floor > g->last_floor && !g->rise) g->rise = rise_new(); // NULL: out of memory, not judged
+  nd_growth_rise_t *r = g->rise;
+  if (r && floor < g->last_floor) {
+    r->rises = r->windows = 0; // it fell: whatever rose was not retained
+  } else if (r && floor > g->last_floor) {
+    if (!r->rises) { // a rise begins at the previous window's close
+      r->base_floor = g->last_floor;
+      r->base_cycle = g->close_cycle;
+      r->base_ns = g->close_ns;
+      r->base_count = g->close_count;
+      r->windows = 0;
     }
-    g->rises++;
-    g->last_rise_cycle = cycle;
-    g->last_rise_window = g->windows + 1;
+    r->rises++;
+    r->last_rise_cycle = cycle;
+    r->last_rise_window = r->windows + 1;
   }
-  if (g->rises) g->windows++;
+  if (r && r->rises) r->windows++;
   g->last_floor = floor;
   g->close_cycle = cycle;
   g->close_ns = now_ns;
   g->close_count = count;
-  if (g->warned || !every || g->rises < MIN_RISES) return 0;
+  if (!r || r->warned || !every || r->rises < MIN_RISES) return 0;
   // Counted in cycles where the cycle clock kept pace with the windows; in windows where it
   // stalled (a stream the detector lost) or the job has no cycles.
-  int cycles = cycle - g->base_cycle >= g->windows;
-  uint64_t span = cycles ? cycle - g->base_cycle : g->windows;
-  uint64_t quiet = cycles ? cycle - g->last_rise_cycle : g->windows - g->last_rise_window;
+  int cycles = cycle - r->base_cycle >= r->windows;
+  uint64_t span = cycles ? cycle - r->base_cycle : r->windows;
+  uint64_t quiet = cycles ? cycle - r->last_rise_cycle : r->windows - r->last_rise_window;
   if (span < every || quiet * 2 > span) return 0;
-  g->warned = 1;
+  r->warned = 1;
   memset(out, 0, sizeof *out);
   out->mono_ns = now_ns;
   out->stack_id = s->id;
   out->kind = s->kind;
   out->flags = s->sampled ? ND_SITE_SAMPLED : 0;
   out->cycle = cycles ? cycle : 0;
-  out->base_cycle = cycles ? g->base_cycle : 0;
-  out->base_ns = g->base_ns;
-  out->base_bytes = g->base_floor;
+  out->base_cycle = cycles ? r->base_cycle : 0;
+  out->base_ns = r->base_ns;
+  out->base_bytes = r->base_floor;
   out->floor_bytes = floor;
-  out->rises = g->rises;
+  out->rises = r->rises;
   say(fd, s, out, count);
   return 1;
 }
