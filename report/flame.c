@@ -124,8 +124,46 @@ typedef struct build {
   const nd_flame_order_t *o;
   enum nd_weight by;
   u128 *pre; // pre[i]: the weights of sorted sites 0 .. i)
+  nd_flame_cap_t cap;
   nd_flame_t *out;
 } build_t;
+
+void nd_flame_weigh(const nd_trace_t *t, nd_flame_cap_t *c) {
+  u128 exact[ND_TRACE_KINDS] = {0}, sampled[ND_TRACE_KINDS] = {0};
+  c->capped = false;
+  for (int k = 0; k < ND_TRACE_KINDS; k++) c->scale[k] = 1;
+  if (!t->have_counters) return;
+  for (size_t i = 0; i < t->nsites; i++) {
+    const nd_rec_site_t *s = &t->sites[i].rec;
+    if (s->kind >= ND_TRACE_KINDS) continue;
+    uint64_t v = nd_rep_site_weight(s, ND_BY_LIVE);
+    if (s->flags & ND_SITE_SAMPLED) sampled[s->kind] += v;
+    else exact[s->kind] += v;
+  }
+  for (int k = 0; k < ND_TRACE_KINDS; k++) {
+    int64_t live = t->counters.kind[k].live_bytes;
+    u128 cap = live > 0 ? (u128)live : 0;
+    if (!sampled[k] || exact[k] + sampled[k] <= cap) continue;
+    c->scale[k] = cap > exact[k] ? (double)(cap - exact[k]) / (double)sampled[k] : 0;
+    c->capped = true;
+  }
+}
+
+uint64_t nd_flame_weight(const nd_trace_t *t, const nd_flame_cap_t *c, size_t site,
+                         enum nd_weight by) {
+  const nd_rec_site_t *s = &t->sites[site].rec;
+  uint64_t v = nd_rep_site_weight(s, by);
+  if (by != ND_BY_LIVE || !(s->flags & ND_SITE_SAMPLED) || s->kind >= ND_TRACE_KINDS ||
+      c->scale[s->kind] >= 1)
+    return v;
+  return (uint64_t)((double)v * c->scale[s->kind]);
+}
+
+void nd_flame_total(uint64_t v, bool est, bool most, char *out, size_t n) {
+  char h[48];
+  nd_rep_human(h, sizeof h, v);
+  snprintf(out, n, "%s%s", most ? "at most " : est ? "~" : "", h);
+}
 
 static uint64_t weight(const build_t *b, size_t a, size_t e) {
   u128 w = b->pre[e] - b->pre[a];
@@ -161,7 +199,7 @@ static int node(build_t *b, size_t a, size_t e, uint32_t d, uint32_t parent, uin
   n->site = b->o->site[a];
   for (size_t i = a; i < e; i++) {
     const nd_rec_site_t *s = &b->r->t->sites[b->o->site[i]].rec;
-    uint64_t v = nd_rep_site_weight(s, b->by);
+    uint64_t v = nd_flame_weight(b->r->t, &b->cap, b->o->site[i], b->by);
     if (!v) continue;
     if (v > best) best = v, n->site = b->o->site[i];
     n->sites++;
@@ -191,13 +229,16 @@ int nd_flame_build(report_t *r, const nd_flame_order_t *o, enum nd_weight by, ui
                    nd_flame_t *out) {
   *out = (nd_flame_t){.by = by};
   build_t b = {.r = r, .o = o, .by = by, .out = out};
+  nd_flame_weigh(r->t, &b.cap);
+  out->most = by == ND_BY_LIVE && b.cap.capped;
   b.pre = malloc((o->n + 1) * sizeof *b.pre);
   if (!b.pre) return -1;
   b.pre[0] = 0;
   for (size_t i = 0; i < o->n; i++) {
-    uint64_t v = nd_rep_site_weight(&r->t->sites[o->site[i]].rec, by);
+    uint64_t v = nd_flame_weight(r->t, &b.cap, o->site[i], by);
     b.pre[i + 1] = b.pre[i] + v;
     out->nsites += v > 0;
+    out->est |= v && (r->t->sites[o->site[i]].rec.flags & ND_SITE_SAMPLED);
   }
   out->total = weight(&b, 0, o->n);
   out->min = min_div ? out->total / min_div : 0;

@@ -45,7 +45,24 @@ typedef struct nd_flame {
   uint64_t cut_nodes;  // those subtrees
   uint32_t depth;      // the deepest node kept
   size_t nsites;       // sites of weight > 0
+  bool est;            // some weight is a sampled estimate
+  bool most;           // live at exit: sampled estimates were lowered to the exact counters
 } nd_flame_t;
+
+// The flame graphs' weights (nd_flame_weigh, then nd_flame_weight): a site's measure, where live
+// at exit of sampled sites is capped per kind, as the lifetime estimates are, so that a kind's
+// sites never hold more than the exact counters say was live (the last COUNTERS record). A
+// sampled site's estimate can exceed it; a chart that added them up would show more memory than
+// the process had.
+typedef struct nd_flame_cap {
+  double scale[ND_TRACE_KINDS]; // applied to sampled sites' live bytes (1: no cap)
+  bool capped;                  // some kind's were lowered
+} nd_flame_cap_t;
+void nd_flame_weigh(const nd_trace_t *t, nd_flame_cap_t *c);
+uint64_t nd_flame_weight(const nd_trace_t *t, const nd_flame_cap_t *c, size_t site,
+                         enum nd_weight by);
+// A total as the pictures print it: "~X" for an estimate, "at most X" for a capped one.
+void nd_flame_total(uint64_t v, bool est, bool most, char *out, size_t n);
 
 #define ND_FLAME_MAX 20000 // nodes kept at most, whatever the fraction lets through
 

@@ -23,20 +23,30 @@
 // parses as XML would.
 void nd_html_esc(FILE *o, const char *s) { nd_html_esc_chars(o, s, SIZE_MAX); }
 
+// The character at p: its bytes (*n, at least 1) and whether it is shown as \xNN per byte.
+static bool html_bad(const unsigned char *p, int *n) {
+  uint32_t cp;
+  int k = nd_rep_utf8_len(p, &cp);
+  *n = k ? k : 1;
+  return !k || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xfdd0 && cp <= 0xfdef) ||
+         (cp & 0xfffe) == 0xfffe;
+}
+
+// Widths count what is shown: a character, or 4 for each byte shown as \xNN.
 void nd_html_esc_chars(FILE *o, const char *s, size_t max) {
   size_t chars = 0;
-  for (const unsigned char *p = (const unsigned char *)s; *p; chars++) {
-    if (chars == max) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n;
+    bool bad = html_bad(p, &n);
+    size_t w = bad ? 4 * (size_t)n : 1;
+    if (max != SIZE_MAX && chars + w > max) {
       fputs("..", o);
       return;
     }
-    uint32_t cp;
-    int n = nd_rep_utf8_len(p, &cp);
-    bool bad = !n || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xfdd0 && cp <= 0xfdef) ||
-               (cp & 0xfffe) == 0xfffe;
+    chars += w;
     if (bad) {
-      for (int i = 0; i < (n ? n : 1); i++) fprintf(o, "\\x%02x", p[i]);
-      p += n ? n : 1;
+      for (int i = 0; i < n; i++) fprintf(o, "\\x%02x", p[i]);
+      p += n;
       continue;
     }
     switch (*p) {
@@ -53,10 +63,10 @@ void nd_html_esc_chars(FILE *o, const char *s, size_t max) {
 
 size_t nd_html_chars(const char *s) {
   size_t chars = 0;
-  for (const unsigned char *p = (const unsigned char *)s; *p; chars++) {
-    uint32_t cp;
-    int n = nd_rep_utf8_len(p, &cp);
-    p += n ? n : 1;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n;
+    chars += html_bad(p, &n) ? 4 * (size_t)n : 1;
+    p += n;
   }
   return chars;
 }

@@ -64,12 +64,17 @@ int nd_html_flame(FILE *o, report_t *r) {
   fputs("<div class=\"flame\">\n", o);
   // The switch: radio buttons that CSS alone turns into tabs (no script needed).
   for (int m = 0; m < ND_WEIGHTS; m++) {
-    char h[48];
-    nd_rep_human(h, sizeof h, f[m].total);
+    char h[64];
+    nd_flame_total(f[m].total, f[m].est, f[m].most, h, sizeof h);
+    // The peak tab's total is each site's own peak summed (sites peak at different times), not
+    // the process's peak: its title says so.
     fprintf(o, "<input type=\"radio\" name=\"fm\" id=\"fm-%s\" value=\"%s\"%s><label "
-               "for=\"fm-%s\">%s <small>%s</small></label>\n",
+               "for=\"fm-%s\"%s>%s <small>%s</small></label>\n",
             measure_ids[m], measure_ids[m], m == ND_BY_PEAK ? " checked=\"checked\"" : "",
-            measure_ids[m], nd_flame_measure(r, (enum nd_weight)m), h);
+            measure_ids[m],
+            m == ND_BY_PEAK ? " title=\"the sites' own peaks summed: they peak at different "
+                              "times, so this is not the process's peak\"" : "",
+            nd_flame_measure(r, (enum nd_weight)m), h);
   }
   fputs("<span class=\"ftools\" hidden=\"hidden\"><input type=\"search\" id=\"fsearch\" "
         "placeholder=\"search frames (text or /regex/)\" aria-label=\"search frames\"> "

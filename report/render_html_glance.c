@@ -91,10 +91,13 @@ static int card_grew(FILE *o, report_t *r) {
     if (!n) {
       fputs("<b>nothing</b> grew", o);
     } else {
-      fprintf(o, "<b class=\"bad\">%zu %s</b> grew: ", n, n == 1 ? "site" : "sites");
+      // What the growing stacks hold (each row below says how much it grew). The sum is a bound
+      // only when each class in it is one.
+      bool most = (!l->entries[ND_LIFE_GROWING] || l->most_bytes[ND_LIFE_GROWING]) &&
+                  (!l->entries[ND_LIFE_TEARDOWN] || l->most_bytes[ND_LIFE_TEARDOWN]);
+      fprintf(o, "<b class=\"bad\">%zu %s</b> grew, holding ", n, n == 1 ? "stack" : "stacks");
       nd_html_amount(o, nd_rep_sat_add(l->bytes[ND_LIFE_GROWING], l->bytes[ND_LIFE_TEARDOWN]),
-                     l->est[ND_LIFE_GROWING] || l->est[ND_LIFE_TEARDOWN],
-                     l->most_bytes[ND_LIFE_GROWING] && l->most_bytes[ND_LIFE_TEARDOWN]);
+                     l->est[ND_LIFE_GROWING] || l->est[ND_LIFE_TEARDOWN], most);
     }
     fputs("</p>\n", o);
     if (l->judged.known && !l->judged.judged)
@@ -128,7 +131,7 @@ static int card_grew(FILE *o, report_t *r) {
 static int card_leaked(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_lifetimes_t *l = &r->life;
-  fprintf(o, "<section class=\"card\"><h2>What was live at %s</h2>\n",
+  fprintf(o, "<section class=\"card\"><h2>What was live at %s, by class</h2>\n",
           t->ended ? "exit" : "the last flush");
   if (!nd_rep_leaks_known(t)) {
     fputs("<p class=\"big\">unknown: no normal exit</p>\n<p>Sites held ", o);

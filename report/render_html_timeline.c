@@ -408,13 +408,28 @@ static int stack_kind(FILE *o, report_t *r, const nd_html_series_t *s, const plo
   plot_t p = {axis->tmax, 0, axis->tstep};
   size_t peak_at = 0;
   for (size_t i = 0; i < m; i++) {
-    uint64_t sum = 0;
-    for (size_t j = 0; j < n; j++) {
-      sum = nd_rep_sat_add(sum, ss->live[row[j] * ND_TRACE_MAX_POINTS + pt[i]]);
-      acc[j * m + i] = sum;
-    }
     int64_t tot = t->series[pt[i]].live[k];
     uint64_t total = tot > 0 ? (uint64_t)tot : 0;
+    // A sampled site's value is an estimate and may exceed what the exact counters say the kind
+    // held: those are lowered together (as the lifetime estimates are) so that the bands never
+    // stack above the kind's total. Exact sites' requested bytes never exceed it.
+    uint64_t exact = 0, sampled = 0;
+    for (size_t j = 0; j < n; j++) {
+      uint64_t v = ss->live[row[j] * ND_TRACE_MAX_POINTS + pt[i]];
+      if (t->sites[s->sel[row[j]]].rec.flags & ND_SITE_SAMPLED) sampled = nd_rep_sat_add(sampled, v);
+      else exact = nd_rep_sat_add(exact, v);
+    }
+    double scale = 1;
+    if (sampled && nd_rep_sat_add(exact, sampled) > total)
+      scale = total > exact ? (double)(total - exact) / (double)sampled : 0;
+    uint64_t sum = 0;
+    for (size_t j = 0; j < n; j++) {
+      uint64_t v = ss->live[row[j] * ND_TRACE_MAX_POINTS + pt[i]];
+      if (scale < 1 && (t->sites[s->sel[row[j]]].rec.flags & ND_SITE_SAMPLED))
+        v = (uint64_t)((double)v * scale);
+      sum = nd_rep_sat_add(sum, v);
+      acc[j * m + i] = sum;
+    }
     acc[n * m + i] = total > sum ? total : sum;
     acc[(n + 1) * m + i] = total;
     up(&p.ymax, (double)acc[n * m + i]);

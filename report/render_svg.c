@@ -54,12 +54,19 @@ int nd_flame_frames(FILE *o, const nd_flame_t *f, int width, int top) {
   return 0;
 }
 
-// The sum of a measure over the sites (saturating).
-static uint64_t sum_of(const nd_trace_t *t, enum nd_weight by) {
+// The sum of a measure over the sites (saturating), as the flame graph weighs them, into
+// out as "~X" when a sampled estimate is in it, "at most X" when one was capped.
+static void sum_of(const nd_trace_t *t, enum nd_weight by, char *out, size_t n) {
+  nd_flame_cap_t cap;
+  nd_flame_weigh(t, &cap);
   uint64_t s = 0;
-  for (size_t i = 0; i < t->nsites; i++)
-    s = nd_rep_sat_add(s, nd_rep_site_weight(&t->sites[i].rec, by));
-  return s;
+  bool est = false;
+  for (size_t i = 0; i < t->nsites; i++) {
+    uint64_t v = nd_flame_weight(t, &cap, i, by);
+    s = nd_rep_sat_add(s, v);
+    est |= v && (t->sites[i].rec.flags & ND_SITE_SAMPLED);
+  }
+  nd_flame_total(s, est, by == ND_BY_LIVE && cap.capped, out, n);
 }
 
 int nd_rep_svg_report(FILE *o, report_t *r) {
@@ -92,15 +99,15 @@ int nd_rep_svg_report(FILE *o, report_t *r) {
   nd_html_esc_chars(o, t->exe[0] ? t->exe : "?", 100);
   fprintf(o, " (pid %llu)</text>\n", (unsigned long long)t->hdr.pid);
   // The measure and the totals of all three, so the picture says what its widths are.
-  char a[48], b[48], c[48];
-  nd_rep_human(a, sizeof a, f.total);
+  char a[64], b[64], c[64];
+  nd_flame_total(f.total, f.est, f.most, a, sizeof a);
   fprintf(o, "<text class=\"s\" x=\"%d\" y=\"46\">Width: %s, %s over %zu %s%s. ", MARGIN,
           nd_flame_measure(r, by), a, f.nsites, f.nsites == 1 ? "site" : "sites",
           by == ND_BY_PEAK ? " (each site's own peak, summed)" : "");
-  nd_rep_human(a, sizeof a, sum_of(t, ND_BY_PEAK));
-  nd_rep_human(b, sizeof b, sum_of(t, ND_BY_TOTAL));
-  nd_rep_human(c, sizeof c, sum_of(t, ND_BY_LIVE));
-  fprintf(o, "All sites: peak %s, allocated %s, %s %s.</text>\n", a, b,
+  sum_of(t, ND_BY_PEAK, a, sizeof a);
+  sum_of(t, ND_BY_TOTAL, b, sizeof b);
+  sum_of(t, ND_BY_LIVE, c, sizeof c);
+  fprintf(o, "All sites: sum of their peaks %s, allocated %s, %s %s.</text>\n", a, b,
           t->ended ? "live at exit" : "live at the last flush", c);
   fprintf(o, "<text class=\"n\" x=\"%d\" y=\"66\">Callers above callees; green: Python, grey: "
              "C/C++ runtime and ndmem, warm: other native code. ", MARGIN);
