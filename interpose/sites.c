@@ -26,9 +26,10 @@
 // lines and touches a site only when they agree. With every block tracked, most look-ups that
 // reach the table are of new stacks (hundreds of thousands while `import torch` runs), whose
 // probes used to miss the cache once for each site passed.
+// The outer frames' table (nd_outer_t) is one more such array, its slots the outer parts.
 typedef struct slot {
   uint64_t hash;
-  nd_site_t *site;
+  void *p; // nd_site_t * (a stripe) or nd_outer_t * (the outer frames' table)
 } slot_t;
 
 typedef struct stripe {
@@ -160,29 +161,32 @@ static inline __attribute__((always_inline)) int same(const nd_site_t *s, uint64
 
 // ---------------------------------------------------------------- outer frames
 
-// One table of the outer parts (sites.h, nd_outer_t), under one lock: it is asked only when a
-// new site is made, already under that site's stripe lock (lock order: stripe, then outers).
-static struct {
-  int lock;
-  size_t n, cap;
-  nd_outer_t **v;
-} outers;
+// The first free slot from h's, in a table of cap (a power of two) slots.
+static size_t free_slot(const slot_t *v, size_t cap, uint64_t h) {
+  size_t j = h & (cap - 1);
+  while (v[j].p) j = (j + 1) & (cap - 1);
+  return j;
+}
 
-static int outer_grow(void) {
-  size_t cap = outers.cap ? outers.cap * 2 : 1024;
-  nd_outer_t **v = nd_os_map(cap * sizeof *v);
+// Room for one more entry, the table kept at most 3/4 full: a probe compares the hashes kept in
+// the slots, so a longer run of them costs little, and 685 000 sites (an import of torch) fit
+// 16 MB of slots instead of 32. 0, or -1 when out of memory.
+static int room(stripe_t *st) {
+  if ((st->n + 1) * 4 <= st->cap * 3) return 0;
+  size_t cap = st->cap ? st->cap * 2 : 64;
+  slot_t *v = nd_os_map(cap * sizeof *v);
   if (!v) return -1;
-  for (size_t i = 0; i < outers.cap; i++) {
-    if (!outers.v[i]) continue;
-    size_t j = outers.v[i]->hash & (cap - 1);
-    while (v[j]) j = (j + 1) & (cap - 1);
-    v[j] = outers.v[i];
-  }
-  if (outers.v) nd_os_unmap(outers.v, outers.cap * sizeof *v);
-  outers.v = v;
-  outers.cap = cap;
+  for (size_t i = 0; i < st->cap; i++)
+    if (st->v[i].p) v[free_slot(v, cap, st->v[i].hash)] = st->v[i];
+  if (st->v) nd_os_unmap(st->v, st->cap * sizeof *v);
+  st->v = v;
+  st->cap = cap;
   return 0;
 }
+
+// The outer parts (sites.h, nd_outer_t), one table under one lock: it is asked only when a new
+// site is made, already under that site's stripe lock (lock order: stripe, then outers).
+static stripe_t outers;
 
 // The interned outer part of n frames; NULL when out of memory.
 static const nd_outer_t *outer_intern(const uintptr_t *ips, int n) {
@@ -190,59 +194,37 @@ static const nd_outer_t *outer_intern(const uintptr_t *ips, int n) {
   nd_spin_lock(&outers.lock);
   nd_outer_t *o = NULL;
   if (outers.cap) {
-    for (size_t j = h & (outers.cap - 1); (o = outers.v[j]); j = (j + 1) & (outers.cap - 1))
-      if (o->hash == h && o->n == (uint32_t)n && !memcmp(o->ips, ips, (size_t)n * sizeof *ips))
+    for (size_t j = h & (outers.cap - 1); (o = outers.v[j].p); j = (j + 1) & (outers.cap - 1))
+      if (outers.v[j].hash == h && o->n == (uint64_t)n &&
+          !memcmp(o->ips, ips, (size_t)n * sizeof *ips))
         goto out;
   }
-  if ((outers.n + 1) * 2 > outers.cap && outer_grow()) goto out; // o is NULL
+  if (room(&outers)) goto out; // o is NULL
   o = arena_alloc(sizeof *o + (size_t)n * sizeof *ips);
   if (!o) goto out;
-  o->hash = h;
-  o->n = (uint32_t)n;
+  o->n = (uint64_t)n;
   memcpy(o->ips, ips, (size_t)n * sizeof *ips);
-  size_t j = h & (outers.cap - 1);
-  while (outers.v[j]) j = (j + 1) & (outers.cap - 1);
-  outers.v[j] = o;
+  outers.v[free_slot(outers.v, outers.cap, h)] = (slot_t){h, o};
   outers.n++;
 out:
   nd_spin_unlock(&outers.lock);
   return o;
 }
 
-
-
-static int grow(stripe_t *st) {
-  size_t cap = st->cap ? st->cap * 2 : 64;
-  slot_t *v = nd_os_map(cap * sizeof *v);
-  if (!v) return -1;
-  for (size_t i = 0; i < st->cap; i++) {
-    if (!st->v[i].site) continue;
-    size_t j = st->v[i].hash & (cap - 1);
-    while (v[j].site) j = (j + 1) & (cap - 1);
-    v[j] = st->v[i];
-  }
-  if (st->v) nd_os_unmap(st->v, st->cap * sizeof *v);
-  st->v = v;
-  st->cap = cap;
-  return 0;
-}
-
 static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips, int depth) {
   stripe_t *st = &stripes[(h >> 58) % STRIPES];
   nd_spin_lock(&st->lock);
   if (st->cap) {
-    for (size_t j = h & (st->cap - 1); st->v[j].site; j = (j + 1) & (st->cap - 1))
-      if (st->v[j].hash == h && same(st->v[j].site, h, kind, sampled, ips, depth)) {
-        nd_site_t *s = st->v[j].site;
+    for (size_t j = h & (st->cap - 1); st->v[j].p; j = (j + 1) & (st->cap - 1))
+      if (st->v[j].hash == h && same(st->v[j].p, h, kind, sampled, ips, depth)) {
+        nd_site_t *s = st->v[j].p;
         nd_spin_unlock(&st->lock);
         return s;
       }
   }
   nd_site_t *s = NULL;
   uint32_t id = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
-  // Up to 3/4 full: a probe compares the hashes kept in the slots, so a longer run of them costs
-  // little, and 685 000 sites (an import of torch) fit 16 MB of slots instead of 32.
-  if ((st->n + 1) * 4 > st->cap * 3 && grow(st)) goto out;
+  if (room(st)) goto out;
   const nd_outer_t *outer = NULL;
   if (depth > ND_SITE_INLINE && !(outer = outer_intern(ips + ND_SITE_INLINE, depth - ND_SITE_INLINE)))
     goto out;
@@ -279,9 +261,7 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
     }
   }
   __atomic_store_n(&chunk[id % DIR_CHUNK], s, __ATOMIC_RELEASE);
-  size_t j = h & (st->cap - 1);
-  while (st->v[j].site) j = (j + 1) & (st->cap - 1);
-  st->v[j] = (slot_t){h, s};
+  st->v[free_slot(st->v, st->cap, h)] = (slot_t){h, s};
   st->n++;
 out:
   nd_spin_unlock(&st->lock);

@@ -36,8 +36,7 @@ typedef struct nd_growth {
 // of 33 frames on average that differ in their innermost frames: 41 000 distinct outer parts
 // hold their remaining 22 M frames' worth in 1.2 M (sites.c). Never freed.
 typedef struct nd_outer {
-  uint64_t hash;
-  uint32_t n;                                      // frames
+  uint64_t n;                                      // frames (its hash is in its table's slot)
   uintptr_t ips[];
 } nd_outer_t;
 #define ND_SITE_INLINE 8 // frames kept in the site itself, innermost first
