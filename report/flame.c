@@ -142,11 +142,17 @@ void nd_flame_weigh(const nd_trace_t *t, nd_flame_cap_t *c) {
   }
   for (int k = 0; k < ND_TRACE_KINDS; k++) {
     int64_t live = t->counters.kind[k].live_bytes;
-    u128 cap = live > 0 ? (u128)live : 0;
-    if (!sampled[k] || exact[k] + sampled[k] <= cap) continue;
-    c->scale[k] = cap > exact[k] ? (double)(cap - exact[k]) / (double)sampled[k] : 0;
-    c->capped = true;
+    uint64_t sat = UINT64_MAX;
+    c->scale[k] = nd_flame_scale(exact[k] > sat ? sat : (uint64_t)exact[k],
+                                 sampled[k] > sat ? sat : (uint64_t)sampled[k],
+                                 live > 0 ? (uint64_t)live : 0);
+    c->capped |= c->scale[k] < 1;
   }
+}
+
+double nd_flame_scale(uint64_t exact, uint64_t sampled, uint64_t total) {
+  if (!sampled || nd_rep_sat_add(exact, sampled) <= total) return 1;
+  return total > exact ? (double)(total - exact) / (double)sampled : 0;
 }
 
 uint64_t nd_flame_weight(const nd_trace_t *t, const nd_flame_cap_t *c, size_t site,

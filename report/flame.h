@@ -59,6 +59,9 @@ typedef struct nd_flame_cap {
   bool capped;                  // some kind's were lowered
 } nd_flame_cap_t;
 void nd_flame_weigh(const nd_trace_t *t, nd_flame_cap_t *c);
+// The factor on sampled bytes that keeps exact + sampled within the exact counters' total (1
+// when they fit; the stacked charts use it at each point).
+double nd_flame_scale(uint64_t exact, uint64_t sampled, uint64_t total);
 uint64_t nd_flame_weight(const nd_trace_t *t, const nd_flame_cap_t *c, size_t site,
                          enum nd_weight by);
 // A total as the pictures print it: "~X" for an estimate, "at most X" for a capped one.

@@ -5,6 +5,7 @@
 // then, among the details, the kinds' lines with the resident memory and the top sites' lines.
 // The sites' values come from one second read of the trace (nd_html_series_read), as the first
 // keeps only each site's latest totals.
+#include "flame.h"
 #include "render_html.h"
 
 #include <stdlib.h>
@@ -419,9 +420,7 @@ static int stack_kind(FILE *o, report_t *r, const nd_html_series_t *s, const plo
       if (t->sites[s->sel[row[j]]].rec.flags & ND_SITE_SAMPLED) sampled = nd_rep_sat_add(sampled, v);
       else exact = nd_rep_sat_add(exact, v);
     }
-    double scale = 1;
-    if (sampled && nd_rep_sat_add(exact, sampled) > total)
-      scale = total > exact ? (double)(total - exact) / (double)sampled : 0;
+    double scale = nd_flame_scale(exact, sampled, total);
     uint64_t sum = 0;
     for (size_t j = 0; j < n; j++) {
       uint64_t v = ss->live[row[j] * ND_TRACE_MAX_POINTS + pt[i]];
