@@ -419,7 +419,7 @@ static void *realloc_real(nd_tls_t *t, void *p, size_t n, int fn, int mode) {
   void *q = nd_real.realloc(p, n);
   if (was_tracked) { // the old block is gone unless realloc failed
     if (!q && n) nd_track_restore(&tracked);
-    else nd_site_sub(tracked.site, tracked.count, tracked.weight);
+    else nd_track_untrack(&tracked);
   }
   // Success moves the block (old usable size out, new in). A NULL result with n == 0 and p set
   // means the allocator freed p (glibc, and jemalloc's default zero_realloc:free); any other NULL
@@ -525,7 +525,7 @@ static void *realloc_op(void *p, size_t n, int fn, void *ra) {
   void *q = nd_real.realloc(p, n);
   if (was_tracked) {
     if (!q && n) nd_track_restore(&tracked);
-    else nd_site_sub(tracked.site, tracked.count, tracked.weight);
+    else nd_track_untrack(&tracked);
   }
   return q;
 }

@@ -7,8 +7,10 @@
 // hash; an empty stripe answers at once, and a non-empty one is probed without its lock under a
 // sequence counter (a seqlock: writers make it odd while they change the stripe), so only a hit
 // takes the lock. A miss is exact: only the freeing thread can remove its own block, and its
-// insertion happened before the free. Old arrays are kept after a resize (a lock-free reader may
-// still be looking at one); they add at most the size of the current array.
+// insertion happened before the free. An old array stays mapped after a resize (a lock-free reader
+// may still be looking at one), its pages given back: such a reader reads zeros, finds nothing,
+// and its sequence check sends it to the lock. Before, they stayed resident: 29 MB of 58 in an
+// import of torch with every block tracked.
 #include "counters.h"
 #include "os.h"
 #include "sites.h"
@@ -70,10 +72,15 @@ void nd_blocks_insert(const nd_block_t *b) {
       unlock(s);
       return;
     }
-    for (size_t i = 0; i < s->cap; i++)
-      if (s->v[i].addr) put(v, cap, &s->v[i]);
+    nd_block_t *old = s->v;
+    size_t old_cap = s->cap;
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i].addr) put(v, cap, &old[i]);
+    // The array before its larger capacity: a reader that loads cap then v (acquire) never pairs
+    // a larger capacity with a smaller array.
     __atomic_store_n(&s->v, v, __ATOMIC_RELEASE);
     __atomic_store_n(&s->cap, cap, __ATOMIC_RELEASE);
+    if (old) nd_os_release(old, old_cap * sizeof *old);
   }
   put(s->v, s->cap, b);
   __atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELAXED);
@@ -84,8 +91,8 @@ void nd_blocks_insert(const nd_block_t *b) {
 
 void nd_blocks_prefetch(uintptr_t addr) {
   stripe_t *s = &stripes[stripe_of(addr)];
-  nd_block_t *v = __atomic_load_n(&s->v, __ATOMIC_RELAXED);
-  size_t cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED);
+  size_t cap = __atomic_load_n(&s->cap, __ATOMIC_ACQUIRE);
+  nd_block_t *v = __atomic_load_n(&s->v, __ATOMIC_ACQUIRE);
   // A racing resize leaves v an old array: still mapped (never unmapped), so the hint is harmless.
   if (v && cap) __builtin_prefetch(&v[slot_of(addr, cap)], 1, 3);
 }
@@ -104,8 +111,8 @@ static int probe_unlocked(stripe_t *s, uintptr_t addr, unsigned *seq_out, size_t
   unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
   *seq_out = seq;
   if (seq & 1) return -1;
+  size_t cap = __atomic_load_n(&s->cap, __ATOMIC_ACQUIRE); // before v: see insert
   nd_block_t *v = __atomic_load_n(&s->v, __ATOMIC_ACQUIRE);
-  size_t cap = __atomic_load_n(&s->cap, __ATOMIC_ACQUIRE);
   int found = 0;
   if (v && cap) {
     for (size_t j = slot_of(addr, cap), k = 0; k < cap; j = (j + 1) & (cap - 1), k++) {

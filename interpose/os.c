@@ -33,6 +33,12 @@ void nd_os_unmap(void *p, size_t size) {
   errno = saved;
 }
 
+void nd_os_release(void *p, size_t size) {
+  int saved = errno;
+  syscall(SYS_madvise, p, size, MADV_DONTNEED);
+  errno = saved;
+}
+
 // A write to a pipe whose reader is gone raises SIGPIPE: ndmem's own lines must not end (or, with
 // ndmem's fatal-signal handler, re-enter) the program. SIGPIPE is blocked for the write and one
 // it raised is taken back off the thread before the mask is restored.

@@ -11,6 +11,9 @@
 
 void *nd_os_map(size_t size);                   // anonymous RW pages, or NULL; never the hooked mmap
 void nd_os_unmap(void *p, size_t size);
+// Gives the pages of [p, p + size) back (page-aligned p): the range stays mapped and reads as
+// zeros from then on, so a lock-free reader still holding it reads zeros, never a fault.
+void nd_os_release(void *p, size_t size);
 void nd_os_write_all(int fd, const char *s, size_t n); // best effort, retries on EINTR/short writes
 pid_t nd_os_gettid(void);
 pid_t nd_os_getpid(void);

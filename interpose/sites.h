@@ -116,12 +116,13 @@ void nd_sites_atfork_parent(void);
 void nd_sites_atfork_child(void);
 
 // blocks.c: live tracked blocks, by address
+// 40 bytes: the bytes and blocks a sampled block stands for follow from its size (trace.c,
+// nd_track_weigh), so they are not kept; an import of torch with every block tracked holds
+// several hundred thousand of these at once.
 typedef struct nd_block {
   uintptr_t addr;
   nd_site_t *site;
   uint64_t size;   // requested bytes
-  uint64_t weight; // bytes it stands for (== size unless sampled)
-  uint64_t count;  // blocks it stands for (1 unless sampled)
   uint64_t mono_ns;
   uint64_t cycle;  // the cycle clock at its allocation (nd_cycle_clock)
 } nd_block_t;

@@ -119,33 +119,50 @@ static inline uint64_t birth_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+// A block of size s is sampled with probability 1 - exp(-s/R); weighting it by the inverse makes
+// the estimate of bytes unbiased. Counts are estimated the same way. A function of s alone (R is
+// fixed at start-up), so the block table does not keep it: the free computes what the
+// allocation added.
+static void sample_weigh(uint64_t req, uint64_t *count, uint64_t *weight) {
+  double s = (double)(req ? req : 1), pr = 1.0 - exp(-s / tr.sample_mean);
+  double w = s / (pr > 0 ? pr : 1);
+  *weight = (uint64_t)(w + 0.5);
+  *count = (uint64_t)(w / s + 0.5);
+  if (!*count) *count = 1;
+}
+
+void nd_track_weigh(const nd_block_t *b, uint64_t *count, uint64_t *weight) {
+  if (b->site->sampled) sample_weigh(b->size, count, weight);
+  else *count = 1, *weight = b->size;
+}
+
 void nd_track_alloc(nd_tls_t *t, void *p, size_t req, int kind) {
   if (!tr.on) return;
   nd_blocks_prefetch((uintptr_t)p);
   int exact = req >= nd_track_min;
   uint64_t weight = req, count = 1;
   if (!exact) {
-    // A block of size s is sampled with probability 1 - exp(-s/R); weighting it by the inverse
-    // makes the estimate of bytes unbiased. Counts are estimated the same way.
     t->sample_left = next_interval(t);
-    double s = (double)(req ? req : 1), pr = 1.0 - exp(-s / tr.sample_mean);
-    double w = s / (pr > 0 ? pr : 1);
-    weight = (uint64_t)(w + 0.5);
-    count = (uint64_t)(w / s + 0.5);
-    if (!count) count = 1;
+    sample_weigh(req, &count, &weight);
   }
   nd_site_t *site = nd_site_here(kind, !exact);
   if (!site) return;
   nd_site_add(site, count, weight);
-  nd_block_t b = {(uintptr_t)p, site, req, weight, count, birth_ns(),
+  nd_block_t b = {(uintptr_t)p, site, req, birth_ns(),
                   __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED)};
   nd_blocks_insert(&b);
   if (!__atomic_load_n(&tr.thread_started, __ATOMIC_RELAXED)) start_thread();
 }
 
+void nd_track_untrack(const nd_block_t *b) {
+  uint64_t count, weight;
+  nd_track_weigh(b, &count, &weight);
+  nd_site_sub(b->site, count, weight);
+}
+
 void nd_track_free(void *p) {
   nd_block_t b;
-  if (nd_blocks_take((uintptr_t)p, &b)) nd_site_sub(b.site, b.count, b.weight);
+  if (nd_blocks_take((uintptr_t)p, &b)) nd_track_untrack(&b);
 }
 
 int nd_track_take(void *p, void *out) { return nd_blocks_take((uintptr_t)p, out); }
@@ -586,9 +603,10 @@ static void ws_record(void *ctx, uint16_t tag, const void *payload, uint32_t siz
 }
 
 static void block_record(void *ctx, const nd_block_t *b) {
-  uint64_t *count = ctx;
+  uint64_t *count = ctx, n, weight;
+  nd_track_weigh(b, &n, &weight);
   nd_rec_block_t r = {b->site->id, b->site->kind, b->site->sampled ? ND_SITE_SAMPLED : 0,
-                      b->addr, b->size, b->weight, b->mono_ns, b->cycle};
+                      b->addr, b->size, weight, b->mono_ns, b->cycle};
   nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
   (*count)++;
 }

@@ -18,6 +18,10 @@ int nd_trace_enabled(void);               // the trace is being written
 void nd_trace_thread_init(struct nd_tls *t); // per-thread sampler state
 void nd_track_alloc(struct nd_tls *t, void *p, size_t req, int kind);
 void nd_track_free(void *p);
+// The bytes and blocks a tracked block stands for: its size and 1, or a sampled block's weights.
+struct nd_block;
+void nd_track_weigh(const struct nd_block *b, uint64_t *count, uint64_t *weight);
+void nd_track_untrack(const struct nd_block *b); // its site's totals lose it (a realloc moved it)
 int nd_track_take(void *p, void *out_block); // for realloc: untrack, keeping the record
 void nd_track_restore(const void *block);   // realloc failed: the old block is live again
 struct nd_site *nd_track_site_here(int kind); // exact site for an mmap, NULL when tracing is off

@@ -17,7 +17,7 @@ static void *worker(void *arg) {
   uintptr_t base = (uintptr_t)(id + 1) << 40;
   for (int round = 0; round < 3; round++) {
     for (uintptr_t i = 0; i < KEYS; i++) {
-      nd_block_t b = {base + i * 16, NULL, i, i, 1, (uint64_t)round, 0};
+      nd_block_t b = {base + i * 16, NULL, i, (uint64_t)round, 0};
       nd_blocks_insert(&b);
     }
     for (uintptr_t i = 0; i < KEYS; i++) {
@@ -40,12 +40,12 @@ int main(void) {
   nd_block_t out;
   CHECK_EQ(nd_blocks_take(0x1000, &out), 0);
   CHECK_EQ(nd_blocks_maybe(0x1000), 0);
-  nd_block_t b = {0x1000, NULL, 100, 150, 2, 7, 0};
+  nd_block_t b = {0x1000, NULL, 100, 7, 9};
   nd_blocks_insert(&b);
   CHECK_EQ(nd_blocks_maybe(0x1000), 1);
   CHECK_EQ(nd_blocks_take(0x1010, &out), 0);
   CHECK_EQ(nd_blocks_take(0x1000, &out), 1);
-  CHECK(out.size == 100 && out.weight == 150 && out.count == 2 && out.mono_ns == 7);
+  CHECK(out.addr == 0x1000 && out.size == 100 && out.mono_ns == 7 && out.cycle == 9);
   CHECK_EQ(nd_blocks_take(0x1000, &out), 0);
 
   pthread_t t[THREADS];
@@ -56,7 +56,7 @@ int main(void) {
   nd_blocks_each(count_each, &n);
   CHECK_EQ(n, 0);
   for (uintptr_t i = 1; i <= 1000; i++) {
-    nd_block_t x = {i * 4096, NULL, i, i, 1, 0, 0};
+    nd_block_t x = {i * 4096, NULL, i, 0, 0};
     nd_blocks_insert(&x);
   }
   nd_blocks_each(count_each, &n);
