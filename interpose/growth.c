@@ -35,7 +35,7 @@ static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t c
     return;
   }
   const char *est = s->sampled ? "~" : "";
-  uint64_t grew = r->floor_bytes - r->base_bytes, retained = count - s->g.rise->base_count;
+  uint64_t grew = r->floor_bytes - r->base_bytes, retained = count - s->g->rise->base_count;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: growing: ");
@@ -76,24 +76,59 @@ static void say(int fd, const nd_site_t *s, const nd_rec_growth_t *r, uint64_t c
   nd_buf_line(&b, fd);
 }
 
-// A rise's state, from growth.c's own pages (the trace writer's thread only, never freed).
-static nd_growth_rise_t *rise_new(void) {
+// A site's or a rise's state, zeroed, from growth.c's own pages (the trace writer's thread only,
+// never freed).
+static void *state_new(size_t n) {
   static char *chunk;
   static size_t left;
-  if (left < sizeof(nd_growth_rise_t)) {
-    if (!(chunk = nd_os_map(1u << 16))) return NULL;
+  if (left < n) {
+    if (!(chunk = nd_os_map(1u << 16))) return left = 0, NULL;
     left = 1u << 16;
   }
-  nd_growth_rise_t *r = (nd_growth_rise_t *)(void *)chunk;
-  chunk += sizeof *r;
-  left -= sizeof *r;
-  memset(r, 0, sizeof *r);
+  void *r = chunk;
+  chunk += n;
+  left -= n;
+  memset(r, 0, n);
   return r;
 }
 
-int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycle,
+// The windows' closes by number (from 1): the cycle clock and the time of each, for the sites
+// that held nothing at their last close and keep only its number.
+#define CLOSE_CHUNK 4096
+#define CLOSE_DIR 4096 // 16 M closes: over six months of 1 s flushes
+typedef struct close_at {
+  uint64_t cycle, ns;
+} close_at_t;
+static close_at_t *closes[CLOSE_DIR];
+static uint32_t nclosed;
+
+uint32_t nd_growth_close(uint64_t cycle, uint64_t now_ns) {
+  uint32_t n = nclosed + 1;
+  if (n / CLOSE_CHUNK >= CLOSE_DIR) return 0;
+  close_at_t **c = &closes[n / CLOSE_CHUNK];
+  if (!*c && !(*c = nd_os_map(CLOSE_CHUNK * sizeof **c))) return 0;
+  (*c)[n % CLOSE_CHUNK] = (close_at_t){cycle, now_ns};
+  return nclosed = n;
+}
+
+int nd_growth_window(nd_site_t *s, uint32_t win, uint64_t floor, uint64_t count, uint64_t cycle,
                      uint64_t now_ns, uint64_t every, int fd, nd_rec_growth_t *out) {
-  nd_growth_t *g = &s->g;
+  nd_growth_t *g = s->g;
+  if (!g) {
+    // Held nothing at every close so far: the close is all there is to keep (without a number,
+    // win 0, the next close that finds memory counts as the site's first).
+    if (!floor && !count) {
+      s->close_win = win;
+      return 0;
+    }
+    if (!(g = state_new(sizeof *g))) return 0; // out of memory: not judged
+    s->g = g;
+    if (s->close_win) { // it held nothing at that close: a rise may begin there
+      const close_at_t *c = &closes[s->close_win / CLOSE_CHUNK][s->close_win % CLOSE_CHUNK];
+      g->close_cycle = c->cycle;
+      g->close_ns = c->ns;
+    }
+  }
   if (!g->close_ns) { // the site's first window: nothing to compare with yet
     g->last_floor = floor;
     g->close_cycle = cycle;
@@ -101,7 +136,7 @@ int nd_growth_window(nd_site_t *s, uint64_t floor, uint64_t count, uint64_t cycl
     g->close_count = count;
     return 0;
   }
-  if (floor > g->last_floor && !g->rise) g->rise = rise_new(); // NULL: out of memory, not judged
+  if (floor > g->last_floor && !g->rise) g->rise = state_new(sizeof *g->rise); // NULL: not judged
   nd_growth_rise_t *r = g->rise;
   if (r && floor < g->last_floor) {
     r->rises = r->windows = 0; // it fell: whatever rose was not retained

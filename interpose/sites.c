@@ -145,9 +145,10 @@ static inline __attribute__((always_inline)) uint64_t hash_stack(int kind, int s
 
 // Word by word: stacks are short and usually differ in their first frames (a memcmp call costs
 // more than the compare). The outer frames are compared in the shared part the site points to.
-static inline __attribute__((always_inline)) int same(const nd_site_t *s, uint64_t h, int kind,
-                                                      int sampled, const uintptr_t *ips, int depth) {
-  if (s->hash != h || s->kind != kind || s->sampled != sampled || s->depth != depth) return 0;
+// The hash was compared where it is kept (the table's slot, the thread's cache).
+static inline __attribute__((always_inline)) int same(const nd_site_t *s, int kind, int sampled,
+                                                      const uintptr_t *ips, int depth) {
+  if (s->kind != kind || s->sampled != sampled || s->depth != depth) return 0;
   int in = depth < ND_SITE_INLINE ? depth : ND_SITE_INLINE;
   for (int i = 0; i < in; i++)
     if (s->ips[i] != ips[i]) return 0;
@@ -216,7 +217,7 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
   nd_spin_lock(&st->lock);
   if (st->cap) {
     for (size_t j = h & (st->cap - 1); st->v[j].p; j = (j + 1) & (st->cap - 1))
-      if (st->v[j].hash == h && same(st->v[j].p, h, kind, sampled, ips, depth)) {
+      if (st->v[j].hash == h && same(st->v[j].p, kind, sampled, ips, depth)) {
         nd_site_t *s = st->v[j].p;
         nd_spin_unlock(&st->lock);
         return s;
@@ -237,7 +238,6 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
     goto out;
   }
   memset(s, 0, sizeof *s);
-  s->hash = h;
   s->id = id;
   s->kind = (uint16_t)kind;
   s->sampled = (uint8_t)sampled;
@@ -284,7 +284,11 @@ int nd_sites_want = 32 + 2;
 // whole stack, so it is exact; a miss interns (one stripe lock) and takes the slot. Sites are
 // never freed, and a hook never re-enters this on the same thread (mode BUSY), so no lock.
 #define CACHE_SLOTS 256
-static __thread nd_site_t *site_cache[CACHE_SLOTS];
+typedef struct cached {
+  uint64_t h; // the stack's hash, compared first
+  nd_site_t *s;
+} cached_t;
+static __thread cached_t site_cache[CACHE_SLOTS];
 
 static int own_frame(uintptr_t ip) { return ip >= self_lo && ip < self_hi; }
 
@@ -310,10 +314,11 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
   if (m >= 0) ips = py, depth = m;
   else if (depth > nd_sites_depth) depth = nd_sites_depth;
   uint64_t h = hash_stack(kind, sampled, ips, depth);
-  nd_site_t **slot = &site_cache[h & (CACHE_SLOTS - 1)], *s = *slot;
-  if (s && same(s, h, kind, sampled, ips, depth)) return s;
+  cached_t *slot = &site_cache[h & (CACHE_SLOTS - 1)];
+  nd_site_t *s = slot->s;
+  if (s && slot->h == h && same(s, kind, sampled, ips, depth)) return s;
   s = intern(h, kind, sampled, ips, depth);
-  if (s) *slot = s;
+  if (s) *slot = (cached_t){h, s};
   return s;
 }
 

@@ -16,8 +16,10 @@
 #include <stdint.h>
 
 // The growth detector's state of one site (growth.c; the trace writer's thread only): the
-// previous window's close, kept by every site, and a rise's state, made at the site's first rise
-// (most sites never rise: 685 000 of them would carry 56 bytes each for nothing).
+// previous window's close, made the first time the site holds memory at a close (until then the
+// site keeps only which close it last held nothing at), and a rise's state, made at the site's
+// first rise. Most sites do neither: an import of torch with every block tracked makes 685 000
+// sites, most of whose memory is freed before any close.
 typedef struct nd_growth_rise {
   uint64_t base_floor, base_cycle, base_ns, base_count; // where the current rise began
   uint64_t last_rise_cycle;
@@ -39,31 +41,34 @@ typedef struct nd_outer {
   uint64_t n;                                      // frames (its hash is in its table's slot)
   uintptr_t ips[];
 } nd_outer_t;
-#define ND_SITE_INLINE 8 // frames kept in the site itself, innermost first
+#define ND_SITE_INLINE 6 // frames kept in the site itself, innermost first
 
 // The totals, written by every tracked allocation and free of the site (from any thread), fill
-// its first cache line; the identity, read by every thread that looks the site up
-// (nd_site_frames compares the whole stack) and never written after creation, follows on the
-// next, behind the growth state that only the trace writer touches (at a window's close).
-// Sharing a line with the totals made each lookup on one thread miss whenever another thread
-// had just counted a block of the site. With 8 frames or more a site takes 192 bytes.
+// its first cache line with what only the trace writer touches; the identity, read by every
+// thread that looks the site up (nd_site_frames compares the whole stack) and never written
+// after creation, fills the second. Sharing a line with the totals made each lookup on one
+// thread miss whenever another thread had just counted a block of the site. A site takes 128
+// bytes (192 with 8 frames inline and its growth state in it: 44 MB more for an exact import of
+// torch; its stack's hash lives in the intern table's slot).
 typedef struct nd_site {
   uint64_t allocs, frees, alloc_bytes, free_bytes; // atomic
   int64_t peak;                                    // atomic: high-water of live bytes
   int64_t floor; // atomic: lowest live bytes since the current window began (the trace writer
                  // closes windows at flushes: nd_site_window)
-  uint32_t dirty;                                  // changed since the last flush
-  uint32_t written;                                // its STACK record is in the trace
-  nd_growth_t g;
-  uint64_t hash;                                   // identity: constant once created
-  uint32_t id;
+  nd_growth_t *g;     // NULL until the site holds memory at a window's close (growth.c)
+  uint32_t close_win; // before that: the last close it held nothing at (0: none yet)
+  uint8_t dirty;      // atomic: changed since the last flush
+  uint8_t written;    // its STACK record is in the trace
+  uint8_t pad_[2];
+  uint32_t id;        // identity: constant once created
   uint16_t kind;
   uint8_t sampled;
   uint8_t depth;
   const nd_outer_t *outer; // frames ND_SITE_INLINE.. (NULL when depth <= ND_SITE_INLINE)
   uintptr_t ips[];         // the innermost min(depth, ND_SITE_INLINE) frames
 } nd_site_t;
-_Static_assert(__builtin_offsetof(nd_site_t, g) <= 64, "a site's totals in its first line");
+_Static_assert(__builtin_offsetof(nd_site_t, id) == 64, "a site's totals fill its first line");
+_Static_assert(sizeof(nd_site_t) + ND_SITE_INLINE * sizeof(uintptr_t) == 128, "two lines");
 
 #define ND_CAPTURE_MAX 136 // NDMEM_DEPTH (at most 128) plus ndmem's own frames
 // A site's stack: at most NDMEM_DEPTH native frames, the cut marker (ND_FRAME_CUT) and

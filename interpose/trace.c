@@ -561,6 +561,7 @@ static void write_sites(void) {
   int close = clock == 0 || clock != tr.win_cycle || ++tr.win_flushes >= ND_WINDOW_FLUSHES;
   if (close) tr.win_flushes = 0;
   tr.win_cycle = clock;
+  uint32_t win = close ? nd_growth_close(clock, now) : 0;
   uint32_t n = nd_sites_count();
   for (uint32_t i = 0; i < n; i++) {
     nd_site_t *s = nd_site_by_id(i);
@@ -589,7 +590,7 @@ static void write_sites(void) {
     }
     nd_tw_record(&tr.w, ND_REC_SITE, &r, sizeof r, NULL, 0);
     nd_rec_growth_t g;
-    if (close && nd_growth_window(s, r.floor_bytes, r.allocs - r.frees, clock, now,
+    if (close && nd_growth_window(s, win, r.floor_bytes, r.allocs - r.frees, clock, now,
                                   (uint64_t)nd_cfg.growth_cycles, nd_quiet() ? -1 : 2, &g)) {
       tr.growth_sites++;
       nd_tw_record(&tr.w, ND_REC_GROWTH, &g, sizeof g, NULL, 0);

@@ -2,7 +2,8 @@
 // test_growth: the growth detector (interpose/growth.c) on window sequences with a known answer:
 // a steady leak is named once, exactly when its rise spans NDMEM_GROWTH_CYCLES cycles, with the
 // record's figures; a warm-up ramp that stops, a floor that swings, a fall that resets, a job
-// without cycles (windows count) and a stalled cycle clock; the line it says, exactly.
+// without cycles (windows count) and a stalled cycle clock; a rise that begins at a close the
+// site held nothing at, with closes it took no part in since; the line it says, exactly.
 #include "../check.h"
 #include "growth.h"
 #include "names.h"
@@ -31,7 +32,9 @@ static int feed(nd_site_t *s, uint64_t (*w)[3], int n, uint64_t every, nd_rec_gr
   int named = -1;
   for (int i = 0; i < n; i++) {
     nd_rec_growth_t r;
-    if (nd_growth_window(s, w[i][0], w[i][1], w[i][2], 1000 + (uint64_t)i * 10, every, -1, &r)) {
+    uint64_t ns = 1000 + (uint64_t)i * 10;
+    uint32_t win = nd_growth_close(w[i][2], ns);
+    if (nd_growth_window(s, win, w[i][0], w[i][1], w[i][2], ns, every, -1, &r)) {
       CHECK(named < 0); // once per site
       named = i;
       *g = r;
@@ -102,8 +105,10 @@ int main(void) {
   for (int i = 0; i < 60; i++) w[i][0] = (uint64_t)(i / 5) * MIB, w[i][1] = (uint64_t)i / 5, w[i][2] = (uint64_t)i + 1;
   int fds[2];
   CHECK(pipe(fds) == 0);
-  for (int i = 0; i < 60; i++)
-    nd_growth_window(s, w[i][0], w[i][1], w[i][2], 1000 + (uint64_t)i * 10, 20, fds[1], &g);
+  for (int i = 0; i < 60; i++) {
+    uint32_t win = nd_growth_close(w[i][2], 1000 + (uint64_t)i * 10);
+    nd_growth_window(s, win, w[i][0], w[i][1], w[i][2], 1000 + (uint64_t)i * 10, 20, fds[1], &g);
+  }
   close(fds[1]);
   char line[1024];
   ssize_t n = read(fds[0], line, sizeof line - 1);
@@ -112,6 +117,28 @@ int main(void) {
   CHECK_STR(line, "ndmem: growing: heap site [stack 7] holds 4.00 MiB at its lowest, +1.00 MiB per 5 "
                   "cycles over 20 cycles: Python: step (train.py:42)\n");
   free(s);
+
+  // A site that held nothing at close 3 and had no change at closes 4-8 (not dirty: not asked),
+  // then rises at closes 9, 10 and 11: the rise began at close 3, its cycle and time.
+  s = site();
+  uint32_t wins[12];
+  for (uint64_t c = 1; c <= 11; c++) wins[c] = nd_growth_close(c, 5000 + c);
+  CHECK_EQ(nd_growth_window(s, wins[3], 0, 0, 3, 5003, 5, -1, &g), 0);
+  CHECK_EQ(nd_growth_window(s, wins[9], 1 * MIB, 1, 9, 5009, 5, -1, &g), 0);
+  CHECK_EQ(nd_growth_window(s, wins[10], 2 * MIB, 2, 10, 5010, 5, -1, &g), 0);
+  CHECK_EQ(nd_growth_window(s, wins[11], 3 * MIB, 3, 11, 5011, 5, -1, &g), 1);
+  CHECK_EQ(g.base_cycle, 3);
+  CHECK_EQ(g.base_ns, 5003);
+  CHECK_EQ(g.base_bytes, 0);
+  CHECK_EQ(g.rises, 3);
+  // The same with no close number kept for its empty close (out of room): the first close with
+  // memory is its first window, and the rise is judged from there, never from a guess.
+  nd_site_t *t = site();
+  CHECK_EQ(nd_growth_window(t, 0, 0, 0, 3, 5003, 5, -1, &g), 0);
+  CHECK_EQ(nd_growth_window(t, wins[9], 1 * MIB, 1, 9, 5009, 5, -1, &g), 0);
+  CHECK(t->g != NULL && t->g->close_cycle == 9 && t->g->rise == NULL);
+  free(s);
+  free(t);
 
   // NDMEM_GROWTH_CYCLES=0: never.
   s = site();
