@@ -123,8 +123,10 @@ static inline uint64_t birth_ns(void) {
 // the estimate of bytes unbiased. Counts are estimated the same way. A function of s alone (R is
 // fixed at start-up), so the block table does not keep it: the free computes what the
 // allocation added.
+// Past s/R = 38, 1 - exp(-s/R) is 1.0 in a double: exp is not called there, where it would
+// underflow and set errno (a free must leave errno alone).
 static void sample_weigh(uint64_t req, uint64_t *count, uint64_t *weight) {
-  double s = (double)(req ? req : 1), pr = 1.0 - exp(-s / tr.sample_mean);
+  double s = (double)(req ? req : 1), x = s / tr.sample_mean, pr = x > 38 ? 1.0 : 1.0 - exp(-x);
   double w = s / (pr > 0 ? pr : 1);
   *weight = (uint64_t)(w + 0.5);
   *count = (uint64_t)(w / s + 0.5);

@@ -147,6 +147,16 @@ int main(void) {
     CHECK_EQ(D(b1, b0, HEAP, frees), 1);
   }
 
+  // Blocks the byte sampler picks are weighed at malloc and again at free (NDMEM_SAMPLE=1, the
+  // second registration: every block is sampled, at many times the sample mean): errno stays.
+  {
+    void *ps[64];
+    errno = 42;
+    for (int i = 0; i < 64; i++) ps[i] = malloc(1000 + (size_t)i * 100);
+    for (int i = 0; i < 64; i++) free(ps[i]);
+    CHECK_EQ(errno, 42);
+  }
+
   // process peak: with one allocating thread it is exact
   {
     ndmem_stats_t b0 = PROC_SNAP();
