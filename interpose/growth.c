@@ -92,23 +92,30 @@ static void *state_new(size_t n) {
   return r;
 }
 
-// The windows' closes by number (from 1): the cycle clock and the time of each, for the sites
-// that held nothing at their last close and keep only its number.
-#define CLOSE_CHUNK 4096
-#define CLOSE_DIR 4096 // 16 M closes: over six months of 1 s flushes
+// The windows' last CLOSE_RING closes by number (from 1; 0 is none): the cycle clock and the
+// time of each, for the sites that held nothing at their last close and keep only its number.
+// A site that held nothing at a close and changed at none since held nothing at every later
+// close too, so a number older than the ring is read as its oldest close: a rise is then judged
+// from a later base, over a shorter span, never from a guess. 1 MiB at most: over 18 hours of
+// 1 s flushes, 11 minutes at NDMEM_FLUSH_MS=10.
+#define CLOSE_RING 65536u
 typedef struct close_at {
   uint64_t cycle, ns;
 } close_at_t;
-static close_at_t *closes[CLOSE_DIR];
-static uint32_t nclosed;
+static close_at_t *closes; // [CLOSE_RING], mapped at the first close
+static uint32_t nclosed;   // the last close's number (wraps, skipping 0)
 
 uint32_t nd_growth_close(uint64_t cycle, uint64_t now_ns) {
-  uint32_t n = nclosed + 1;
-  if (n / CLOSE_CHUNK >= CLOSE_DIR) return 0;
-  close_at_t **c = &closes[n / CLOSE_CHUNK];
-  if (!*c && !(*c = nd_os_map(CLOSE_CHUNK * sizeof **c))) return 0;
-  (*c)[n % CLOSE_CHUNK] = (close_at_t){cycle, now_ns};
+  if (!closes && !(closes = nd_os_map(CLOSE_RING * sizeof *closes))) return 0;
+  uint32_t n = nclosed + 1 ? nclosed + 1 : 1;
+  closes[n % CLOSE_RING] = (close_at_t){cycle, now_ns};
   return nclosed = n;
+}
+
+// Close number w, or the oldest the ring keeps when w is older.
+static const close_at_t *close_of(uint32_t w) {
+  if (nclosed - w >= CLOSE_RING) w = nclosed - (CLOSE_RING - 1);
+  return &closes[w % CLOSE_RING];
 }
 
 int nd_growth_window(nd_site_t *s, uint32_t win, uint64_t floor, uint64_t count, uint64_t cycle,
@@ -123,8 +130,8 @@ int nd_growth_window(nd_site_t *s, uint32_t win, uint64_t floor, uint64_t count,
     }
     if (!(g = state_new(sizeof *g))) return 0; // out of memory: not judged
     s->g = g;
-    if (s->close_win) { // it held nothing at that close: a rise may begin there
-      const close_at_t *c = &closes[s->close_win / CLOSE_CHUNK][s->close_win % CLOSE_CHUNK];
+    if (s->close_win && closes) { // it held nothing at that close: a rise may begin there
+      const close_at_t *c = close_of(s->close_win);
       g->close_cycle = c->cycle;
       g->close_ns = c->ns;
     }

@@ -140,6 +140,26 @@ int main(void) {
   free(s);
   free(t);
 
+  // An empty close older than the 65 536 closes kept: the rise is judged from the oldest kept
+  // (the site held nothing there too), never from an overwritten slot.
+  s = site();
+  CHECK_EQ(nd_growth_window(s, nd_growth_close(100000, 100000), 0, 0, 100000, 100000, 5, -1, &g), 0);
+  uint32_t first = 0, last = 0;
+  for (uint64_t c = 100001; c <= 100000 + 70000; c++) {
+    last = nd_growth_close(c, c);
+    if (c == 100001) first = last;
+  }
+  CHECK_EQ(last - first, 69999);
+  uint64_t oldest = 100000 + 70000 - 65535; // the cycle of the oldest close kept
+  for (uint64_t c = 170001; c <= 170003; c++) {
+    uint32_t win = nd_growth_close(c, c);
+    int named = nd_growth_window(s, win, (c - 170000) * MIB, c - 170000, c, c, 5, -1, &g);
+    CHECK_EQ(named, c == 170003);
+  }
+  CHECK_EQ(g.base_cycle, oldest + 1); // the ring moved on by the three closes of the rise
+  CHECK_EQ(g.base_bytes, 0);
+  free(s);
+
   // NDMEM_GROWTH_CYCLES=0: never.
   s = site();
   for (int i = 0; i < 60; i++) w[i][0] = (uint64_t)i * MIB, w[i][1] = 0, w[i][2] = (uint64_t)i + 1;
