@@ -1585,7 +1585,6 @@ def report_exact_numpy(res, names, py, npver, steps, reps, st):
     out.append("  " + trace)
     summary = ["exact numpy (%d steps), median loop/wall s: %s" % (steps, ", ".join(
         "%s %.3f/%.3f" % (n, median(res[n]["loop"]), median(res[n]["wall"])) for n in names))]
-    summary.append("  " + loop_line)
     summary.append("  " + ", ".join("%s / %s %.3fx/%.3fx" % (a, b, r[0], r[1])
                                     for (a, b), r in rat.items()) + " (loop/wall); " + msg)
     summary.append("  " + trace)
@@ -1832,6 +1831,7 @@ def report_exact_torch(bt, names, py, tver, steps, reps):
                                               verdict(e[0], EXACT_TORCH_WALL_TARGET), e[1],
                                               EXACT_TORCH_RSS_TARGET,
                                               verdict(e[1], EXACT_TORCH_RSS_TARGET)))
+    summary.append("  " + loop_line)
     summary.append("  " + ", ".join("%s / %s %.3fx/%.3fx" % (a, b, r[0], r[1])
                                     for (a, b), r in rat.items() if (a, b) != ("ndmem exact",
                                                                                "glibc"))
