@@ -1757,8 +1757,10 @@ def report_exact_torch(bt, names, py, tver, steps, reps):
     if any(spread(res[n]["wall"]) > NOISY for n in names):
         out.append("  note: spread above +-%.0f%%: the machine was busy; rerun or raise --reps"
                    % NOISY)
-    out.append("  per run (wall s): " + "; ".join(
-        "%s %s" % (n, " ".join("%.2f" % x for x in res[n]["wall"])) for n in names))
+    def per_run(label, key, fmt, scale=1):
+        return "  per run (%s): %s" % (label, "; ".join(
+            "%s %s" % (n, " ".join(fmt % (scale * x) for x in res[n][key])) for n in names))
+    out.append(per_run("wall s", "wall", "%.2f"))
     out.append("  ratios (median of per-repetition ratios), wall / peak RSS:")
     rat = {}
     for a, b in [pr for pr in EXACT_PAIRS if pr[0] in names and pr[1] in names]:
@@ -1780,8 +1782,7 @@ def report_exact_torch(bt, names, py, tver, steps, reps):
                      EXACT_TORCH_WALL_TARGET,
                      verdict(loop["ndmem exact"], EXACT_TORCH_WALL_TARGET)))
     out.append("  " + loop_line)
-    out.append("  per run (median step ms): " + "; ".join(
-        "%s %s" % (n, " ".join("%.3f" % (1000 * x) for x in res[n]["step"])) for n in names))
+    out.append(per_run("median step ms", "step", "%.3f", 1000))
     # trace sizes
     ex = res["ndmem exact"]["size"]
     size_line = ["ndmem exact trace %.1f MiB (%d B; %d records, %d sites, %d heap allocations, "
@@ -1826,8 +1827,8 @@ def report_exact_torch(bt, names, py, tver, steps, reps):
                    "%s %.3f/%.1f" % (n, median(res[n]["wall"]), mib(median(res[n]["rss"])))
                    for n in names))]
     e = rat[("ndmem exact", "glibc")]
-    summary.append("  ndmem exact / glibc, whole process: wall %.3fx (target <= %.2fx: %s), peak RSS %.3fx "
-                   "(target <= %.2fx: %s)" % (e[0], EXACT_TORCH_WALL_TARGET,
+    summary.append("  ndmem exact / glibc, whole process: wall %.3fx (target <= %.2fx: %s), peak "
+                   "RSS %.3fx (target <= %.2fx: %s)" % (e[0], EXACT_TORCH_WALL_TARGET,
                                               verdict(e[0], EXACT_TORCH_WALL_TARGET), e[1],
                                               EXACT_TORCH_RSS_TARGET,
                                               verdict(e[1], EXACT_TORCH_RSS_TARGET)))

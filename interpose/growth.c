@@ -130,7 +130,7 @@ int nd_growth_window(nd_site_t *s, uint32_t win, uint64_t floor, uint64_t count,
     }
     if (!(g = state_new(sizeof *g))) return 0; // out of memory: not judged
     s->g = g;
-    if (s->close_win && closes) { // it held nothing at that close: a rise may begin there
+    if (s->close_win) { // it held nothing at that close: a rise may begin there
       const close_at_t *c = close_of(s->close_win);
       g->close_cycle = c->cycle;
       g->close_ns = c->ns;
