@@ -7,7 +7,8 @@
 // at every flush in a job without cycles) and hands the floor here. A site is growing when its
 // floor rose in at least 3 windows, over at least NDMEM_GROWTH_CYCLES cycles (windows when there
 // are no cycles), never fell in between, and rose again recently (within the second half of that
-// span): a start-up ramp that has stopped, or a cache that fills and then evicts, does not.
+// span): a start-up ramp that has stopped, or a cache that fills and then evicts, does not. In a
+// job with cycles, a rise begins in them: the start-up before the first cycle does not count.
 // At most MAX_SAID sites are named on stderr; the rest are recorded only. It is said once per site
 // (the root process only, as every remark) and written as a GROWTH record.
 #include "growth.h"
@@ -136,7 +137,13 @@ int nd_growth_window(nd_site_t *s, uint32_t win, uint64_t floor, uint64_t count,
       g->close_ns = c->ns;
     }
   }
-  if (!g->close_ns) { // the site's first window: nothing to compare with yet
+  // The site's first window has nothing to compare with yet. A window that opened before the
+  // job's first cycle and closes after it holds the end of its start-up (libraries loaded, the
+  // exit-handler list and caches filled), which rises in the healthiest job: a rise counted in
+  // cycles begins at a close made in them (a job without cycles counts its windows from the
+  // start, as it has nothing else to go by).
+  if (!g->close_ns || (cycle && !g->close_cycle)) {
+    if (g->rise) g->rise->rises = g->rise->windows = 0;
     g->last_floor = floor;
     g->close_cycle = cycle;
     g->close_ns = now_ns;

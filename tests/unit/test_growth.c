@@ -2,8 +2,9 @@
 // test_growth: the growth detector (interpose/growth.c) on window sequences with a known answer:
 // a steady leak is named once, exactly when its rise spans NDMEM_GROWTH_CYCLES cycles, with the
 // record's figures; a warm-up ramp that stops, a floor that swings, a fall that resets, a job
-// without cycles (windows count) and a stalled cycle clock; a rise that begins at a close the
-// site held nothing at, with closes it took no part in since; the line it says, exactly.
+// without cycles (windows count) and a stalled cycle clock; a start-up that grows into the first
+// cycles; a rise that begins at a close the site held nothing at, with closes it took no part in
+// since; the line it says, exactly.
 #include "../check.h"
 #include "growth.h"
 #include "names.h"
@@ -158,6 +159,27 @@ int main(void) {
   }
   CHECK_EQ(g.base_cycle, oldest + 1); // the ring moved on by the three closes of the rise
   CHECK_EQ(g.base_bytes, 0);
+  free(s);
+
+  // A start-up that grows in windows before the first cycle (clock 0) and into the window that
+  // closes after it (clock 36, an import that was still loading libraries when the loop began),
+  // then holds still: never named (it was, over "cycles 0 to 36", before the rise had to begin in
+  // the cycles).
+  s = site();
+  for (int i = 0; i < 50; i++)
+    w[i][0] = (uint64_t)(i < 5 ? i : 5) * MIB, w[i][1] = 0, w[i][2] = i < 5 ? 0 : 36 + (uint64_t)(i - 5);
+  CHECK_EQ(feed(s, w, 50, 20, &g), -1);
+  free(s);
+  // The same start-up, then a leak of 1 MiB a cycle from the first window in the cycles: its rise
+  // begins at that window's close (cycle 36), and is named 20 cycles later.
+  s = site();
+  for (int i = 0; i < 50; i++)
+    w[i][0] = (uint64_t)i * MIB, w[i][1] = 0, w[i][2] = i < 5 ? 0 : 36 + (uint64_t)(i - 5);
+  CHECK_EQ(feed(s, w, 50, 20, &g), 25);
+  CHECK_EQ(g.base_cycle, 36);
+  CHECK_EQ(g.base_bytes, 5 * MIB);
+  CHECK_EQ(g.cycle, 56);
+  CHECK_EQ(g.rises, 20);
   free(s);
 
   // NDMEM_GROWTH_CYCLES=0: never.
