@@ -172,13 +172,20 @@ void nd_spin_lock(int *l) {
   }
 }
 
-void nd_os_mutex_lock(void *m) {
+void nd_os_mutex_lock(void *m) { nd_os_mutex_lock_working(m, NULL); }
+
+void nd_os_mutex_lock_working(void *m, const uint64_t *progress) {
   if (!nd_os_last_words) {
     pthread_mutex_lock(m);
     return;
   }
-  uint64_t deadline = 0;
+  uint64_t deadline = 0, until = 0, seen = progress ? __atomic_load_n(progress, __ATOMIC_RELAXED) : 0;
   while (pthread_mutex_trylock(m) != 0) {
+    if (progress && deadline) {
+      uint64_t now = __atomic_load_n(progress, __ATOMIC_RELAXED);
+      if (!until) until = nd_os_mono_ns() + ND_OS_PROGRESS_MAX_NS;
+      if (now != seen && nd_os_mono_ns() < until) seen = now, deadline = 0; // still working
+    }
     if (out_of_patience(&deadline)) return;
     sched_yield();
   }

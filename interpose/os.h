@@ -44,6 +44,12 @@ void nd_os_mutex_lock(void *m); // a pthread_mutex_t
 // never would be).
 extern __thread int nd_os_last_words __attribute__((tls_model("initial-exec")));
 #define ND_OS_LOCK_PATIENCE_NS 300000000ull
+// The same, for a lock whose holder counts its work in *progress: the patience starts again
+// each time the count moves (a holder that works is not stuck, and a flush of a million sites
+// takes longer than the patience), up to ND_OS_PROGRESS_MAX_NS in all. A holder stuck on a lock
+// of this thread's stops counting and is given up on as before.
+void nd_os_mutex_lock_working(void *m, const uint64_t *progress);
+#define ND_OS_PROGRESS_MAX_NS 30000000000ull
 
 // Moves fd out of the range programs manage (they close, scan or dup2 over the low numbers; a
 // child's fd scan up to sysconf(_SC_OPEN_MAX) must not see ndmem): to the highest free slot at

@@ -80,6 +80,7 @@ static struct {
   uint64_t growth_sites; // sites the growth detector has named (the metrics file)
   uint64_t win_cycle; // the cycle clock when the sites' windows last closed
   unsigned win_flushes; // flushes since they last closed
+  uint64_t progress; // atomic, moved by the flush that holds the lock as it works through the sites
 } tr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 // ---------------------------------------------------------------- sampling
@@ -566,6 +567,7 @@ static void write_sites(void) {
   uint32_t win = close ? nd_growth_close(clock, now) : 0;
   uint32_t n = nd_sites_count();
   for (uint32_t i = 0; i < n; i++) {
+    __atomic_store_n(&tr.progress, tr.progress + 1, __ATOMIC_RELAXED); // (nd_trace_flush)
     nd_site_t *s = nd_site_by_id(i);
     if (!s) continue; // being created: next flush
     if (!s->written) {
@@ -641,7 +643,9 @@ void nd_trace_set_exit(int how, int code) {
 
 void nd_trace_flush(int final) {
   if (!tr.on) return;
-  nd_os_mutex_lock(&tr.lock);
+  // The last words wait for a flush of the writer thread's while it works (a million sites take
+  // longer than a lock's patience): running beside it would interleave two writers' records.
+  nd_os_mutex_lock_working(&tr.lock, &tr.progress);
   // A fork child that never allocated (it only exec'd or _exit'ed) leaves no file: TR_LATER.
   int fd = tr.state == TR_OK ? trace_fd() : -1;
   if (fd < 0) {
