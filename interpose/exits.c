@@ -19,9 +19,11 @@
 
 #include "os.h"
 #include "sites.h"
+#include "sysmem.h"
 #include "trace_format.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -110,6 +112,23 @@ void nd_exits_setup(void) {
 }
 
 void nd_exits_atfork_child(void) { X.pid = nd_os_getpid(); }
+
+// glibc ends the process with exit(0) when its last thread ends, returning from its start
+// routine or in pthread_exit (the main thread's too). It counts ndmem's threads among its own, so
+// when the program's last thread ended while one of them ran, it only left, and nothing would end
+// the process: a fork child whose forking thread was not the main one and returned, a program
+// whose main thread called pthread_exit before its last worker ended. The ndmem thread that finds
+// no thread left but ndmem's calls exit(0) in that thread's place: the program's atexit handlers
+// and destructors run, then ndmem's own final flush, as they would have. It becomes a thread of
+// the program's first (ND_T_NEW: what the handlers allocate and free is counted).
+void nd_exit_if_alone(void) {
+  static int once;
+  int n = nd_threads_self();
+  if (n <= 0 || n > __atomic_load_n(&nd_os_threads, __ATOMIC_ACQUIRE)) return;
+  if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL)) return;
+  nd_tls.mode = ND_T_NEW;
+  exit(0);
+}
 
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   if (!managed(sig)) return real_sigaction(sig, act, old);

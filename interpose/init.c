@@ -211,6 +211,7 @@ static void atfork_child(void) {
   nd_sites_atfork_child();
   nd_cuda_atfork_child();
   nd_mmap_atfork_child();
+  nd_os_threads_atfork_child(); // the parent's threads are not the child's
   nd_statm_self_atfork_child(); // before anything reads resident memory again: the parent's
   nd_trace_atfork_child();
   nd_limits_atfork_child();
@@ -227,8 +228,10 @@ static void atfork_child(void) {
   if (!nd_cfg.follow_fork) {
     nd_accounting = 0;
     if (t->mode == ND_T_COUNT) t->mode = ND_T_FORWARD;
-  } else if (t->mode == ND_T_COUNT) {
-    t->mode = ND_T_FORKED; // the first call creates the child's trace (nd_thread_prepare)
+  } else if (t->mode == ND_T_COUNT || t->mode == ND_T_NEW) {
+    // The first call creates the child's trace (nd_thread_prepare); a forking thread that had
+    // not allocated before (no shard yet) is then made a counting thread as any new one is.
+    t->mode = ND_T_FORKED;
   }
 }
 
@@ -342,8 +345,8 @@ int nd_thread_prepare(nd_tls_t *t) {
   if (ND_UNLIKELY(t->mode == ND_T_FORKED)) {
     t->mode = ND_T_BUSY;
     nd_trace_create(1); // a fork child allocates before it can start a thread
-    t->mode = ND_T_COUNT;
-    return t->mode;
+    t->mode = t->shard ? ND_T_COUNT : ND_T_NEW;
+    if (t->shard) return t->mode;
   }
   if (t->mode != ND_T_NEW) return t->mode;
   ensure_init(t);

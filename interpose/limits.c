@@ -570,6 +570,7 @@ static void *poll_main(void *arg) {
   for (;;) {
     nd_os_sleep_ms(nd_cfg.limit_poll_ms);
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
+    nd_exit_if_alone();
     if (maps_read()) nd_mmap_untouched_read();
     if (!nd_lim.phys_on) continue;
     int64_t v = phys_read(NULL);

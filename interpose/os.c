@@ -136,10 +136,32 @@ void nd_os_sleep_ms(int64_t ms) {
   errno = saved;
 }
 
+int nd_os_threads;
+void nd_os_threads_atfork_child(void) { nd_os_threads = 0; }
+
+// Each start routine's slot (one per started flag: the trace writer, the limits poller).
+#define OWN_MAX 8
+static void *(*own_fns[OWN_MAX])(void *);
+static int own_n;
+
+static void *own_thread(void *slot) {
+  void *r = own_fns[(uintptr_t)slot](NULL);
+  __atomic_fetch_sub(&nd_os_threads, 1, __ATOMIC_RELEASE);
+  return r;
+}
+
 int nd_os_thread_once(int *started, void *(*fn)(void *)) {
   int expect = 0;
   if (!__atomic_compare_exchange_n(started, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return 1;
+  int slot = 0; // the routine's slot: found (a fork child starts its writer again), or a new one
+  while (slot < __atomic_load_n(&own_n, __ATOMIC_ACQUIRE) && own_fns[slot] != fn) slot++;
+  if (slot == __atomic_load_n(&own_n, __ATOMIC_ACQUIRE)) {
+    slot = __atomic_fetch_add(&own_n, 1, __ATOMIC_ACQ_REL);
+    if (slot >= OWN_MAX) return -1;
+    own_fns[slot] = fn;
+  }
+  __atomic_fetch_add(&nd_os_threads, 1, __ATOMIC_ACQ_REL); // before it can end
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old); // the thread inherits a full mask
@@ -148,7 +170,8 @@ int nd_os_thread_once(int *started, void *(*fn)(void *)) {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 256 * 1024);
   pthread_t th;
-  int rc = pthread_create(&th, &attr, fn, NULL) == 0 ? 0 : -1;
+  int rc = pthread_create(&th, &attr, own_thread, (void *)(uintptr_t)slot) == 0 ? 0 : -1;
+  if (rc) __atomic_fetch_sub(&nd_os_threads, 1, __ATOMIC_RELEASE);
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;

@@ -30,6 +30,9 @@ void nd_os_sleep_ms(int64_t ms);               // the whole interval, through EI
 // second caller returns 1). Detached, 256 KiB of stack, every signal blocked (the program's
 // handlers never run on it). 0, or -1 when the thread could not be created (*started stays 1).
 int nd_os_thread_once(int *started, void *(*fn)(void *));
+// ndmem's threads running now (atomic; a fork child has none: nd_os_threads_atfork_child).
+extern int nd_os_threads;
+void nd_os_threads_atfork_child(void);
 
 // The spinlock of ndmem's rare paths (registries, tables): no allocation, fork-safe to reset by
 // storing 0, and yields rather than spins hot since its holder may be descheduled.

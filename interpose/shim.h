@@ -132,6 +132,8 @@ void *nd_synth_pvalloc(size_t n);
 // exits.c: a trace and a summary for every way the process ends (see the file)
 void nd_exits_setup(void);
 void nd_exits_atfork_child(void);
+// From ndmem's threads after each nap: exit(0) when no thread of the program's is left (exits.c).
+void nd_exit_if_alone(void);
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 void (*nd_signal(int sig, void (*handler)(int)))(int);
 __attribute__((noreturn)) void nd_exit_now(int status); // _exit, _Exit

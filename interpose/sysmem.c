@@ -289,11 +289,47 @@ int nd_statm_self(uint64_t *bytes) {
   return fd < 0 ? -1 : nd_statm_anon(fd, bytes);
 }
 
-void nd_statm_self_atfork_child(void) {
-  int fd = __atomic_exchange_n(&self_fd, -1, __ATOMIC_ACQ_REL);
+int nd_stat_threads_parse(const char *s) {
+  const char *p = strrchr(s, ')'); // the command name may hold spaces and parentheses
+  if (!p || p[1] != ' ' || !p[2]) return -1;
+  int zombie = p[2] == 'Z'; // field 3, the main thread's state: it ended (pthread_exit)
+  for (int field = 2; p && field < 20; field++) p = strchr(p + 1, ' ');
+  if (!p || p[1] < '0' || p[1] > '9') return -1;
+  long n = 0;
+  for (p++; *p >= '0' && *p <= '9' && n < 1000000000; p++) n = n * 10 + (*p - '0');
+  return (int)n - zombie;
+}
+
+static int stat_fd = -1;
+int nd_threads_self(void) {
+  int saved = errno, fd = __atomic_load_n(&stat_fd, __ATOMIC_ACQUIRE);
+  if (fd < 0) {
+    int mine = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (mine >= 0) mine = nd_os_fd_high(mine, 0);
+    if (mine >= 0 &&
+        !__atomic_compare_exchange_n(&stat_fd, &fd, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      close(mine);
+    else
+      fd = mine;
+  }
+  char buf[1024];
+  ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+  errno = saved;
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  return nd_stat_threads_parse(buf);
+}
+
+static void close_kept(int *kept) {
+  int fd = __atomic_exchange_n(kept, -1, __ATOMIC_ACQ_REL);
   if (fd >= 0) {
     int saved = errno;
     close(fd);
     errno = saved;
   }
+}
+
+void nd_statm_self_atfork_child(void) {
+  close_kept(&self_fd);
+  close_kept(&stat_fd);
 }

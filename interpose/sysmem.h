@@ -39,5 +39,12 @@ void nd_statm_self_open(int raise_ok);
 // A fork child: /proc/self named the parent when the descriptor was opened; the next call opens it
 // again.
 void nd_statm_self_atfork_child(void);
+// The threads of this process still running (/proc/self/stat's num_threads, less the main thread
+// where it ended before the others: it stays a zombie until they do), from a descriptor kept open
+// above the program's range as statm's is (opened at the first call, again in a fork child); -1
+// when it cannot be read. errno kept.
+int nd_threads_self(void);
+// The same out of a /proc/PID/stat line (state, field 3; num_threads, field 20); -1 without them.
+int nd_stat_threads_parse(const char *s);
 
 #endif

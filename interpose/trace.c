@@ -719,8 +719,9 @@ void nd_trace_flush(int final) {
 // second or two after a long start-up (imports, a process group, data loading) would otherwise
 // get one or two windows at the default interval and could not be judged; so every window is at
 // most a fifth of the loop so far, and a 1.5 s loop gets 10 (a long job pays about 10 flushes
-// more, in the first 5 s of its loop). Until the steady state begins the writer naps
-// FIRST_FLUSH_MS at a time to see it (an atomic load per nap, no flush).
+// more, in the first 5 s of its loop). The writer naps FIRST_FLUSH_MS at a time, to see the
+// steady state begin (an atomic load per nap, no flush) and whether the program's last thread
+// ended (a pread of /proc/self/stat: nd_exit_if_alone).
 #define FIRST_FLUSH_MS 100
 static void *writer_main(void *arg) {
   (void)arg;
@@ -733,10 +734,11 @@ static void *writer_main(void *arg) {
   int64_t wait = least, due = least; // the interval; ms to the next flush
   uint64_t steady = 0;               // when the steady state began (0: not yet)
   for (;;) {
-    int64_t nap = steady || due < FIRST_FLUSH_MS ? due : FIRST_FLUSH_MS;
+    int64_t nap = due < FIRST_FLUSH_MS ? due : FIRST_FLUSH_MS;
     nd_os_sleep_ms(nap);
     due -= nap;
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
+    nd_exit_if_alone();
     if (!steady && (steady = __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)) && due > least)
       due = least; // it began within the last nap
     if (due > 0) continue;
