@@ -24,6 +24,7 @@ typedef struct run {
   uint64_t t0, end, steady; // monotonic ns: start, end, steady state (0: none)
   uint64_t flushes;         // the final flush's number (after a normal exit)
   bool by_cycles;           // cycles enough (MIN_CYCLES) to judge spread and teardown by them
+  bool floors;              // windows enough (judge) for a floor's history to show growth
 } run_t;
 
 static double frac(const run_t *r, uint64_t ns) {
@@ -50,7 +51,11 @@ static void moves(const run_t *r, const nd_site_hist_t *h, bool *final, uint32_t
 // cycles, the births must span at least MIN_BLOCKS cycles and a quarter of the steady state's
 // cycles, and the site must have kept every block it made (its live bytes rose at each birth) or
 // its floor must have risen and never fallen. Without cycles only the floor's history counts: a
-// burst of allocations within one flush window is not growth, however it is spread in time.
+// burst of allocations within one flush window is not growth, however it is spread in time, and
+// the site must still have been growing in the run's last quarter (the span judged): a job
+// without cycles may be all start-up (`import torch`: libraries' registrations that stop once
+// their last library is loaded). A floor's history counts only where the span had windows
+// enough to judge (judge); else a site that also frees stays live at exit.
 static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_life_t *e) {
   if (l->steady_blocks < MIN_BLOCKS || !l->born_last_ns || !s) return false;
   uint64_t from = r->steady ? r->steady : r->t0;
@@ -59,13 +64,13 @@ static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_l
   bool final;
   uint32_t rises, drops;
   moves(r, &s->h, &final, &rises, &drops);
-  bool floor_rose = rises >= MIN_RISES && !drops;
+  bool floor_rose = r->floors && rises >= MIN_RISES && !drops;
   if (r->by_cycles) {
     uint64_t spread = l->steady_last_cycle - l->steady_first_cycle, all = r->t->flush.cycles;
     if (spread + 1 < MIN_BLOCKS || spread * 4 < all) return false;
     // A site that never freed a block retained every one: its live bytes rose at each birth.
     if (!floor_rose && (s->rec.frees || (s->rec.flags & ND_SITE_SAMPLED))) return false;
-  } else if (!floor_rose) {
+  } else if (!floor_rose || (l->born_last_ns - from) * 4 < (r->end - from) * 3) {
     return false;
   }
   e->grew = l->steady_bytes;
@@ -81,13 +86,14 @@ static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_l
 }
 
 // A site whose floor rose through the run and fell only at the teardown (moves: after the last
-// cycle, or in the final flush), from its highest value.
+// cycle, or in the final flush), from its highest value; only where the span had windows enough
+// to judge (a short run's warm-up rises as a leak does).
 static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
   const nd_site_hist_t *h = &s->h;
   bool final;
   uint32_t rises, drops;
   moves(r, h, &final, &rises, &drops);
-  if (!final || rises < MIN_RISES || drops) return false;
+  if (!r->floors || !final || rises < MIN_RISES || drops) return false;
   if (h->tail_floor < h->peak_floor) return false; // its highest floor came before the last cycle
   // ... and it was still rising late in the run, not on a plateau since a warm-up: the peak was
   // first reached in the last quarter of the steady state's cycles (of the site's records in a
@@ -98,6 +104,10 @@ static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
   } else {
     uint64_t from = h->steady ? h->steady_rec : 1, last = h->records - h->tail_drops;
     if (last <= from || (h->peak_rec - from) * 4 < (last - from) * 3) return false;
+    // ... and its rise was no burst: from its first record to its peak, a quarter of the run's
+    // flushes at least (a library's constructor that fills a table over a few windows of a
+    // start-up, as an import of torch loads gdcm's dictionaries, is not growth).
+    if ((h->peak_seq - h->first_seq) * 4 < r->flushes) return false;
   }
   uint64_t base = r->steady && h->steady ? h->steady_floor : 0;
   if (h->tail_floor <= base) return false;
@@ -269,10 +279,12 @@ static void cap_growth(const nd_trace_t *t, nd_life_t *e) {
 int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out) {
   memset(out, 0, sizeof *out);
   run_t r = {t, t->hdr.start_mono_ns, t->ended ? t->end.mono_ns : t->last_ns, t->flush.steady_ns,
-             t->flushes, t->flush.steady_ns && t->flush.cycles >= MIN_CYCLES};
+             t->flushes, t->flush.steady_ns && t->flush.cycles >= MIN_CYCLES, false};
   out->steady = r.steady != 0;
   out->steady_ns = r.steady > r.t0 ? r.steady - r.t0 : 0;
   out->cycles = t->flush.cycles;
+  judge(&r, &out->judged);
+  r.floors = out->judged.judged || !out->judged.known;
   size_t cap = t->nleaks + t->nsites;
   out->v = calloc(cap ? cap : 1, sizeof *out->v);
   if (!out->v) return -1;
@@ -295,7 +307,6 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     else if (growing(&r, l, s, e)) e->cls = ND_LIFE_GROWING;
     else e->cls = ND_LIFE_LIVE;
   }
-  judge(&r, &out->judged);
   cap_estimates(t, out);
   for (size_t i = 0; i < out->n; i++)
     if (out->v[i].cls == ND_LIFE_GROWING) cap_growth(t, &out->v[i]);

@@ -374,7 +374,7 @@ static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
   fprintf(o, "#%-3zu %-8s ", rank, nd_rep_kind_names[e->kind]);
   if (e->cls == ND_LIFE_TEARDOWN) {
     print_amount(o, e->bytes, est, est && e->most_bytes);
-    fputs(" at the last cycle", o);
+    fputs(r->life.cycles ? " at the last cycle" : " before its teardown", o); // (no cycles)
   } else {
     text_bytes_blocks(o, e->bytes, e->blocks, est, e->most_bytes, e->most_blocks);
   }

@@ -296,6 +296,7 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
   }
   h->records++;
   h->seq = t->flushes + 1;
+  if (h->records == 1) h->first_seq = h->seq;
   h->floor = s->floor_bytes;
   h->cycle = s->cycle;
   h->allocs = s->allocs;
@@ -315,6 +316,7 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     h->peak_floor = s->floor_bytes;
     h->peak_cycle = s->cycle;
     h->peak_rec = h->records;
+    h->peak_seq = h->seq;
   }
 }
 

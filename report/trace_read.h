@@ -57,6 +57,7 @@ typedef struct nd_site_hist {
   uint64_t steady_floor, steady_cycle; // the first of them
   uint64_t steady_rec;    // the record number (from 1) of that first steady-state record
   uint64_t peak_floor, peak_cycle, peak_rec; // the highest floor, when it was first reached
+  uint64_t first_seq, peak_seq; // the flushes of the first record and of the peak's
   // The counters of the latest record, of the first steady-state one and of the one before the
   // trailing falls (the teardown's): a site whose frees did not move from the first to the last
   // kept every block it made in between, so its growth is counted in blocks, not floors.
