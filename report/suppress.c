@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // suppress.c: leak suppression rules (see suppress.h): the LeakSanitizer/heaptrack file format,
-// a wildcard matcher, and the built-in rules for allocations the C and C++ runtimes make once and
-// keep for the life of the process. A file's rule matches any field of any frame, as
+// a wildcard matcher, and the built-in rules for allocations the C and C++ runtimes (and CPython
+// and OpenBLAS) make once and keep for the life of the process. A file's rule matches any field of any frame, as
 // LeakSanitizer's do; a built-in says which field of which frame must match, so that it cannot
 // hide a leak of the program's own code (no built-in names a whole library).
 #include "suppress.h"
@@ -176,6 +176,21 @@ static const builtin_t builtins[] = {
      "glibc's time zone data (TZ, /etc/localtime), loaded once by tzset and localtime",
      {ANY("^tzset_internal$"), ANY("^__tz_convert$"), ANY("^tzset$")},
      3},
+    // OpenBLAS 0.3.21 (Debian's libopenblas0-pthread, exported names), numpy's matmul in each
+    // of a ThreadPoolExecutor's threads: one 128 MiB mapping per thread that calls BLAS (more
+    // for its own workers), made at the thread's first call and kept in OpenBLAS's table of
+    // buffers for the next one, to the end of the process:
+    //   #0 libopenblas.so.0+0x3738f6 (alloc_mmap)  #1 blas_memory_alloc  #2 cblas_dgemm
+    //   #3 _multiarray_umath...so  ... task (numpy_pool.py:24)
+    //   #0 libopenblas.so.0+0x3738f6  #1 blas_memory_alloc  #2 libopenblas.so.0+0x374844
+    //   #3 start_thread   (its own worker threads)
+    // blas_memory_alloc is OpenBLAS's (libopenblas, or its libblas.so.3 where that is OpenBLAS
+    // itself) and hands out nothing but these buffers, which the program never sees.
+    {"openblas-buffers",
+     "OpenBLAS's work buffers (blas_memory_alloc), one per thread that calls it, kept for reuse",
+     {{{{.function = "^blas_memory_alloc$", .module = "/libopenblas"}}, 1, false},
+      {{{.function = "^blas_memory_alloc$", .module = "/libblas.so"}}, 1, false}},
+     2},
     // CPython 3.11 (Debian's /usr/bin/python3.11, exported names) ending a PyTorch loop; 1 MiB
     // allocated while the interpreter was torn down and left for exit:
     //   #0 python3.11+0x..  #1 python3.11+0x..  #2 _PyObject_GC_NewVar  #3 python3.11+0x..

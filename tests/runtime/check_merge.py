@@ -5,7 +5,8 @@
 # the order of the files, then any process without a rank (a launcher) and no worker; rank 1's
 # leaks exactly LEAK and rank 0's none, by each trace's own classes; the leaking site at its
 # Python line with exactly LEAK bytes peak and leaked in rank 1, nothing in rank 0; OpenBLAS's
-# buffers held since start-up in both ranks, never leaked; and the text saying the same.
+# buffers in both ranks, never leaked and never held since start-up (the built-in suppression
+# openblas-buffers names them: each rank's suppressed bytes hold them); and the text saying the same.
 # usage: check_merge.py MERGE_JSON MERGE_TEXT SCRIPT LEAK PID0 PID1 [LAUNCHER_PID]
 import json
 import os
@@ -52,9 +53,13 @@ blas = [s for s in d["sites"] if any("libopenblas" in f for f in s["frames"])
 if not blas:
     no("no OpenBLAS buffer among the sites")
 for s in blas:
-    if any(s["leaked_per_rank"]) or not all(s["startup_per_rank"][:2]):
-        no("OpenBLAS site %s: leaked %r, held since start-up %r" % (
-            s["stack_key"], s["leaked_per_rank"], s["startup_per_rank"]))
+    if any(s["leaked_per_rank"]) or any(s["startup_per_rank"]) or not all(s["per_rank"][:2]):
+        no("OpenBLAS site %s: peak %r, leaked %r, held since start-up %r" % (
+            s["stack_key"], s["per_rank"], s["leaked_per_rank"], s["startup_per_rank"]))
+for p in d["processes"][:2]:
+    supp = p["lifetime"]["suppressed"]["bytes"]
+    if blas and supp < sum(s["per_rank"][p["rank"]] for s in blas):
+        no("%s: suppressed %d B, less than its OpenBLAS buffers" % (p["label"], supp))
 
 # The text: the ranks' rows in order, and the leaking site with its Python line and bytes.
 rows = [l.split()[:2] for l in text.splitlines() if l.startswith("  rank ")]

@@ -181,7 +181,7 @@ static void files(void) {
 static void builtins(void) {
   nd_supp_t *s = nd_supp_new();
   CHECK_EQ(nd_supp_builtin(s), 0);
-  CHECK_EQ(nd_supp_count(s), 9);
+  CHECK_EQ(nd_supp_count(s), 10);
   for (size_t i = 0; i < nd_supp_count(s); i++) {
     const nd_supp_rule_t *r = nd_supp_rule(s, i);
     CHECK(r->reason && *r->reason);
@@ -316,6 +316,20 @@ static void builtins(void) {
   nd_frame_view_t own_exit[] = {V("make_buffer", "g.c", "/a"), V("exit", "g.c", "/a"),
                                 V("main", "g.c", "/a")};
   CHECK_STR(match(s, own_exit, N(own_exit)), "-");
+
+  // OpenBLAS's per-thread buffer, from numpy's matmul and from OpenBLAS's own worker (stripped:
+  // its static alloc_mmap unnamed); a program's function that allocates beside a BLAS call is not
+#define OB "/usr/lib/x86_64-linux-gnu/libopenblas.so.0"
+  nd_frame_view_t blas[] = {V(NULL, NULL, OB), V("blas_memory_alloc", NULL, OB),
+                            V("cblas_dgemm", NULL, OB), V(NULL, NULL, "/numpy/_multiarray_umath.so")};
+  CHECK_STR(match(s, blas, N(blas)), "openblas-buffers");
+  nd_frame_view_t blas_worker[] = {V(NULL, NULL, OB), V("blas_memory_alloc", NULL, "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"),
+                                   V(NULL, NULL, OB), V("start_thread", NULL, LIBC)};
+  CHECK_STR(match(s, blas_worker, N(blas_worker)), "openblas-buffers");
+  nd_frame_view_t blas_user[] = {V("make_matrix", "m.c", "/a"), V("cblas_dgemm_wrapper", "m.c", "/a")};
+  CHECK_STR(match(s, blas_user, N(blas_user)), "-");
+  nd_frame_view_t blas_own[] = {V("blas_memory_alloc", "my_blas.c", "/a"), V("main", NULL, "/a")};
+  CHECK_STR(match(s, blas_own, N(blas_own)), "-");
 
   // a plain leak of the program, and a program's strdup
   nd_frame_view_t own[] = {V("make_buffer", "t_leaks.c", "/a"), V("main", "t_leaks.c", "/a"),
