@@ -23,6 +23,8 @@
 #include "trace_format.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -43,6 +45,14 @@ static struct {
   uint8_t owned[NSIGS];             // ndmem's handler is installed and stands in for SIG_DFL
   struct sigaction view[NSIGS];     // what the program set (and reads back) for an owned signal
 } X;
+
+// The last thread's end (nd_exit_if_alone): the program's signal mask at start-up, when the check
+// last ran and how many checks in a row found no thread of the program's, and whether it acted.
+static struct {
+  sigset_t mask;
+  uint64_t last_ns;
+  int streak, done; // atomic
+} A;
 
 static void fatal_handler(int sig, siginfo_t *si, void *uc);
 
@@ -101,6 +111,7 @@ static int managed(int sig) {
 
 void nd_exits_setup(void) {
   X.pid = nd_os_getpid();
+  pthread_sigmask(SIG_SETMASK, NULL, &A.mask); // the program's, at start-up
   sigset_t old;
   table_lock(&old);
   for (size_t i = 0; i < sizeof fatal_sigs / sizeof fatal_sigs[0]; i++) {
@@ -111,23 +122,48 @@ void nd_exits_setup(void) {
   X.on = 1;
 }
 
-void nd_exits_atfork_child(void) { X.pid = nd_os_getpid(); }
+void nd_exits_atfork_child(void) {
+  X.pid = nd_os_getpid();
+  A.last_ns = 0, A.streak = 0, A.done = 0; // the child's threads are its own to count
+}
+
+static void *ends(void *arg) {
+  (void)arg;
+  exit(0);
+}
 
 // glibc ends the process with exit(0) when its last thread ends, returning from its start
 // routine or in pthread_exit (the main thread's too). It counts ndmem's threads among its own, so
 // when the program's last thread ended while one of them ran, it only left, and nothing would end
 // the process: a fork child whose forking thread was not the main one and returned, a program
-// whose main thread called pthread_exit before its last worker ended. The ndmem thread that finds
-// no thread left but ndmem's calls exit(0) in that thread's place: the program's atexit handlers
-// and destructors run, then ndmem's own final flush, as they would have. It becomes a thread of
-// the program's first (ND_T_NEW: what the handlers allocate and free is counted).
+// whose main thread called pthread_exit before its last worker ended. When two checks 100 ms
+// apart find no thread but ndmem's, exit(0) is called in that thread's place, on a thread made
+// for it as the program makes one (the default stack, the program's signal mask at start-up: not
+// ndmem's thread, whose mask blocks every signal and whose stack is small): the program's atexit
+// handlers and destructors run, then ndmem's final flush, as they would have. ndmem's own count is
+// read first and only grows once a thread of its runs (nd_os_threads): never above the truth.
 void nd_exit_if_alone(void) {
-  static int once;
-  int n = nd_threads_self();
-  if (n <= 0 || n > __atomic_load_n(&nd_os_threads, __ATOMIC_ACQUIRE)) return;
-  if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL)) return;
-  nd_tls.mode = ND_T_NEW;
-  exit(0);
+  uint64_t now = nd_os_mono_ns(), last = __atomic_load_n(&A.last_ns, __ATOMIC_ACQUIRE);
+  // The writer and the poller may both ask: one check at most every 100 ms.
+  if (__atomic_load_n(&A.done, __ATOMIC_ACQUIRE) || now - last < 100000000ull ||
+      !__atomic_compare_exchange_n(&A.last_ns, &last, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    return;
+  int own = __atomic_load_n(&nd_os_threads, __ATOMIC_ACQUIRE), n = nd_threads_self();
+  if (n <= 0 || n > own) {
+    __atomic_store_n(&A.streak, 0, __ATOMIC_RELAXED);
+    return;
+  }
+  if (__atomic_add_fetch(&A.streak, 1, __ATOMIC_ACQ_REL) < 2) return;
+  if (__atomic_exchange_n(&A.done, 1, __ATOMIC_ACQ_REL)) return;
+  sigset_t old;
+  pthread_sigmask(SIG_SETMASK, &A.mask, &old); // the new thread's, inherited
+  pthread_t th;
+  if (pthread_create(&th, NULL, ends, NULL) != 0) { // no thread: exit here, with the mask
+    nd_tls.mode = ND_T_NEW;
+    exit(0);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  for (;;) nd_os_sleep_ms(1000); // the exit ends this thread with the process
 }
 
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {

@@ -503,7 +503,9 @@ void nd_finish(int how, int code) {
   nd_tls_t *t = &nd_tls;
   int expect = 0;
   if (!__atomic_compare_exchange_n(&finish_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    uint64_t until = nd_os_mono_ns() + 2 * ND_OS_LOCK_PATIENCE_NS;
+    // The first may wait for a writer's flush that works (nd_os_mutex_lock_working) as long as it
+    // does.
+    uint64_t until = nd_os_mono_ns() + ND_OS_PROGRESS_MAX_NS + 2 * ND_OS_LOCK_PATIENCE_NS;
     while (__atomic_load_n(&finish_state, __ATOMIC_ACQUIRE) != 2 && nd_os_mono_ns() < until)
       sched_yield();
     return;

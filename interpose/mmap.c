@@ -137,7 +137,7 @@ void nd_mmap_each_live(void (*fn)(void *ctx, const nd_range_t *r), void *ctx) {
 }
 
 static int accounts(nd_tls_t *t) {
-  int mode = t->mode == ND_T_NEW ? nd_thread_prepare(t) : t->mode;
+  int mode = t->mode == ND_T_NEW || t->mode == ND_T_FORKED ? nd_thread_prepare(t) : t->mode;
   return mode == ND_T_COUNT || mode == ND_T_DEAD;
 }
 

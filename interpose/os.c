@@ -144,7 +144,10 @@ void nd_os_threads_atfork_child(void) { nd_os_threads = 0; }
 static void *(*own_fns[OWN_MAX])(void *);
 static int own_n;
 
+// Counted while it runs its routine only: the count is never above the threads of ndmem's that
+// the kernel sees (nd_exit_if_alone).
 static void *own_thread(void *slot) {
+  __atomic_fetch_add(&nd_os_threads, 1, __ATOMIC_ACQ_REL);
   void *r = own_fns[(uintptr_t)slot](NULL);
   __atomic_fetch_sub(&nd_os_threads, 1, __ATOMIC_RELEASE);
   return r;
@@ -161,7 +164,6 @@ int nd_os_thread_once(int *started, void *(*fn)(void *)) {
     if (slot >= OWN_MAX) return -1;
     own_fns[slot] = fn;
   }
-  __atomic_fetch_add(&nd_os_threads, 1, __ATOMIC_ACQ_REL); // before it can end
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old); // the thread inherits a full mask
@@ -171,7 +173,6 @@ int nd_os_thread_once(int *started, void *(*fn)(void *)) {
   pthread_attr_setstacksize(&attr, 256 * 1024);
   pthread_t th;
   int rc = pthread_create(&th, &attr, own_thread, (void *)(uintptr_t)slot) == 0 ? 0 : -1;
-  if (rc) __atomic_fetch_sub(&nd_os_threads, 1, __ATOMIC_RELEASE);
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;

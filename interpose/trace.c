@@ -567,7 +567,9 @@ static void write_sites(void) {
   uint32_t win = close ? nd_growth_close(clock, now) : 0;
   uint32_t n = nd_sites_count();
   for (uint32_t i = 0; i < n; i++) {
-    __atomic_store_n(&tr.progress, tr.progress + 1, __ATOMIC_RELAXED); // (nd_trace_flush)
+    // (nd_trace_flush; the sites are what takes long: modules, Python code objects and the other
+    // records are not counted, and a long write of them gets the patience alone)
+    __atomic_store_n(&tr.progress, tr.progress + 1, __ATOMIC_RELAXED);
     nd_site_t *s = nd_site_by_id(i);
     if (!s) continue; // being created: next flush
     if (!s->written) {

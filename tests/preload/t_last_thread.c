@@ -5,7 +5,8 @@
 //   t_last_thread             runs both cases below, each bounded (10 s), and checks them
 //   t_last_thread main_exit   main starts a worker that allocates 1 MiB (tracked: the writer
 //                             starts) and calls pthread_exit; the worker returns last. An atexit
-//                             handler prints "atexit ran".
+//                             handler with 1 MiB of locals prints "atexit ran" (and whether
+//                             SIGINT or SIGTERM was blocked where it ran).
 // and in-process: a thread that has not allocated forks; the child allocates 1 MiB and returns
 // from that thread, its only one (CPython's test_threading does this); the parent waits for its
 // exit status 0. Under the shim, both processes leave a trace (NDMEM_OUTPUT with %p).
@@ -47,7 +48,15 @@ static int wait_bounded(pid_t pid) {
   return -1;
 }
 
-static void said(void) { puts("atexit ran"); }
+// Run as glibc runs it after the last thread: on a full-size stack (1 MiB of locals here), with
+// the program's signal mask (nothing blocked), not on a thread of ndmem's.
+static void said(void) {
+  volatile char big[1 << 20];
+  memset((char *)big, 3, sizeof big);
+  sigset_t m;
+  pthread_sigmask(SIG_SETMASK, NULL, &m);
+  printf("atexit ran%s\n", sigismember(&m, SIGINT) || sigismember(&m, SIGTERM) ? ", signals blocked" : "");
+}
 
 // Under the shim, the trace of process pid (NDMEM_OUTPUT's %p) was written.
 static int traced(pid_t pid) {

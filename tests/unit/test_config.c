@@ -169,6 +169,20 @@ static void limits(void) {
   CHECK_EQ(nd_statm_parse("1000 x", 4096, &b), -1);
   CHECK_EQ(nd_statm_parse("", 4096, &b), -1);
 
+  // /proc/PID/stat: the threads still running (num_threads, field 20; less the main thread
+  // where it is a zombie), whatever the command name holds
+  const char *tail = " 1 1 1 0 -1 4194560 100 0 0 0 1 1 0 0 20 0 5 0 123 4096 100";
+  char st[256];
+  snprintf(st, sizeof st, "4242 (python3) S%s", tail);
+  CHECK_EQ(nd_stat_threads_parse(st), 5);
+  snprintf(st, sizeof st, "4242 (python3) Z%s", tail);
+  CHECK_EQ(nd_stat_threads_parse(st), 4);
+  snprintf(st, sizeof st, "4242 (a ) Z (b) S%s", tail);
+  CHECK_EQ(nd_stat_threads_parse(st), 5);
+  CHECK_EQ(nd_stat_threads_parse("4242 (python3) S 1 1 1"), -1);
+  CHECK_EQ(nd_stat_threads_parse("4242 python3 S"), -1);
+  CHECK_EQ(nd_stat_threads_parse(""), -1);
+
   char cmd[100];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   CHECK_EQ(system(cmd), 0);
