@@ -104,10 +104,11 @@ static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
   } else {
     uint64_t from = h->steady ? h->steady_rec : 1, last = h->records - h->tail_drops;
     if (last <= from || (h->peak_rec - from) * 4 < (last - from) * 3) return false;
-    // ... and its rise was no burst: from its first record to its peak, a quarter of the run's
-    // flushes at least (a library's constructor that fills a table over a few windows of a
-    // start-up, as an import of torch loads gdcm's dictionaries, is not growth).
-    if ((h->peak_seq - h->first_seq) * 4 < r->flushes) return false;
+    // ... and its rise was no burst: from the window it began in to its peak, a quarter of the
+    // run's flushes at least (a library's constructor that fills a table over a few windows of a
+    // start-up, as an import of torch loads gdcm's dictionaries, is not growth, whatever the site
+    // did before).
+    if ((h->peak_seq - h->rise_seq) * 4 < r->flushes) return false;
   }
   uint64_t base = r->steady && h->steady ? h->steady_floor : 0;
   if (h->tail_floor <= base) return false;

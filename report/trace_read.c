@@ -280,6 +280,10 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     if (h->cycle >= 1 && h->move > 0) h->rises++;
     if (h->cycle >= 1 && h->move < 0) h->drops++;
     h->move = s->floor_bytes > h->floor ? 1 : s->floor_bytes < h->floor ? -1 : 0;
+    // A rise happened in a window after the previous record: a site is written only where it
+    // changed, so at the latest in the window just before this record's (seq - 1).
+    if (h->move > 0 && !h->rising) h->rise_seq = t->flushes, h->rising = true;
+    if (h->move < 0) h->rising = false;
     if (h->move > 0) {
       h->tail_drops = 0;
     } else if (h->move < 0 && !h->tail_drops++) {
@@ -296,7 +300,7 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
   }
   h->records++;
   h->seq = t->flushes + 1;
-  if (h->records == 1) h->first_seq = h->seq;
+  if (h->records == 1) h->rise_seq = h->seq;
   h->floor = s->floor_bytes;
   h->cycle = s->cycle;
   h->allocs = s->allocs;

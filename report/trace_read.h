@@ -57,7 +57,11 @@ typedef struct nd_site_hist {
   uint64_t steady_floor, steady_cycle; // the first of them
   uint64_t steady_rec;    // the record number (from 1) of that first steady-state record
   uint64_t peak_floor, peak_cycle, peak_rec; // the highest floor, when it was first reached
-  uint64_t first_seq, peak_seq; // the flushes of the first record and of the peak's
+  // The flushes where the current rise began (the window before the first rising record since the
+  // latest fall, as late as the records allow: a burst is never taken for a long rise; the first
+  // record where none rose yet) and of the peak's record.
+  uint64_t rise_seq, peak_seq;
+  bool rising;            // a rise since the latest fall
   // The counters of the latest record, of the first steady-state one and of the one before the
   // trailing falls (the teardown's): a site whose frees did not move from the first to the last
   // kept every block it made in between, so its growth is counted in blocks, not floors.
