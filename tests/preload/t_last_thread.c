@@ -10,6 +10,8 @@
 // and in-process: a thread that has not allocated forks; the child allocates 1 MiB and returns
 // from that thread, its only one (CPython's test_threading does this); the parent waits for its
 // exit status 0. Under the shim, both processes leave a trace (NDMEM_OUTPUT with %p).
+#include "../check.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,16 +22,6 @@
 #include <unistd.h>
 
 static void *volatile sink;
-static int failures;
-#define EXPECT(cond, ...)                                                                         \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                        \
-      fprintf(stderr, __VA_ARGS__);                                                               \
-      fputc('\n', stderr);                                                                        \
-      failures++;                                                                                 \
-    }                                                                                             \
-  } while (0)
 
 static void nap_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -95,10 +87,10 @@ static void *forker(void *arg) {
     return NULL; // the child's only thread ends: glibc's exit(0)
   }
   int st = pid > 0 ? wait_bounded(pid) : -2;
-  EXPECT(st >= 0, "the fork child of a thread that returned did not end in 10 s");
-  EXPECT(st < 0 || (WIFEXITED(st) && WEXITSTATUS(st) == 0), "the fork child's status %#x", st);
+  CHECK(st >= 0); // the fork child of a thread that returned ended within 10 s
+  CHECK(st < 0 || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
   // its forking thread had not allocated before the fork: the child's trace is made all the same
-  EXPECT(pid <= 0 || traced(pid), "no trace of the fork child %d", (int)pid);
+  CHECK(pid <= 0 || traced(pid));
   return NULL;
 }
 
@@ -120,14 +112,13 @@ int main(int argc, char **argv) {
   ssize_t n = read(out[0], buf, sizeof buf - 1);
   buf[n > 0 ? n : 0] = 0;
   close(out[0]);
-  EXPECT(st >= 0, "main_exit: the process did not end in 10 s after its last thread");
-  EXPECT(st < 0 || (WIFEXITED(st) && WEXITSTATUS(st) == 0), "main_exit: status %#x", st);
-  EXPECT(!strcmp(buf, "atexit ran\n"), "main_exit: its stdout was '%s'", buf);
-  EXPECT(traced(pid), "no trace of main_exit (%d)", (int)pid);
+  CHECK(st >= 0); // main_exit ended within 10 s of its last thread
+  CHECK(st < 0 || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
+  CHECK_STR(buf, "atexit ran\n");
+  CHECK(traced(pid));
 
   pthread_t th;
   if (pthread_create(&th, NULL, forker, NULL) != 0) return 2;
   pthread_join(th, NULL);
-  if (!failures) puts("ok");
-  return failures ? 1 : 0;
+  return CHECK_DONE();
 }
