@@ -202,8 +202,14 @@ static void atfork_parent(void) {
   nd_trace_atfork_parent();
   nd_unwcache_atfork_parent();
 }
+static int finish_state; // 0, 1 (being written), 2 (written)
+static int finish_tid;   // the thread writing the end
+
 static void atfork_child(void) {
   nd_tls_t *t = &nd_tls;
+  // A thread of the parent's that was ending it (nd_finish) is not in the child, whose end is
+  // its own: a multiprocessing pool's thread forks a worker while the main thread exits.
+  finish_state = 0, finish_tid = 0;
   nd_unwcache_atfork_parent();
   nd_ws_atfork_child();
   nd_counters_atfork_child(t->shard);
@@ -493,7 +499,6 @@ __attribute__((destructor)) static void nd_dtor(void) {
   t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
 }
 
-static int finish_state; // 0, 1 (being written), 2 (written)
 
 // The end of accounting, once: the final trace flush (live blocks, EXIT, END) and the summary. From
 // exit (the destructor), NDMEM_ON_LIMIT=abort, _exit, or a fatal signal (exits.c); the last two
@@ -503,6 +508,9 @@ void nd_finish(int how, int code) {
   nd_tls_t *t = &nd_tls;
   int expect = 0;
   if (!__atomic_compare_exchange_n(&finish_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    // The first is this thread, interrupted (a fatal signal during an _exit's flush): it cannot
+    // finish while this waits.
+    if (__atomic_load_n(&finish_tid, __ATOMIC_ACQUIRE) == nd_os_gettid()) return;
     // The first may wait for a writer's flush that works (nd_os_mutex_lock_working) as long as it
     // does.
     uint64_t until = nd_os_mono_ns() + ND_OS_PROGRESS_MAX_NS + 2 * ND_OS_LOCK_PATIENCE_NS;
@@ -510,6 +518,12 @@ void nd_finish(int how, int code) {
       sched_yield();
     return;
   }
+  __atomic_store_n(&finish_tid, nd_os_gettid(), __ATOMIC_RELEASE);
+  // No signal interrupts the end's writing (a pool's SIGTERM to a worker in its _exit): one that
+  // comes meanwhile is taken after it, or never where the process ends in _exit.
+  sigset_t all, mask;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &mask);
   unsigned char saved = t->mode;
   int last = nd_os_last_words;
   t->mode = ND_T_BUSY;
@@ -546,6 +560,7 @@ void nd_finish(int how, int code) {
   __atomic_store_n(&finish_state, 2, __ATOMIC_RELEASE);
   nd_os_last_words = last;
   t->mode = saved;
+  if (how != ND_EXIT_UNDERSCORE) pthread_sigmask(SIG_SETMASK, &mask, NULL);
 }
 
 int nd_accounting_on(void) { return nd_accounting; }
