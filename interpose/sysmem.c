@@ -266,21 +266,25 @@ int nd_statm_anon(int fd, uint64_t *bytes) {
   return nd_statm_parse(buf, nd_os_page_size(), bytes);
 }
 
-static int self_fd = -1;
-static int self_open(int raise_ok) {
-  int fd = __atomic_load_n(&self_fd, __ATOMIC_ACQUIRE);
+// A /proc/self file's descriptor kept in *kept, above the program's range: opened at the first
+// call by whichever thread comes first (one keeps its descriptor). errno kept.
+static int kept_open(int *kept, const char *path, int raise_ok) {
+  int fd = __atomic_load_n(kept, __ATOMIC_ACQUIRE);
   if (fd >= 0) return fd;
   int saved = errno;
-  int mine = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  int mine = open(path, O_RDONLY | O_CLOEXEC);
   if (mine >= 0) mine = nd_os_fd_high(mine, raise_ok);
   if (mine >= 0 &&
-      !__atomic_compare_exchange_n(&self_fd, &fd, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      !__atomic_compare_exchange_n(kept, &fd, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     close(mine); // another thread's came first: fd is now that one
     mine = fd;
   }
   errno = saved;
   return mine;
 }
+
+static int self_fd = -1;
+static int self_open(int raise_ok) { return kept_open(&self_fd, "/proc/self/statm", raise_ok); }
 
 void nd_statm_self_open(int raise_ok) { self_open(raise_ok); }
 
@@ -302,16 +306,7 @@ int nd_stat_threads_parse(const char *s) {
 
 static int stat_fd = -1;
 int nd_threads_self(void) {
-  int saved = errno, fd = __atomic_load_n(&stat_fd, __ATOMIC_ACQUIRE);
-  if (fd < 0) {
-    int mine = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (mine >= 0) mine = nd_os_fd_high(mine, 0);
-    if (mine >= 0 &&
-        !__atomic_compare_exchange_n(&stat_fd, &fd, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-      close(mine);
-    else
-      fd = mine;
-  }
+  int fd = kept_open(&stat_fd, "/proc/self/stat", 0), saved = errno;
   char buf[1024];
   ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
   errno = saved;
