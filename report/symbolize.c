@@ -4,6 +4,12 @@
 // time (dlclose, then dlopen of another library at the same address) never conflict. Only
 // absolute paths to regular files are opened; anything else prints as path+offset. Function
 // names are demangled here, once per frame (frames are cached per IP).
+//
+// Symbol names come from libdwfl's reading of each module's symbol tables, looked up in a sorted
+// index made once per module (nd_symidx_*): dwfl_module_addrinfo scans the whole table on every
+// call, which for a library of a million symbols (libtorch_cuda.so) and an exact trace's tens of
+// thousands of distinct return addresses took minutes. The index gives libdwfl's answers (see
+// nd_symidx_lookup); test_symidx compares the two on real libraries, address by address.
 #include "symbolize.h"
 
 #include <dwarf.h>
@@ -20,6 +26,7 @@ enum { MOD_UNTRIED = 0, MOD_OPEN, MOD_FAILED };
 typedef struct nd_mod_dw {
   int state;
   Dwfl *dwfl;
+  nd_symidx_t *syms; // made at the module's first lookup; NULL when it could not be
 } nd_mod_dw_t;
 
 #define FRAME_CHUNK 4096
@@ -84,8 +91,10 @@ void nd_sym_trim(nd_sym_t *s, size_t max_frames) {
 
 void nd_sym_free(nd_sym_t *s) {
   if (!s) return;
-  for (size_t i = 0; i < s->nmods; i++)
+  for (size_t i = 0; i < s->nmods; i++) {
+    nd_symidx_free(s->mods[i].syms);
     if (s->mods[i].dwfl) dwfl_end(s->mods[i].dwfl);
+  }
   forget(s);
   for (size_t i = 0; i < s->nchunks; i++) free(s->chunks[i]);
   free(s->chunks);
@@ -95,7 +104,7 @@ void nd_sym_free(nd_sym_t *s) {
   free(s);
 }
 
-static Dwfl *module_dwfl(nd_sym_t *s, const nd_module_t *m) {
+static nd_mod_dw_t *module_dwfl(nd_sym_t *s, const nd_module_t *m) {
   nd_mod_dw_t *d = &s->mods[m - s->t->mods];
   if (d->state == MOD_UNTRIED) {
     d->state = MOD_FAILED;
@@ -123,7 +132,7 @@ static Dwfl *module_dwfl(nd_sym_t *s, const nd_module_t *m) {
     d->dwfl = dwfl;
     d->state = MOD_OPEN;
   }
-  return d->dwfl;
+  return d->state == MOD_OPEN ? d : NULL;
 }
 
 static char *dup_or_null(const char *p) { return p ? strdup(p) : NULL; }
@@ -253,6 +262,249 @@ static void inline_chain(Dwfl_Module *mod, Dwarf_Addr pc, nd_frame_t *f, const c
   free(scopes);
 }
 
+// ---- The symbol index: one module's symbols, sorted, for dwfl_module_addrinfo's answers in
+// O(log n). The rules are libdwfl's (elfutils' __libdwfl_addrsym): symbols without a name, not
+// defined, or of type SECTION, FILE or TLS never match; the global symbols are searched first and
+// the local ones only when no global one matched; a symbol with a size matches the addresses it
+// covers, the one that starts closest below the address winning (at the same start, the stronger
+// binding, then the smaller size, then the first in the table); a symbol without a size (an
+// assembly label) matches only where no sized symbol covers the address, it is the closest
+// symbol start below it, no sized symbol below ends above it, and it is in the address's section
+// (an absolute one: at its address only). Where libdwfl's answer depends on the table's order
+// among nested or coinciding symbols, the index takes the closest start. A lookup that would
+// walk far (a symbol spanning thousands of others) asks libdwfl instead.
+
+typedef struct nd_symrange {
+  uint64_t lo, hi;  // [lo, hi): a sized symbol's bytes; a label's hi is lo
+  const char *name; // in libelf's string table: lives as long as the module's Dwfl
+  uint32_t ndx;     // its index in the symbol table: ties go to the first
+  uint32_t sec;     // a label's section, by its address (absolute labels: ND_SEC_ABS)
+  int bind;         // libdwfl's order: 3 global, 2 weak, 1 local, 0 other
+} nd_symrange_t;
+
+typedef struct nd_symtab { // the global symbols, or the local ones
+  nd_symrange_t *sized;
+  uint64_t *maxhi; // maxhi[i]: the highest end among sized[0 .. i]
+  size_t nsized;
+  nd_symrange_t *labels;
+  size_t nlabels;
+} nd_symtab_t;
+
+typedef struct nd_secrange {
+  uint64_t lo, hi; // [lo, hi] as loaded: libdwfl counts a section's end in it
+  uint32_t ndx;
+} nd_secrange_t;
+
+struct nd_symidx {
+  nd_symtab_t tab[2]; // [0] globals, [1] locals
+  bool locals;        // the module has a separate local part (libdwfl searches it second)
+  nd_secrange_t *secs; // the loaded (SHF_ALLOC) sections of the main file, by address
+  size_t nsecs;
+};
+
+#define ND_SEC_ABS UINT32_MAX
+#define WALK_MAX 256 // sized symbols visited below an address before libdwfl is asked instead
+
+static int binding(const GElf_Sym *sym) {
+  switch (GELF_ST_BIND(sym->st_info)) {
+  case STB_GLOBAL: return 3;
+  case STB_WEAK: return 2;
+  case STB_LOCAL: return 1;
+  default: return 0;
+  }
+}
+
+// Sized symbols by start; at one start the least preferred first, so that a walk down from the
+// top meets the preferred one first: weaker binding, then larger size, then later in the table.
+static int cmp_sized(const void *pa, const void *pb) {
+  const nd_symrange_t *a = pa, *b = pb;
+  if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+  if (a->bind != b->bind) return a->bind < b->bind ? -1 : 1;
+  if (a->hi - a->lo != b->hi - b->lo) return a->hi - a->lo > b->hi - b->lo ? -1 : 1;
+  return a->ndx > b->ndx ? -1 : a->ndx < b->ndx;
+}
+
+// Labels by start; at one start the one libdwfl keeps (its last in the table) last.
+static int cmp_labels(const void *pa, const void *pb) {
+  const nd_symrange_t *a = pa, *b = pb;
+  if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+  return a->ndx < b->ndx ? -1 : a->ndx > b->ndx;
+}
+
+static bool push(nd_symrange_t **v, size_t *n, size_t *cap, const nd_symrange_t *r) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 256;
+    nd_symrange_t *p = realloc(*v, c * sizeof *p);
+    if (!p) return false;
+    *v = p;
+    *cap = c;
+  }
+  (*v)[(*n)++] = *r;
+  return true;
+}
+
+static int cmp_secs(const void *pa, const void *pb) {
+  const nd_secrange_t *a = pa, *b = pb;
+  if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+  return a->hi < b->hi ? -1 : a->hi > b->hi;
+}
+
+// The section holding a (libdwfl's __libdwfl_find_section_ndx): its index, or SHN_UNDEF for an
+// address in none. A section's end counts as in it, unless the next one starts there.
+static uint32_t section_of(const nd_symidx_t *x, uint64_t a) {
+  size_t l = 0, u = x->nsecs;
+  while (l < u) {
+    size_t i = (l + u) / 2;
+    if (a < x->secs[i].lo) u = i;
+    else if (a > x->secs[i].hi) l = i + 1;
+    else {
+      if (a == x->secs[i].hi && i + 1 < x->nsecs && a == x->secs[i + 1].lo) i++;
+      return x->secs[i].ndx;
+    }
+  }
+  return SHN_UNDEF;
+}
+
+static bool load_sections(nd_symidx_t *x, Dwfl_Module *mod) {
+  Dwarf_Addr bias = 0;
+  Elf *elf = dwfl_module_getelf(mod, &bias);
+  if (!elf) return true; // no sections: every address is in none, as for libdwfl
+  size_t n = 0, cap = 0;
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(elf, scn))) {
+    GElf_Shdr mem, *sh = gelf_getshdr(scn, &mem);
+    if (!sh || !(sh->sh_flags & SHF_ALLOC)) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 32;
+      nd_secrange_t *p = realloc(x->secs, cap * sizeof *p);
+      if (!p) return false;
+      x->secs = p;
+    }
+    x->secs[n++] = (nd_secrange_t){sh->sh_addr + bias, sh->sh_addr + bias + sh->sh_size,
+                                   (uint32_t)elf_ndxscn(scn)};
+  }
+  x->nsecs = n;
+  qsort(x->secs, n, sizeof *x->secs, cmp_secs);
+  return true;
+}
+
+static bool fill(nd_symidx_t *x, nd_symtab_t *t, Dwfl_Module *mod, int from, int to) {
+  size_t cap_s = 0, cap_l = 0;
+  for (int i = from; i < to; i++) {
+    GElf_Sym sym;
+    GElf_Addr value;
+    GElf_Word shndx;
+    const char *name = dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, NULL, NULL);
+    int type = GELF_ST_TYPE(sym.st_info);
+    if (!name || !*name || sym.st_shndx == SHN_UNDEF || type == STT_SECTION ||
+        type == STT_FILE || type == STT_TLS)
+      continue;
+    nd_symrange_t r = {.lo = value, .hi = value + sym.st_size, .name = name, .ndx = (uint32_t)i,
+                       .bind = binding(&sym)};
+    if (!sym.st_size) r.sec = shndx >= SHN_LORESERVE ? ND_SEC_ABS : section_of(x, value);
+    if (r.hi < r.lo) r.hi = UINT64_MAX; // a size past the address space: covers the rest
+    if (!(sym.st_size ? push(&t->sized, &t->nsized, &cap_s, &r)
+                      : push(&t->labels, &t->nlabels, &cap_l, &r)))
+      return false;
+  }
+  qsort(t->sized, t->nsized, sizeof *t->sized, cmp_sized);
+  qsort(t->labels, t->nlabels, sizeof *t->labels, cmp_labels);
+  if (t->nsized && !(t->maxhi = malloc(t->nsized * sizeof *t->maxhi))) return false;
+  uint64_t m = 0;
+  for (size_t i = 0; i < t->nsized; i++) t->maxhi[i] = m = t->sized[i].hi > m ? t->sized[i].hi : m;
+  return true;
+}
+
+void nd_symidx_free(nd_symidx_t *x) {
+  if (!x) return;
+  for (int k = 0; k < 2; k++) {
+    free(x->tab[k].sized);
+    free(x->tab[k].maxhi);
+    free(x->tab[k].labels);
+  }
+  free(x->secs);
+  free(x);
+}
+
+nd_symidx_t *nd_symidx_new(Dwfl_Module *mod) {
+  int n = dwfl_module_getsymtab(mod);
+  int first_global = dwfl_module_getsymtab_first_global(mod);
+  if (n < 0 || first_global < 0) return NULL;
+  nd_symidx_t *x = calloc(1, sizeof *x);
+  if (!x) return NULL;
+  // As libdwfl: the globals from first_global (0: a table with no local part, from 1), then
+  // the locals [1, first_global).
+  x->locals = first_global > 1;
+  if (!load_sections(x, mod) || !fill(x, &x->tab[0], mod, first_global ? first_global : 1, n) ||
+      (x->locals && !fill(x, &x->tab[1], mod, 1, first_global))) {
+    nd_symidx_free(x);
+    return NULL;
+  }
+  return x;
+}
+
+// How many of v (sorted by lo) start at or below pc.
+static size_t upto(const nd_symrange_t *v, size_t n, uint64_t pc) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].lo <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// The sized symbol of t covering pc with the closest start, or NULL; *far when the walk was cut.
+// *label_floor: the highest end among the sized symbols that start at or below pc.
+static const nd_symrange_t *covering(const nd_symtab_t *t, uint64_t pc, uint64_t *label_floor,
+                                     bool *far) {
+  size_t i = upto(t->sized, t->nsized, pc);
+  if (!i) return NULL;
+  if (t->maxhi[i - 1] > *label_floor) *label_floor = t->maxhi[i - 1];
+  for (size_t j = i, steps = 0; j-- > 0 && t->maxhi[j] > pc;) {
+    if (t->sized[j].hi > pc) return &t->sized[j];
+    if (++steps == WALK_MAX) {
+      *far = true;
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+// The label of t closest below pc (the last at its start), or NULL.
+static const nd_symrange_t *label_below(const nd_symtab_t *t, uint64_t pc) {
+  size_t i = upto(t->labels, t->nlabels, pc);
+  return i ? &t->labels[i - 1] : NULL;
+}
+
+// Whether pc lies in the label's section (libdwfl's same_section, which for dwfl_module_addrinfo
+// finds both sections by address): an absolute label only at its own address.
+static bool in_section(const nd_symidx_t *x, const nd_symrange_t *l, uint64_t pc) {
+  if (l->sec == ND_SEC_ABS) return l->lo == pc;
+  return l->sec == section_of(x, pc);
+}
+
+const char *nd_symidx_lookup(nd_symidx_t *x, Dwfl_Module *mod, uint64_t pc) {
+  GElf_Off off;
+  GElf_Sym sym;
+  uint64_t floor = 0; // the lowest start a label may have (libdwfl's min_label)
+  bool far = false;
+  const nd_symrange_t *hit = x ? covering(&x->tab[0], pc, &floor, &far) : NULL;
+  if (!x || far) return dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
+  if (hit) return hit->name;
+  const nd_symrange_t *label = label_below(&x->tab[0], pc);
+  // the locals, unless a global label sits exactly at pc
+  if (x->locals && !(label && label->lo == pc && in_section(x, label, pc))) {
+    hit = covering(&x->tab[1], pc, &floor, &far);
+    if (far) return dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
+    if (hit) return hit->name;
+    const nd_symrange_t *l = label_below(&x->tab[1], pc);
+    if (l && (!label || l->lo >= label->lo)) label = l; // at one start the local one, read later
+  }
+  if (label && label->lo >= floor && in_section(x, label, pc)) return label->name;
+  return NULL;
+}
+
 static void resolve(nd_sym_t *s, nd_frame_t *f) {
   if (nd_trace_is_cut(s->t, f->ip)) { // no module: the renderers print the function alone
     f->at.function = strdup("[native frames past NDMEM_DEPTH not recorded]");
@@ -271,15 +523,14 @@ static void resolve(nd_sym_t *s, nd_frame_t *f) {
   f->module = m->path;
   f->offset = f->ip - m->base;
   if (!s->debuginfo) return;
-  Dwfl *dwfl = module_dwfl(s, m);
-  if (!dwfl) return;
+  nd_mod_dw_t *d = module_dwfl(s, m);
+  if (!d) return;
   // A return address: the call is the instruction before it.
   Dwarf_Addr pc = f->ip ? f->ip - 1 : 0;
-  Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+  Dwfl_Module *mod = dwfl_addrmodule(d->dwfl, pc);
   if (!mod) return; // the file on disk does not cover this address: not what was loaded
-  GElf_Off off;
-  GElf_Sym sym;
-  const char *symbol = dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
+  if (!d->syms) d->syms = nd_symidx_new(mod);
+  const char *symbol = nd_symidx_lookup(d->syms, mod, pc);
   set_function(&f->at, symbol);
   Dwfl_Line *line = dwfl_module_getsrc(mod, pc);
   if (line) {

@@ -56,6 +56,17 @@ void nd_sym_free(nd_sym_t *s);
 // addresses does not hold them all.
 void nd_sym_trim(nd_sym_t *s, size_t max_frames);
 
+// One module's symbols sorted by address, for lookups with dwfl_module_addrinfo's answers (the
+// name of the symbol holding pc, or NULL) without its scan of the whole table on every call.
+// nd_symidx_new returns NULL when the table cannot be read or memory runs out; nd_symidx_lookup
+// then asks libdwfl. The names live as long as the module's Dwfl. Used by nd_sym_frame; exported
+// for test_symidx, which compares the two on real libraries.
+struct Dwfl_Module;
+typedef struct nd_symidx nd_symidx_t;
+nd_symidx_t *nd_symidx_new(struct Dwfl_Module *mod);
+const char *nd_symidx_lookup(nd_symidx_t *x, struct Dwfl_Module *mod, uint64_t pc);
+void nd_symidx_free(nd_symidx_t *x);
+
 // `name` demangled, in a new malloc'd string: a C++ linkage name ("_Z..."), keeping a symbol
 // version ("@@GLIBCXX_3.4") and clone suffixes ("[clone .cold]") as the demangler gives them.
 // NULL when `name` is not a C++ name, does not demangle, or this build has no demangler.
