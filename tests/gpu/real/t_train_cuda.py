@@ -11,8 +11,9 @@
 #   dws: device workspaces (NDMEM_DEVICE_WS=on, sync=free; and sync=ordered): the losses are byte
 #     for byte those without ndmem, the workspace served the program's per-step buffers (its
 #     summary line), and the training loop's seconds beside the plain run's (printed, no bound).
-#   sanitizer: compute-sanitizer memcheck and racecheck on train_cuda under device workspaces
-#     (sync=ordered): no error (skipped where compute-sanitizer is not found).
+#   sanitizer: compute-sanitizer memcheck (40 steps) and racecheck (3 steps: it takes over 25 s
+#     for 40 on an H100, without ndmem too) on train_cuda under device workspaces (sync=ordered):
+#     no error (skipped where compute-sanitizer is not found).
 # Exits 77 without a usable GPU, without the programs (no nvcc), or without libcublas.
 # usage: t_train_cuda.py compare|leak LIBNDMEM NDMEMREPORT SOURCE PROGRAM...
 import os
@@ -166,11 +167,11 @@ def sanitizer(c, shim, ndmemreport, source, prog):
     cs = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if not os.access(cs, os.X_OK):
         g.skip("compute-sanitizer not found")
-    for tool in ("memcheck", "racecheck"):
+    for tool, steps in (("memcheck", "40"), ("racecheck", "3")):
         tmp = c.tmpdir("ndmem-gpu-san.")
         env = g.clean_env(LD_PRELOAD=shim, NDMEM_DEVICE_WS="sync=ordered",
                           NDMEM_OUTPUT=os.path.join(tmp, "ndmem.%p.trace"))
-        res = g.run([cs, "--tool", tool, "--error-exitcode", "9", prog, "--steps", "40"], env)
+        res = g.run([cs, "--tool", tool, "--error-exitcode", "9", prog, "--steps", steps], env)
         print(res.stdout[-1500:])
         c.eq("%s under device workspaces: %s finds no error" % (os.path.basename(prog), tool),
              res.returncode, 0)
