@@ -36,6 +36,10 @@ const nd_option_t nd_options[] = {
     SOPT("NDMEM_OUTPUT", output, "ndmem.%p.trace",
          "trace path; %p pid, %h host name, %r rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, "
          "PMIX_RANK, SLURM_PROCID; 0 when unknown), %% a %"),
+    SOPT("NDMEM_RUN_LOG", run_log, "",
+         "an absolute path of an existing file, which every process appends a line to: its "
+         "trace's path, or why it has none (ndmem run sets it to learn every trace of its run); "
+         "empty: none"),
     SOPT("NDMEM_METRICS", metrics, "",
          "Prometheus text file written at each trace flush (node_exporter's textfile collector); "
          "same patterns as NDMEM_OUTPUT; empty: none"),
@@ -121,7 +125,13 @@ const nd_option_t nd_options[] = {
         "process is stopped as abort does; 0: never"),
     OPT("NDMEM_LIMITS_STRICT", ND_OPT_BOOL, limits_strict, 0, 0, 1,
         "1: a limit that cannot be read stops the process before it starts (exit status 2); 0: "
-        "it runs without that limit and says so (`ndmem run` checks its limits this way)"),
+        "it runs without that limit and says so"),
+    OPT("NDMEM_CONFIG_STRICT", ND_OPT_INT, config_strict, 0, 0, 2,
+        "1: any NDMEM_* variable that is not a setting, or a value that cannot be read, stops "
+        "the process before it starts (exit status 2); 2: the same, and a process whose "
+        "settings all read ends there (exit status 0): `ndmem run` checks the settings of a "
+        "run so before it runs the command; 0: a default is used for what cannot be read, "
+        "said in one line"),
     LOPT("NDMEM_WARN_AT", warn_at, -1,
          "watermark on anonymous resident memory: crossing it writes a snapshot of live memory "
          "by site to the trace; auto: 90% of the cgroup limit when there is one; 0: none"),
@@ -448,6 +458,7 @@ int nd_config_load(nd_config_t *cfg, char *const *envp, int secure, nd_config_wa
   cfg->max_device_frac = cfg->max_device_given = 0;
   cfg->unread_limits = 0;
   warnings = load_env(cfg, secure ? NULL : envp, warn, ctx);
+  cfg->bad_values = (uint32_t)warnings;
   warnings += check_effects(cfg, warn, ctx);
   if (cfg->warn_at < 0) { // auto: 90 % of the cgroup limit, when there is one
     percent_base(cfg, secure ? NULL : envp);

@@ -47,6 +47,7 @@ typedef struct nd_config {
   int64_t limit_retry_ms;     // NDMEM_LIMIT_RETRY_MS: a refused request retried this long is a
                               // loop the program cannot leave (0: never decided)
   int64_t limits_strict;      // NDMEM_LIMITS_STRICT: a limit that cannot be read stops the process
+  int64_t config_strict;      // NDMEM_CONFIG_STRICT: any bad setting stops the process
   int64_t warn_at;            // NDMEM_WARN_AT: watermark (0: none; after loading never -1/auto)
   int64_t limit_step;         // NDMEM_LIMIT_STEP: allocation between physical readings (0: auto)
   int64_t limit_poll_ms;      // NDMEM_LIMIT_POLL_MS: physical readings by time (0: none)
@@ -66,6 +67,7 @@ typedef struct nd_config {
                               // CUDA allocator to backend:cudaMallocAsync
   char output[ND_CONFIG_PATH_MAX];    // NDMEM_OUTPUT: trace path pattern (%p %h %r %%)
   char metrics[ND_CONFIG_PATH_MAX];   // NDMEM_METRICS: Prometheus text file pattern ("": none)
+  char run_log[ND_CONFIG_PATH_MAX];   // NDMEM_RUN_LOG: the run's list of traces ("": none)
   char ws_mmap_dir[ND_CONFIG_PATH_MAX]; // NDMEM_WS_MMAP_DIR: where location=mmap puts arena files
   char test_cgroup_dir[ND_CONFIG_PATH_MAX]; // NDMEM_TEST_CGROUP_DIR: test-only cgroup directory
   char test_statm[ND_CONFIG_PATH_MAX];      // NDMEM_TEST_STATM: test-only statm file
@@ -73,6 +75,7 @@ typedef struct nd_config {
   // limits are relative to, found while loading.
   uint64_t given;
   uint32_t unread_limits; // the limits that were asked for but could not be read (ND_UNREAD_*)
+  uint32_t bad_values;    // NDMEM_* variables that are no setting, or values that are not one
   uint64_t ram_bytes;    // physical RAM
   uint64_t cgroup_bytes; // the process's cgroup memory limit (0: none)
 } nd_config_t;

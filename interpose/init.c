@@ -312,6 +312,13 @@ static void initialize(nd_tls_t *t) {
               NULL);
     syscall(SYS_exit_group, 2);
   }
+  if (nd_cfg.config_strict && nd_cfg.bad_values) {
+    warn_line("ndmem: NDMEM_CONFIG_STRICT=1: a job whose settings cannot be read (above) is not "
+              "started (exit status 2)",
+              NULL);
+    syscall(SYS_exit_group, 2);
+  }
+  if (nd_cfg.config_strict == 2) syscall(SYS_exit_group, 0); // the settings' check alone
   int rc = resolve();
   if (rc < 0) {
     // Nothing to forward to: this cannot run a program. Say so and stop.

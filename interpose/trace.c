@@ -114,10 +114,16 @@ static void start_thread(void);
 // A tracked block's birth time: the kernel's tick-resolution monotonic clock (1-4 ms), a load
 // from the vDSO page (~5 ns) where CLOCK_MONOTONIC reads the TSC and scales it (~25 ns, a tenth
 // of what tracking a small block costs when every block is tracked). Same time base.
+// A fork child's blocks are born after its trace's start (the fork, on the precise clock), which
+// the coarse clock may lag by a tick: what was born at or before it is the parent's, inherited
+// (ndmemreport classes it so), and a child's own block must never read as such. 0 in a process
+// that is no fork child.
+static uint64_t fork_ns;
 static inline uint64_t birth_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return ND_UNLIKELY(ns <= fork_ns) ? fork_ns + 1 : ns;
 }
 
 // A block of size s is sampled with probability 1 - exp(-s/R); weighting it by the inverse makes
@@ -393,6 +399,102 @@ static int take_over(const char *path) {
   return -1;
 }
 
+// Writes decimal v at p; returns the digits' count (at most 20).
+static size_t put_u64(char *p, uint64_t v) {
+  char d[20];
+  size_t n = 0;
+  do d[n++] = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  for (size_t i = 0; i < n; i++) p[i] = d[n - 1 - i];
+  return n;
+}
+
+// The file at tr.path is another process's (a wrapper in front of the program -- timeout, time,
+// sh -c -- took a fixed NDMEM_OUTPUT first; DataLoader workers share it; a launcher's child took
+// %r's name): this process writes a name of its own beside it, the pid before ".trace" (after
+// the name when it has no such end), then "-2" ... "-9" after the pid where that is taken too:
+// job.trace -> job.4242.trace -> job.4242-2.trace (docs/jobs.md). The descriptor, or -1 with
+// *err set and tr.path as it was asked.
+static int derive(int *err) {
+  static const char ext[] = ".trace";
+  const size_t el = sizeof ext - 1;
+  char asked[sizeof tr.path];
+  size_t n = strlen(tr.path);
+  memcpy(asked, tr.path, n + 1);
+  const char *slash = strrchr(asked, '/'), *name = slash ? slash + 1 : asked;
+  size_t stem = strlen(name) > el && !strcmp(asked + n - el, ext) ? n - el : n;
+  if (n + 1 + 20 + 2 + 1 > sizeof tr.path) {
+    *err = ENAMETOOLONG;
+    return -1;
+  }
+  for (unsigned k = 1; k <= 9; k++) {
+    char *p = tr.path + stem;
+    *p++ = '.';
+    p += put_u64(p, (uint64_t)nd_os_getpid());
+    if (k > 1) *p++ = '-', *p++ = (char)('0' + k);
+    memcpy(p, asked + stem, n - stem + 1);
+    int fd = open(tr.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    *err = errno;
+    if (fd < 0 && *err == EEXIST) fd = take_over(tr.path); // an earlier image's of this pid
+    if (fd >= 0) return fd;
+    if (*err != EEXIST) break;
+  }
+  memcpy(tr.path, asked, n + 1);
+  return -1;
+}
+
+// NDMEM_RUN_LOG (ndmem run sets it; docs/configuration.md): one line appended for this process's
+// trace, "trace PID PPID ORIGIN PATH", or for a trace it could not write, "lost PID PPID ORIGIN
+// PATH<tab>WHY", so that the run knows every process's; and at its end, "end PID REALTIME_NS
+// PEAK_BYTES" (its heap and mmap peaks), so that the run can tell a wrapper from its program. One
+// write(2) of one line to a file opened O_APPEND: lines of processes writing at once do not mix.
+static void run_log_line(const char *line, size_t n) {
+  int saved = errno;
+  int fd = open(nd_cfg.run_log, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t w = write(fd, line, n);
+    (void)w; // nothing to do about a log that cannot be written: the trace itself is written
+    close(fd);
+  }
+  errno = saved;
+}
+
+static void run_log_end(void) {
+  if (nd_cfg.run_log[0] != '/') return;
+  ndmem_stats_t s;
+  nd_counters_snapshot_process(&s);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char line[96], *p = line;
+  memcpy(p, "end ", 4), p += 4;
+  p += put_u64(p, (uint64_t)nd_os_getpid()), *p++ = ' ';
+  p += put_u64(p, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec), *p++ = ' ';
+  int64_t peak = s.kind[0].peak_bytes + s.kind[1].peak_bytes;
+  p += put_u64(p, peak > 0 ? (uint64_t)peak : 0);
+  *p++ = '\n';
+  run_log_line(line, (size_t)(p - line));
+}
+
+static void run_log(const nd_trace_header_t *h, int err) {
+  if (nd_cfg.run_log[0] != '/') return;
+  char line[sizeof tr.path + 128], *p = line;
+  const char *what = err ? "lost " : "trace ";
+  size_t wl = strlen(what), pl = strlen(tr.path);
+  memcpy(p, what, wl), p += wl;
+  p += put_u64(p, h->pid), *p++ = ' ';
+  p += put_u64(p, h->ppid), *p++ = ' ';
+  p += put_u64(p, h->origin), *p++ = ' ';
+  memcpy(p, tr.path, pl), p += pl;
+  if (err) {
+    const char *why = nd_errno_text(err);
+    size_t n = strlen(why);
+    *p++ = '\t';
+    memcpy(p, why, n < 96 ? n : 96), p += n < 96 ? n : 96;
+  }
+  *p++ = '\n';
+  run_log_line(line, (size_t)(p - line));
+}
+
 // Creates the file and writes the header (once; under tr.lock). `alone`: no other thread runs
 // (start-up, a fork child's first allocation), so the descriptor may go above the soft limit.
 static void create_locked(int alone) {
@@ -415,8 +517,15 @@ static void create_locked(int alone) {
   int fd = open(tr.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   int err = errno;
   if (fd < 0 && err == EEXIST) fd = take_over(tr.path);
+  if (fd < 0 && err == EEXIST) fd = derive(&err);
   errno = saved;
+  nd_trace_header_t h = tr.hdr;
+  h.pid = (uint64_t)nd_os_getpid();
+  // A fork child's parent as the fork saw it (its first allocation may come after the parent
+  // exited, when getppid says 1 or a subreaper); others' now, at start-up.
+  h.ppid = tr.hdr.ppid ? tr.hdr.ppid : (uint64_t)getppid();
   if (fd < 0) {
+    run_log(&h, err ? err : EIO);
     warn_once("cannot create trace", tr.path, err);
     return;
   }
@@ -429,11 +538,6 @@ static void create_locked(int alone) {
   tr.ino = st.st_ino;
   tr.fd = nd_os_fd_high(fd, alone);
   nd_tw_init(&tr.w, tr.fd, tr.buf, OUT_BUF);
-  nd_trace_header_t h = tr.hdr;
-  h.pid = (uint64_t)nd_os_getpid();
-  // A fork child's parent as the fork saw it (its first allocation may come after the parent
-  // exited, when getppid says 1 or a subreaper); others' now, at start-up.
-  h.ppid = tr.hdr.ppid ? tr.hdr.ppid : (uint64_t)getppid();
   // Where the process stands in its job, read from the environment as %r was just expanded from
   // it, so the trace's name and its header agree (a fork child: its environment at its first
   // allocation, usually its parent's).
@@ -446,9 +550,13 @@ static void create_locked(int alone) {
   h.rank_from = (uint16_t)rank.from;
   nd_tw_header(&tr.w, &h);
   tr.adds = tr.subs = ~0ull;
-  if (nd_tw_flush(&tr.w) != 0 || compressor_start() != 0)
+  if (nd_tw_flush(&tr.w) != 0 || compressor_start() != 0) {
+    run_log(&h, tr.w.error ? tr.w.error : ENOMEM);
     warn_once("cannot write trace", tr.path, tr.w.error ? tr.w.error : ENOMEM);
-  else tr.state = TR_OK;
+  } else {
+    tr.state = TR_OK;
+    run_log(&h, 0);
+  }
 }
 
 void nd_trace_create(int alone) {
@@ -703,6 +811,7 @@ void nd_trace_flush(int final) {
     tr.state = TR_OFF;
   } else if (final) {
     tr.state = TR_DONE;
+    run_log_end();
   }
   // After the trace: its sites' windows named the growth.
   nd_metrics_write(tr.growth_sites, have_anon ? &anon : NULL);
@@ -782,6 +891,7 @@ void nd_trace_atfork_child(void) {
   // The child's trace starts at the fork (its duration, and ndmemreport's check that a running
   // process is the trace's, go by the header's start).
   stamp_start(&tr.hdr);
+  fork_ns = tr.hdr.start_mono_ns;
   tr.seq = 0;
   tr.module_ids = 0;
   tr.thread_started = 0;

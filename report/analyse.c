@@ -549,9 +549,11 @@ int nd_rep_stack_key(report_t *r, uint32_t stack, uint64_t *key) {
   for (size_t i = 0; i < s->depth; i++) {
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
-    if (f->python) { // qualname, file, line
+    if (f->python) { // qualname, file (as a path, normalised), line
+      char file[4096];
       h = fnv_str(fnv_bytes(h, "P", 1), f->at.function);
-      h = fnv_u64(fnv_str(h, f->at.file), (uint64_t)f->at.line);
+      h = fnv_str(h, f->at.file ? nd_sym_path_norm(file, sizeof file, f->at.file) : NULL);
+      h = fnv_u64(h, (uint64_t)f->at.line);
     } else if (!f->module) { // outside every module: only the address is known (not stable)
       h = fnv_u64(fnv_bytes(h, "A", 1), f->ip);
     } else {

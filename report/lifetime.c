@@ -11,9 +11,11 @@
 #include <string.h>
 
 const char *const nd_life_names[ND_LIFE_CLASSES] = {
-    "growing", "released at teardown", "live at exit", "held since start-up", "suppressed"};
+    "growing", "released at teardown", "live at exit", "held since start-up", "suppressed",
+    "inherited at fork"};
 const char *const nd_life_keys[ND_LIFE_CLASSES] = {
-    "growing", "released_at_teardown", "live_at_exit", "held_since_startup", "suppressed"};
+    "growing", "released_at_teardown", "live_at_exit", "held_since_startup", "suppressed",
+    "inherited_at_fork"};
 
 #define MIN_BLOCKS 3 // retained blocks born in the steady state before a site can be growing
 #define MIN_RISES 2  // floor rises (and no fall) before a site's history shows growth
@@ -303,7 +305,8 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     e->born_last = frac(&r, l->born_last_ns);
     e->flagged = flagged(t, l->stack, l->kind);
     const nd_site_t *s = e->site >= 0 ? &t->sites[e->site] : NULL;
-    if (supp && (e->suppressed_by = supp(ctx, l->stack)) != NULL) e->cls = ND_LIFE_SUPPRESSED;
+    if (l->inherited) e->cls = ND_LIFE_INHERITED;
+    else if (supp && (e->suppressed_by = supp(ctx, l->stack)) != NULL) e->cls = ND_LIFE_SUPPRESSED;
     else if (r.steady && l->born_last_ns && !l->born_last_cycle) e->cls = ND_LIFE_STARTUP;
     else if (growing(&r, l, s, e)) e->cls = ND_LIFE_GROWING;
     else e->cls = ND_LIFE_LIVE;

@@ -12,6 +12,8 @@
 //   held since start-up   every block born before the steady state began (the first closed
 //                         cycle): tables, pools and buffers a program keeps for its lifetime
 //   suppressed            matched a suppression rule (built-in or the user's)
+//   inherited at fork     in a fork child (a worker), blocks born in its parent before the fork:
+//                         the parent's memory, which the child neither made nor had to free
 //
 // Sampled entries are estimates; they are capped by what the exact counters show live, and
 // what the counters show live beyond every entry is reported as untracked. A figure the cap set
@@ -32,8 +34,14 @@ enum nd_life_class {
   ND_LIFE_LIVE,
   ND_LIFE_STARTUP,
   ND_LIFE_SUPPRESSED,
+  ND_LIFE_INHERITED,
   ND_LIFE_CLASSES
 };
+// The classes that are no finding of this process, shown as totals (start-up, suppressed,
+// inherited at fork); the others are listed entry by entry.
+static inline bool nd_life_folded(int cls) {
+  return cls == ND_LIFE_STARTUP || cls == ND_LIFE_SUPPRESSED || cls == ND_LIFE_INHERITED;
+}
 extern const char *const nd_life_names[ND_LIFE_CLASSES]; // "growing", "released at teardown", ...
 extern const char *const nd_life_keys[ND_LIFE_CLASSES];  // JSON: "growing", "released_at_teardown"
 

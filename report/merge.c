@@ -276,10 +276,11 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
     p->life_est[c] = rep.life.est[c];
     p->life_most[c] = rep.life.most_bytes[c];
   }
-  // Each entry's bytes at its site: a leak or held since start-up (suppressed: neither).
+  // Each entry's bytes at its site: a leak or held since start-up (suppressed or inherited at
+  // fork: neither; the parent's column has what a worker inherited).
   for (size_t j = 0; p->leaks_known && j < rep.life.n; j++) {
     const nd_life_t *e = &rep.life.v[j];
-    if (e->cls == ND_LIFE_SUPPRESSED) continue;
+    if (e->cls == ND_LIFE_SUPPRESSED || e->cls == ND_LIFE_INHERITED) continue;
     uint64_t key;
     msite_t *s = nd_rep_stack_key(&rep, e->stack, &key) ? NULL
                  : site_of(m, key, e->kind, t, sym, &t->stacks[e->stack]);
@@ -647,7 +648,8 @@ static void text_report(FILE *o, const merge_t *m) {
             life_cell(e, sizeof e, p, ND_LIFE_STARTUP, -1, -1, &most));
   }
   fputs("  (leaks: growing, released at teardown (in growing) and live at exit; start-up:\n"
-        "  held since start-up, not a leak; suppressed: in none; -: no normal exit)\n", o);
+        "  held since start-up, not a leak; suppressed and inherited at fork: in none;\n"
+        "  -: no normal exit)\n", o);
   if (most) // only where one was, so that other jobs' reports stay as they were
     fputs("  (<=: at most, sampled estimates lowered to what the exact counters show)\n", o);
   size_t n = m->o.top && m->o.top < m->nsites ? m->o.top : m->nsites;

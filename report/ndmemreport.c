@@ -90,6 +90,9 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
 #define VALUE() (eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL)
     if (!strcmp(a, "--")) {
       dashdash = true;
+    } else if (!strcmp(a, "--version")) {
+      fprintf(out, "ndmemreport %s\n", ND_VERSION);
+      return -1;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fprintf(out,
               "%s\n\n"
@@ -110,7 +113,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "                              not reported (repeatable)\n"
               "  --no-builtin-suppressions   report the C and C++ runtimes' blocks too\n"
               "  --follow                    report a running job's trace as it grows\n"
-              "  --follow-interval MS        milliseconds between refreshes [1000]\n\n"
+              "  --follow-interval MS        milliseconds between refreshes [1000]\n"
+              "  --version                   the version\n\n"
               "Exit status: 0 nothing found, 1 a finding (--fail-on-leak, --fail-on-growth),\n"
               "2 bad usage or trace, 3 unchecked (--fail-on-leak: blocks live at exit had no\n"
               "record). diff --help and merge --help list their options.\n"
@@ -302,7 +306,7 @@ int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_sup
                      int running, FILE *out, FILE *err) {
   report_t r = {.t = t, .o = o, .running = running, .supp = supp, .sym = sym};
   int rc = 0;
-  if (nd_rep_analyse(&r)) {
+  if (nd_trace_family(t, o->file, &r.family) || nd_rep_analyse(&r)) {
     fprintf(err, "ndmemreport: %s: out of memory\n", o->file);
     rc = 2;
   } else if (o->format == ND_FMT_HTML        ? nd_rep_html_report(out, &r)
@@ -318,6 +322,7 @@ int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_sup
   } else {
     rc = verdict(o, &r, err);
   }
+  nd_family_free(&r.family);
   nd_rep_analysis_free(&r);
   return rc;
 }

@@ -380,7 +380,7 @@ static int html_growth(FILE *o, report_t *r) {
   size_t at = 0;
   for (int c = 0; c < ND_LIFE_CLASSES; c++) {
     size_t n = l->entries[c], shown = nd_rep_list_len(r, n);
-    if (c == ND_LIFE_STARTUP || c == ND_LIFE_SUPPRESSED) shown = 0; // totals only, as in text
+    if (nd_life_folded(c)) shown = 0; // totals only, as in text
     if (n && !shown) {
       fprintf(o, "<tr><td>%s</td><td></td><td class=\"n\">", nd_life_names[c]);
       nd_html_amount(o, l->bytes[c], l->est[c], l->most_bytes[c]);

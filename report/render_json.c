@@ -815,6 +815,21 @@ int nd_rep_json_report(FILE *o, report_t *r) {
     fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u}", how[t->exit.how],
             t->exit.code, t->exit.tid);
   }
+  if (h->version >= 12) { // the traces of its descendants beside it (running.h)
+    fputs(", \"descendants\": [", o);
+    for (size_t i = 0; i < r->family.n; i++) {
+      const nd_kin_t *k = &r->family.v[i];
+      fputs(i ? ", {\"trace\": " : "{\"trace\": ", o);
+      nd_rep_json_str(o, k->path);
+      fprintf(o, ", \"pid\": %llu, \"ppid\": %llu, \"origin\": ", (unsigned long long)k->pid,
+              (unsigned long long)k->ppid);
+      nd_rep_json_str(o, nd_rep_origin_keys[k->origin <= ND_ORIGIN_MAX ? k->origin : 0]);
+      fputs(", \"exe\": ", o);
+      nd_rep_json_str(o, k->exe);
+      fputc('}', o);
+    }
+    fputc(']', o);
+  }
   fputs("},\n", o);
   fprintf(o,
           "  \"tracking\": {\"sample_interval\": %llu, \"track_min\": %llu, \"stack_depth\": %u, "

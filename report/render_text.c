@@ -393,7 +393,7 @@ static const char *const life_heads[ND_LIFE_CLASSES] = {
     "growing: live bytes rose across the run",
     "released at teardown: grew during the run, freed only at exit",
     "live at exit: not freed, not growing (no reachability scan: not proven lost)",
-    "held since start-up", "suppressed"};
+    "held since start-up", "suppressed", "inherited at fork"};
 
 // The classes in turn: growth first, then what was merely live at exit; start-up and suppressed
 // memory fold into one line each.
@@ -408,9 +408,9 @@ static int text_lifetimes(FILE *o, report_t *r) {
       continue;
     }
     any = true;
-    if (c != ND_LIFE_STARTUP && c != ND_LIFE_SUPPRESSED) fprintf(o, "\n== %s", life_heads[c]);
+    if (!nd_life_folded(c)) fprintf(o, "\n== %s", life_heads[c]);
     else fprintf(o, "\n== %s: ", nd_life_names[c]);
-    if (c == ND_LIFE_STARTUP || c == ND_LIFE_SUPPRESSED) {
+    if (nd_life_folded(c)) {
       text_bytes_blocks(o, l->bytes[c], l->blocks[c], l->est[c], l->most_bytes[c],
                         l->most_blocks[c]);
       fprintf(o, " from %zu %s\n", n, plural(n, "stack", "stacks"));
@@ -419,6 +419,10 @@ static int text_lifetimes(FILE *o, report_t *r) {
         nd_rep_print_secs(o, l->steady_ns);
         fputs(") and kept\n", o);
       }
+      if (c == ND_LIFE_INHERITED)
+        fprintf(o, "   born in the parent (pid %llu) before the fork: its memory, not this "
+                   "process's\n",
+                (unsigned long long)r->t->hdr.ppid);
       // Suppressed: bytes and blocks per rule, in the order of their largest entry.
       for (size_t i = 0; c == ND_LIFE_SUPPRESSED && i < n; i++) {
         const char *rule = l->v[at + i].suppressed_by;
@@ -601,6 +605,34 @@ static void text_ws_retention_line(FILE *o, const report_t *r, bool first) {
   fputs(" (ndmem run --no-workspaces measures it)\n", o);
 }
 
+// The traces of the process's descendants that lie beside this one (an exec'd program behind a
+// wrapper that took a fixed NDMEM_OUTPUT first, fork workers), and the command that reads them
+// all: no trace of the job goes unnamed where its first one is read.
+#define FAMILY_SHOWN 8
+static void text_family(FILE *o, const report_t *r) {
+  const nd_family_t *f = &r->family;
+  if (!f->n) return;
+  fprintf(o, "  %-10s  %zu more %s, of its descendants, beside this one:\n", "traces", f->n,
+          f->n == 1 ? "trace" : "traces");
+  for (size_t i = 0; i < f->n && i < FAMILY_SHOWN; i++) {
+    const nd_kin_t *k = &f->v[i];
+    fprintf(o, "  %-10s  ", "");
+    nd_rep_print_text(o, k->path);
+    fprintf(o, ": pid %llu, ", (unsigned long long)k->pid);
+    nd_rep_print_text(o, k->exe[0] ? k->exe : "?");
+    fprintf(o, ", %s %llu\n", k->origin == ND_ORIGIN_FORK ? "fork child of" : "exec'd by",
+            (unsigned long long)k->ppid);
+  }
+  if (f->n > FAMILY_SHOWN) fprintf(o, "  %-10s  and %zu more\n", "", f->n - FAMILY_SHOWN);
+  fprintf(o, "  %-10s  read them together: ndmemreport merge ", "");
+  nd_rep_print_text(o, r->o->file);
+  for (size_t i = 0; i < f->n; i++) {
+    fputc(' ', o);
+    nd_rep_print_text(o, f->v[i].path);
+  }
+  fputc('\n', o);
+}
+
 // The summary's parent and rank lines (version 12 headers): where the process stands in its job,
 // as far as the header knows it.
 static void text_job_lines(FILE *o, const nd_trace_header_t *h) {
@@ -642,6 +674,7 @@ static void text_summary(FILE *o, report_t *r) {
   nd_rep_print_text(o, t->exe[0] ? t->exe : "?");
   fputc('\n', o);
   text_job_lines(o, h);
+  text_family(o, r);
   nd_rep_format_start(buf, sizeof buf, h->start_realtime_ns);
   fprintf(o, "  %-10s  %s; duration ", "started", buf);
   nd_rep_print_secs(o, t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0);

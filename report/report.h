@@ -7,6 +7,7 @@
 #define ND_REPORT_H
 
 #include "lifetime.h"
+#include "running.h"
 #include "sbuf.h"
 #include "suppress.h"
 #include "symbolize.h"
@@ -122,6 +123,7 @@ typedef struct report {
   nd_retention_t retention; // resident growth beside flat tracked memory (RESIDENT records)
   nd_ws_effect_t ws_effect;  // what workspaces did to resident memory (version 10)
   int running;            // no END record: ND_RUN_YES / _NO / _UNKNOWN (running.h)
+  nd_family_t family;     // the traces of the process's descendants beside this one (running.h)
   nd_supp_t *supp;        // leak suppressions: the built-ins (unless off), then each file's
   nd_wrap_t *wrap;        // text: the 80-column stream's state (textwrap.h), or NULL
   uint32_t *spill_order;  // device memory from host (version 11): t->spills by bytes, largest first

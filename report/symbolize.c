@@ -544,6 +544,42 @@ static void resolve(nd_sym_t *s, nd_frame_t *f) {
   inline_chain(mod, pc, f, symbol);
 }
 
+char *nd_sym_path_norm(char *out, size_t cap, const char *path) {
+  if (!cap) return out;
+  size_t n = strlen(path);
+  if (n >= cap) { // as it is
+    memcpy(out, path, cap - 1);
+    out[cap - 1] = 0;
+    return out;
+  }
+  bool abs = path[0] == '/';
+  size_t len = 0, kept = 0; // kept: components written that a ".." may take back
+  if (abs) out[len++] = '/';
+  for (const char *p = path; *p;) {
+    while (*p == '/') p++;
+    const char *c = p;
+    while (*p && *p != '/') p++;
+    size_t cl = (size_t)(p - c);
+    if (!cl || (cl == 1 && c[0] == '.')) continue;
+    if (cl == 2 && c[0] == '.' && c[1] == '.') {
+      if (kept) { // take the last component back, with its '/'
+        while (len > (abs ? 1 : 0) && out[len - 1] != '/') len--;
+        if (len > (abs ? 1 : 0)) len--;
+        kept--;
+        continue;
+      }
+      if (abs) continue; // "/.." is "/"
+    }
+    if (len > (abs ? 1 : 0)) out[len++] = '/';
+    memcpy(out + len, c, cl);
+    len += cl;
+    if (!(cl == 2 && c[0] == '.' && c[1] == '.')) kept++;
+  }
+  if (!len) out[len++] = '.';
+  out[len] = 0;
+  return out;
+}
+
 static uint64_t mix64(uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdull;

@@ -67,6 +67,13 @@ nd_symidx_t *nd_symidx_new(struct Dwfl_Module *mod);
 const char *nd_symidx_lookup(nd_symidx_t *x, struct Dwfl_Module *mod, uint64_t pc);
 void nd_symidx_free(nd_symidx_t *x);
 
+// A source path as a key for comparing frames across runs: `path` with its "." components, empty
+// components and "dir/.." pairs taken out, lexically (no file is looked at), into out (cap
+// bytes); ".." that climbs past the start of a relative path is kept, past "/" dropped. A path
+// Python recorded as given (`python3 run1/../train.py`) compares equal to the same file named
+// plainly. Returns out; a path too long for out is copied as it is (cut at cap - 1 bytes).
+char *nd_sym_path_norm(char *out, size_t cap, const char *path);
+
 // `name` demangled, in a new malloc'd string: a C++ linkage name ("_Z..."), keeping a symbol
 // version ("@@GLIBCXX_3.4") and clone suffixes ("[clone .cold]") as the demangler gives them.
 // NULL when `name` is not a C++ name, does not demangle, or this build has no demangler.

@@ -354,7 +354,10 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_block_t b;
   memcpy(&b, p, sizeof b);
   if (b.kind >= ND_TRACE_KINDS) return fail(t, off, "BLOCK memory kind %u out of range", b.kind);
-  uint64_t key = site_key(b.stack_id, b.kind);
+  // A fork child's block born at or before its trace's start (the fork) is its parent's: the
+  // child inherited it (the shim dates the child's own births after the fork). Kept apart.
+  bool inherited = t->hdr.origin == ND_ORIGIN_FORK && b.mono_ns && b.mono_ns <= t->hdr.start_mono_ns;
+  uint64_t key = site_key(b.stack_id, b.kind) | (uint64_t)inherited << 63;
   long i = map_get(&t->leak_keys, key);
   if (i < 0) {
     long st = map_get(&t->stack_ids, b.stack_id);
@@ -364,7 +367,7 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
         map_put(&t->leak_keys, key, (uint32_t)t->nleaks))
       return fail(t, off, "out of memory");
     i = (long)t->nleaks++;
-    t->leaks[i] = (nd_leak_t){.stack = (uint32_t)st, .kind = b.kind};
+    t->leaks[i] = (nd_leak_t){.stack = (uint32_t)st, .kind = b.kind, .inherited = inherited};
   }
   nd_leak_t *l = &t->leaks[i];
   bool first = !l->exact_blocks && !l->sampled_blocks;
@@ -1028,6 +1031,21 @@ static void zstd_end(nd_in_t *in, nd_trace_t *keep) {
 
 // The version 12 fields of a header that has them (where the process stands in its job), checked;
 // a shorter header's read as unknown. 0 or -1.
+// What is wrong with a version 12 header's job fields (the offset of the field at *at), or NULL.
+static const char *job_problem(const nd_trace_header_t *h, size_t *at) {
+  if (h->rank_from > ND_RANK_FROM_MAX)
+    return *at = offsetof(nd_trace_header_t, rank_from), "header rank source %u out of range";
+  if (h->origin > ND_ORIGIN_MAX)
+    return *at = offsetof(nd_trace_header_t, origin), "header origin %u out of range";
+  // -1 is unknown; a size is at least 1 (the writer writes -1 for a size of 0)
+  if (h->rank_from != ND_RANK_FROM_NONE &&
+      (h->rank < -1 || h->local_rank < -1 || h->world_size < -1 || h->local_world_size < -1 ||
+       !h->world_size || !h->local_world_size))
+    return *at = offsetof(nd_trace_header_t, rank),
+           "impossible rank %d, world size %d, local rank %d or local world size %d";
+  return NULL;
+}
+
 static int header_job(nd_trace_t *t) {
   nd_trace_header_t *h = &t->hdr;
   if (h->version < 12 || h->header_size < sizeof *h) {
@@ -1037,22 +1055,24 @@ static int header_job(nd_trace_t *t) {
     h->origin = ND_ORIGIN_UNKNOWN;
     return 0;
   }
-  if (h->rank_from > ND_RANK_FROM_MAX)
-    return fail(t, offsetof(nd_trace_header_t, rank_from), "header rank source %u out of range",
-                h->rank_from);
-  if (h->origin > ND_ORIGIN_MAX)
-    return fail(t, offsetof(nd_trace_header_t, origin), "header origin %u out of range", h->origin);
-  if (h->rank_from == ND_RANK_FROM_NONE) { // no variable named: no rank (a zeroed header's 0s)
+  size_t at = 0;
+  const char *why = job_problem(h, &at);
+  if (why && at == offsetof(nd_trace_header_t, rank_from)) return fail(t, at, why, h->rank_from);
+  if (why && at == offsetof(nd_trace_header_t, origin)) return fail(t, at, why, h->origin);
+  if (why)
+    return fail(t, at, why, h->rank, h->world_size, h->local_rank, h->local_world_size);
+  if (h->rank_from == ND_RANK_FROM_NONE) // no variable named: no rank (a zeroed header's 0s)
     h->rank = h->world_size = h->local_rank = h->local_world_size = -1;
-    return 0;
-  }
-  // -1 is unknown; a size is at least 1 (the writer writes -1 for a size of 0)
-  if (h->rank < -1 || h->local_rank < -1 || h->world_size < -1 || h->local_world_size < -1 ||
-      !h->world_size || !h->local_world_size)
-    return fail(t, offsetof(nd_trace_header_t, rank),
-                "impossible rank %d, world size %d, local rank %d or local world size %d",
-                h->rank, h->world_size, h->local_rank, h->local_world_size);
   return 0;
+}
+
+bool nd_trace_header_valid(const nd_trace_header_t *h) {
+  size_t at;
+  return !memcmp(h->magic, ND_TRACE_MAGIC, sizeof h->magic) && h->version >= 12 &&
+         h->version <= ND_TRACE_VERSION && h->header_size >= sizeof *h &&
+         h->header_size <= ND_TRACE_MAX_RECORD && h->depth <= ND_TRACE_MAX_DEPTH &&
+         !job_problem(h, &at) &&
+         !((h->version >= 13 ? h->flags : 0) & ~(uint32_t)ND_TRACE_FLAGS_KNOWN);
 }
 
 // A failed fill at offset off: the read error, or what the decompressor found wrong.

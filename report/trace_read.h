@@ -82,6 +82,7 @@ typedef struct nd_site {
 typedef struct nd_leak {
   uint32_t stack; // index into nd_trace_t.stacks
   uint16_t kind;
+  bool inherited; // a fork child's blocks born before the fork: its parent's (one entry apart)
   uint64_t exact_bytes, exact_blocks;
   uint64_t est_bytes, sampled_blocks;
   uint64_t sampled_bytes; // the sampled blocks' own requested bytes: what their records prove
@@ -368,5 +369,9 @@ typedef struct nd_site_series {
 int nd_trace_site_series(const nd_trace_t *t, const uint32_t *sites, size_t n,
                          nd_site_series_t *s);
 void nd_site_series_free(nd_site_series_t *s);
+
+// Whether a header (version 12 on: with its job fields) is one this reader accepts, as far as
+// the header alone tells; for a look at many files (running.c, the traces beside one).
+bool nd_trace_header_valid(const nd_trace_header_t *h);
 
 #endif

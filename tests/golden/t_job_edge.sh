@@ -5,7 +5,7 @@
 # process started and its rank, world size and local rank with the variable the rank came from,
 # in text and JSON; a rank variable whose value is not a plain non-negative integer shows as
 # unknown (its world size kept); a header without a rank says nothing of one; older traces have
-# none of these lines or keys. Malformed fields (a rank source or origin out of range, a rank
+# none of these lines or keys. A trace names its descendants' traces beside it. Malformed fields (a rank source or origin out of range, a rank
 # below -1, a world size of 0) give exit status 2 and exactly the expected error.
 # usage: t_job_edge.sh NDMEMREPORT GEN_TRACE
 set -u
@@ -34,8 +34,18 @@ check job-r1 '  parent      pid 100, traced too: this program was exec'"'"'d in 
 check job-r1w2 '  parent      pid 202, traced too: this process is its fork child (a worker)
   rank        1 of 3 (OMPI_COMM_WORLD_RANK); local rank 1 of 3
 ' '"process": {"pid": 302, "ppid": 202, "origin": "fork", "rank": 1, ' # its own pid, its parent's
+# the launcher: its descendants' traces beside it (rank 1, exec'd by it, and rank 1's worker;
+# not the malformed ones above, which the reader refuses)
 check job-launcher '  parent      pid 1
+  traces      2 more traces, of its descendants, beside this one:
+              job-r1.trace: pid 202, /nonexistent/bin/python3.11, exec'"'"'d by 100
+              job-r1w2.trace: pid 302, /nonexistent/bin/python3.11,
+                fork child of 202
+              read them together: ndmemreport merge job-launcher.trace
+                job-r1.trace job-r1w2.trace
 ' '"ppid": 1, "origin": "started", "rank": null, "world_size": null, "local_rank": null, "local_world_size": null, "rank_from": null'
+grep -qF '"descendants": [{"trace": "job-r1.trace", "pid": 202, "ppid": 100, "origin": "exec", "exe": "/nonexistent/bin/python3.11"}, {"trace": "job-r1w2.trace", "pid": 302, "ppid": 202, "origin": "fork", "exe": "/nonexistent/bin/python3.11"}]' out ||
+  no "job-launcher: JSON's descendants"
 check job-bad-value '  parent      pid 1
   rank        unknown: RANK is not a plain non-negative integer; world size 2
 ' '"rank": null, "world_size": 2, "local_rank": null, "local_world_size": null, "rank_from": "RANK"'

@@ -29,7 +29,7 @@ exit_lines() {
     -e 's/#[0-9]* at [0-9.]* s/#N at T s/' -e "s/pid $pid /pid PID /"
 }
 running() {
-  "$rep" --format json "$1" | sed -n 's/.*"exited_normally": \([a-z]*\), "running": \([a-z]*\)}.*/\1 \2/p'
+  "$rep" --format json "$1" | sed -n 's/.*"exited_normally": \([a-z]*\), "running": \([a-z]*\)[,}].*/\1 \2/p'
 }
 exit_lines "$tmp/t.trace" >"$tmp/got"
 cat >"$tmp/want" <<'WANT'
