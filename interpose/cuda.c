@@ -611,7 +611,7 @@ static int reserve(int d, uint64_t bytes, int fn, const void *real) {
   int action = nd_spill_on() ? ND_ON_LIMIT_HOST : nd_limits_action();
   uint64_t n = ADD(v->breaches, 1) + 1;
   if ((n & (n - 1)) == 0 || action == ND_ON_LIMIT_ABORT) {
-    nd_limits_say_breach(d, action, bytes, 0, "tracked", live, 1, "maxDeviceBytes", lim, n);
+    nd_limits_say_breach(d, action, bytes, 0, "tracked", live, 1, "maxDeviceBytes", lim, n, NULL);
     if (n == 1 || action == ND_ON_LIMIT_ABORT) nd_limits_say_top_sites(dev_kind(d));
     nd_limits_device_breach(d, action, fn, bytes, live, lim, n);
   }

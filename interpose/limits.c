@@ -234,6 +234,13 @@ void nd_limit_flush_acc(nd_tls_t *t) {
 
 void nd_limit_peak(int64_t v) { raise_to(&nd_lim.peak_tracked, v); }
 
+uint64_t nd_limit_room_left(void) {
+  int64_t max = LD(nd_lim.max_bytes);
+  if (!max) return UINT64_MAX;
+  int64_t used = tracked_exact() + LD(nd_lim.reserved) + margin();
+  return used < max ? (uint64_t)(max - used) : 0;
+}
+
 int nd_limit_room(uint64_t bytes) {
   int64_t max = LD(nd_lim.max_bytes);
   return !max || tracked_exact() + LD(nd_lim.reserved) + (int64_t)bytes <= max;
@@ -306,7 +313,8 @@ static void say_top_sites(int kind) {
 }
 
 void nd_limits_say_breach(int device, int action, uint64_t req, int more, const char *what,
-                          int64_t value, int plus, const char *limit_name, int64_t lim, uint64_t n) {
+                          int64_t value, int plus, const char *limit_name, int64_t lim, uint64_t n,
+                          const nd_lim_t *relief) {
   nd_buf_t b;
   nd_buf_reset(&b);
   int over = action == ND_ON_LIMIT_WARN || action == ND_ON_LIMIT_HOST;
@@ -333,6 +341,22 @@ void nd_limits_say_breach(int device, int action, uint64_t req, int more, const 
   nd_buf_str(&b, limit_name);
   nd_buf_char(&b, ' ');
   nd_buf_bytes(&b, lim);
+  if (relief) { // it ran first: what it gave back, said so that the refusal is seen as earned
+    nd_buf_str(&b, " after relief gave back ");
+    if (!relief->relief_arenas && !relief->relief_resident) {
+      nd_buf_str(&b, "nothing");
+    } else {
+      if (relief->relief_arenas) {
+        nd_buf_ubytes(&b, relief->relief_arenas);
+        nd_buf_str(&b, " of idle workspace arenas");
+      }
+      if (relief->relief_arenas && relief->relief_resident) nd_buf_str(&b, " and ");
+      if (relief->relief_resident) {
+        nd_buf_ubytes(&b, relief->relief_resident);
+        nd_buf_str(&b, " of resident memory (malloc_trim)");
+      }
+    }
+  }
   nd_buf_str(&b, "; thread ");
   nd_buf_u64(&b, (uint64_t)nd_os_gettid());
   nd_buf_str(&b, action == ND_ON_LIMIT_HOST ? " (NDMEM_ON_DEVICE_LIMIT=" : " (NDMEM_ON_LIMIT=");
@@ -351,7 +375,8 @@ static void say_breach(nd_lim_t *c, int action, uint64_t n) {
   int bytes = c->limit == ND_LIMIT_BYTES;
   int more = c->fn == NDMEM_FN_REALLOC || c->fn == NDMEM_FN_REALLOCARRAY || c->fn == NDMEM_FN_MREMAP;
   nd_limits_say_breach(-1, action, c->req, more, bytes ? "tracked" : "physical", c->value, bytes,
-                       bytes ? "maxBytes" : "maxPhysicalBytes", lim_max(c->limit), n);
+                       bytes ? "maxBytes" : "maxPhysicalBytes", lim_max(c->limit), n,
+                       c->relieved ? c : NULL);
 }
 
 // A logged breach waits for the trace writer (a device's: limit ND_LIMIT_DEVICE with its device).
@@ -394,8 +419,12 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
 
 static void relieve(nd_lim_t *c) {
   if (maps_read()) nd_mmap_untouched_read();
+  uint64_t before = 0, after = 0;
+  int read = nd_statm_self(&before) == 0;
   uint64_t freed = nd_ws_relieve();
   if (nd_real.trim) nd_allocstat_trim(nd_real.trim, 0);
+  c->relief_arenas = freed;
+  c->relief_resident = read && nd_statm_self(&after) == 0 && before > after ? before - after : 0;
   ADD(L.reliefs, 1);
   ADD(L.relief_bytes, freed);
   if (c->limit == ND_LIMIT_PHYSICAL) ST(nd_lim.phys_due, 1); // the retry reads again

@@ -99,6 +99,8 @@ typedef struct nd_lim {
   int limit;        // after a breach: enum nd_limit_id
   int allow;        // NDMEM_ON_LIMIT=warn let it through: no more checks for it
   int relieved;     // relief has run for it
+  uint64_t relief_arenas, relief_resident; // what it gave back: idle workspace arenas unmapped,
+                                           // resident memory fallen across it (malloc_trim)
   int64_t value;    // after a breach: tracked or physical bytes before it
   int64_t reserved; // bytes it holds in the reservation (settled after accounting)
 } nd_lim_t;
@@ -121,6 +123,9 @@ void nd_limit_settle(struct nd_tls *t, nd_lim_t *c, int ok);
 int nd_limit_breach(struct nd_tls *t, nd_lim_t *c);
 // May `bytes` more be tracked (a workspace arena)? Always 1 without maxBytes.
 int nd_limit_room(uint64_t bytes);
+// The bytes that may still be tracked under maxBytes, less what other threads may hold unseen
+// (nd_limit_margin); UINT64_MAX without maxBytes.
+uint64_t nd_limit_room_left(void);
 
 // In-process view (ndmem_limits) and run-time changes (ndmem_limit_set).
 struct ndmem_limits;
@@ -135,9 +140,11 @@ int nd_limits_set(const char *name, const char *value);
 int nd_limits_action(void);
 // One breach line in JavaCPP's words ("Can't allocate [HOST] memory: ..."; device >= 0: [DEVICE
 // n]): `what` VALUE (+ REQ where `plus`: the sum that would cross) > LIMIT_NAME LIM, the thread,
-// the action and which breaches are logged. more: the request is a growth.
+// the action and which breaches are logged. more: the request is a growth. relief: what relief
+// gave back before the refusal (NULL: none ran; a host limit's).
 void nd_limits_say_breach(int device, int action, uint64_t req, int more, const char *what,
-                          int64_t value, int plus, const char *limit_name, int64_t lim, uint64_t n);
+                          int64_t value, int plus, const char *limit_name, int64_t lim, uint64_t n,
+                          const nd_lim_t *relief);
 void nd_limits_say_top_sites(int kind);
 void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64_t live, int64_t limit,
                              uint64_t n);

@@ -105,7 +105,8 @@ typedef struct space {
   ws_detect_t *det;
   uint32_t period, phase;
   ws_follow_t follow;    // auto: the detector's reports over the routed allocations
-  uint32_t limited;     // arenas refused by NDMEM_MAX_BYTES (said once)
+  uint32_t limited;     // arenas refused or shrunk by NDMEM_MAX_BYTES (said once)
+  int heap_trims;       // its cycles run on the heap under maxBytes: trimmed as while learning
   uint32_t in_cycle;    // routed allocations so far in the current cycle
   // recording
   ws_req_t *reqs;
@@ -201,6 +202,30 @@ static void trim_bounded(space_t *s) {
 }
 
 // ---------------------------------------------------------------- arenas
+
+// Said once per space: the planned arena did not fit under maxBytes, and what was done instead.
+static void say_fit(space_t *s, uint64_t want, uint64_t cut, uint32_t spilled, uint32_t n) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: workspace [");
+  nd_buf_str(&b, s->st.name);
+  nd_buf_str(&b, "]: an arena of ");
+  nd_buf_bytes(&b, (int64_t)want);
+  nd_buf_str(&b, " would exceed maxBytes (NDMEM_MAX_BYTES); ");
+  if (cut) {
+    nd_buf_str(&b, "planned in one of ");
+    nd_buf_bytes(&b, (int64_t)cut);
+    nd_buf_str(&b, ", ");
+    nd_buf_u64(&b, spilled);
+    nd_buf_str(&b, " of its ");
+    nd_buf_u64(&b, n);
+    nd_buf_str(&b, " allocations a cycle from the heap");
+  } else {
+    nd_buf_str(&b, "its allocations go to the heap");
+  }
+  nd_buf_str(&b, ", which ndmem trims at the cycle's frees");
+  nd_buf_line(&b, 2);
+}
 
 static char *map_arena(space_t *s, inst_t *pi, int which, uint64_t size) {
   char *p = NULL;
@@ -528,6 +553,29 @@ static void finish_recording(space_t *s) {
   // What does not fit under NDMEM_WS_MAX_SIZE is not planned: it goes external.
   for (uint32_t i = 0; i < n; i++)
     if (plan.offset[i] != NONE && plan.offset[i] + last[i].size > want) plan.offset[i] = TOO_BIG;
+  // Under maxBytes an arena counts whole. One that does not fit beside what is tracked now (the
+  // cycle's temporaries are gone) is not refused outright, which sent the whole cycle to the heap
+  // and let glibc keep what it freed (a limit that raised resident memory): the plan shrinks
+  // to the largest arena that, with the heap's share of the cycle, stays under the limit
+  // (ws_plan_fit); the rest spills every cycle (counted), and the heap is trimmed at the cycle's
+  // frees as while learning. Guard mode's double arenas are refused as before.
+  uint64_t room = nd_limit_room_left();
+  if (!G.guard && want > room) {
+    uint64_t total = 0, cut = ws_plan_fit(last, &plan, 4096, room, &MEM, &total);
+    if (cut == UINT64_MAX) cut = 0;
+    uint32_t spilled = 0;
+    for (uint32_t i = 0; i < n; i++)
+      if (plan.offset[i] < TOO_BIG && plan.offset[i] + last[i].size > cut)
+        plan.offset[i] = TOO_BIG, spilled++;
+    s->heap_trims = 1;
+    if (!s->limited++) say_fit(s, want, cut, spilled, n);
+    want = cut;
+    if (!want) {
+      ws_plan_free(&plan, &MEM);
+      s->mode = WSM_OFF;
+      return;
+    }
+  }
   inst_t *pi = nd_os_map(sizeof *pi);
   char *a0 = pi && want ? map_arena(s, pi, 0, want) : NULL;
   char *a1 = a0 && G.guard ? map_arena(s, pi, 1, want) : NULL;
@@ -893,7 +941,8 @@ void nd_ws_external(nd_tls_t *t, void *p) {
 void nd_ws_heap_freed(uint64_t bytes) {
   ws_thread_t *w = nd_tls.ws;
   space_t *s = w && !w->marked ? w->auto_space : NULL;
-  if (!nd_real.trim || !s || (s->mode != WSM_DETECT && s->mode != WSM_RECORD)) return;
+  if (!nd_real.trim || !s || (s->mode != WSM_DETECT && s->mode != WSM_RECORD && !s->heap_trims))
+    return;
   if (__atomic_add_fetch(&trim_freed, (int64_t)bytes, __ATOMIC_RELAXED) < TRIM_FREED) return;
   // A stream that repeats (a period being confirmed, a cycle being recorded) is a loop about to
   // get its arena. Before any repetition shows, a loop cannot be told from a program that has

@@ -118,6 +118,16 @@ typedef struct ws_plan {
 int ws_plan_build(const ws_req_t *reqs, uint32_t n, uint64_t align, const ws_mem_t *mem,
                   ws_plan_t *out);
 void ws_plan_free(ws_plan_t *p, const ws_mem_t *mem);
+// The plan shrunk to fit under a byte limit: the largest arena (a multiple of `page`) that serves
+// the placed allocations whose range [offset, offset + size) lies inside it, such that the arena
+// plus the peak live bytes of the cyclic allocations it leaves to the heap (by their lifetimes;
+// an offset past arena_size marks one placed nowhere) is at most `budget`. The arena is counted
+// whole while the heap's blocks come and go, so a smaller arena is not always cheaper: every cut
+// at an allocation's end is tried, largest first. Returns its size, 0 for none (*total, then the
+// heap's peak alone, is above `budget` when even that does not fit), or UINT64_MAX when memory
+// for the work could not be had. *total: the arena plus that heap peak.
+uint64_t ws_plan_fit(const ws_req_t *reqs, const ws_plan_t *p, uint64_t page, uint64_t budget,
+                     const ws_mem_t *mem, uint64_t *total);
 // Checks a plan: no two allocations with intersecting lifetimes overlap in memory, every offset
 // is aligned and inside arena_size, and the conflict lists are exact. 0 if valid.
 int ws_plan_verify(const ws_req_t *reqs, const ws_plan_t *p, uint64_t align);

@@ -287,3 +287,70 @@ int ws_plan_verify(const ws_req_t *reqs, const ws_plan_t *p, uint64_t align) {
   }
   return 0;
 }
+
+// ---------------------------------------------------------------- shrinking to fit
+
+// The peak live bytes of the allocations that end past `cut` (the heap's, when the arena is `cut`
+// long), by a sweep of the lifetimes sorted once (by_alloc, by_free; frees first at equal ticks,
+// as for the plan's own peak). end[i]: where allocation i's range ends (UINT64_MAX: never in an
+// arena).
+static uint64_t spilled_peak(const ws_req_t *reqs, const uint64_t *end, const uint32_t *by_alloc,
+                             const uint32_t *by_free, uint32_t live_n, uint64_t cut) {
+  uint64_t live = 0, peak = 0;
+  for (uint32_t a = 0, f = 0; a < live_n;) {
+    if (reqs[by_free[f]].t_free <= reqs[by_alloc[a]].t_alloc) {
+      uint32_t i = by_free[f++];
+      if (end[i] > cut) live -= reqs[i].size;
+    } else {
+      uint32_t i = by_alloc[a++];
+      if (end[i] > cut && (live += reqs[i].size) > peak) peak = live;
+    }
+  }
+  return peak;
+}
+
+static int end_before(uint32_t a, uint32_t b, const void *ctx) {
+  const uint64_t *end = ctx;
+  return end[a] != end[b] ? end[a] < end[b] : a < b;
+}
+
+uint64_t ws_plan_fit(const ws_req_t *reqs, const ws_plan_t *p, uint64_t page, uint64_t budget,
+                     const ws_mem_t *mem, uint64_t *total) {
+  uint32_t n = p->n, live_n = 0, m = 0;
+  size_t isz = (size_t)(n ? n : 1) * sizeof(uint32_t), esz = (size_t)(n ? n : 1) * sizeof(uint64_t);
+  uint32_t *by_alloc = mem->alloc(mem->ctx, isz), *by_free = mem->alloc(mem->ctx, isz);
+  uint32_t *by_end = mem->alloc(mem->ctx, isz);
+  uint64_t *end = mem->alloc(mem->ctx, esz);
+  uint64_t best = UINT64_MAX;
+  *total = 0;
+  if (!by_alloc || !by_free || !by_end || !end) goto out;
+  // The cyclic allocations with a lifetime; those with an offset end where their range does (the
+  // cuts tried, rounded to pages), the others (not placed: too big for the arena) never.
+  for (uint32_t i = 0; i < n; i++) {
+    if (!planned(&reqs[i]) || p->offset[i] == UINT64_MAX) continue;
+    int placed = p->offset[i] <= p->arena_size;
+    end[i] = placed ? p->offset[i] + reqs[i].size : UINT64_MAX;
+    if (placed) by_end[m++] = i;
+    if (reqs[i].t_alloc < reqs[i].t_free) by_alloc[live_n] = by_free[live_n] = i, live_n++;
+  }
+  sort_idx(by_alloc, live_n, alloc_less, reqs);
+  sort_idx(by_free, live_n, free_less, reqs);
+  sort_idx(by_end, m, end_before, end);
+  // Largest cut first (every placed allocation in the arena), down to no arena at all.
+  for (uint32_t k = m + 1; k-- > 0;) {
+    uint64_t cut = k ? align_up(end[by_end[k - 1]], page) : 0;
+    if (k && k < m && cut == align_up(end[by_end[k]], page)) continue; // tried just above
+    uint64_t t = cut + spilled_peak(reqs, end, by_alloc, by_free, live_n, cut);
+    if (t <= budget || !k) {
+      best = t <= budget ? cut : 0;
+      *total = t;
+      break;
+    }
+  }
+out:
+  if (end) mem->free(mem->ctx, end, esz);
+  if (by_end) mem->free(mem->ctx, by_end, isz);
+  if (by_free) mem->free(mem->ctx, by_free, isz);
+  if (by_alloc) mem->free(mem->ctx, by_alloc, isz);
+  return best;
+}

@@ -43,7 +43,7 @@ flat() { tr '\n' ' ' <"$1" | tr -s ' '; } # a report's lines as one, its 80-colu
 
 # ---- every function, one byte under / at / over maxBytes; fail and warn
 run boundary_fail 0 NDMEM_WORKSPACES=0 -- boundary fail
-has boundary_fail "^ndmem: Can't allocate \[HOST\] memory: 1000 B requested; tracked [0-9.]* [KMG]*i*B + 1000 B > maxBytes [0-9.]* [KMG]*i*B; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
+has boundary_fail "^ndmem: Can't allocate \[HOST\] memory: 1000 B requested; tracked [0-9.]* [KMG]*i*B + 1000 B > maxBytes [0-9.]* [KMG]*i*B after relief gave back [^;]*; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
 has boundary_fail "^ndmem: Can't allocate \[HOST\] memory: .* (NDMEM_ON_LIMIT=fail; breach 8, next logged: 16)$"
 grep -q '^breaches 12 failed 12 reliefs 12$' "$tmp/boundary_fail.out" || { echo "boundary_fail: totals" >&2; fail=1; }
 run boundary_warn 0 NDMEM_WORKSPACES=0 NDMEM_ON_LIMIT=warn -- boundary warn
@@ -64,7 +64,7 @@ grep -q "grow_1m (.*t_limits.c:$l)" "$tmp/abort.report" && grep -q "3 blocks" "$
 
 # ---- maxBytes from the environment
 run env 0 NDMEM_MAX_BYTES=64m -- env 67108864
-has env "^ndmem: Can't allocate \[HOST\] memory: 1.00 MiB requested; tracked 6[0-9].[0-9]* MiB + 1.00 MiB > maxBytes 64.00 MiB; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
+has env "^ndmem: Can't allocate \[HOST\] memory: 1.00 MiB requested; tracked 6[0-9].[0-9]* MiB + 1.00 MiB > maxBytes 64.00 MiB after relief gave back [^;]*; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
 has env "^ndmem:   top live allocation sites (1 of 1; ndmemreport shows their file:line):$"
 has env "^ndmem:   #1 6[0-9].00 MiB in 6[0-9] blocks \[stack [0-9]*\] "
 # a bad value: one line, the limit is off, the job runs on
@@ -85,9 +85,9 @@ has env_strict "^ndmem: NDMEM_LIMITS_STRICT=1: a job whose limit cannot be read 
 
 # ---- large mappings count by their touched pages (NDMEM_MAX_BYTES_MAPPINGS=touched), or whole
 run touched 0 NDMEM_MAX_BYTES=16m NDMEM_LIMIT_POLL_MS=20 -- touched
-has touched "^ndmem: Can't allocate \[HOST\] memory: 8.00 MiB requested; tracked 12.[0-9]* MiB + 8.00 MiB > maxBytes 16.00 MiB; "
+has touched "^ndmem: Can't allocate \[HOST\] memory: 8.00 MiB requested; tracked 12.[0-9]* MiB + 8.00 MiB > maxBytes 16.00 MiB after relief gave back [^;]*; "
 run touched_whole 0 NDMEM_MAX_BYTES=16m NDMEM_MAX_BYTES_MAPPINGS=whole -- touched whole
-has touched_whole "^ndmem: Can't allocate \[HOST\] memory: 64.00 MiB requested; tracked [0-9.]* [KM]*i*B + 64.00 MiB > maxBytes 16.00 MiB; "
+has touched_whole "^ndmem: Can't allocate \[HOST\] memory: 64.00 MiB requested; tracked [0-9.]* [KM]*i*B + 64.00 MiB > maxBytes 16.00 MiB after relief gave back [^;]*; "
 
 # ---- a program that retries a refused request for ever is stopped (NDMEM_ON_LIMIT=fail cannot
 # end it); one that gives up, asks for less, or waits for memory another thread frees is not
@@ -118,7 +118,7 @@ grep -q '^retry waits: granted after [1-9][0-9]* refusals$' "$tmp/retry_waits.ou
 # ---- physical memory: untouched memory and file pages do not count; the bound is the step
 mkdir -p "$tmp/files"
 run physical 0 NDMEM_MAX_PHYSICAL_BYTES=96m NDMEM_LIMIT_STEP=16m NDMEM_LIMIT_POLL_MS=0 -- physical "$tmp/files"
-has physical "^ndmem: Can't allocate \[HOST\] memory: 4.00 MiB requested; physical [0-9.]* MiB > maxPhysicalBytes 96.00 MiB; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
+has physical "^ndmem: Can't allocate \[HOST\] memory: 4.00 MiB requested; physical [0-9.]* MiB > maxPhysicalBytes 96.00 MiB after relief gave back [^;]*; thread [0-9]* (NDMEM_ON_LIMIT=fail; breach 1, next logged: 2)$"
 
 # a test statm file that cannot be read: said, and /proc/self/statm is read instead (the physical
 # limit once went off without a word)

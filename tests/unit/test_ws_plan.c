@@ -278,7 +278,70 @@ static void test_generated(void) {
   CHECK_EQ(exact, 999); // shapes 3..5 of every 6 cycles: 333 * 3, none in the last two
 }
 
+// ws_plan_fit on test_greedy_above_peak's plan (arena 4, peak 3): block 0 [3,6) size 1 at 3,
+// 1 [0,4) size 1 at 2, 2 [1,3) size 2 at 0, 3 [5,6) size 2 at 0. A budget of 4 keeps the arena
+// whole; 3 cannot have it (4 > 3), nor a cut at 3 (blocks 0 spilled: 3 + 1), nor at 2 (0 and 1
+// spilled, live together over [3,4): 2 + 2), so none: the heap's peak alone, 3.
+static void test_fit_small(void) {
+  ws_req_t r[] = {{0, 1, 3, 6}, {0, 1, 0, 4}, {0, 2, 1, 3}, {0, 2, 5, 6}};
+  ws_plan_t p;
+  uint64_t total;
+  CHECK_EQ(ws_plan_build(r, 4, 1, &mem, &p), 0);
+  CHECK_EQ(ws_plan_fit(r, &p, 1, 4, &mem, &total), 4);
+  CHECK_EQ(total, 4);
+  CHECK_EQ(ws_plan_fit(r, &p, 1, 3, &mem, &total), 0);
+  CHECK_EQ(total, 3);
+  CHECK_EQ(ws_plan_fit(r, &p, 1, 2, &mem, &total), 0); // not even the heap fits: said by total
+  CHECK_EQ(total, 3);
+  // pages of 4: the only cut is the whole arena (4), then none
+  CHECK_EQ(ws_plan_fit(r, &p, 4, 4, &mem, &total), 4);
+  ws_plan_free(&p, &mem);
+}
+
+// The peak live bytes of the planned blocks whose range ends past `cut`, by brute force.
+static uint64_t brute_spilled(const ws_req_t *r, const ws_plan_t *p, uint32_t n, uint64_t cut) {
+  uint64_t peak = 0;
+  for (uint32_t t = 0; t < 4 * n + 4; t++) {
+    uint64_t live = 0;
+    for (uint32_t i = 0; i < n; i++)
+      if (r[i].t_free != NF && p->offset[i] + r[i].size > cut && r[i].t_alloc <= t && t < r[i].t_free)
+        live += r[i].size;
+    if (live > peak) peak = live;
+  }
+  return peak;
+}
+
+// Generated plans against brute force: the cut is a page multiple no larger than the arena, its
+// total is the cut plus the spilled blocks' peak and within the budget (else the cut is 0 and
+// nothing fits), and no larger candidate cut (an allocation's end, rounded) fits.
+static void test_fit_generated(void) {
+  static ws_req_t r[60];
+  for (int cycle = 0; cycle < 400 && !check_failures; cycle++) {
+    uint32_t n = 1 + (uint32_t)(rnd() % 60);
+    uint64_t page = cycle % 2 ? 4096 : 1;
+    generate(r, n, (enum shape)(cycle % SHAPES), page * (1 + rnd() % 8));
+    ws_plan_t p;
+    CHECK_EQ(ws_plan_build(r, n, 1, &mem, &p), 0);
+    uint64_t budget = rnd() % (p.arena_size + p.arena_size / 4 + 2), total = 0;
+    uint64_t cut = ws_plan_fit(r, &p, page, budget, &mem, &total);
+    CHECK(cut % page == 0);
+    CHECK(cut <= (p.arena_size + page - 1) / page * page);
+    CHECK_EQ(total, cut + brute_spilled(r, &p, n, cut));
+    CHECK(total <= budget || cut == 0);
+    for (uint32_t i = 0; i < n; i++) {
+      if (r[i].t_free == NF) continue;
+      uint64_t c = (p.offset[i] + r[i].size + page - 1) / page * page;
+      if (c > cut) CHECK(c + brute_spilled(r, &p, n, c) > budget);
+    }
+    if (check_failures) fprintf(stderr, "fit cycle %d: %u blocks, budget %llu\n", cycle, n,
+                                (unsigned long long)budget);
+    ws_plan_free(&p, &mem);
+  }
+}
+
 int main(void) {
+  test_fit_small();
+  test_fit_generated();
   test_chain();
   test_nested();
   test_greedy_above_peak();
