@@ -12,11 +12,7 @@
 # usage: t_torch_limit_rss.sh NDMEM_TOOL NDMEMREPORT SCRIPT
 set -u
 tool=$1 rep=$2 script=$3
-py=""
-for cand in ${NDMEM_TEST_PYTHON:-} /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
-  [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import torch' >/dev/null 2>&1 && { py=$cand; break; }
-done
-[ -n "$py" ] || { echo "no Python interpreter imports torch (Debian: apt-get install python3-torch); skipped" >&2; exit 77; }
+py=$(sh "$(dirname "$0")/find-python.sh" torch) || { echo "skipped" >&2; exit 77; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
