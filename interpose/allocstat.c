@@ -21,6 +21,7 @@
 #include "allocstat.h"
 
 #include "os.h"
+#include "sysmem.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -154,10 +155,13 @@ static void trimmed(void) {
   if (A.kind == ND_ALLOCATOR_GLIBC) __atomic_add_fetch(&trim_seq, 1, __ATOMIC_ACQ_REL);
 }
 
-int nd_allocstat_trim(int (*trim)(size_t), size_t pad) {
+int nd_allocstat_trim(int (*trim)(size_t), size_t pad, uint64_t *fell) {
+  uint64_t before = 0, after = 0;
+  int read = fell && nd_statm_self(&before) == 0;
   trimmed(); // from now on its pages may be going back
   int r = trim(pad);
   trimmed();
+  if (read && nd_statm_self(&after) == 0) *fell = before > after ? before - after : 0;
   return r;
 }
 

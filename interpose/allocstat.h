@@ -27,8 +27,9 @@ void nd_allocstat_poll(uint64_t anon, uint64_t tracked);
 void nd_allocstat_fill(nd_rec_resident_t *r);
 // Every malloc_trim (ndmem's or the program's) goes through here: `trim(pad)`, counted before it
 // starts and after it returns (glibc's free bytes then include pages given back to the system).
-// The counts are an atomic add each: safe anywhere.
-int nd_allocstat_trim(int (*trim)(size_t), size_t pad);
+// The counts are an atomic add each: safe anywhere. fell (NULL: not read): by how much resident
+// memory fell across it (0 when it did not; left as it was when statm could not be read).
+int nd_allocstat_trim(int (*trim)(size_t), size_t pad, uint64_t *fell);
 // The last answer, for the metrics file, as nd_allocstat_fill has it: 0, or -1 when none.
 int nd_allocstat_last(nd_rec_resident_t *r);
 // A fork child asks again at its first flush (its own trace starts without a reading).

@@ -38,7 +38,7 @@ ND_EXPORT size_t malloc_usable_size(void *p) { return nd_malloc_usable_size(p); 
 // Before ndmem has resolved it, nothing was trimmed (0, as when no memory could be released).
 ND_EXPORT int malloc_trim(size_t pad) {
   int (*next)(size_t) = nd_real.trim_next;
-  return next ? nd_allocstat_trim(next, pad) : 0;
+  return next ? nd_allocstat_trim(next, pad, NULL) : 0;
 }
 
 #ifdef ND_HAVE_FREE_SIZED

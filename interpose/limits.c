@@ -419,12 +419,10 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
 
 static void relieve(nd_lim_t *c) {
   if (maps_read()) nd_mmap_untouched_read();
-  uint64_t before = 0, after = 0;
-  int read = nd_statm_self(&before) == 0;
   uint64_t freed = nd_ws_relieve();
-  if (nd_real.trim) nd_allocstat_trim(nd_real.trim, 0);
   c->relief_arenas = freed;
-  c->relief_resident = read && nd_statm_self(&after) == 0 && before > after ? before - after : 0;
+  c->relief_resident = 0;
+  if (nd_real.trim) nd_allocstat_trim(nd_real.trim, 0, &c->relief_resident);
   ADD(L.reliefs, 1);
   ADD(L.relief_bytes, freed);
   if (c->limit == ND_LIMIT_PHYSICAL) ST(nd_lim.phys_due, 1); // the retry reads again

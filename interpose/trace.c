@@ -399,14 +399,14 @@ static int take_over(const char *path) {
   return -1;
 }
 
-// Writes decimal v at p; returns the digits' count (at most 20).
+// Writes decimal v at p (fmt.c's digits; a path around it may be longer than an nd_buf_t);
+// returns the digits' count (at most 20).
 static size_t put_u64(char *p, uint64_t v) {
-  char d[20];
-  size_t n = 0;
-  do d[n++] = (char)('0' + v % 10);
-  while ((v /= 10) != 0);
-  for (size_t i = 0; i < n; i++) p[i] = d[n - 1 - i];
-  return n;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_u64(&b, v);
+  memcpy(p, b.data, b.len);
+  return b.len;
 }
 
 // The file at tr.path is another process's (a wrapper in front of the program -- timeout, time,
@@ -465,14 +465,17 @@ static void run_log_end(void) {
   nd_counters_snapshot_process(&s);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  char line[96], *p = line;
-  memcpy(p, "end ", 4), p += 4;
-  p += put_u64(p, (uint64_t)nd_os_getpid()), *p++ = ' ';
-  p += put_u64(p, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec), *p++ = ' ';
   int64_t peak = s.kind[0].peak_bytes + s.kind[1].peak_bytes;
-  p += put_u64(p, peak > 0 ? (uint64_t)peak : 0);
-  *p++ = '\n';
-  run_log_line(line, (size_t)(p - line));
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "end ");
+  nd_buf_u64(&b, (uint64_t)nd_os_getpid());
+  nd_buf_char(&b, ' ');
+  nd_buf_u64(&b, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+  nd_buf_char(&b, ' ');
+  nd_buf_u64(&b, peak > 0 ? (uint64_t)peak : 0);
+  nd_buf_char(&b, '\n');
+  run_log_line(b.data, b.len);
 }
 
 static void run_log(const nd_trace_header_t *h, int err) {

@@ -188,11 +188,9 @@ static void trim_bounded(space_t *s) {
   if (spent > TRIM_CREDIT_NS && (spent - TRIM_CREDIT_NS) * TRIM_SHARE > now - trim_start_ns) return;
   if (__atomic_exchange_n(&trim_busy, 1, __ATOMIC_ACQUIRE)) return;
   __atomic_store_n(&trim_freed, 0, __ATOMIC_RELAXED);
-  uint64_t before, after;
-  int read = nd_statm_self(&before) == 0;
-  nd_allocstat_trim(nd_real.trim, 0);
-  if (read && nd_statm_self(&after) == 0) {
-    uint64_t fell = before > after ? before - after : 0;
+  uint64_t fell = UINT64_MAX; // stays so when resident memory could not be read
+  nd_allocstat_trim(nd_real.trim, 0, &fell);
+  if (fell != UINT64_MAX) {
     s->trims++;
     s->trim_bytes += fell;
     if (fell > s->trim_max) s->trim_max = fell;
@@ -522,6 +520,16 @@ static void start_recording(space_t *s) {
   rec_on(s);
 }
 
+// The planned allocations whose range ends past an arena of `size` bytes go external every cycle
+// (TOO_BIG); returns how many were newly so.
+static uint32_t spill_past(ws_plan_t *plan, const ws_req_t *reqs, uint32_t n, uint64_t size) {
+  uint32_t spilled = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (plan->offset[i] < TOO_BIG && plan->offset[i] + reqs[i].size > size)
+      plan->offset[i] = TOO_BIG, spilled++;
+  return spilled;
+}
+
 // A recorded cycle ended. Over_time records NDMEM_WS_CYCLES cycles back to back; then the plan.
 static void finish_recording(space_t *s) {
   s->st.learned_cycles++;
@@ -551,8 +559,7 @@ static void finish_recording(space_t *s) {
   uint64_t want = ws_nd4j_size_for(&s->cfg, size);
   want = (want + 4095) & ~(uint64_t)4095;
   // What does not fit under NDMEM_WS_MAX_SIZE is not planned: it goes external.
-  for (uint32_t i = 0; i < n; i++)
-    if (plan.offset[i] != NONE && plan.offset[i] + last[i].size > want) plan.offset[i] = TOO_BIG;
+  spill_past(&plan, last, n, want);
   // Under maxBytes an arena counts whole. One that does not fit beside what is tracked now (the
   // cycle's temporaries are gone) is not refused outright, which sent the whole cycle to the heap
   // and let glibc keep what it freed (a limit that raised resident memory): the plan shrinks
@@ -563,10 +570,7 @@ static void finish_recording(space_t *s) {
   if (!G.guard && want > room) {
     uint64_t total = 0, cut = ws_plan_fit(last, &plan, 4096, room, &MEM, &total);
     if (cut == UINT64_MAX) cut = 0;
-    uint32_t spilled = 0;
-    for (uint32_t i = 0; i < n; i++)
-      if (plan.offset[i] < TOO_BIG && plan.offset[i] + last[i].size > cut)
-        plan.offset[i] = TOO_BIG, spilled++;
+    uint32_t spilled = spill_past(&plan, last, n, cut);
     s->heap_trims = 1;
     if (!s->limited++) say_fit(s, want, cut, spilled, n);
     want = cut;
