@@ -194,6 +194,19 @@ void nd_blocks_each(nd_blocks_fn fn, void *ctx) {
   }
 }
 
+int nd_blocks_each_stopped(nd_blocks_fn fn, void *ctx) {
+  for (int i = 0; i < STRIPES; i++)
+    if ((__atomic_load_n(&stripes[i].seq, __ATOMIC_ACQUIRE) & 1) ||
+        __atomic_load_n(&stripes[i].lock, __ATOMIC_ACQUIRE))
+      return -1;
+  for (int i = 0; i < STRIPES; i++) {
+    stripe_t *s = &stripes[i];
+    for (size_t j = 0; j < s->cap; j++)
+      if (s->v[j].addr) fn(ctx, &s->v[j]);
+  }
+  return 0;
+}
+
 void nd_blocks_atfork_prepare(void) {
   for (int i = 0; i < STRIPES; i++) lock(&stripes[i]);
 }

@@ -56,6 +56,10 @@ const nd_option_t nd_options[] = {
     OPT("NDMEM_GROWTH_CYCLES", ND_OPT_INT, growth_cycles, 20, 0, 1000000000,
         "a site whose lowest live bytes keep rising for this many cycles (flush windows when "
         "no cycle is found) is named on stderr and in the trace while the job runs; 0: never"),
+    OPT("NDMEM_LEAK_SCAN", ND_OPT_BOOL, leak_scan, 1, 0, 1,
+        "at exit and _exit, class the live tracked blocks by reachability (definitely, "
+        "indirectly, possibly lost, still reachable) with the other threads held still; 0: no "
+        "scan (blocks are then only live at exit)"),
     OPT("NDMEM_PYTHON", ND_OPT_BOOL, python, 1, 0, 1,
         "CPython 3.10 to 3.14: the Python frames (function, file, line) of each tracked block "
         "in its stack, in place of the interpreter's; 0: native frames only"),

@@ -27,6 +27,7 @@ typedef struct nd_config {
   int64_t flush_ms;    // NDMEM_FLUSH_MS: trace flush interval
   int64_t compress;    // NDMEM_COMPRESS: the trace's records as one zstd stream
   int64_t growth_cycles; // NDMEM_GROWTH_CYCLES: a site growing this long is reported (0: never)
+  int64_t leak_scan;   // NDMEM_LEAK_SCAN: the reachability scan at exit (reach.c)
   int64_t python;      // NDMEM_PYTHON: Python frames in the stacks of tracked blocks
   int64_t py_depth;    // NDMEM_PY_DEPTH: Python frames per stack, beside NDMEM_DEPTH's native ones
   int64_t workspaces;  // NDMEM_WORKSPACES: route learned cyclic allocations into workspaces

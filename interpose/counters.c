@@ -165,6 +165,22 @@ void nd_counters_snapshot_process(ndmem_stats_t *out) {
   out->tid = nd_os_getpid();
 }
 
+int nd_counters_live_stopped(int kind, int64_t *count, int64_t *bytes) {
+  if (__atomic_load_n(&g.lock, __ATOMIC_ACQUIRE)) return -1; // a shard half retired
+  const nd_kstat_t *r = &g.retired.k[kind], *l = &g.late.k[kind];
+  uint64_t a = r->allocs + l->allocs, f = r->frees + l->frees;
+  uint64_t ab = r->alloc_bytes + l->alloc_bytes, fb = r->free_bytes + l->free_bytes;
+  for (nd_shard_t *s = __atomic_load_n(&g.head, __ATOMIC_ACQUIRE); s; s = s->next) {
+    a += ND_LOAD(s->k[kind].allocs);
+    f += ND_LOAD(s->k[kind].frees);
+    ab += ND_LOAD(s->k[kind].alloc_bytes);
+    fb += ND_LOAD(s->k[kind].free_bytes);
+  }
+  *count = (int64_t)(a - f);
+  *bytes = (int64_t)(ab - fb);
+  return 0;
+}
+
 void nd_counters_snapshot_shard(const nd_shard_t *s, ndmem_stats_t *out) {
   memset(out, 0, sizeof *out);
   for (int i = 0; i < NDMEM_KIND_COUNT; i++) out->kind[i].peak_bytes = ND_LOAD(s->k[i].peak);

@@ -56,6 +56,9 @@ void nd_late_adjust(int kind, uint64_t allocs, uint64_t alloc_bytes, uint64_t fr
 void nd_late_fallback(int fb);
 void nd_counters_snapshot_process(ndmem_stats_t *out);
 void nd_counters_snapshot_shard(const nd_shard_t *s, ndmem_stats_t *out);
+// The live blocks of a kind (allocs - frees) and their bytes, with every other thread stopped
+// (reach.c): no lock taken; -1 when a stopped thread held the registry.
+int nd_counters_live_stopped(int kind, int64_t *count, int64_t *bytes);
 nd_shard_t *nd_counters_first(void);       // registry walk (summary rows)
 void nd_counters_atfork_prepare(void);
 void nd_counters_atfork_parent(void);

@@ -1333,6 +1333,18 @@ void nd_cuda_each_live(void (*fn)(void *ctx, const nd_cuda_block_t *b), void *ct
   nd_spin_unlock(&tab.lock);
 }
 
+int nd_cuda_each_live_stopped(void (*fn)(void *ctx, const nd_cuda_block_t *b), void *ctx) {
+  if (!LD(C.used)) return 0;
+  if (__atomic_load_n(&tab.lock, __ATOMIC_ACQUIRE)) return -1;
+  for (size_t i = 0; i < tab.cap; i++) {
+    blk_t *b = &tab.v[i];
+    if (b->state != 1 || !b->site) continue;
+    nd_cuda_block_t o = {b->key, b->size, b->site, b->born, b->cycle};
+    fn(ctx, &o);
+  }
+  return 0;
+}
+
 void nd_cuda_atfork_prepare(void) { nd_spin_lock(&tab.lock); }
 void nd_cuda_atfork_parent(void) { nd_spin_unlock(&tab.lock); }
 

@@ -25,6 +25,8 @@ typedef struct nd_cuda_block {
   uint64_t born, cycle;
 } nd_cuda_block_t;
 void nd_cuda_each_live(void (*fn)(void *ctx, const nd_cuda_block_t *b), void *ctx);
+// The same with every other thread stopped (reach.c): -1 (and no call) when one holds the table.
+int nd_cuda_each_live_stopped(void (*fn)(void *ctx, const nd_cuda_block_t *b), void *ctx);
 
 // Reads PYTORCH_CUDA_ALLOC_CONF and sets up the device workspaces (at start-up).
 void nd_cuda_setup(char *const *envp);

@@ -136,6 +136,13 @@ void nd_mmap_each_live(void (*fn)(void *ctx, const nd_range_t *r), void *ctx) {
   pthread_mutex_unlock(&map_lock);
 }
 
+int nd_mmap_each_live_stopped(void (*fn)(void *ctx, const nd_range_t *r), void *ctx) {
+  if (pthread_mutex_trylock(&map_lock) != 0) return -1;
+  for (size_t i = 0; i < maps.n; i++) fn(ctx, &maps.v[i]);
+  pthread_mutex_unlock(&map_lock);
+  return 0;
+}
+
 static int accounts(nd_tls_t *t) {
   int mode = t->mode == ND_T_NEW || t->mode == ND_T_FORKED ? nd_thread_prepare(t) : t->mode;
   return mode == ND_T_COUNT || mode == ND_T_DEAD;

@@ -19,18 +19,115 @@
 #include <time.h>
 #include <unistd.h>
 
-void *nd_os_map(size_t size) {
-  int saved = errno;
+// ---------------------------------------------------------------- ndmem's own mappings
+//
+// Every mapping nd_os_map made and nd_os_unmap has not taken back, as [lo, hi) ranges, so that
+// the reachability scan at exit (reach.c) never reads ndmem's tables as the program's memory: the
+// live-block table holds the address of every block, and read as a root it would make them all
+// reachable. Adjacent ranges are joined (the kernel hands out new mappings next to the last);
+// an unmap trims or splits the range holding it. The table is its own mapping, entry 0 (never
+// released). Updates take a spinlock; the scan reads it with every other thread stopped, and an
+// update caught half-done (reach.c checks own_lock first) is waited out by stopping again.
+#define OWN_CAP 65536
+static struct {
+  int lock;
+  uint32_t n;
+  int lost; // a range that did not fit: the scan cannot know all of ndmem's memory
+  uintptr_t (*v)[2];
+} own;
+
+static void *raw_map(size_t size) {
   void *p = (void *)syscall(SYS_mmap, NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                             -1, 0);
-  errno = saved;
   return p == MAP_FAILED ? NULL : p;
+}
+
+static void own_add(uintptr_t lo, uintptr_t hi) {
+  nd_spin_lock(&own.lock);
+  if (!own.v) {
+    own.v = raw_map(OWN_CAP * sizeof *own.v);
+    if (!own.v) {
+      own.lost = 1;
+      nd_spin_unlock(&own.lock);
+      return;
+    }
+    own.v[0][0] = (uintptr_t)own.v;
+    own.v[0][1] = (uintptr_t)own.v + OWN_CAP * sizeof *own.v;
+    __atomic_store_n(&own.n, 1, __ATOMIC_RELEASE);
+  }
+  // The last few entries: where the kernel put the mappings made just before.
+  for (uint32_t i = own.n > 8 ? own.n - 8 : 1; i < own.n; i++) {
+    if (own.v[i][0] == hi) {
+      own.v[i][0] = lo;
+      goto out;
+    }
+    if (own.v[i][1] == lo) {
+      own.v[i][1] = hi;
+      goto out;
+    }
+  }
+  if (own.n == OWN_CAP) {
+    own.lost = 1;
+  } else {
+    own.v[own.n][0] = lo;
+    own.v[own.n][1] = hi;
+    __atomic_store_n(&own.n, own.n + 1, __ATOMIC_RELEASE); // the entry before the count
+  }
+out:
+  nd_spin_unlock(&own.lock);
+}
+
+static void own_remove(uintptr_t lo, uintptr_t hi) {
+  nd_spin_lock(&own.lock);
+  for (uint32_t i = 1; i < own.n; i++) {
+    uintptr_t a = own.v[i][0], b = own.v[i][1];
+    if (lo >= b || hi <= a) continue;
+    if (lo <= a && hi >= b) { // whole: the last entry takes its place
+      own.v[i][0] = own.v[own.n - 1][0];
+      own.v[i][1] = own.v[own.n - 1][1];
+      __atomic_store_n(&own.n, own.n - 1, __ATOMIC_RELEASE);
+      i--;
+    } else if (lo <= a) {
+      own.v[i][0] = hi;
+    } else if (hi >= b) {
+      own.v[i][1] = lo;
+    } else if (own.n < OWN_CAP) { // the middle: split
+      own.v[own.n][0] = hi;
+      own.v[own.n][1] = b;
+      own.v[i][1] = lo;
+      __atomic_store_n(&own.n, own.n + 1, __ATOMIC_RELEASE);
+    } else {
+      own.v[i][1] = lo; // the upper part is forgotten: the scan may read it as a root
+    }
+  }
+  nd_spin_unlock(&own.lock);
+}
+
+static size_t page_round(size_t size) {
+  size_t pg = nd_os_page_size();
+  return (size + pg - 1) & ~(pg - 1);
+}
+
+void *nd_os_map(size_t size) {
+  int saved = errno;
+  void *p = raw_map(size);
+  if (p) own_add((uintptr_t)p, (uintptr_t)p + page_round(size));
+  errno = saved;
+  return p;
 }
 
 void nd_os_unmap(void *p, size_t size) {
   int saved = errno;
+  own_remove((uintptr_t)p, (uintptr_t)p + page_round(size));
   syscall(SYS_munmap, p, size);
   errno = saved;
+}
+
+const uintptr_t (*nd_os_own(size_t *n, int *busy, int *lost))[2] {
+  *busy = __atomic_load_n(&own.lock, __ATOMIC_ACQUIRE) != 0;
+  *lost = own.lost;
+  *n = __atomic_load_n(&own.n, __ATOMIC_ACQUIRE);
+  return (const uintptr_t(*)[2])own.v;
 }
 
 void nd_os_release(void *p, size_t size) {
@@ -137,20 +234,35 @@ void nd_os_sleep_ms(int64_t ms) {
 }
 
 int nd_os_threads;
-void nd_os_threads_atfork_child(void) { nd_os_threads = 0; }
 
 // Each start routine's slot (one per started flag: the trace writer, the limits poller).
 #define OWN_MAX 8
 static void *(*own_fns[OWN_MAX])(void *);
 static int own_n;
 
+static pid_t own_tids[OWN_MAX]; // each routine's thread, once it runs
+
+int nd_os_is_own_thread(pid_t tid) {
+  for (int i = 0; i < OWN_MAX; i++)
+    if (__atomic_load_n(&own_tids[i], __ATOMIC_ACQUIRE) == tid) return 1;
+  return 0;
+}
+
 // Counted while it runs its routine only: the count is never above the threads of ndmem's that
 // the kernel sees (nd_exit_if_alone).
+
 static void *own_thread(void *slot) {
+  __atomic_store_n(&own_tids[(uintptr_t)slot], nd_os_gettid(), __ATOMIC_RELEASE);
   __atomic_fetch_add(&nd_os_threads, 1, __ATOMIC_ACQ_REL);
   void *r = own_fns[(uintptr_t)slot](NULL);
   __atomic_fetch_sub(&nd_os_threads, 1, __ATOMIC_RELEASE);
   return r;
+}
+
+void nd_os_threads_atfork_child(void) {
+  nd_os_threads = 0;
+  own.lock = 0; // its holder is not in the child
+  memset(own_tids, 0, sizeof own_tids);
 }
 
 int nd_os_thread_once(int *started, void *(*fn)(void *)) {
@@ -172,8 +284,13 @@ int nd_os_thread_once(int *started, void *(*fn)(void *)) {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 256 * 1024);
   pthread_t th;
+  __atomic_store_n(&own_tids[slot], 0, __ATOMIC_RELEASE);
   int rc = pthread_create(&th, &attr, own_thread, (void *)(uintptr_t)slot) == 0 ? 0 : -1;
   pthread_attr_destroy(&attr);
+  // Until it has said its tid, the thread could be taken for the program's (reach.c stops those):
+  // it says it first thing, and the wait is bounded (a loaded machine may not run it at once).
+  for (int i = 0; rc == 0 && i < 20000 && !__atomic_load_n(&own_tids[slot], __ATOMIC_ACQUIRE); i++)
+    sched_yield();
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
 }

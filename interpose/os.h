@@ -11,6 +11,10 @@
 
 void *nd_os_map(size_t size);                   // anonymous RW pages, or NULL; never the hooked mmap
 void nd_os_unmap(void *p, size_t size);
+// ndmem's own mappings (nd_os_map's, less what nd_os_unmap took back): *n [lo, hi) ranges, in no
+// order. *busy: a thread was changing the table (read it again once it is done); *lost: some did
+// not fit in it (not all of ndmem's memory is known). For the reachability scan (reach.c).
+const uintptr_t (*nd_os_own(size_t *n, int *busy, int *lost))[2];
 // Gives the pages of [p, p + size) back (page-aligned p): the range stays mapped and reads as
 // zeros from then on, so a lock-free reader still holding it reads zeros, never a fault.
 void nd_os_release(void *p, size_t size);
@@ -32,6 +36,7 @@ void nd_os_sleep_ms(int64_t ms);               // the whole interval, through EI
 int nd_os_thread_once(int *started, void *(*fn)(void *));
 // ndmem's threads running now (atomic; a fork child has none: nd_os_threads_atfork_child).
 extern int nd_os_threads;
+int nd_os_is_own_thread(pid_t tid); // tid is one of those threads (started since the last fork)
 void nd_os_threads_atfork_child(void);
 
 // The spinlock of ndmem's rare paths (registries, tables): no allocation, fork-safe to reset by

@@ -38,6 +38,7 @@ static struct {
   void *(*this_tstate)(void);
   int (*addr2line)(void *code, int addr);
   const void *code_type, *str_type;
+  const void *long_type; // PyLong_Type, for the reachability scan (nd_py_long_type)
   uintptr_t eval_lo, eval_hi;     // _PyEval_EvalFrameDefault
   uintptr_t interp_lo, interp_hi; // the object that holds it: the interpreter
   uint64_t stacks, with_python, frames, dropped; // atomic
@@ -248,6 +249,11 @@ static int range_of(struct dl_phdr_info *info, size_t size, void *ctx) {
   return 0;
 }
 
+const void *nd_py_long_type(unsigned *minor) {
+  *minor = (P.version_hex >> 16) & 0xff;
+  return P.long_type;
+}
+
 void nd_py_modules_changed(void) { __atomic_store_n(&P.tried, 0, __ATOMIC_RELEASE); }
 
 // A symbol of the interpreter, from ndmem's thread or the last flush: a failed look-up leaves its
@@ -308,6 +314,7 @@ void nd_py_detect(void) {
   P.version_hex = version_hex();
   if (!P.version_hex) return; // no interpreter (yet)
   unsigned minor = (P.version_hex >> 16) & 0xff, major = P.version_hex >> 24;
+  if (major == 3 && minor >= 10 && !free_threaded()) P.long_type = look("PyLong_Type");
   const py_layout_t *L = NULL;
   for (size_t i = 0; i < sizeof nd_py_layouts / sizeof nd_py_layouts[0]; i++)
     if (major == 3 && nd_py_layouts[i].minor == minor) L = &nd_py_layouts[i];

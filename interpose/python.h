@@ -44,4 +44,9 @@ void nd_py_record(nd_rec_python_t *r);                    // the PYTHON record n
 int nd_py_code_names(uint64_t id, const char **qualname, size_t *qlen, const char **filename,
                      size_t *flen);
 
+// PyLong_Type of the interpreter found (CPython 3.10 or later, not free-threaded), and its minor
+// version, for the reachability scan (reach.c): an int object can hold an address (PyTorch's
+// `_cdata` handles). NULL: none found.
+const void *nd_py_long_type(unsigned *minor);
+
 #endif

@@ -152,6 +152,8 @@ void nd_mmap_atfork_parent(void);
 void nd_mmap_atfork_child(void);
 struct nd_range;
 void nd_mmap_each_live(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
+// The same with every other thread stopped (reach.c): -1 (and no call) when one holds the table.
+int nd_mmap_each_live_stopped(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
 // Reads which pages of the large mappings are resident (mincore) into nd_lim.untouched; returns it.
 // Only from a thread that holds none of ndmem's locks.
 int64_t nd_mmap_untouched_read(void);

@@ -143,6 +143,9 @@ int nd_blocks_take(uintptr_t addr, nd_block_t *out);
 int nd_blocks_find(uintptr_t addr, nd_block_t *out); // like take, but the block stays
 typedef void (*nd_blocks_fn)(void *ctx, const nd_block_t *b);
 void nd_blocks_each(nd_blocks_fn fn, void *ctx); // locks each stripe in turn
+// The same with every other thread stopped (reach.c): no lock is taken; -1 (and no call) when a
+// stopped thread was changing a stripe, whose entries are then not to be trusted.
+int nd_blocks_each_stopped(nd_blocks_fn fn, void *ctx);
 void nd_blocks_atfork_prepare(void);
 void nd_blocks_atfork_parent(void);
 void nd_blocks_atfork_child(void);

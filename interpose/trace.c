@@ -22,6 +22,7 @@
 #include "regions.h"
 #include "os.h"
 #include "python.h"
+#include "reach.h"
 #include "shim.h"
 #include "sites.h"
 #include "sysmem.h"
@@ -720,11 +721,32 @@ static void ws_record(void *ctx, uint16_t tag, const void *payload, uint32_t siz
   nd_tw_record(&tr.w, tag, payload, size, NULL, 0);
 }
 
-static void block_record(void *ctx, const nd_block_t *b) {
-  uint64_t *count = ctx, n, weight;
+static void block_record_as(uint64_t *count, const nd_block_t *b, unsigned reach) {
+  uint64_t n, weight;
   nd_track_weigh(b, &n, &weight);
-  nd_rec_block_t r = {b->site->id, b->site->kind, b->site->sampled ? ND_SITE_SAMPLED : 0,
+  nd_rec_block_t r = {b->site->id, b->site->kind,
+                      (uint16_t)((b->site->sampled ? ND_SITE_SAMPLED : 0) |
+                                 reach << ND_BLOCK_REACH_SHIFT),
                       b->addr, b->size, weight, b->mono_ns, b->cycle};
+  nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
+  (*count)++;
+}
+
+static void block_record(void *ctx, const nd_block_t *b) { block_record_as(ctx, b, ND_REACH_NONE); }
+
+// A live block as the reachability scan saw it, the other threads stopped (reach.h). A site made
+// after this flush wrote its STACK (by a thread stopped since) has none in the trace: its block is
+// left out, and counted by the reader as live without a record.
+static void scanned_record(void *ctx, const nd_reach_block_t *b) {
+  uint64_t *count = ctx;
+  if (!b->site || !b->site->written) return;
+  if (b->from == ND_REACH_FROM_BLOCKS) {
+    nd_block_t blk = {b->addr, b->site, b->size, b->born, b->cycle};
+    block_record_as(count, &blk, b->reach);
+    return;
+  }
+  nd_rec_block_t r = {b->site->id, b->site->kind, (uint16_t)(b->reach << ND_BLOCK_REACH_SHIFT),
+                      b->addr, b->size, b->size, b->born, b->cycle};
   nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
   (*count)++;
 }
@@ -772,6 +794,7 @@ void nd_trace_flush(int final) {
     return;
   }
   tr.w.fd = fd;
+  int held = 0;
   unsigned long long gen[2] = {0, 0};
   dl_iterate_phdr(loader_generation, gen);
   if (gen[0] != tr.adds || gen[1] != tr.subs) { // the loader's map changed: write it again
@@ -800,16 +823,25 @@ void nd_trace_flush(int final) {
                       __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
   if (final) {
-    uint64_t blocks = 0;
-    nd_blocks_each(block_record, &blocks);
-    nd_mmap_each_live(region_record, &blocks);
-    nd_cuda_each_live(device_record, &blocks);
     if (!tr.exit.mono_ns) nd_trace_set_exit(ND_EXIT_NORMAL, 0);
+    nd_rec_scan_t scan;
+    held = nd_reach_scan((int)tr.exit.how, &scan);
+    nd_tw_record(&tr.w, ND_REC_SCAN, &scan, sizeof scan, NULL, 0);
+    uint64_t blocks = 0;
+    if (held) { // the blocks the scan classed, the threads still stopped
+      nd_reach_each(scanned_record, &blocks);
+    } else {
+      nd_blocks_each(block_record, &blocks);
+      nd_mmap_each_live(region_record, &blocks);
+      nd_cuda_each_live(device_record, &blocks);
+    }
     nd_tw_record(&tr.w, ND_REC_EXIT, &tr.exit, sizeof tr.exit, NULL, 0);
     nd_rec_end_t e = {nd_os_mono_ns(), blocks};
     nd_tw_record(&tr.w, ND_REC_END, &e, sizeof e, NULL, 0);
   }
-  if ((final ? nd_tw_finish(&tr.w) : nd_tw_flush(&tr.w)) != 0) {
+  int bad = (final ? nd_tw_finish(&tr.w) : nd_tw_flush(&tr.w)) != 0;
+  nd_reach_release(); // the other threads go on (from a scan of this final flush)
+  if (bad) {
     warn_once("cannot write trace", tr.path, tr.w.error);
     tr.state = TR_OFF;
   } else if (final) {

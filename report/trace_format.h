@@ -43,8 +43,10 @@
 // writes and ended (ZSTD_e_end) after END, so a trace cut short still decompresses up to its last
 // whole batch and the body of a complete one is a zstd frame (`tail -c +417 T | zstd -d`). A
 // record's offset is then its offset in the decompressed stream, the header counted.
-// Readers accept 1 to 13.
-#define ND_TRACE_VERSION 13
+// 14 added the reachability scan at exit: a SCAN record (how it went) before the BLOCK records,
+// and each BLOCK's class in its flags (ND_BLOCK_REACH_*; 0 before: not scanned).
+// Readers accept 1 to 14.
+#define ND_TRACE_VERSION 14
 #define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
 #define ND_TRACE_MAX_STACK 255 // frames in one STACK record from version 12 (before: 128)
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
@@ -136,6 +138,7 @@ enum nd_rec_tag {
   ND_REC_RESIDENT = 20, // nd_rec_resident_t: anonymous resident memory, before each COUNTERS
   ND_REC_DEVICE_WS = 21, // nd_rec_device_ws_t: one device's workspace (latest wins; version 11)
   ND_REC_DEVICE_SPILL = 22, // nd_rec_device_spill_t: device memory served from host (version 11)
+  ND_REC_SCAN = 23,     // nd_rec_scan_t: the reachability scan at exit (version 14)
   ND_REC_TAG_MAX
 };
 
@@ -221,6 +224,68 @@ typedef struct nd_rec_block {
   uint64_t cycle;   // version 5: the cycle clock at its allocation (0: before the first cycle)
 } nd_rec_block_t;
 _Static_assert(sizeof(nd_rec_block_t) == 48, "block record layout");
+// Version 14: what the reachability scan at exit found of the block (bits 1-3 of `flags`), as
+// memcheck classes it. From the roots (writable segments of loaded objects, other anonymous
+// memory of the program, every thread's stack above its stack pointer and its registers):
+// reachable through a pointer to its start, possibly lost (reached only through interior pointers
+// somewhere on the way), indirectly lost (reached only from lost blocks), definitely lost (no
+// pointer to it anywhere but from the blocks it leads to). Not scanned: no scan ran, or the block
+// was made after it.
+enum nd_block_reach {
+  ND_REACH_NONE = 0,
+  ND_REACH_REACHABLE = 1,
+  ND_REACH_POSSIBLE = 2,
+  ND_REACH_INDIRECT = 3,
+  ND_REACH_LOST = 4,
+  ND_REACH_MAX = 4
+};
+#define ND_BLOCK_REACH_SHIFT 1
+#define ND_BLOCK_REACH_MASK (7u << ND_BLOCK_REACH_SHIFT)
+static inline unsigned nd_block_reach(uint16_t flags) {
+  unsigned r = (flags & ND_BLOCK_REACH_MASK) >> ND_BLOCK_REACH_SHIFT;
+  return r <= ND_REACH_MAX ? r : ND_REACH_NONE;
+}
+
+// How the reachability scan at exit went (version 14; reach.c). status: enum nd_scan_status.
+enum nd_scan_status {
+  ND_SCAN_DONE = 0,       // it ran: the BLOCK records carry its classes
+  ND_SCAN_OFF = 1,        // NDMEM_LEAK_SCAN=0
+  ND_SCAN_NOT_AT_END = 2, // the process did not end by exit or _exit (a signal, a limit's abort)
+  ND_SCAN_BUSY = 3,       // other threads kept ndmem's tables busy every time they were stopped
+  ND_SCAN_NO_SIGNAL = 4,  // no real-time signal was free to stop the other threads with
+  ND_SCAN_OWN_UNKNOWN = 5, // ndmem's own mappings were not all known (its table was full)
+  ND_SCAN_NO_MEMORY = 6,  // no memory for the scan's own tables
+  ND_SCAN_NO_MAPS = 7,    // /proc/self/maps could not be read
+  ND_SCAN_STATUS_MAX = 7
+};
+enum nd_scan_flags {
+  // Every live heap block had a record (the heap's live count equals its tracked blocks): the
+  // allocator's other memory (free chunks, its metadata) holds nothing of the program's and was
+  // not read. Without it that memory is read as roots: it may hold the only pointer to a tracked
+  // block, so a block is never called lost because an untracked one pointed to it (fewer finds).
+  ND_SCAN_COMPLETE = 1,
+  ND_SCAN_ALLOCATOR_KNOWN = 2, // the allocator's regions were told apart (glibc's heaps)
+};
+typedef struct nd_rec_scan {
+  uint64_t mono_ns;     // when it began
+  uint64_t ns;          // how long the world stood still (threads stopped) for it
+  uint32_t status, flags;
+  uint32_t threads;     // other threads of the program found
+  uint32_t unheld;      // of them, those that did not stop (every signal blocked): their stacks
+                        // were read from the stack pointer the kernel shows, their registers not
+  uint64_t blocks;      // live blocks it classed
+  uint64_t root_bytes;  // bytes of roots read (stacks, registers, data, other memory)
+  uint64_t block_bytes; // bytes of reached blocks read
+  uint64_t skipped_bytes; // bytes of roots and blocks never resident (read as zeros, not read)
+  uint64_t untracked_blocks; // live heap blocks without a record (the counters less the table)
+  uint64_t tries;       // times the world was stopped for it
+  // The exact counters of the heap [0] and anonymous mappings [1] while the threads stood still:
+  // the BLOCK records that follow are the tables at that same moment (the threads stay stopped
+  // until END), so what is live and has no record is measured against these, not against the
+  // last COUNTERS record (other threads allocated and freed between the two).
+  int64_t live_count[2], live_bytes[2];
+} nd_rec_scan_t;
+_Static_assert(sizeof(nd_rec_scan_t) == 112, "scan record layout");
 
 typedef struct nd_rec_flush {
   uint64_t mono_ns;
