@@ -241,6 +241,12 @@ long nd_rep_py_innermost(const nd_trace_t *t, const nd_stack_t *s) {
   return -1;
 }
 
+bool nd_rep_py_library(const char *file) {
+  return !file || !strncmp(file, "<frozen ", 8) || strstr(file, "/site-packages/") ||
+         strstr(file, "/dist-packages/") || strstr(file, "/lib/python3.") ||
+         strstr(file, "/lib/pypy");
+}
+
 bool nd_rep_python_only(const report_t *r, const nd_stack_t *s) {
   return r->o->python_only && nd_rep_py_innermost(r->t, s) >= 0;
 }

@@ -11,11 +11,11 @@
 #include <string.h>
 
 const char *const nd_life_names[ND_LIFE_CLASSES] = {
-    "growing", "released at teardown", "live at exit", "held since start-up", "suppressed",
-    "inherited at fork"};
+    "definitely lost", "indirectly lost", "growing", "released at teardown", "live at exit",
+    "possibly lost", "still reachable", "held since start-up", "suppressed", "inherited at fork"};
 const char *const nd_life_keys[ND_LIFE_CLASSES] = {
-    "growing", "released_at_teardown", "live_at_exit", "held_since_startup", "suppressed",
-    "inherited_at_fork"};
+    "definitely_lost", "indirectly_lost", "growing", "released_at_teardown", "live_at_exit",
+    "possibly_lost", "still_reachable", "held_since_startup", "suppressed", "inherited_at_fork"};
 
 #define MIN_BLOCKS 3 // retained blocks born in the steady state before a site can be growing
 #define MIN_RISES 2  // floor rises (and no fall) before a site's history shows growth
@@ -62,7 +62,9 @@ static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_l
   if (l->steady_blocks < MIN_BLOCKS || !l->born_last_ns || !s) return false;
   uint64_t from = r->steady ? r->steady : r->t0;
   if (r->end <= from || l->born_last_ns <= l->steady_first_ns) return false;
-  if ((l->born_last_ns - l->steady_first_ns) * 4 < r->end - from) return false; // a burst
+  // A burst in time, where the cycles cannot tell: with cycles, their spread below is the
+  // evidence (a loop of 30 quick steps in a long job is no burst: one block per step, kept).
+  if (!r->by_cycles && (l->born_last_ns - l->steady_first_ns) * 4 < r->end - from) return false;
   bool final;
   uint32_t rises, drops;
   moves(r, &s->h, &final, &rises, &drops);
@@ -210,8 +212,11 @@ static uint64_t lower(uint64_t est, uint64_t own, uint64_t cap, uint64_t owns, u
 static void cap_estimates(const nd_trace_t *t, nd_lifetimes_t *out) {
   for (int k = 0; k < ND_TRACE_KINDS; k++) {
     const nd_rec_kind_totals_t *c = &t->counters.kind[k];
-    uint64_t live_n = c->live_count > 0 ? (uint64_t)c->live_count : 0;
-    uint64_t live_b = c->live_bytes > 0 ? (uint64_t)c->live_bytes : 0;
+    int64_t cn = c->live_count, cb = c->live_bytes;
+    if (k < 2 && t->have_scan && t->scan.status == ND_SCAN_DONE) // the moment of the BLOCK records
+      cn = t->scan.live_count[k], cb = t->scan.live_bytes[k];
+    uint64_t live_n = cn > 0 ? (uint64_t)cn : 0;
+    uint64_t live_b = cb > 0 ? (uint64_t)cb : 0;
     uint64_t exact_n = 0, exact_b = 0, est_n = 0, est_b = 0, own_n = 0, own_b = 0;
     uint64_t extra_n = 0, extra_b = 0;
     for (size_t i = 0; i < out->n; i++) {
@@ -305,10 +310,20 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     e->born_last = frac(&r, l->born_last_ns);
     e->flagged = flagged(t, l->stack, l->kind);
     const nd_site_t *s = e->site >= 0 ? &t->sites[e->site] : NULL;
+    // Growth first (its evidence is the run's history: a list that keeps a block per step grows
+    // whether its blocks are reachable or lost; the entry says which, e->reach), then the
+    // scan's proof (a lost block is lost whenever it was born), then when memory that was not
+    // lost was kept (held since start-up), then what the scan found of the rest.
+    bool startup = r.steady && l->born_last_ns && !l->born_last_cycle;
+    e->reach = l->reach;
     if (l->inherited) e->cls = ND_LIFE_INHERITED;
     else if (supp && (e->suppressed_by = supp(ctx, l->stack)) != NULL) e->cls = ND_LIFE_SUPPRESSED;
-    else if (r.steady && l->born_last_ns && !l->born_last_cycle) e->cls = ND_LIFE_STARTUP;
-    else if (growing(&r, l, s, e)) e->cls = ND_LIFE_GROWING;
+    else if (!startup && growing(&r, l, s, e)) e->cls = ND_LIFE_GROWING;
+    else if (l->reach == ND_REACH_LOST) e->cls = ND_LIFE_LOST;
+    else if (l->reach == ND_REACH_INDIRECT) e->cls = ND_LIFE_INDIRECT;
+    else if (startup) e->cls = ND_LIFE_STARTUP;
+    else if (l->reach == ND_REACH_POSSIBLE) e->cls = ND_LIFE_POSSIBLE;
+    else if (l->reach == ND_REACH_REACHABLE) e->cls = ND_LIFE_REACHABLE;
     else e->cls = ND_LIFE_LIVE;
   }
   cap_estimates(t, out);

@@ -8,7 +8,12 @@
 //   released at teardown  a site whose floor rose through the run and that freed it only at exit
 //                         (interpreter shutdown, static destructors): growth all the same; one
 //                         that freed nothing until then is counted in the blocks it kept
-//   live at exit          the rest; ndmem does no reachability scan, so this is not "lost"
+//   definitely lost       (version 14, the reachability scan at exit) nothing of the program
+//                         pointed to it: no root, no block but those it leads to
+//   indirectly lost       reached only from definitely lost blocks
+//   live at exit          the rest, where no reachability scan classed it: not proven lost
+//   possibly lost         reached, but only through pointers into blocks' middles
+//   still reachable       a chain of pointers from the roots leads to it (not a leak)
 //   held since start-up   every block born before the steady state began (the first closed
 //                         cycle): tables, pools and buffers a program keeps for its lifetime
 //   suppressed            matched a suppression rule (built-in or the user's)
@@ -29,18 +34,30 @@
 #include <stdint.h>
 
 enum nd_life_class {
-  ND_LIFE_GROWING = 0,
+  ND_LIFE_LOST = 0,
+  ND_LIFE_INDIRECT,
+  ND_LIFE_GROWING,
   ND_LIFE_TEARDOWN,
   ND_LIFE_LIVE,
+  ND_LIFE_POSSIBLE,
+  ND_LIFE_REACHABLE,
   ND_LIFE_STARTUP,
   ND_LIFE_SUPPRESSED,
   ND_LIFE_INHERITED,
   ND_LIFE_CLASSES
 };
-// The classes that are no finding of this process, shown as totals (start-up, suppressed,
-// inherited at fork); the others are listed entry by entry.
+// The classes that are no finding of this process, shown as totals (possibly lost, still
+// reachable, start-up, suppressed, inherited at fork); the others are listed entry by entry.
 static inline bool nd_life_folded(int cls) {
-  return cls == ND_LIFE_STARTUP || cls == ND_LIFE_SUPPRESSED || cls == ND_LIFE_INHERITED;
+  return cls == ND_LIFE_STARTUP || cls == ND_LIFE_SUPPRESSED || cls == ND_LIFE_INHERITED ||
+         cls == ND_LIFE_POSSIBLE || cls == ND_LIFE_REACHABLE;
+}
+// The classes --fail-on-leak fails on: lost memory, growth, and memory live at exit that no scan
+// classed. --fail-on-reachable adds possibly lost and still reachable memory.
+static inline bool nd_life_fails(int cls, bool reachable_too) {
+  return cls == ND_LIFE_LOST || cls == ND_LIFE_INDIRECT || cls == ND_LIFE_GROWING ||
+         cls == ND_LIFE_TEARDOWN || cls == ND_LIFE_LIVE ||
+         (reachable_too && (cls == ND_LIFE_POSSIBLE || cls == ND_LIFE_REACHABLE));
 }
 extern const char *const nd_life_names[ND_LIFE_CLASSES]; // "growing", "released at teardown", ...
 extern const char *const nd_life_keys[ND_LIFE_CLASSES];  // JSON: "growing", "released_at_teardown"
@@ -63,6 +80,7 @@ typedef struct nd_life {
   double secs;
   double born_first, born_last; // births, as fractions of the run (growing, live, start-up)
   bool flagged;        // the shim found it growing while the job ran (a GROWTH record)
+  uint8_t reach;       // enum nd_block_reach of its blocks (a growing entry's too)
   const char *suppressed_by;
 } nd_life_t;
 

@@ -488,12 +488,14 @@ static uint64_t dev_peak(const mproc_t *p) {
   return v;
 }
 
-// The leaks of a process as `ndmemreport TRACE` counts them for --fail-on-leak: growth (growing,
-// released at teardown) and what was live at exit; never what was held since start-up or
-// suppressed.
+// The leaks of a process as `ndmemreport TRACE` counts them for --fail-on-leak (nd_life_fails):
+// lost memory, growth (growing, released at teardown) and what was live at exit unscanned; never
+// what was reachable, held since start-up, suppressed or inherited.
 static uint64_t leak_bytes(const mproc_t *p) {
-  return p->life_bytes[ND_LIFE_GROWING] + p->life_bytes[ND_LIFE_TEARDOWN] +
-         p->life_bytes[ND_LIFE_LIVE];
+  uint64_t b = 0;
+  for (int c = 0; c < ND_LIFE_CLASSES; c++)
+    if (nd_life_fails(c, false)) b += p->life_bytes[c];
+  return b;
 }
 
 // Whether a frame is shown: --python-only keeps the Python frames of a site that has one.

@@ -107,7 +107,9 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "  --limits                    only the limits view\n"
               "  --python-only               only the Python frames of each stack\n"
               "  --no-symbols                frames as path+offset\n"
-              "  --fail-on-leak              exit 1 on a leak or growth; 3 when unchecked\n"
+              "  --fail-on-leak              exit 1 on lost memory or growth; 3 when unchecked\n"
+              "  --fail-on-reachable         --fail-on-leak, and possibly lost and still\n"
+              "                              reachable memory fail too\n"
               "  --fail-on-growth            exit 1 on growth\n"
               "  --suppressions FILE         leaks matching FILE's leak:PATTERN rules are\n"
               "                              not reported (repeatable)\n"
@@ -150,6 +152,8 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       o->fail_on_leak = true;
     } else if (!strcmp(a, "--fail-on-growth")) {
       o->fail_on_growth = true;
+    } else if (!strcmp(a, "--fail-on-reachable")) {
+      o->fail_on_leak = o->fail_on_reachable = true;
     } else if (!strcmp(a, "--brief")) {
       o->brief = true;
     } else if (!strcmp(a, "--workspaces")) {
@@ -255,7 +259,9 @@ static int verdict(const opts_t *o, const report_t *r, FILE *err) {
                       : t->ngrowth > 0;
   if (o->fail_on_growth && growth) return 1;
   if (!o->fail_on_leak) return 0;
-  if (growth || (known && l->entries[ND_LIFE_LIVE])) return 1;
+  if (growth) return 1;
+  for (int c = 0; known && c < ND_LIFE_CLASSES; c++)
+    if (l->entries[c] && nd_life_fails(c, o->fail_on_reachable)) return 1;
   if (!known || !l->unrecorded_blocks) return 0;
   char h[48], b[32] = "";
   nd_rep_human(h, sizeof h, l->unrecorded_bytes);

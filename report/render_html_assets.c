@@ -34,7 +34,7 @@ const char *const nd_html_css[] = {
     "ol.glance .bar{position:absolute;left:0;top:0;bottom:0;background:#f6d7b0;z-index:0}\n"
     "ol.glance .v,ol.glance .tag{position:relative;font-weight:bold}ol.glance li>*{position:relative}\n"
     ".tag{font-size:.8em;color:#555;font-weight:normal}\n"
-    "table.classes{width:100%}table.classes th{width:auto}table.classes tr.c0 th,table.classes tr.c1 th{color:#b00}\n"
+    "table.classes{width:100%}table.classes th{width:auto}table.classes tr.c0 th,table.classes tr.c1 th,table.classes tr.c2 th,table.classes tr.c3 th{color:#b00}\n"
     ".flame input[type=radio]{position:absolute;opacity:0}\n"
     ".flame label{display:inline-block;padding:3px 10px;border:1px solid #ccc;border-bottom:0;\n"
     "border-radius:5px 5px 0 0;cursor:pointer;background:#eee;margin-right:2px}\n"

@@ -139,9 +139,10 @@ static int card_leaked(FILE *o, report_t *r) {
     fprintf(o, " at the end in %zu %s.</p>\n", r->nlive, r->nlive == 1 ? "site" : "sites");
   } else {
     fputs("<table class=\"classes\">\n", o);
-    static const int order[ND_LIFE_CLASSES] = {ND_LIFE_GROWING, ND_LIFE_TEARDOWN, ND_LIFE_LIVE,
-                                               ND_LIFE_STARTUP, ND_LIFE_SUPPRESSED,
-                                               ND_LIFE_INHERITED};
+    static const int order[ND_LIFE_CLASSES] = {
+        ND_LIFE_LOST,     ND_LIFE_INDIRECT,  ND_LIFE_GROWING, ND_LIFE_TEARDOWN,
+        ND_LIFE_LIVE,     ND_LIFE_POSSIBLE,  ND_LIFE_REACHABLE, ND_LIFE_STARTUP,
+        ND_LIFE_SUPPRESSED, ND_LIFE_INHERITED};
     for (int i = 0; i < ND_LIFE_CLASSES; i++) {
       int c = order[i];
       if (!l->entries[c]) continue;
@@ -152,8 +153,9 @@ static int card_leaked(FILE *o, report_t *r) {
     }
     if (!l->n) fputs("<tr><th>nothing</th><td class=\"n\">0 B</td><td></td></tr>\n", o);
     fputs("</table>\n", o);
-    if (l->entries[ND_LIFE_GROWING] + l->entries[ND_LIFE_TEARDOWN] + l->entries[ND_LIFE_LIVE] &&
-        life_rows(o, r, ND_LIFE_GROWING, ND_LIFE_LIVE, false))
+    if (l->entries[ND_LIFE_LOST] + l->entries[ND_LIFE_INDIRECT] + l->entries[ND_LIFE_GROWING] +
+            l->entries[ND_LIFE_TEARDOWN] + l->entries[ND_LIFE_LIVE] &&
+        life_rows(o, r, ND_LIFE_LOST, ND_LIFE_LIVE, false))
       return -1;
   }
   fputs("<p class=\"more\"><a href=\"#growth\">every entry with its stack</a></p></section>\n", o);

@@ -2,6 +2,7 @@
 // render_json.c: ndmemreport's JSON report (nd_rep_json_report, report.h): one document, keys in
 // a fixed order; strings escaped and kept valid UTF-8 (nd_rep_json_str).
 #include "report.h"
+#include "scan.h"
 #include "running.h"
 
 #include <stdlib.h>
@@ -888,6 +889,9 @@ int nd_rep_json_report(FILE *o, report_t *r) {
     if (h->version >= 7) json_py_lines(o, r);
   }
   if (json_growth(o, r)) return -1;
+  fputs("  ", o);
+  nd_scan_json(o, t);
+  fputs(",\n", o);
   if (nd_rep_leaks_known(t)) {
     if (json_lifetimes(o, r)) return -1;
     fputs(",\n  \"live_at_last_flush\": null\n}\n", o);

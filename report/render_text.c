@@ -4,6 +4,7 @@
 // 80-column stream (textwrap.h); and the helpers only text uses (human sizes, plural, seconds).
 #include "fmt.h"
 #include "report.h"
+#include "scan.h"
 #include "running.h"
 
 #include <stdlib.h>
@@ -118,7 +119,25 @@ static int text_stack(FILE *o, report_t *r, uint32_t stack) {
     fputc('\n', o);
   }
   nd_wrap_raw(o, r->wrap, false);
-  if (show < n) fprintf(o, "      (%zu more frames)\n", n - show);
+  if (show < n) {
+    // The program's own Python line, where the frames shown stop short of it (a tensor kept by
+    // train.py under ten frames of torch's): the first Python frame outside the libraries.
+    const nd_frame_t *own = NULL;
+    for (size_t i = 0, k = 0; i < s->depth && !own; i++) {
+      if (!nd_trace_is_pyframe(r->t, ips[i])) {
+        k += !py_only;
+        continue;
+      }
+      const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+      if (!f) return -1;
+      if (!nd_rep_py_library(f->at.file)) own = k++ < show ? NULL : f; // shown: nothing to add
+      else k++;
+      if (!own && !nd_rep_py_library(f->at.file)) break;
+    }
+    fprintf(o, "      (%zu more frames%s", n - show, own ? "; the program's: " : "");
+    if (own) text_pyloc(o, own->at.function, own->at.file, (uint32_t)own->at.line);
+    fputs(")\n", o);
+  }
   return 0;
 }
 
@@ -390,10 +409,12 @@ static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
 }
 
 static const char *const life_heads[ND_LIFE_CLASSES] = {
+    "definitely lost: no pointer to it was left at exit",
+    "indirectly lost: reached only from lost blocks",
     "growing: live bytes rose across the run",
     "released at teardown: grew during the run, freed only at exit",
     "live at exit: not freed, not growing (no reachability scan: not proven lost)",
-    "held since start-up", "suppressed", "inherited at fork"};
+    "possibly lost", "still reachable", "held since start-up", "suppressed", "inherited at fork"};
 
 // The classes in turn: growth first, then what was merely live at exit; start-up and suppressed
 // memory fold into one line each.
@@ -419,6 +440,12 @@ static int text_lifetimes(FILE *o, report_t *r) {
         nd_rep_print_secs(o, l->steady_ns);
         fputs(") and kept\n", o);
       }
+      if (c == ND_LIFE_POSSIBLE)
+        fputs("   reached only through pointers into blocks' middles (memcheck's possibly lost;\n"
+              "   an object behind a header, as CPython's garbage-collected ones)\n", o);
+      if (c == ND_LIFE_REACHABLE)
+        fputs("   a pointer chain from the program's data, stacks or registers led to it at exit\n",
+              o);
       if (c == ND_LIFE_INHERITED)
         fprintf(o, "   born in the parent (pid %llu) before the fork: its memory, not this "
                    "process's\n",
@@ -764,6 +791,7 @@ static void text_summary(FILE *o, report_t *r) {
     text_life_totals(o, &r->life);
     text_judged_line(o, &r->life);
   }
+  nd_scan_text(o, t);
   if (t->nws || t->nescapes || t->escapes_dropped) text_ws_line(o, r);
   if (nd_rep_has_limits(t)) text_limits_line(o, t);
   if (nd_rep_has_devices(t)) text_devices_line(o, t);

@@ -27,7 +27,7 @@ enum nd_format { ND_FMT_TEXT, ND_FMT_JSON, ND_FMT_HTML, ND_FMT_COLLAPSED, ND_FMT
 
 typedef struct opts {
   enum nd_format format;
-  bool brief, fail_on_leak, fail_on_growth, symbols;
+  bool brief, fail_on_leak, fail_on_growth, fail_on_reachable, symbols;
   enum nd_weight collapsed_by; // --collapsed-by (default peak)
   enum nd_weight flame_by;     // --flame-by: what --format svg's flame graph weighs (peak)
   bool workspaces; // --workspaces: the summary's trace and workspaces lines, the view only
@@ -194,6 +194,10 @@ void nd_rep_format_pyversion(char *out, size_t n, uint32_t hex);
 extern const char *const nd_rep_py_states[ND_PY_LAYOUT_DIFFERS + 1];
 long nd_rep_py_innermost(const nd_trace_t *t, const nd_stack_t *s);
 bool nd_rep_python_only(const report_t *r, const nd_stack_t *s);
+// Python code the program did not write: an installed package, the standard library, a frozen
+// module, an unknown file (the shim's live lines tell them apart by the same rules,
+// interpose/names.c).
+bool nd_rep_py_library(const char *file);
 // Whether what was live at the end is a leak: the program ended on its own.
 bool nd_rep_leaks_known(const nd_trace_t *t);
 bool nd_rep_aborted(const nd_trace_t *t);

@@ -75,6 +75,7 @@ static bool match_names(const char *pattern, const nd_frame_view_t *f) {
 typedef struct frame_pat {
   const char *function, *file, *module;
   bool unnamed;
+  bool python; // a Python frame (function: its qualname, file: its file), never a native one
 } frame_pat_t;
 
 // One way a built-in matches: frames f[0] and (with n == 2) the next one, its caller. Anywhere in
@@ -215,12 +216,27 @@ static const builtin_t builtins[] = {
      {{{{.function = "^exit$", .module = "/libc.so"}}, 1, false},
       {{{.function = "^__run_exit_handlers$", .module = "/libc.so"}}, 1, false}},
      2},
+    // PyTorch 1.13's DataLoader (python3-torch): the main process rebuilds every storage a fork
+    // worker shared (file_descriptor strategy), and torch.multiprocessing's SharedCache keeps a
+    // weak reference to each (an 80 B handle, its address held in a Python int), freed once the
+    // cache passes its limit (128, then twice the live ones) and at no fixed time before exit:
+    //   #0 libtorch_python.so+0x573104  #1 libtorch_python.so+0x574273
+    //   #2 rebuild_storage_fd (torch/multiprocessing/reductions.py:310)  #3 Queue.get ...
+    //   #8 <module> (train.py:18)
+    // Only these Python functions of torch's own file, never a program's of that name.
+    {"torch-shared-cache",
+     "PyTorch's cache of the storages fork workers shared (torch.multiprocessing SharedCache)",
+     {{{{.function = "^rebuild_storage_fd$", .file = "/torch/multiprocessing/reductions.py$",
+         .python = true}}, 1, false},
+      {{{.function = "^rebuild_storage_filename$",
+         .file = "/torch/multiprocessing/reductions.py$", .python = true}}, 1, false}},
+     2},
 };
 
 static bool frame_is(const frame_pat_t *p, const nd_frame_view_t *f) {
   // The built-ins name C and C++ runtime functions; a Python function may share a name
-  // ("setlocale", "tzset") and is the program's own code.
-  if (f->python) return false;
+  // ("setlocale", "tzset") and is the program's own code, unless the rule names its file too.
+  if ((bool)f->python != p->python) return false;
   if (p->unnamed && f->function) return false;
   if (p->function && !match_names(p->function, f)) return false;
   if (p->file && !match_n(p->file, f->file, f->file ? strlen(f->file) : 0)) return false;

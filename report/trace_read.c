@@ -29,8 +29,8 @@ _Static_assert(ND_BUF_SIZE >= ND_TRACE_MAX_RECORD + sizeof(nd_rec_t), "buffer ho
 static const char *const tag_names[ND_REC_TAG_MAX] = {
     "?",   "MODULE",    "STACK",     "SITE",   "COUNTERS", "BLOCK",    "FLUSH",
     "END", "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH",   "SNAPSHOT", "SNAP_SITE", "EXIT",
-    "GROWTH", "DEVICE", "CUDA", "PYCODE", "PYTHON", "RESIDENT", "DEVICE_WS", "DEVICE_SPILL"};
-_Static_assert(ND_REC_TAG_MAX == 23, "a name for every record tag");
+    "GROWTH", "DEVICE", "CUDA", "PYCODE", "PYTHON", "RESIDENT", "DEVICE_WS", "DEVICE_SPILL", "SCAN"};
+_Static_assert(ND_REC_TAG_MAX == 24, "a name for every record tag");
 
 static int fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;
@@ -357,7 +357,13 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
   // A fork child's block born at or before its trace's start (the fork) is its parent's: the
   // child inherited it (the shim dates the child's own births after the fork). Kept apart.
   bool inherited = t->hdr.origin == ND_ORIGIN_FORK && b.mono_ns && b.mono_ns <= t->hdr.start_mono_ns;
-  uint64_t key = site_key(b.stack_id, b.kind) | (uint64_t)inherited << 63;
+  // Version 14: the reachability scan's class (0: not scanned), one entry per class.
+  unsigned reach = t->hdr.version >= 14 ? nd_block_reach(b.flags) : ND_REACH_NONE;
+  if (t->hdr.version >= 14 && (b.flags & ND_BLOCK_REACH_MASK) &&
+      ((b.flags & ND_BLOCK_REACH_MASK) >> ND_BLOCK_REACH_SHIFT) > ND_REACH_MAX)
+    return fail(t, off, "BLOCK with an unknown reachability class (%u)",
+                (b.flags & ND_BLOCK_REACH_MASK) >> ND_BLOCK_REACH_SHIFT);
+  uint64_t key = site_key(b.stack_id, b.kind) | (uint64_t)inherited << 63 | (uint64_t)reach << 60;
   long i = map_get(&t->leak_keys, key);
   if (i < 0) {
     long st = map_get(&t->stack_ids, b.stack_id);
@@ -367,7 +373,8 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
         map_put(&t->leak_keys, key, (uint32_t)t->nleaks))
       return fail(t, off, "out of memory");
     i = (long)t->nleaks++;
-    t->leaks[i] = (nd_leak_t){.stack = (uint32_t)st, .kind = b.kind, .inherited = inherited};
+    t->leaks[i] = (nd_leak_t){.stack = (uint32_t)st, .kind = b.kind, .inherited = inherited,
+                              .reach = (uint8_t)reach};
   }
   nd_leak_t *l = &t->leaks[i];
   bool first = !l->exact_blocks && !l->sampled_blocks;
@@ -762,6 +769,7 @@ static uint32_t fixed_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_RESIDENT: return version < 9 ? ND_REC_RESIDENT_V8_SIZE : sizeof(nd_rec_resident_t);
   case ND_REC_DEVICE_WS: return sizeof(nd_rec_device_ws_t);
   case ND_REC_DEVICE_SPILL: return sizeof(nd_rec_device_spill_t);
+  case ND_REC_SCAN: return sizeof(nd_rec_scan_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -797,7 +805,11 @@ static int check_header(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
   if (t->hdr.version < 6 && (r->tag == ND_REC_DEVICE || r->tag == ND_REC_CUDA))
     return fail(t, off, "%s record in a version %u trace (version 6 introduced it)",
                 tag_names[r->tag], t->hdr.version);
+  if (t->hdr.version < 14 && r->tag == ND_REC_SCAN)
+    return fail(t, off, "SCAN record in a version %u trace (version 14 introduced it)",
+                t->hdr.version);
   if (r->tag == ND_REC_EXIT && t->have_exit) return fail(t, off, "a second EXIT record");
+  if (r->tag == ND_REC_SCAN && t->have_scan) return fail(t, off, "a second SCAN record");
   if (r->size > ND_TRACE_MAX_RECORD)
     return fail(t, off, "%s record size %u above the maximum %u", tag_names[r->tag], r->size,
                 ND_TRACE_MAX_RECORD);
@@ -855,6 +867,15 @@ static int on_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char 
       return fail(t, off, "EXIT record with an unknown way of ending (%u)", t->exit.how);
     t->have_exit = true;
     saw_time(t, t->exit.mono_ns);
+    return 0;
+  case ND_REC_SCAN:
+    memcpy(&t->scan, p, sizeof t->scan);
+    if (t->scan.status > ND_SCAN_STATUS_MAX)
+      return fail(t, off, "SCAN record with an unknown status (%u)", t->scan.status);
+    if (t->scan.unheld > t->scan.threads)
+      return fail(t, off, "SCAN record with more threads not held than threads");
+    t->have_scan = true;
+    saw_time(t, t->scan.mono_ns);
     return 0;
   case ND_REC_GROWTH: return on_growth(t, off, p);
   case ND_REC_DEVICE: return on_device(t, off, p);

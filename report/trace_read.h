@@ -83,6 +83,7 @@ typedef struct nd_leak {
   uint32_t stack; // index into nd_trace_t.stacks
   uint16_t kind;
   bool inherited; // a fork child's blocks born before the fork: its parent's (one entry apart)
+  uint8_t reach;  // enum nd_block_reach: the scan's class of its blocks (one entry per class)
   uint64_t exact_bytes, exact_blocks;
   uint64_t est_bytes, sampled_blocks;
   uint64_t sampled_bytes; // the sampled blocks' own requested bytes: what their records prove
@@ -205,6 +206,8 @@ typedef struct nd_trace {
   nd_rec_end_t end;
   bool have_exit;     // an EXIT record (version 4): how the process ended
   nd_rec_exit_t exit;
+  bool have_scan;     // a SCAN record (version 14): the reachability scan at exit
+  nd_rec_scan_t scan;
   bool have_counters;
   nd_rec_counters_t counters; // the latest COUNTERS record
   bool have_resident;       // a RESIDENT record (version 8; version 9: the allocator's view)
