@@ -29,6 +29,7 @@ static void step(int i) {
 }
 
 static void *kept[4096];
+static char *table; // held to exit: still reachable there
 
 int main(int argc, char **argv) {
   if (argc != 5) {
@@ -39,7 +40,7 @@ int main(int argc, char **argv) {
   int steps = atoi(argv[2]), step_ms = atoi(argv[3]), start_ms = atoi(argv[4]);
   int leak = !strcmp(mode, "leak"), keep = !strcmp(mode, "keep");
   if ((!leak && !keep && strcmp(mode, "clean")) || steps < 1 || steps > 4096) return 2;
-  char *table = malloc(1 << 20); // STARTUP:table, held to exit
+  table = malloc(1 << 20); // STARTUP:table, held to exit
   memset(table, 1, 1 << 20);
   pause_ms(start_ms);
   for (int i = 0; i < steps; i++) {

@@ -114,7 +114,8 @@ def check_estimates(name, mode, trace):
             fail("%s: growth at most %d B, its entry %d B" % (name, gr["bytes"], g["bytes"]))
     # Text: the entry's line and its growth line, as JSON has them
     text = t.stdout  # from the classes' lists on (the site lists come before them)
-    text = text[min(text.find(k) % (len(text) + 1) for k in ("\n== growing:", "\n== live at")):]
+    text = text[min(text.find(k) % (len(text) + 1)
+                    for k in ("\n== definitely lost:", "\n== growing:", "\n== live at")):]
     head = re.search(r"^#\d+\s+heap\s+(.*)  \[stack %d\]$" % g["stack_id"], text, re.M)
     if not head:
         return fail("%s: no text line for stack %d" % (name, g["stack_id"]))
@@ -139,7 +140,8 @@ def check_estimates(name, mode, trace):
     # --fail-on-leak: a sample shows the leak (1); where one did not, the blocks are unchecked
     v = subprocess.run([rep, "--fail-on-leak", trace], capture_output=True, text=True)
     found = any(leaks["classes"][c]["stacks"] for c in
-                ("growing", "released_at_teardown", "live_at_exit"))
+                ("definitely_lost", "indirectly_lost", "growing", "released_at_teardown",
+                 "live_at_exit"))
     if v.returncode != (1 if found else 3 if leaks["unrecorded_blocks"] else 0):
         fail("%s: --fail-on-leak exit %d: %s" % (name, v.returncode, v.stderr))
     return g
@@ -212,7 +214,7 @@ def run_cases(tmp):
     p, trace = ndmem_run(tmp, "tiny", ["--fail-on-leak"], [prog, "tiny"])
     if p.returncode != 1 or unchecked_lines(p.stderr) or track_min(trace) != 0:
         fail("tiny: exit %d, track_min %s: %s" % (p.returncode, track_min(trace), p.stderr))
-    if "live at exit 1000 B in 1000 blocks (1 stack)" not in p.stderr:
+    if "definitely lost 1000 B in 1000 blocks (1 stack)" not in p.stderr:
         fail("tiny: the brief report does not name the leak: %s" % p.stderr)
     # a tracking the user chose is kept: the blocks are then unchecked (3), said in one line
     for opts, env in ((["--track-min=8192"], {}), ([], {"NDMEM_TRACK_MIN": "8192"}),

@@ -21,9 +21,10 @@ int main(int argc, char **argv) {
   if (argc > 1) {
     pid_t p = fork();
     if (p == 0) {
-      char *lost = malloc(13370);
+      char *volatile lost = malloc(13370);
       memset(lost, 2, 13370);
       if (!strcmp(argv[1], "fork-free")) free(lost);
+      lost = NULL; // nothing points to it at exit: definitely lost (fork-leak)
       exit(0);
     }
     waitpid(p, &status, 0);

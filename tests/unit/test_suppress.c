@@ -181,7 +181,7 @@ static void files(void) {
 static void builtins(void) {
   nd_supp_t *s = nd_supp_new();
   CHECK_EQ(nd_supp_builtin(s), 0);
-  CHECK_EQ(nd_supp_count(s), 10);
+  CHECK_EQ(nd_supp_count(s), 11);
   for (size_t i = 0; i < nd_supp_count(s); i++) {
     const nd_supp_rule_t *r = nd_supp_rule(s, i);
     CHECK(r->reason && *r->reason);
