@@ -101,26 +101,14 @@ static bool py_library(const char *file) {
          strstr(file, "/lib/pypy");
 }
 
-// "qualname (file:LINE)", the line left out when unknown, as the single report prints a Python
-// frame.
-static void py_name(sbuf_t *b, const nd_frame_t *f) {
-  const char *fn = f->at.function ? f->at.function : "?", *file = f->at.file ? f->at.file : "?";
-  sb_put(b, fn, strlen(fn));
-  sb_put(b, " (", 2);
-  sb_put(b, file, strlen(file));
-  if (f->at.line) sb_fmt(b, ":%d", f->at.line);
-  sb_put(b, ")", 1);
-}
-
-// A stack's frames as merge prints them (text and JSON "frames"), innermost first: a Python
-// frame's "py qualname (file:line)"; a native frame's module basename, function and file:line when
-// known, else module basename + offset (load bases differ between processes; offsets do not); a
-// frame without a module that the symbolizer names (the mark of native frames cut at NDMEM_DEPTH)
-// by that name, any other its address. Each name after its kind byte ('P', 'N') and
-// NUL-terminated (a name may hold any other byte), into `b`. Into `py` its Python line: the
-// innermost Python frame, and where that is library code (np.ones is Python too) the program's
-// own line that called it, " <- " between, as the shim's live lines name a site. False when out
-// of memory.
+// A stack's frames as merge prints them (text and JSON "frames"), innermost first, each named as
+// the single report names it (nd_rep_frame_text) with a native frame's module and file by their
+// base names (paths differ between hosts) and its module before a function whose file is known
+// ("libc.so.6!__libc_start_main (libc-start.c:360)"), a Python frame's after "py ". Each name
+// after its kind byte ('P', 'N') and NUL-terminated (a name may hold any other byte), into `b`.
+// Into `py` its Python line: the innermost Python frame, and where that is library code (np.ones
+// is Python too) the program's own line that called it, " <- " between, as the shim's live lines
+// name a site. False when out of memory.
 static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s, sbuf_t *b,
                         sbuf_t *py) {
   const uint64_t *ips = nd_stack_frames(t, s);
@@ -129,37 +117,17 @@ static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s,
   for (uint32_t i = 0; i < s->depth; i++) {
     const nd_frame_t *f = nd_sym_frame(sym, ips[i]);
     if (!f) return false;
-    const char *fn = f->at.function ? f->at.function : "?", *file = f->at.file ? f->at.file : "?";
     sb_put(b, f->python ? "P" : "N", 1);
-    if (f->python) {
-      sb_put(b, "py ", 3);
-      py_name(b, f);
-      bool lib = py_library(file);
-      if (first || (more && !lib)) {
-        if (!first) sb_put(py, " <- ", 4);
-        py_name(py, f);
-        more = first && lib;
-        first = false;
-      }
-    } else if (f->module && f->at.function && f->at.file) {
-      const char *m = nd_rep_base_name(f->module);
-      file = nd_rep_base_name(f->at.file);
-      sb_put(b, m, strlen(m));
-      sb_put(b, "!", 1);
-      sb_put(b, fn, strlen(fn));
-      sb_put(b, " (", 2);
-      sb_put(b, file, strlen(file));
-      sb_fmt(b, ":%d)", f->at.line);
-    } else if (f->module) {
-      const char *m = nd_rep_base_name(f->module);
-      sb_put(b, m, strlen(m));
-      sb_fmt(b, "+0x%llx", (unsigned long long)f->offset);
-    } else if (f->at.function) {
-      sb_put(b, fn, strlen(fn));
-    } else {
-      sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
-    }
+    nd_rep_frame_text(b, f, ND_NAME_BASE | ND_NAME_MODULE | ND_NAME_PY);
     sb_put(b, "", 1); // the name's end
+    if (!f->python) continue;
+    bool lib = py_library(f->at.file ? f->at.file : "?");
+    if (first || (more && !lib)) {
+      if (!first) sb_put(py, " <- ", 4);
+      nd_rep_frame_text(py, f, 0);
+      more = first && lib;
+      first = false;
+    }
   }
   return !b->oom && !py->oom;
 }
@@ -503,6 +471,33 @@ static bool shown(const merge_t *m, const msite_t *s, const char *k) {
 
 // ---------------------------------------------------------------- text
 
+// A frame's name in at most FRAME_COLS columns: whole where it fits; else the start of its
+// function, "..." and its location whole, where that leaves the function 20 columns
+// ("at::detail::empty_generic(c10::Arr... (libtorch_cpu.so.1.13+0xd51887)"); else "..." and its
+// last FRAME_COLS - 3 bytes (a long path's end names the file).
+#define FRAME_COLS 68
+static void print_frame(FILE *o, const char *name) {
+  size_t len = strlen(name);
+  if (len <= FRAME_COLS) {
+    nd_rep_print_text(o, name);
+    return;
+  }
+  const char *at = strrchr(name, '(');
+  size_t loc = at && at > name && at[-1] == ' ' ? len - (size_t)(at - name) + 1 : len;
+  if (loc + 3 + 20 <= FRAME_COLS) {
+    char head[FRAME_COLS + 1];
+    size_t n = FRAME_COLS - loc - 3;
+    memcpy(head, name, n);
+    head[n] = 0;
+    nd_rep_print_text(o, head);
+    fputs("...", o);
+    nd_rep_print_text(o, name + len - loc);
+    return;
+  }
+  fputs("...", o);
+  nd_rep_print_text(o, name + len - (FRAME_COLS - 3));
+}
+
 // A cell of bytes, "~" before an estimate (sampled blocks), as the single report marks them.
 static const char *cell(char *out, size_t n, uint64_t v, bool est) {
   char h[24];
@@ -697,10 +692,8 @@ static void text_report(FILE *o, const merge_t *m) {
     k = s->frames;
     for (uint32_t f = 0; f < s->nframes && k_shown < show; f++, k = next_frame(k)) {
       if (!shown(m, s, k)) continue;
-      const char *name = k + 1;
-      size_t len = strlen(name);
-      fprintf(o, "      #%-2zu %s", k_shown++, len > 68 ? "..." : "");
-      nd_rep_print_text(o, len > 68 ? name + len - 65 : name);
+      fprintf(o, "      #%-2zu ", k_shown++);
+      print_frame(o, k + 1);
       fputc('\n', o);
     }
     if (show < total) fprintf(o, "      (%zu more frames)\n", total - show);
