@@ -74,6 +74,8 @@ typedef struct msite {
   uint64_t allocs, alloc_bytes; // summed over traces
   uint64_t total, min, median, max;
   size_t in;      // columns with the site
+  size_t procs_in, procs_leak, procs_startup; // traces with the site; with some of it leaked,
+                                              // held since start-up at their end
 } msite_t;
 
 typedef struct merge {
@@ -429,6 +431,12 @@ static int finish_sites(merge_t *m) {
     qsort(v, nc, sizeof *v, cmp_u64);
     s->total = 0, s->in = 0;
     for (size_t c = 0; c < nc; c++) s->total += v[c], s->in += v[c] > 0;
+    s->procs_in = s->procs_leak = s->procs_startup = 0;
+    for (size_t p = 0; p < m->nprocs; p++) {
+      s->procs_in += s->val[p] > 0;
+      s->procs_leak += s->leak[p] > 0;
+      s->procs_startup += s->startup[p] > 0;
+    }
     s->min = v[0], s->max = v[nc - 1];
     size_t h = nc / 2; // an even count: the mean of the middle two, rounded down
     s->median = nc % 2 ? v[h] : v[h - 1] / 2 + v[h] / 2 + (v[h - 1] % 2 + v[h] % 2) / 2;
@@ -649,13 +657,19 @@ static void text_report(FILE *o, const merge_t *m) {
     fputs("  (<=: at most, sampled estimates lowered to what the exact counters show)\n", o);
   size_t n = m->o.top && m->o.top < m->nsites ? m->o.top : m->nsites;
   fprintf(o, "\n== sites by peak live bytes summed over processes (%zu of %zu)\n", n, m->nsites);
-  fputs("   outliers: processes above 2x the median and 1 MiB; a process without the\n"
-        "   site: 0; a process's workers add to it\n", o);
+  if (m->ncols == m->nprocs)
+    fputs("   outliers: processes above 2x the median and 1 MiB; a process without the\n"
+          "   site: 0; a process's workers add to it\n", o);
+  else // "in K of N processes" counts every trace; the statistics go by column
+    fprintf(o, "   min, median, max and outliers over the %zu %s that %s no worker, each\n"
+               "   with its workers' bytes added; outliers: above 2x the median and 1 MiB; a\n"
+               "   process without the site: 0\n",
+            m->ncols, m->ncols == 1 ? "process" : "processes", m->ncols == 1 ? "is" : "are");
   for (size_t i = 0; i < n; i++) {
     const msite_t *s = &m->sites[i];
     fprintf(o, "#%-3zu %-8s total %s in %zu of %zu %s\n", i + 1, nd_rep_kind_names[s->kind],
-            nd_rep_human(a, sizeof a, s->total), s->in, m->ncols,
-            m->ncols == 1 ? "process" : "processes");
+            nd_rep_human(a, sizeof a, s->total), s->procs_in, m->nprocs,
+            m->nprocs == 1 ? "process" : "processes");
     fprintf(o, "      min %s, median %s, max %s\n", nd_rep_human(a, sizeof a, s->min),
             nd_rep_human(b, sizeof b, s->median), nd_rep_human(c, sizeof c, s->max));
     bool any = false;
@@ -668,17 +682,14 @@ static void text_report(FILE *o, const merge_t *m) {
     if (any) fputc('\n', o);
     // What of it was live at the end, by each process's own classes
     uint64_t leak = 0, startup = 0;
-    size_t nleak = 0, nstartup = 0;
-    for (size_t col = 0; col < m->ncols; col++) {
-      leak += s->col_leak[col], nleak += s->col_leak[col] > 0;
-      startup += s->col_startup[col], nstartup += s->col_startup[col] > 0;
-    }
+    for (size_t col = 0; col < m->ncols; col++) leak += s->col_leak[col];
+    for (size_t col = 0; col < m->ncols; col++) startup += s->col_startup[col];
     if (leak)
       fprintf(o, "      leaked %s at the end in %zu of %zu (growing or live at exit)\n",
-              nd_rep_human(a, sizeof a, leak), nleak, m->ncols);
+              nd_rep_human(a, sizeof a, leak), s->procs_leak, m->nprocs);
     if (startup)
       fprintf(o, "      held since start-up %s at the end in %zu of %zu, not a leak\n",
-              nd_rep_human(a, sizeof a, startup), nstartup, m->ncols);
+              nd_rep_human(a, sizeof a, startup), s->procs_startup, m->nprocs);
     const char *py = py_line(s);
     if (py) { // the site's Python line, whatever --frames shows
       fputs("      python  ", o);
@@ -757,10 +768,10 @@ static void json_report(FILE *o, const merge_t *m) {
   for (size_t i = 0; i < n; i++) {
     const msite_t *s = &m->sites[i];
     fprintf(o, "%s\n  {\"stack_key\": \"%016llx\", \"kind\": \"%s\", \"total\": %llu, "
-               "\"ranks_with\": %zu, \"min\": %llu, \"median\": %llu, \"max\": %llu, "
-               "\"allocs\": %llu, \"alloc_bytes\": %llu,\n   \"per_rank\": [",
+               "\"ranks_with\": %zu, \"processes_with\": %zu, \"min\": %llu, "
+               "\"median\": %llu, \"max\": %llu, \"allocs\": %llu, \"alloc_bytes\": %llu,\n   \"per_rank\": [",
             i ? "," : "", (unsigned long long)s->key, nd_rep_kind_names[s->kind],
-            (unsigned long long)s->total, s->in, (unsigned long long)s->min,
+            (unsigned long long)s->total, s->in, s->procs_in, (unsigned long long)s->min,
             (unsigned long long)s->median, (unsigned long long)s->max,
             (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes);
     for (size_t c = 0; c < m->ncols; c++)
