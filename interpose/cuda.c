@@ -589,7 +589,7 @@ static void untrack(call_t *c, const blk_t *b) {
     __atomic_fetch_sub(&v->live, (int64_t)b->size, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&v->granted, (int64_t)b->size, __ATOMIC_RELAXED);
   }
-  if (b->site) nd_site_sub(b->site, 1, b->size);
+  if (b->site && !nd_track_inherited(b->born)) nd_site_sub(b->site, 1, b->size);
 }
 
 // ---------------------------------------------------------------- the device limit

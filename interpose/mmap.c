@@ -68,7 +68,7 @@ static void site_piece(void *ctx, const nd_range_t *r, uint64_t bytes, int what)
     *(uint64_t *)ctx += r->untouched;
   }
   nd_site_t *site = r->tag;
-  if (!site) return;
+  if (!site || nd_track_inherited(r->born)) return; // a fork child's sites count its own only
   nd_site_sub(site, what == ND_PIECE_GONE, bytes);
   if (what == ND_PIECE_SPLIT) nd_site_add(site, 1, 0);
 }

@@ -105,7 +105,7 @@ typedef struct thr {
 static struct {
   node_t *v;
   size_t n, cap;
-  node_t *cont; // nodes that held others: an allocator's mappings (never classed)
+  node_t *cont; // never classed: nodes that held others (an allocator's mappings), device blocks
   size_t ncont, ccap;
   range_t *holes;
   size_t nh, hcap;
@@ -231,9 +231,13 @@ static void node_region(void *ctx, const nd_range_t *r) {
   (void)ctx;
   if (r->tag) add_node(r->start, r->end - r->start, r->born, ND_REACH_FROM_MAPS, r->tag, r->cycle);
 }
+// Device, pinned and managed blocks are not classed: the driver keeps every allocation in its own
+// tables, so each would read as reachable whatever the program did. They are written unclassed.
 static void node_device(void *ctx, const nd_cuda_block_t *b) {
   (void)ctx;
-  add_node((uintptr_t)b->key, b->size, b->born, ND_REACH_FROM_DEVICE, b->site, b->cycle);
+  if (grow((void **)&R.cont, &R.ccap, sizeof *R.cont, R.ncont + 1)) return;
+  R.cont[R.ncont++] = (node_t){.lo = (uintptr_t)b->key, .size = b->size, .born = b->born,
+                               .from = ND_REACH_FROM_DEVICE, .site = b->site, .cycle = b->cycle};
 }
 
 static uint64_t extent(const node_t *n) { return n->size ? n->size : 1; }
@@ -970,7 +974,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
     R.rec.tries++;
     uint64_t t0 = nd_os_mono_ns();
     stop_world(self);
-    R.n = R.nh = R.nm = R.sn = 0;
+    R.n = R.nh = R.nm = R.sn = R.ncont = 0;
     R.oom = 0;
     int64_t *c = R.rec.live_count, *b = R.rec.live_bytes;
     int ok = quiet_tables() && nd_counters_live_stopped(NDMEM_KIND_HEAP, &c[0], &b[0]) == 0 &&
@@ -994,10 +998,10 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
       for (size_t i = 0; i < R.nt; i++) unheld += R.thr[i].state == 0 || R.thr[i].state == 4;
       int complete = heap_live == (int64_t)heap_nodes && !unheld;
       if (complete) R.rec.flags |= ND_SCAN_COMPLETE;
-      R.ncont = 0;
       if (sort_nodes() == 0) {
         for (size_t i = 0; i < R.ncont && complete; i++)
-          add_hole(R.cont[i].lo, R.cont[i].lo + extent(&R.cont[i]));
+          if (R.cont[i].from != ND_REACH_FROM_DEVICE)
+            add_hole(R.cont[i].lo, R.cont[i].lo + extent(&R.cont[i]));
         for (size_t i = 0; i < R.nt; i++) {
           thr_t *t = &R.thr[i];
           if (t->state == 0 || t->state == 4) {

@@ -360,11 +360,16 @@ nd_site_t *nd_site_by_id(uint32_t id) {
   return chunk ? __atomic_load_n(&chunk[id % DIR_CHUNK], __ATOMIC_ACQUIRE) : NULL;
 }
 
-void nd_sites_mark_unwritten(void) {
+void nd_sites_atfork_rebase(void) {
   uint32_t n = nd_sites_count();
   for (uint32_t i = 0; i < n; i++) {
     nd_site_t *s = nd_site_by_id(i);
-    if (s) s->written = 0, s->dirty = 1;
+    if (!s) continue;
+    s->allocs = s->frees = s->alloc_bytes = s->free_bytes = 0;
+    s->peak = s->floor = 0;
+    s->g = NULL; // the parent's growth state (growth.c's pages, left as they are)
+    s->close_win = 0;
+    s->written = 0, s->dirty = 0;
   }
 }
 

@@ -115,7 +115,11 @@ static inline int nd_site_stack(const nd_site_t *s, uintptr_t *out) {
 }
 uint32_t nd_sites_count(void);
 nd_site_t *nd_site_by_id(uint32_t id);
-void nd_sites_mark_unwritten(void);               // fork child: a new trace needs every site again
+// A fork child's sites count from the fork: what the child allocates, and frees of its own
+// blocks (nd_track_inherited: the parent's blocks stay the parent's, in the parent's trace, and
+// are never taken from a site here); windows and growth start again. Every STACK is written to
+// the child's trace again; a SITE record only once the child changed the site.
+void nd_sites_atfork_rebase(void);
 void nd_sites_atfork_prepare(void);
 void nd_sites_atfork_parent(void);
 void nd_sites_atfork_child(void);

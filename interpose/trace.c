@@ -164,7 +164,10 @@ void nd_track_alloc(nd_tls_t *t, void *p, size_t req, int kind) {
   if (!__atomic_load_n(&tr.thread_started, __ATOMIC_RELAXED)) start_thread();
 }
 
+int nd_track_inherited(uint64_t born_ns) { return fork_ns && born_ns <= fork_ns; }
+
 void nd_track_untrack(const nd_block_t *b) {
+  if (ND_UNLIKELY(nd_track_inherited(b->mono_ns))) return; // the parent's (sites.h)
   uint64_t count, weight;
   nd_track_weigh(b, &count, &weight);
   nd_site_sub(b->site, count, weight);
@@ -911,8 +914,10 @@ static void start_thread(void) {
 void nd_trace_atfork_prepare(void) { nd_os_mutex_lock(&tr.lock); }
 void nd_trace_atfork_parent(void) { pthread_mutex_unlock(&tr.lock); }
 // The child writes its own trace (a new file, under its own pid, created at its first
-// allocation: nd_thread_prepare calls nd_trace_create): every site and module must be written
-// there again, and it needs its own writer thread.
+// allocation: nd_thread_prepare calls nd_trace_create): every stack and module must be written
+// there again, its sites count from the fork (nd_sites_atfork_rebase), and it needs its own
+// writer thread. After the CUDA module's fork handler, which takes the parent's device blocks
+// from their sites before they are rebased.
 void nd_trace_atfork_child(void) {
   if (tr.fd >= 0) { // the parent's file: never written by the child
     int saved = errno;
@@ -931,7 +936,7 @@ void nd_trace_atfork_child(void) {
   tr.module_ids = 0;
   tr.thread_started = 0;
   memset(&tr.exit, 0, sizeof tr.exit);
-  nd_sites_mark_unwritten();
+  nd_sites_atfork_rebase();
   nd_py_mark_unwritten();
   nd_allocstat_atfork_child();
   nd_metrics_atfork_child();

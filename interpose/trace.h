@@ -22,6 +22,9 @@ void nd_track_free(void *p);
 struct nd_block;
 void nd_track_weigh(const struct nd_block *b, uint64_t *count, uint64_t *weight);
 void nd_track_untrack(const struct nd_block *b); // its site's totals lose it (a realloc moved it)
+// In a fork child, whether a block or mapping born at born_ns (monotonic) is one it inherited:
+// its parent's, which the child's sites never count (sites.h, nd_sites_atfork_rebase).
+int nd_track_inherited(uint64_t born_ns);
 int nd_track_take(void *p, void *out_block); // for realloc: untrack, keeping the record
 void nd_track_restore(const void *block);   // realloc failed: the old block is live again
 struct nd_site *nd_track_site_here(int kind); // exact site for an mmap, NULL when tracing is off

@@ -65,6 +65,49 @@ void nd_rep_format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak) {
   snprintf(out, n, "%llu.%02u", (unsigned long long)(h / 100), (unsigned)(h % 100));
 }
 
+// A frame's name: the one rule for the text report and merge (report.h, ND_NAME_*).
+void nd_rep_loc_text(sbuf_t *b, const nd_frame_t *f, const nd_loc_t *l, unsigned how) {
+  bool base = how & ND_NAME_BASE;
+  const char *module = base ? nd_rep_base_name(f->module) : f->module;
+  if (l->function && l->file && (how & ND_NAME_MODULE)) {
+    sb_put(b, module, strlen(module));
+    sb_put(b, "!", 1);
+  }
+  if (l->function) {
+    sb_put(b, l->function, strlen(l->function));
+    sb_put(b, " (", 2);
+  }
+  if (l->file) {
+    const char *file = base ? nd_rep_base_name(l->file) : l->file;
+    sb_put(b, file, strlen(file));
+    sb_fmt(b, ":%d", l->line);
+  } else {
+    sb_put(b, module, strlen(module));
+    sb_fmt(b, "+0x%llx", (unsigned long long)f->offset);
+  }
+  if (l->function) sb_put(b, ")", 1);
+}
+
+void nd_rep_frame_text(sbuf_t *b, const nd_frame_t *f, unsigned how) {
+  sb_put(b, "", 0);
+  if (f->python) {
+    const char *fn = f->at.function && *f->at.function ? f->at.function : "?";
+    const char *file = f->at.file && *f->at.file ? f->at.file : "?";
+    if (how & ND_NAME_PY) sb_put(b, "py ", 3);
+    sb_put(b, fn, strlen(fn));
+    sb_put(b, " (", 2);
+    sb_put(b, file, strlen(file));
+    if (f->at.line) sb_fmt(b, ":%d", f->at.line);
+    sb_put(b, ")", 1);
+  } else if (f->module) {
+    nd_rep_loc_text(b, f, &f->at, how);
+  } else if (f->at.function) { // no module: the mark of native frames cut at NDMEM_DEPTH
+    sb_put(b, f->at.function, strlen(f->at.function));
+  } else {
+    sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
+  }
+}
+
 // ---------------------------------------------------------------- analysis
 
 static uint64_t round_count(double x) {

@@ -74,6 +74,8 @@ typedef struct msite {
   uint64_t allocs, alloc_bytes; // summed over traces
   uint64_t total, min, median, max;
   size_t in;      // columns with the site
+  size_t procs_in, procs_leak, procs_startup; // traces with the site; with some of it leaked,
+                                              // held since start-up at their end
 } msite_t;
 
 typedef struct merge {
@@ -93,34 +95,14 @@ static uint64_t hash_key(uint64_t key, uint16_t kind) {
   return h ^ h >> 29;
 }
 
-// Python code the program did not write: an installed package, the standard library, a frozen
-// module (the shim's live lines tell them apart by the same rules, interpose/names.c).
-static bool py_library(const char *file) {
-  return !strncmp(file, "<frozen ", 8) || strstr(file, "/site-packages/") ||
-         strstr(file, "/dist-packages/") || strstr(file, "/lib/python3.") ||
-         strstr(file, "/lib/pypy");
-}
-
-// "qualname (file:LINE)", the line left out when unknown, as the single report prints a Python
-// frame.
-static void py_name(sbuf_t *b, const nd_frame_t *f) {
-  const char *fn = f->at.function ? f->at.function : "?", *file = f->at.file ? f->at.file : "?";
-  sb_put(b, fn, strlen(fn));
-  sb_put(b, " (", 2);
-  sb_put(b, file, strlen(file));
-  if (f->at.line) sb_fmt(b, ":%d", f->at.line);
-  sb_put(b, ")", 1);
-}
-
-// A stack's frames as merge prints them (text and JSON "frames"), innermost first: a Python
-// frame's "py qualname (file:line)"; a native frame's module basename, function and file:line when
-// known, else module basename + offset (load bases differ between processes; offsets do not); a
-// frame without a module that the symbolizer names (the mark of native frames cut at NDMEM_DEPTH)
-// by that name, any other its address. Each name after its kind byte ('P', 'N') and
-// NUL-terminated (a name may hold any other byte), into `b`. Into `py` its Python line: the
-// innermost Python frame, and where that is library code (np.ones is Python too) the program's
-// own line that called it, " <- " between, as the shim's live lines name a site. False when out
-// of memory.
+// A stack's frames as merge prints them (text and JSON "frames"), innermost first, each named as
+// the single report names it (nd_rep_frame_text) with a native frame's module and file by their
+// base names (paths differ between hosts) and its module before a function whose file is known
+// ("libc.so.6!__libc_start_main (libc-start.c:360)"), a Python frame's after "py ". Each name
+// after its kind byte ('P', 'N') and NUL-terminated (a name may hold any other byte), into `b`.
+// Into `py` its Python line: the innermost Python frame, and where that is library code (np.ones
+// is Python too) the program's own line that called it, " <- " between, as the shim's live lines
+// name a site. False when out of memory.
 static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s, sbuf_t *b,
                         sbuf_t *py) {
   const uint64_t *ips = nd_stack_frames(t, s);
@@ -129,37 +111,17 @@ static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s,
   for (uint32_t i = 0; i < s->depth; i++) {
     const nd_frame_t *f = nd_sym_frame(sym, ips[i]);
     if (!f) return false;
-    const char *fn = f->at.function ? f->at.function : "?", *file = f->at.file ? f->at.file : "?";
     sb_put(b, f->python ? "P" : "N", 1);
-    if (f->python) {
-      sb_put(b, "py ", 3);
-      py_name(b, f);
-      bool lib = py_library(file);
-      if (first || (more && !lib)) {
-        if (!first) sb_put(py, " <- ", 4);
-        py_name(py, f);
-        more = first && lib;
-        first = false;
-      }
-    } else if (f->module && f->at.function && f->at.file) {
-      const char *m = nd_rep_base_name(f->module);
-      file = nd_rep_base_name(f->at.file);
-      sb_put(b, m, strlen(m));
-      sb_put(b, "!", 1);
-      sb_put(b, fn, strlen(fn));
-      sb_put(b, " (", 2);
-      sb_put(b, file, strlen(file));
-      sb_fmt(b, ":%d)", f->at.line);
-    } else if (f->module) {
-      const char *m = nd_rep_base_name(f->module);
-      sb_put(b, m, strlen(m));
-      sb_fmt(b, "+0x%llx", (unsigned long long)f->offset);
-    } else if (f->at.function) {
-      sb_put(b, fn, strlen(fn));
-    } else {
-      sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
-    }
+    nd_rep_frame_text(b, f, ND_NAME_BASE | ND_NAME_MODULE | ND_NAME_PY);
     sb_put(b, "", 1); // the name's end
+    if (!f->python) continue;
+    bool lib = nd_rep_py_library(f->at.file ? f->at.file : "?");
+    if (first || (more && !lib)) {
+      if (!first) sb_put(py, " <- ", 4);
+      nd_rep_frame_text(py, f, 0);
+      more = first && lib;
+      first = false;
+    }
   }
   return !b->oom && !py->oom;
 }
@@ -461,6 +423,12 @@ static int finish_sites(merge_t *m) {
     qsort(v, nc, sizeof *v, cmp_u64);
     s->total = 0, s->in = 0;
     for (size_t c = 0; c < nc; c++) s->total += v[c], s->in += v[c] > 0;
+    s->procs_in = s->procs_leak = s->procs_startup = 0;
+    for (size_t p = 0; p < m->nprocs; p++) {
+      s->procs_in += s->val[p] > 0;
+      s->procs_leak += s->leak[p] > 0;
+      s->procs_startup += s->startup[p] > 0;
+    }
     s->min = v[0], s->max = v[nc - 1];
     size_t h = nc / 2; // an even count: the mean of the middle two, rounded down
     s->median = nc % 2 ? v[h] : v[h - 1] / 2 + v[h] / 2 + (v[h - 1] % 2 + v[h] % 2) / 2;
@@ -504,6 +472,33 @@ static bool shown(const merge_t *m, const msite_t *s, const char *k) {
 }
 
 // ---------------------------------------------------------------- text
+
+// A frame's name in at most FRAME_COLS columns: whole where it fits; else the start of its
+// function, "..." and its location whole, where that leaves the function 20 columns
+// ("at::detail::empty_generic(c10::Arr... (libtorch_cpu.so.1.13+0xd51887)"); else "..." and its
+// last FRAME_COLS - 3 bytes (a long path's end names the file).
+#define FRAME_COLS 68
+static void print_frame(FILE *o, const char *name) {
+  size_t len = strlen(name);
+  if (len <= FRAME_COLS) {
+    nd_rep_print_text(o, name);
+    return;
+  }
+  const char *at = strrchr(name, '(');
+  size_t loc = at && at > name && at[-1] == ' ' ? len - (size_t)(at - name) + 1 : len;
+  if (loc + 3 + 20 <= FRAME_COLS) {
+    char head[FRAME_COLS + 1];
+    size_t n = FRAME_COLS - loc - 3;
+    memcpy(head, name, n);
+    head[n] = 0;
+    nd_rep_print_text(o, head);
+    fputs("...", o);
+    nd_rep_print_text(o, name + len - loc);
+    return;
+  }
+  fputs("...", o);
+  nd_rep_print_text(o, name + len - (FRAME_COLS - 3));
+}
 
 // A cell of bytes, "~" before an estimate (sampled blocks), as the single report marks them.
 static const char *cell(char *out, size_t n, uint64_t v, bool est) {
@@ -656,13 +651,19 @@ static void text_report(FILE *o, const merge_t *m) {
     fputs("  (<=: at most, sampled estimates lowered to what the exact counters show)\n", o);
   size_t n = m->o.top && m->o.top < m->nsites ? m->o.top : m->nsites;
   fprintf(o, "\n== sites by peak live bytes summed over processes (%zu of %zu)\n", n, m->nsites);
-  fputs("   outliers: processes above 2x the median and 1 MiB; a process without the\n"
-        "   site: 0; a process's workers add to it\n", o);
+  if (m->ncols == m->nprocs)
+    fputs("   outliers: processes above 2x the median and 1 MiB; a process without the\n"
+          "   site: 0; a process's workers add to it\n", o);
+  else // "in K of N processes" counts every trace; the statistics go by column
+    fprintf(o, "   min, median, max and outliers over the %zu %s that %s no worker, each\n"
+               "   with its workers' bytes added; outliers: above 2x the median and 1 MiB; a\n"
+               "   process without the site: 0\n",
+            m->ncols, m->ncols == 1 ? "process" : "processes", m->ncols == 1 ? "is" : "are");
   for (size_t i = 0; i < n; i++) {
     const msite_t *s = &m->sites[i];
     fprintf(o, "#%-3zu %-8s total %s in %zu of %zu %s\n", i + 1, nd_rep_kind_names[s->kind],
-            nd_rep_human(a, sizeof a, s->total), s->in, m->ncols,
-            m->ncols == 1 ? "process" : "processes");
+            nd_rep_human(a, sizeof a, s->total), s->procs_in, m->nprocs,
+            m->nprocs == 1 ? "process" : "processes");
     fprintf(o, "      min %s, median %s, max %s\n", nd_rep_human(a, sizeof a, s->min),
             nd_rep_human(b, sizeof b, s->median), nd_rep_human(c, sizeof c, s->max));
     bool any = false;
@@ -675,17 +676,14 @@ static void text_report(FILE *o, const merge_t *m) {
     if (any) fputc('\n', o);
     // What of it was live at the end, by each process's own classes
     uint64_t leak = 0, startup = 0;
-    size_t nleak = 0, nstartup = 0;
-    for (size_t col = 0; col < m->ncols; col++) {
-      leak += s->col_leak[col], nleak += s->col_leak[col] > 0;
-      startup += s->col_startup[col], nstartup += s->col_startup[col] > 0;
-    }
+    for (size_t col = 0; col < m->ncols; col++) leak += s->col_leak[col];
+    for (size_t col = 0; col < m->ncols; col++) startup += s->col_startup[col];
     if (leak)
       fprintf(o, "      leaked %s at the end in %zu of %zu (growing or live at exit)\n",
-              nd_rep_human(a, sizeof a, leak), nleak, m->ncols);
+              nd_rep_human(a, sizeof a, leak), s->procs_leak, m->nprocs);
     if (startup)
       fprintf(o, "      held since start-up %s at the end in %zu of %zu, not a leak\n",
-              nd_rep_human(a, sizeof a, startup), nstartup, m->ncols);
+              nd_rep_human(a, sizeof a, startup), s->procs_startup, m->nprocs);
     const char *py = py_line(s);
     if (py) { // the site's Python line, whatever --frames shows
       fputs("      python  ", o);
@@ -699,10 +697,8 @@ static void text_report(FILE *o, const merge_t *m) {
     k = s->frames;
     for (uint32_t f = 0; f < s->nframes && k_shown < show; f++, k = next_frame(k)) {
       if (!shown(m, s, k)) continue;
-      const char *name = k + 1;
-      size_t len = strlen(name);
-      fprintf(o, "      #%-2zu %s", k_shown++, len > 68 ? "..." : "");
-      nd_rep_print_text(o, len > 68 ? name + len - 65 : name);
+      fprintf(o, "      #%-2zu ", k_shown++);
+      print_frame(o, k + 1);
       fputc('\n', o);
     }
     if (show < total) fprintf(o, "      (%zu more frames)\n", total - show);
@@ -766,10 +762,10 @@ static void json_report(FILE *o, const merge_t *m) {
   for (size_t i = 0; i < n; i++) {
     const msite_t *s = &m->sites[i];
     fprintf(o, "%s\n  {\"stack_key\": \"%016llx\", \"kind\": \"%s\", \"total\": %llu, "
-               "\"ranks_with\": %zu, \"min\": %llu, \"median\": %llu, \"max\": %llu, "
-               "\"allocs\": %llu, \"alloc_bytes\": %llu,\n   \"per_rank\": [",
+               "\"ranks_with\": %zu, \"processes_with\": %zu, \"min\": %llu, "
+               "\"median\": %llu, \"max\": %llu, \"allocs\": %llu, \"alloc_bytes\": %llu,\n   \"per_rank\": [",
             i ? "," : "", (unsigned long long)s->key, nd_rep_kind_names[s->kind],
-            (unsigned long long)s->total, s->in, (unsigned long long)s->min,
+            (unsigned long long)s->total, s->in, s->procs_in, (unsigned long long)s->min,
             (unsigned long long)s->median, (unsigned long long)s->max,
             (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes);
     for (size_t c = 0; c < m->ncols; c++)

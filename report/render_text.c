@@ -57,22 +57,7 @@ static const char *plural(uint64_t n, const char *one, const char *many) {
 
 // ---------------------------------------------------------------- text
 
-static void text_loc(FILE *o, const nd_loc_t *l, const nd_frame_t *f) {
-  if (l->function) {
-    nd_rep_print_text(o, l->function);
-    fputs(" (", o);
-  }
-  if (l->file) {
-    nd_rep_print_text(o, l->file);
-    fprintf(o, ":%d", l->line);
-  } else {
-    nd_rep_print_text(o, f->module);
-    fprintf(o, "+0x%llx", (unsigned long long)f->offset);
-  }
-  if (l->function) fputc(')', o);
-}
-
-// A Python frame, or a Python line: "qualname (file.py:LINE)", "qualname (file.py)" for line 0.
+// A Python line: "qualname (file.py:LINE)", "qualname (file.py)" for line 0.
 static void text_pyloc(FILE *o, const char *function, const char *file, uint32_t line) {
   nd_rep_print_text(o, function && *function ? function : "?");
   fputs(" (", o);
@@ -81,22 +66,21 @@ static void text_pyloc(FILE *o, const char *function, const char *file, uint32_t
   fputc(')', o);
 }
 
-// "function (file:line)", "function (module+0xOFF)", "module+0xOFF" or "0xIP", then one line per
-// function the call was inlined into; a Python frame as text_pyloc.
-static void text_frame(FILE *o, const nd_frame_t *f) {
-  if (f->python) {
-    text_pyloc(o, f->at.function, f->at.file, (uint32_t)f->at.line);
-    return;
-  }
-  if (!f->module) {
-    fprintf(o, "0x%llx", (unsigned long long)f->ip);
-    return;
-  }
-  text_loc(o, &f->at, f);
-  for (size_t i = 0; i < f->ninlined; i++) {
+// A frame as nd_rep_frame_text names it (merge names frames by the same rule), then one line per
+// function the call was inlined into; `b` is scratch. -1 when out of memory.
+static int text_frame(FILE *o, const nd_frame_t *f, sbuf_t *b) {
+  b->len = 0;
+  nd_rep_frame_text(b, f, 0);
+  if (b->oom) return -1;
+  nd_rep_print_text(o, b->p);
+  for (size_t i = 0; !f->python && f->module && i < f->ninlined; i++) {
+    b->len = 0;
+    nd_rep_loc_text(b, f, &f->inlined_into[i], 0);
+    if (b->oom) return -1;
     fputs("\n          inlined into ", o);
-    text_loc(o, &f->inlined_into[i], f);
+    nd_rep_print_text(o, b->p);
   }
+  return 0;
 }
 
 // The frames of a stack, --frames of them; --python-only: only the Python frames of a stack that
@@ -110,14 +94,18 @@ static int text_stack(FILE *o, report_t *r, uint32_t stack) {
   size_t show = r->o->frames && r->o->frames < n ? r->o->frames : n;
   if (!n) fputs("      (no frames)\n", o);
   nd_wrap_raw(o, r->wrap, true); // frames whole
+  sbuf_t b = {0};
   for (size_t i = 0, k = 0; k < show; i++) {
     if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
-    if (!f) return -1;
     fprintf(o, "      #%-2zu ", k++);
-    text_frame(o, f);
+    if (!f || text_frame(o, f, &b)) {
+      free(b.p);
+      return -1;
+    }
     fputc('\n', o);
   }
+  free(b.p);
   nd_wrap_raw(o, r->wrap, false);
   if (show < n) {
     // The program's own Python line, where the frames shown stop short of it (a tensor kept by

@@ -153,6 +153,20 @@ void nd_rep_format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak);
 void nd_rep_format_pct(char *out, size_t n, uint64_t v, uint64_t limit);
 // "12.345 s": nanoseconds as seconds to the millisecond (rounded down).
 void nd_rep_print_secs(FILE *o, uint64_t ns);
+// A frame's name as the text report and merge print it, appended to `b` (NUL-terminated, its
+// bytes as the trace has them: print with nd_rep_print_text): a Python frame "qualname
+// (file.py:LINE)"; a native one "function (file:LINE)", "function (module+0xOFF)" where no file
+// is known, "module+0xOFF" where no function is; a frame outside every module its function (the
+// mark of native frames cut at NDMEM_DEPTH) or "0xIP". nd_rep_loc_text names one position of a
+// native frame (its `at`, or a function it was inlined into) by the same rule. `how`: ND_NAME_*.
+enum {
+  ND_NAME_BASE = 1,   // a native frame's module and file by their base names (merge: the traces
+                      // of a job come from hosts with other paths)
+  ND_NAME_MODULE = 2, // "module!function (file:LINE)": the module even where a file is known
+  ND_NAME_PY = 4      // "py " before a Python frame
+};
+void nd_rep_frame_text(sbuf_t *b, const nd_frame_t *f, unsigned how);
+void nd_rep_loc_text(sbuf_t *b, const nd_frame_t *f, const nd_loc_t *l, unsigned how);
 
 // The analysis (analyse.c): sorts the sites, leaks and workspaces and classifies what was live at
 // exit; -1 when out of memory.

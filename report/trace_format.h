@@ -172,7 +172,10 @@ _Static_assert(sizeof(nd_rec_stack_t) == 8, "stack record layout");
 enum nd_site_flags { ND_SITE_SAMPLED = 1 }; // totals are estimates scaled from samples
 
 // One allocation site (a stack and a memory kind) and its totals so far. Bytes are requested
-// sizes; for a sampled site they are unbiased estimates of the sampled population.
+// sizes; for a sampled site they are unbiased estimates of the sampled population. A fork child
+// (ND_ORIGIN_FORK) counts from the fork: its own blocks, never those it inherited (its parent's,
+// in its parent's trace, even where the child frees them); a site it never changed has no SITE
+// record there. A fork child's trace from before this rule counted its parent's totals too.
 typedef struct nd_rec_site {
   uint32_t stack_id;
   uint16_t kind; // enum ndmem_kind

@@ -1426,6 +1426,10 @@ static void merge_rank(int r) {
 //   W  heap  numpy+0x1100 < worker_loop (/nonexistent/app/data.py:7): 256 KiB peak in each
 //            worker, freed; merged into its rank's column: 512 KiB in rank 1's, 256 KiB in 0's
 //   M  heap  launcher+0x200: 64 KiB peak in the launcher, freed
+// Fork worker 301 inherited one of rank 1's K blocks (256 KiB, born 10 ms before its fork) and
+// holds it at its _exit: its parent's, classed inherited at fork there; its sites count its own
+// blocks only (no SITE record of K), so merge counts K once, in rank 1's 2 MiB, and no worker
+// leaks.
 // Every process exits 0 (fork workers _exit 0); the launcher ends last.
 static void job_trace(const char *which) {
   uint64_t exe = EXE, blas = FOO, np = NUMPY;
@@ -1468,14 +1472,25 @@ static void job_trace(const char *which) {
     nd_rec_flush_t f = {T0 + 395 * MS, 1, 0, 0};
     nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
   } else if (wk) {
+    int inherits = fk && wn == 1; // pid 301 holds a block of its parent's, rank 1's K
     pycode(5, 1, "worker_loop", "/nonexistent/app/data.py");
     const uint64_t ws[] = {np + 0x1100, nd_pyframe(5, 7)};
     stack(40 + wn, 2, ws);
     site(40 + wn, 0, 0, 4, 4, mib, mib, 256 * KIB);
-    counters(T0 + 290 * MS, 1, (kt_t){0, 256 * KIB, 0, 4, 4}, (kt_t){0, 0, 0, 0, 0},
-             (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 4, [FREE] = 4}, 0);
+    if (inherits) {
+      pycode(7, 20, "step", "/nonexistent/app/train.py");
+      pycode(8, 1, "<module>", "/nonexistent/app/train.py");
+      const uint64_t k[] = {np + 0x1100, nd_pyframe(7, 23), nd_pyframe(8, 40)};
+      stack(11, 3, k);
+    }
+    uint64_t held = inherits ? 256 * KIB : 0;
+    counters(T0 + 290 * MS, 1, (kt_t){(int64_t)held, (int64_t)(held + 256 * KIB), inherits,
+                                      4 + (uint64_t)inherits, 4},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0},
+             (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 4, [FREE] = 4}, 0);
     nd_rec_flush_t f = {T0 + 295 * MS, 1, 0, 0};
     nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    if (inherits) block(11, 0, 0, 0x600000000000ull, 256 * KIB, 256 * KIB, T0 - 10 * MS);
   } else {
     pycode(7, 20, "step", "/nonexistent/app/train.py");
     pycode(8, 1, "<module>", "/nonexistent/app/train.py");
@@ -1507,7 +1522,7 @@ static void job_trace(const char *which) {
   nd_rec_exit_t x = {T0 + (end_ms - 2) * MS, fk ? ND_EXIT_UNDERSCORE : ND_EXIT_NORMAL, 0,
                      (uint32_t)pid, 0};
   nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
-  end(T0 + end_ms * MS, launcher || wk ? 0 : r1 ? 9 : 1);
+  end(T0 + end_ms * MS, launcher || sp || (fk && wn == 2) ? 0 : fk ? 1 : r1 ? 9 : 1);
 }
 
 // ---------------------------------------------------------------- diff-a / diff-b
