@@ -21,7 +21,7 @@ import time
 JEMALLOC = ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"]
 
 
-def run(prog, mib, env_extra, rep, tmp):
+def run(prog, mib, env_extra, tmp):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NDMEM_")}
     env.update(env_extra)
     trace = os.path.join(tmp, "s.trace")
@@ -70,7 +70,7 @@ def main():
             res = {name: [] for name, _ in configs}
             for r in range(a.reps):
                 for name, env in configs:
-                    res[name].append(run(prog, mib, env, r, tmp))
+                    res[name].append(run(prog, mib, env, tmp))
             base = statistics.median(x[0] for x in res["glibc"])
             ideal = statistics.median(x[1] for x in res["glibc"])
             gib = res["glibc"][0][2] / (1 << 30)
