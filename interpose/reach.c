@@ -329,9 +329,12 @@ static inline void hit(uint64_t w) {
 // tensors' addresses in ints (`_cdata`, the weak references of its shared-memory cache), and no
 // word of memory holds them whole (30-bit digits). Where the word read is PyLong_Type (an int's
 // ob_type), the size and digits after it are read: 3.10 and 3.11 keep the digit count in
-// ob_size, 3.12 on in lv_tag (count << 3 | sign; 0 is positive).
-static void py_int(const uint64_t *p, uintptr_t hi) {
-  if ((uintptr_t)(p + 3) > hi) return;
+// ob_size, 3.12 on in lv_tag (count << 3 | sign; 0 is positive). A dead int's memory keeps its
+// type and digits; its reference count does not survive (pymalloc's free list writes its first
+// word): only an int whose count is a count (1 to 2^40: an immortal one's too) is read.
+static void py_int(const uint64_t *p, uintptr_t lo, uintptr_t hi) {
+  if ((uintptr_t)(p - 1) < lo || (uintptr_t)(p + 3) > hi) return;
+  if (p[-1] - 1 >= (1ull << 40) - 1 && p[-1] != 0xffffffffull) return;
   uint64_t size = p[1], n;
   if (R.py_minor >= 12) {
     if (size & 3) return; // zero or negative
@@ -352,7 +355,7 @@ static void py_int(const uint64_t *p, uintptr_t hi) {
 static void read_words(uintptr_t lo, uintptr_t hi) {
   lo = (lo + 7) & ~(uintptr_t)7;
   for (const uint64_t *p = (const uint64_t *)lo; (uintptr_t)(p + 1) <= hi; p++) {
-    if (__builtin_expect(*p == R.py_long && R.py_long, 0)) py_int(p, hi);
+    if (__builtin_expect(*p == R.py_long && R.py_long, 0)) py_int(p, lo, hi);
     hit(*p);
   }
 }
