@@ -75,9 +75,11 @@ static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_l
   } else if (!floor_rose || (l->born_last_ns - from) * 4 < (r->end - from) * 3) {
     return false;
   }
+  uint64_t cycles = l->steady_last_cycle - l->steady_first_cycle;
+  if (nd_growth_below_floor(l->steady_bytes, cycles ? cycles : rises)) return false; // no finding
   e->grew = l->steady_bytes;
   e->grew_blocks = l->steady_blocks;
-  e->cycles = l->steady_last_cycle - l->steady_first_cycle;
+  e->cycles = cycles;
   // One block per k cycles: counted in blocks, so not where samples stand for blocks unseen
   // (their growth is said in bytes per cycle; cap_growth estimates its blocks).
   e->per_cycles = e->cycles && l->steady_blocks > 1 && !l->sampled_blocks
@@ -131,7 +133,7 @@ static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
                         ? (e->cycles + e->grew_blocks / 2) / e->grew_blocks
                         : 0;
   }
-  return true;
+  return !nd_growth_below_floor(e->grew, e->cycles ? e->cycles : rises); // else no finding
 }
 
 // Whether growth could be judged (nd_life_judged_t): the windows of the span, and where there are
