@@ -9,6 +9,9 @@
 //                         (interpreter shutdown, static destructors): growth all the same; one
 //                         that freed nothing until then is counted in the blocks it kept
 //   live at exit          the rest; ndmem does no reachability scan, so this is not "lost"
+//   bounded cache         a site that grew in the steady state, then held its bytes flat to the
+//                         end, for the last third of it at least and long against how it rose
+//                         (cache(), lifetime.c): a cache that filled, then held; no finding
 //   held since start-up   every block born before the steady state began (the first closed
 //                         cycle): tables, pools and buffers a program keeps for its lifetime
 //   suppressed            matched a suppression rule (built-in or the user's)
@@ -32,6 +35,7 @@ enum nd_life_class {
   ND_LIFE_GROWING = 0,
   ND_LIFE_TEARDOWN,
   ND_LIFE_LIVE,
+  ND_LIFE_CACHE,
   ND_LIFE_STARTUP,
   ND_LIFE_SUPPRESSED,
   ND_LIFE_INHERITED,
@@ -62,6 +66,10 @@ typedef struct nd_life {
   uint64_t grew, grew_blocks, cycles, per_cycles;
   double secs;
   double born_first, born_last; // births, as fractions of the run (growing, live, start-up)
+  // A bounded cache's plateau: `flat_bytes` held from cycle `flat_from` to the last, for
+  // `flat_cycles` cycles; seen flat in `flat_windows` flush windows (0: judged by its births, a
+  // site that never freed).
+  uint64_t flat_bytes, flat_from, flat_cycles, flat_windows;
   bool flagged;        // the shim found it growing while the job ran (a GROWTH record)
   const char *suppressed_by;
 } nd_life_t;

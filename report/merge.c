@@ -67,10 +67,10 @@ typedef struct msite {
   uint32_t nframes;
   char *python;  // its Python line (frame_names), or NULL
   // Per trace: its peak live bytes; what of it was live at the end as a leak (growing, released
-  // at teardown, live at exit) and as held since start-up, by the trace's own classes. One
-  // allocation, val first.
-  uint64_t *val, *leak, *startup;
-  uint64_t *col, *col_leak, *col_startup; // the same per column (finish_sites), col first
+  // at teardown, live at exit), as held since start-up and as a bounded cache, by the trace's own
+  // classes. One allocation, val first.
+  uint64_t *val, *leak, *startup, *cache;
+  uint64_t *col, *col_leak, *col_startup, *col_cache; // the same per column (finish_sites)
   uint64_t allocs, alloc_bytes; // summed over traces
   uint64_t total, min, median, max;
   size_t in;      // columns with the site
@@ -206,12 +206,13 @@ static msite_t *site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_
   }
   msite_t *s = &m->sites[m->nsites];
   *s = (msite_t){.key = key, .kind = kind, .frames = b.p, .nframes = st->depth, .python = py.p,
-                 .val = calloc(3 * m->nprocs, sizeof *s->val)};
+                 .val = calloc(4 * m->nprocs, sizeof *s->val)};
   if (!s->val) {
     free(b.p), free(py.p);
     return NULL;
   }
   s->leak = s->val + m->nprocs, s->startup = s->val + 2 * m->nprocs;
+  s->cache = s->val + 3 * m->nprocs;
   m->slots[j] = (uint32_t)++m->nsites;
   return s;
 }
@@ -276,8 +277,8 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
     p->life_est[c] = rep.life.est[c];
     p->life_most[c] = rep.life.most_bytes[c];
   }
-  // Each entry's bytes at its site: a leak or held since start-up (suppressed or inherited at
-  // fork: neither; the parent's column has what a worker inherited).
+  // Each entry's bytes at its site: a leak, held since start-up or a bounded cache (suppressed
+  // or inherited at fork: none; the parent's column has what a worker inherited).
   for (size_t j = 0; p->leaks_known && j < rep.life.n; j++) {
     const nd_life_t *e = &rep.life.v[j];
     if (e->cls == ND_LIFE_SUPPRESSED || e->cls == ND_LIFE_INHERITED) continue;
@@ -290,6 +291,7 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
       goto oom;
     }
     if (e->cls == ND_LIFE_STARTUP) s->startup[i] += e->bytes;
+    else if (e->cls == ND_LIFE_CACHE) s->cache[i] += e->bytes;
     else s->leak[i] += e->bytes;
   }
   nd_rep_analysis_free(&rep);
@@ -447,15 +449,16 @@ static int finish_sites(merge_t *m) {
   if (!v) return -1;
   for (size_t i = 0; i < m->nsites; i++) {
     msite_t *s = &m->sites[i];
-    if (!(s->col = calloc(3 * nc, sizeof *s->col))) {
+    if (!(s->col = calloc(4 * nc, sizeof *s->col))) {
       free(v);
       return -1;
     }
-    s->col_leak = s->col + nc, s->col_startup = s->col + 2 * nc;
+    s->col_leak = s->col + nc, s->col_startup = s->col + 2 * nc, s->col_cache = s->col + 3 * nc;
     for (size_t p = 0; p < m->nprocs; p++) {
       s->col[m->procs[p].col] += s->val[p];
       s->col_leak[m->procs[p].col] += s->leak[p];
       s->col_startup[m->procs[p].col] += s->startup[p];
+      s->col_cache[m->procs[p].col] += s->cache[p];
     }
     memcpy(v, s->col, nc * sizeof *v);
     qsort(v, nc, sizeof *v, cmp_u64);
@@ -489,8 +492,8 @@ static uint64_t dev_peak(const mproc_t *p) {
 }
 
 // The leaks of a process as `ndmemreport TRACE` counts them for --fail-on-leak: growth (growing,
-// released at teardown) and what was live at exit; never what was held since start-up or
-// suppressed.
+// released at teardown) and what was live at exit; never what was held since start-up, a bounded
+// cache or suppressed.
 static uint64_t leak_bytes(const mproc_t *p) {
   return p->life_bytes[ND_LIFE_GROWING] + p->life_bytes[ND_LIFE_TEARDOWN] +
          p->life_bytes[ND_LIFE_LIVE];
@@ -602,7 +605,7 @@ static void text_heading(FILE *o, const merge_t *m) {
 }
 
 static void text_report(FILE *o, const merge_t *m) {
-  char a[32], b[32], c[32], d[32], e[32], lab[80];
+  char a[32], b[32], c[32], d[32], e[32], f[32], lab[80];
   bool most = false; // a cell says "<=
   text_heading(o, m);
   fputs("  process       trace                host:pid            ended         duration\n", o);
@@ -632,24 +635,25 @@ static void text_report(FILE *o, const merge_t *m) {
   }
   fputs("  (peak device: the highest of the devices)\n", o);
   fputs("\n  live at the end, as ndmemreport TRACE classes it for each trace alone\n", o);
-  fputs("  process             leaks      growing  live at exit     start-up\n", o);
+  fputs("  process             leaks      growing  live at exit     start-up        cache\n", o);
   for (size_t x = 0; x < m->nprocs; x++) {
     const mproc_t *p = &m->procs[m->order[x]];
     if (p->worker) snprintf(lab, sizeof lab, " worker %u", p->worker);
     else snprintf(lab, sizeof lab, "%s", m->cols[p->col].label);
     if (!p->leaks_known) {
-      fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s\n", lab, "-", "-", "-", "-");
+      fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s  %11s\n", lab, "-", "-", "-", "-", "-");
       continue;
     }
-    fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s\n", lab,
+    fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s  %11s\n", lab,
             life_cell(a, sizeof a, p, ND_LIFE_GROWING, ND_LIFE_TEARDOWN, ND_LIFE_LIVE, &most),
             life_cell(b, sizeof b, p, ND_LIFE_GROWING, ND_LIFE_TEARDOWN, -1, &most),
             life_cell(c, sizeof c, p, ND_LIFE_LIVE, -1, -1, &most),
-            life_cell(e, sizeof e, p, ND_LIFE_STARTUP, -1, -1, &most));
+            life_cell(e, sizeof e, p, ND_LIFE_STARTUP, -1, -1, &most),
+            life_cell(f, sizeof f, p, ND_LIFE_CACHE, -1, -1, &most));
   }
   fputs("  (leaks: growing, released at teardown (in growing) and live at exit; start-up:\n"
-        "  held since start-up, not a leak; suppressed and inherited at fork: in none;\n"
-        "  -: no normal exit)\n", o);
+        "  held since start-up, and cache: a bounded cache, not leaks; suppressed and\n"
+        "  inherited at fork: in none; -: no normal exit)\n", o);
   if (most) // only where one was, so that other jobs' reports stay as they were
     fputs("  (<=: at most, sampled estimates lowered to what the exact counters show)\n", o);
   size_t n = m->o.top && m->o.top < m->nsites ? m->o.top : m->nsites;
@@ -672,11 +676,12 @@ static void text_report(FILE *o, const merge_t *m) {
     }
     if (any) fputc('\n', o);
     // What of it was live at the end, by each process's own classes
-    uint64_t leak = 0, startup = 0;
-    size_t nleak = 0, nstartup = 0;
+    uint64_t leak = 0, startup = 0, cache = 0;
+    size_t nleak = 0, nstartup = 0, ncache = 0;
     for (size_t col = 0; col < m->ncols; col++) {
       leak += s->col_leak[col], nleak += s->col_leak[col] > 0;
       startup += s->col_startup[col], nstartup += s->col_startup[col] > 0;
+      cache += s->col_cache[col], ncache += s->col_cache[col] > 0;
     }
     if (leak)
       fprintf(o, "      leaked %s at the end in %zu of %zu (growing or live at exit)\n",
@@ -684,6 +689,9 @@ static void text_report(FILE *o, const merge_t *m) {
     if (startup)
       fprintf(o, "      held since start-up %s at the end in %zu of %zu, not a leak\n",
               nd_rep_human(a, sizeof a, startup), nstartup, m->ncols);
+    if (cache)
+      fprintf(o, "      held as a bounded cache %s at the end in %zu of %zu, not a leak\n",
+              nd_rep_human(a, sizeof a, cache), ncache, m->ncols);
     const char *py = py_line(s);
     if (py) { // the site's Python line, whatever --frames shows
       fputs("      python  ", o);
@@ -778,6 +786,9 @@ static void json_report(FILE *o, const merge_t *m) {
     fputs("], \"startup_per_rank\": [", o);
     for (size_t c = 0; c < m->ncols; c++)
       fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col_startup[c]);
+    fputs("], \"cache_per_rank\": [", o);
+    for (size_t c = 0; c < m->ncols; c++)
+      fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col_cache[c]);
     fputs("],\n   \"outliers\": [", o);
     bool any = false;
     for (size_t c = 0; c < m->ncols; c++) {

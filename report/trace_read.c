@@ -274,6 +274,7 @@ static uint64_t site_key(uint32_t stack_id, uint16_t kind) {
 
 // Folds a SITE record into its site's history (nd_site_hist_t).
 static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_site_t *s) {
+  uint64_t live = h->live, win = h->win, cycle = h->cycle; // the previous record's
   if (h->records) { // the previous latest record's move now belongs to the run
     if (h->move > 0) h->rises_any++;
     if (h->move < 0) h->drops_any++;
@@ -284,6 +285,12 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     // changed, so at the latest in the window just before this record's (seq - 1).
     if (h->move > 0 && !h->rising) h->rise_seq = t->flushes, h->rising = true;
     if (h->move < 0) h->rising = false;
+    if (h->move > 0) { // a pause: a window without a rise since the previous rise
+      uint64_t pause = s->cycle > h->rise_cycle ? s->cycle - h->rise_cycle : 0;
+      if (h->rise_cycle && t->flushes > h->rise_at && pause > h->max_pause) h->max_pause = pause;
+      h->rise_cycle = s->cycle;
+      h->rise_at = t->flushes + 1;
+    }
     if (h->move > 0) {
       h->tail_drops = 0;
     } else if (h->move < 0 && !h->tail_drops++) {
@@ -303,6 +310,7 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
   if (h->records == 1) h->rise_seq = h->seq;
   h->floor = s->floor_bytes;
   h->cycle = s->cycle;
+  h->win = t->steady_windows;
   h->allocs = s->allocs;
   h->alloc_bytes = s->alloc_bytes;
   h->frees = s->frees;
@@ -321,6 +329,11 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     h->peak_cycle = s->cycle;
     h->peak_rec = h->records;
     h->peak_seq = h->seq;
+    // Its live bytes stood at the new floor at the previous record already (they fell no lower
+    // since): flat from there, in the windows after its flush.
+    bool since = h->records > 1 && live == s->floor_bytes;
+    h->peak_since = since ? cycle : s->cycle;
+    h->peak_since_win = since ? win + 1 : h->win;
   }
 }
 
