@@ -275,6 +275,15 @@ static uint64_t site_key(uint32_t stack_id, uint16_t kind) {
 // Folds a SITE record into its site's history (nd_site_hist_t).
 static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_site_t *s) {
   uint64_t live = h->live, win = h->win, cycle = h->cycle; // the previous record's
+  uint64_t now = s->alloc_bytes > s->free_bytes ? s->alloc_bytes - s->free_bytes : 0;
+  // A rise: its floor rose, or, at a site that never freed, its live bytes did (each record of
+  // such a site is a window it allocated in). After one in a window without a rise, a pause.
+  if ((h->records && s->floor_bytes > h->floor) || (!s->frees && now > live)) {
+    uint64_t pause = s->cycle > h->rise_cycle ? s->cycle - h->rise_cycle : 0;
+    if (h->rise_cycle && t->flushes > h->rise_at && pause > h->max_pause) h->max_pause = pause;
+    h->rise_cycle = s->cycle;
+    h->rise_at = t->flushes + 1;
+  }
   if (h->records) { // the previous latest record's move now belongs to the run
     if (h->move > 0) h->rises_any++;
     if (h->move < 0) h->drops_any++;
@@ -285,12 +294,6 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     // changed, so at the latest in the window just before this record's (seq - 1).
     if (h->move > 0 && !h->rising) h->rise_seq = t->flushes, h->rising = true;
     if (h->move < 0) h->rising = false;
-    if (h->move > 0) { // a pause: a window without a rise since the previous rise
-      uint64_t pause = s->cycle > h->rise_cycle ? s->cycle - h->rise_cycle : 0;
-      if (h->rise_cycle && t->flushes > h->rise_at && pause > h->max_pause) h->max_pause = pause;
-      h->rise_cycle = s->cycle;
-      h->rise_at = t->flushes + 1;
-    }
     if (h->move > 0) {
       h->tail_drops = 0;
     } else if (h->move < 0 && !h->tail_drops++) {
@@ -314,7 +317,7 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
   h->allocs = s->allocs;
   h->alloc_bytes = s->alloc_bytes;
   h->frees = s->frees;
-  h->live = s->alloc_bytes > s->free_bytes ? s->alloc_bytes - s->free_bytes : 0;
+  h->live = now;
   if (s->cycle >= 1 && !h->steady) {
     h->steady = true;
     h->steady_floor = s->floor_bytes;

@@ -62,9 +62,10 @@ typedef struct nd_site_hist {
   // closed before the first window it was held in (the peak's record, or the one before it when
   // that record's live bytes were the peak already); those since are the plateau's, if it held.
   uint64_t win, peak_since, peak_since_win;
-  // The latest record whose floor rose (its cycle clock and flush), and the longest pause
-  // between two rises in the steady state: the cycles between two rising records with a window
-  // between them that did not rise. A fill that paused this long may then look flat as long.
+  // The latest record that rose (its floor, or the live bytes of a site that never freed): its
+  // cycle clock and flush; and the longest pause between two rises in the steady state, the
+  // cycles between two rising records with a window between them that did not rise. A fill that
+  // paused this long may then look flat as long.
   uint64_t rise_cycle, rise_at, max_pause;
   // The flushes where the current rise began (the window before the first rising record since the
   // latest fall, as late as the records allow: a burst is never taken for a long rise; the first
