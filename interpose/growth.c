@@ -7,8 +7,10 @@
 // at every flush in a job without cycles) and hands the floor here. A site is growing when its
 // floor rose in at least 3 windows, over at least NDMEM_GROWTH_CYCLES cycles (windows when there
 // are no cycles), never fell in between, and rose again recently (within the second half of that
-// span): a start-up ramp that has stopped, or a cache that fills and then evicts, does not. In a
-// job with cycles, a rise begins in them: the start-up before the first cycle does not count.
+// span): a start-up ramp that has stopped, or a cache that fills and then evicts, does not; nor
+// a rise under the growth floor (nd_growth_below_floor: under 1 KiB a cycle and 64 KiB in all,
+// as numpy's small caches fill). In a job with cycles, a rise begins in them: the start-up before
+// the first cycle does not count.
 // At most MAX_SAID sites are named on stderr; the rest are recorded only. It is said once per site
 // (the root process only, as every remark) and written as a GROWTH record.
 #include "growth.h"
@@ -178,6 +180,9 @@ int nd_growth_window(nd_site_t *s, uint32_t win, uint64_t floor, uint64_t count,
   uint64_t span = cycles ? cycle - r->base_cycle : r->windows;
   uint64_t quiet = cycles ? cycle - r->last_rise_cycle : r->windows - r->last_rise_window;
   if (span < every || quiet * 2 > span) return 0;
+  // A few bytes a cycle, a few KiB in all (a runtime's small cache filling): no finding, unless
+  // it goes on past the floor (trace_format.h)
+  if (nd_growth_below_floor(floor - r->base_floor, span)) return 0;
   r->warned = 1;
   memset(out, 0, sizeof *out);
   out->mono_ns = now_ns;

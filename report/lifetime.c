@@ -12,14 +12,19 @@
 
 const char *const nd_life_names[ND_LIFE_CLASSES] = {
     "definitely lost", "indirectly lost", "growing", "released at teardown", "live at exit",
-    "possibly lost", "still reachable", "held since start-up", "suppressed", "inherited at fork"};
+    "bounded cache", "possibly lost", "still reachable", "held since start-up", "suppressed",
+    "inherited at fork"};
 const char *const nd_life_keys[ND_LIFE_CLASSES] = {
     "definitely_lost", "indirectly_lost", "growing", "released_at_teardown", "live_at_exit",
-    "possibly_lost", "still_reachable", "held_since_startup", "suppressed", "inherited_at_fork"};
+    "bounded_cache", "possibly_lost", "still_reachable", "held_since_startup", "suppressed",
+    "inherited_at_fork"};
 
 #define MIN_BLOCKS 3 // retained blocks born in the steady state before a site can be growing
 #define MIN_RISES 2  // floor rises (and no fall) before a site's history shows growth
 #define MIN_CYCLES 8 // fewer cycles in the whole run: the floor history decides, not the cycles
+#define CACHE_SHARE 3 // a bounded cache is flat for the last 1/CACHE_SHARE of the steady state,
+#define CACHE_PACE 2  // CACHE_PACE times the mean cycles between its rises
+#define CACHE_PAUSE 2 // and CACHE_PAUSE times the longest pause between two of them, at least
 
 typedef struct run {
   const nd_trace_t *t;
@@ -77,9 +82,11 @@ static bool growing(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_l
   } else if (!floor_rose || (l->born_last_ns - from) * 4 < (r->end - from) * 3) {
     return false;
   }
+  uint64_t cycles = l->steady_last_cycle - l->steady_first_cycle;
+  if (nd_growth_below_floor(l->steady_bytes, cycles ? cycles : rises)) return false; // no finding
   e->grew = l->steady_bytes;
   e->grew_blocks = l->steady_blocks;
-  e->cycles = l->steady_last_cycle - l->steady_first_cycle;
+  e->cycles = cycles;
   // One block per k cycles: counted in blocks, so not where samples stand for blocks unseen
   // (their growth is said in bytes per cycle; cap_growth estimates its blocks).
   e->per_cycles = e->cycles && l->steady_blocks > 1 && !l->sampled_blocks
@@ -133,6 +140,65 @@ static bool teardown(const run_t *r, const nd_site_t *s, nd_life_t *e) {
                         ? (e->cycles + e->grew_blocks / 2) / e->grew_blocks
                         : 0;
   }
+  return !nd_growth_below_floor(e->grew, e->cycles ? e->cycles : rises); // else no finding
+}
+
+// A bounded cache: a site that grew in the steady state (MIN_BLOCKS blocks live at exit born
+// over MIN_BLOCKS cycles at least, and it kept every block it made, or its floor rose
+// MIN_RISES times and never fell), reached its highest bytes at cycle `from` and held them flat
+// to the last cycle, holding no more at exit than on that plateau. Flat, at least, for
+//   - the last 1/CACHE_SHARE of the steady state's cycles;
+//   - CACHE_PACE times the mean cycles between its rises: a leak of a block every k cycles is
+//     never flat for k at the end, so a site flat for twice its own pace stopped;
+//   - CACHE_PAUSE times the longest pause between two of its rises: a leak in bursts (one per
+//     epoch) pauses between them as long as it then looks flat.
+// With cycles enough (MIN_CYCLES), windows enough to judge (the pauses are seen in them) and
+// exact sites only: a sampled site's history moves only at its samples, so it looks flat between
+// them whatever it did, and a false cache hides a leak.
+// The plateau is found
+//   1. at a site that never freed a block and has a record of each (all live at exit, with
+//      their birth cycles), by its births: the last is where it reached its plateau;
+//   2. else by its floor history, flat over ND_LIFE_MIN_WINDOWS windows at least: no fall, the
+//      latest floor its highest, held since the peak's record (or the one before, whose live
+//      bytes were the peak already). A site is written only where it changed, so one written no
+//      more after a record whose live bytes stood above its floor held them in every window
+//      since: they are its plateau, from that record on.
+static bool cache(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_life_t *e) {
+  if (!r->by_cycles || !r->floors || !s || (s->rec.flags & ND_SITE_SAMPLED) || l->sampled_blocks)
+    return false;
+  uint64_t spread = l->steady_last_cycle - l->steady_first_cycle; // a burst is no fill
+  if (l->steady_blocks < MIN_BLOCKS || spread + 1 < MIN_BLOCKS) return false;
+  const nd_site_hist_t *h = &s->h;
+  uint64_t end = r->t->flush.cycles, from, bytes, rise, rises, windows = 0;
+  if (!s->rec.frees) {
+    if (s->rec.allocs != l->exact_blocks || s->rec.alloc_bytes != l->exact_bytes) return false;
+    bytes = l->exact_bytes;
+    from = l->steady_last_cycle;
+    rise = spread;
+    rises = l->steady_blocks - 1;
+  } else {
+    bool final;
+    uint32_t up, down;
+    moves(r, h, &final, &up, &down);
+    if (down || up < MIN_RISES || (final ? h->tail_floor : h->floor) != h->peak_floor) return false;
+    bool quiet = !final && h->seq < r->flushes && h->live > h->floor;
+    bytes = quiet ? h->live : h->peak_floor;
+    from = quiet ? h->cycle : h->peak_since;
+    uint64_t since = quiet ? h->win + 1 : h->peak_since_win;
+    windows = r->t->steady_windows > since ? r->t->steady_windows - since : 0;
+    if (windows < ND_LIFE_MIN_WINDOWS) return false;
+    rise = from; // from the steady state's start: its pace no faster than this says
+    rises = up;
+  }
+  if (!bytes || e->bytes > bytes || from > end) return false;
+  uint64_t flat = end - from;
+  if (flat * CACHE_SHARE < end || flat * rises < rise * CACHE_PACE ||
+      flat < h->max_pause * CACHE_PAUSE)
+    return false;
+  e->flat_bytes = bytes;
+  e->flat_from = from;
+  e->flat_cycles = flat;
+  e->flat_windows = windows;
   return true;
 }
 
@@ -311,13 +377,19 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     e->flagged = flagged(t, l->stack, l->kind);
     const nd_site_t *s = e->site >= 0 ? &t->sites[e->site] : NULL;
     // Growth first (its evidence is the run's history: a list that keeps a block per step grows
-    // whether its blocks are reachable or lost; the entry says which, e->reach), then the
-    // scan's proof (a lost block is lost whenever it was born), then when memory that was not
-    // lost was kept (held since start-up), then what the scan found of the rest.
+    // whether its blocks are reachable or lost; the entry says which, e->reach), a cache that
+    // filled and held apart from it, then the scan's proof (a lost block is lost whenever it was
+    // born), then when memory that was not lost was kept (held since start-up), then what the
+    // scan found of the rest.
     bool startup = r.steady && l->born_last_ns && !l->born_last_cycle;
     e->reach = l->reach;
     if (l->inherited) e->cls = ND_LIFE_INHERITED;
     else if (supp && (e->suppressed_by = supp(ctx, l->stack)) != NULL) e->cls = ND_LIFE_SUPPRESSED;
+    // A bounded cache (filled, then held) is none of the growth below, unless the scan proved
+    // its blocks lost: memory nothing can free is a leak however flat it stayed.
+    else if (!startup && l->reach != ND_REACH_LOST && l->reach != ND_REACH_INDIRECT &&
+             cache(&r, l, s, e))
+      e->cls = ND_LIFE_CACHE;
     else if (!startup && growing(&r, l, s, e)) e->cls = ND_LIFE_GROWING;
     else if (l->reach == ND_REACH_LOST) e->cls = ND_LIFE_LOST;
     else if (l->reach == ND_REACH_INDIRECT) e->cls = ND_LIFE_INDIRECT;

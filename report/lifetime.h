@@ -14,6 +14,9 @@
 //   live at exit          the rest, where no reachability scan classed it: not proven lost
 //   possibly lost         reached, but only through pointers into blocks' middles
 //   still reachable       a chain of pointers from the roots leads to it (not a leak)
+//   bounded cache         a site that grew in the steady state, then held its bytes flat to the
+//                         end, for the last third of it at least and long against how it rose
+//                         (cache(), lifetime.c): a cache that filled, then held; no finding
 //   held since start-up   every block born before the steady state began (the first closed
 //                         cycle): tables, pools and buffers a program keeps for its lifetime
 //   suppressed            matched a suppression rule (built-in or the user's)
@@ -39,6 +42,7 @@ enum nd_life_class {
   ND_LIFE_GROWING,
   ND_LIFE_TEARDOWN,
   ND_LIFE_LIVE,
+  ND_LIFE_CACHE,
   ND_LIFE_POSSIBLE,
   ND_LIFE_REACHABLE,
   ND_LIFE_STARTUP,
@@ -53,11 +57,13 @@ static inline bool nd_life_folded(int cls) {
          cls == ND_LIFE_POSSIBLE || cls == ND_LIFE_REACHABLE;
 }
 // The classes --fail-on-leak fails on: lost memory, growth, and memory live at exit that no scan
-// classed. --fail-on-reachable adds possibly lost and still reachable memory.
+// classed. --fail-on-reachable adds what was kept and not lost: possibly lost, still reachable,
+// a bounded cache, held since start-up.
 static inline bool nd_life_fails(int cls, bool reachable_too) {
   return cls == ND_LIFE_LOST || cls == ND_LIFE_INDIRECT || cls == ND_LIFE_GROWING ||
          cls == ND_LIFE_TEARDOWN || cls == ND_LIFE_LIVE ||
-         (reachable_too && (cls == ND_LIFE_POSSIBLE || cls == ND_LIFE_REACHABLE));
+         (reachable_too && (cls == ND_LIFE_POSSIBLE || cls == ND_LIFE_REACHABLE ||
+                            cls == ND_LIFE_CACHE || cls == ND_LIFE_STARTUP));
 }
 extern const char *const nd_life_names[ND_LIFE_CLASSES]; // "growing", "released at teardown", ...
 extern const char *const nd_life_keys[ND_LIFE_CLASSES];  // JSON: "growing", "released_at_teardown"
@@ -79,6 +85,10 @@ typedef struct nd_life {
   uint64_t grew, grew_blocks, cycles, per_cycles;
   double secs;
   double born_first, born_last; // births, as fractions of the run (growing, live, start-up)
+  // A bounded cache's plateau: `flat_bytes` held from cycle `flat_from` to the last, for
+  // `flat_cycles` cycles; seen flat in `flat_windows` flush windows (0: judged by its births, a
+  // site that never freed).
+  uint64_t flat_bytes, flat_from, flat_cycles, flat_windows;
   bool flagged;        // the shim found it growing while the job ran (a GROWTH record)
   uint8_t reach;       // enum nd_block_reach of its blocks (a growing entry's too)
   const char *suppressed_by;

@@ -67,15 +67,15 @@ typedef struct msite {
   uint32_t nframes;
   char *python;  // its Python line (frame_names), or NULL
   // Per trace: its peak live bytes; what of it was live at the end as a leak (growing, released
-  // at teardown, live at exit) and as held since start-up, by the trace's own classes. One
-  // allocation, val first.
-  uint64_t *val, *leak, *startup;
-  uint64_t *col, *col_leak, *col_startup; // the same per column (finish_sites), col first
+  // at teardown, live at exit), as held since start-up and as a bounded cache, by the trace's own
+  // classes. One allocation, val first.
+  uint64_t *val, *leak, *startup, *cache;
+  uint64_t *col, *col_leak, *col_startup, *col_cache; // the same per column (finish_sites)
   uint64_t allocs, alloc_bytes; // summed over traces
   uint64_t total, min, median, max;
   size_t in;      // columns with the site
-  size_t procs_in, procs_leak, procs_startup; // traces with the site; with some of it leaked,
-                                              // held since start-up at their end
+  // traces with the site; with some of it leaked, held since start-up, a bounded cache at their end
+  size_t procs_in, procs_leak, procs_startup, procs_cache;
 } msite_t;
 
 typedef struct merge {
@@ -168,12 +168,13 @@ static msite_t *site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_
   }
   msite_t *s = &m->sites[m->nsites];
   *s = (msite_t){.key = key, .kind = kind, .frames = b.p, .nframes = st->depth, .python = py.p,
-                 .val = calloc(3 * m->nprocs, sizeof *s->val)};
+                 .val = calloc(4 * m->nprocs, sizeof *s->val)};
   if (!s->val) {
     free(b.p), free(py.p);
     return NULL;
   }
   s->leak = s->val + m->nprocs, s->startup = s->val + 2 * m->nprocs;
+  s->cache = s->val + 3 * m->nprocs;
   m->slots[j] = (uint32_t)++m->nsites;
   return s;
 }
@@ -238,8 +239,9 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
     p->life_est[c] = rep.life.est[c];
     p->life_most[c] = rep.life.most_bytes[c];
   }
-  // Each entry's bytes at its site: a leak or held since start-up (suppressed or inherited at
-  // fork: neither; the parent's column has what a worker inherited).
+  // Each entry's bytes at its site: a leak, held since start-up or a bounded cache (reachable,
+  // possibly lost, suppressed or inherited at fork: none; the parent's column has what a worker
+  // inherited).
   for (size_t j = 0; p->leaks_known && j < rep.life.n; j++) {
     const nd_life_t *e = &rep.life.v[j];
     if (e->cls == ND_LIFE_SUPPRESSED || e->cls == ND_LIFE_INHERITED) continue;
@@ -252,7 +254,8 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
       goto oom;
     }
     if (e->cls == ND_LIFE_STARTUP) s->startup[i] += e->bytes;
-    else s->leak[i] += e->bytes;
+    else if (e->cls == ND_LIFE_CACHE) s->cache[i] += e->bytes;
+    else if (nd_life_fails(e->cls, false)) s->leak[i] += e->bytes;
   }
   nd_rep_analysis_free(&rep);
   for (size_t j = 0; j < t->nsites; j++) {
@@ -409,25 +412,27 @@ static int finish_sites(merge_t *m) {
   if (!v) return -1;
   for (size_t i = 0; i < m->nsites; i++) {
     msite_t *s = &m->sites[i];
-    if (!(s->col = calloc(3 * nc, sizeof *s->col))) {
+    if (!(s->col = calloc(4 * nc, sizeof *s->col))) {
       free(v);
       return -1;
     }
-    s->col_leak = s->col + nc, s->col_startup = s->col + 2 * nc;
+    s->col_leak = s->col + nc, s->col_startup = s->col + 2 * nc, s->col_cache = s->col + 3 * nc;
     for (size_t p = 0; p < m->nprocs; p++) {
       s->col[m->procs[p].col] += s->val[p];
       s->col_leak[m->procs[p].col] += s->leak[p];
       s->col_startup[m->procs[p].col] += s->startup[p];
+      s->col_cache[m->procs[p].col] += s->cache[p];
     }
     memcpy(v, s->col, nc * sizeof *v);
     qsort(v, nc, sizeof *v, cmp_u64);
     s->total = 0, s->in = 0;
     for (size_t c = 0; c < nc; c++) s->total += v[c], s->in += v[c] > 0;
-    s->procs_in = s->procs_leak = s->procs_startup = 0;
+    s->procs_in = s->procs_leak = s->procs_startup = s->procs_cache = 0;
     for (size_t p = 0; p < m->nprocs; p++) {
       s->procs_in += s->val[p] > 0;
       s->procs_leak += s->leak[p] > 0;
       s->procs_startup += s->startup[p] > 0;
+      s->procs_cache += s->cache[p] > 0;
     }
     s->min = v[0], s->max = v[nc - 1];
     size_t h = nc / 2; // an even count: the mean of the middle two, rounded down
@@ -458,7 +463,7 @@ static uint64_t dev_peak(const mproc_t *p) {
 
 // The leaks of a process as `ndmemreport TRACE` counts them for --fail-on-leak (nd_life_fails):
 // lost memory, growth (growing, released at teardown) and what was live at exit unscanned; never
-// what was reachable, held since start-up, suppressed or inherited.
+// what was reachable, held since start-up, a bounded cache, suppressed or inherited.
 static uint64_t leak_bytes(const mproc_t *p) {
   uint64_t b = 0;
   for (int c = 0; c < ND_LIFE_CLASSES; c++)
@@ -510,17 +515,16 @@ static const char *cell(char *out, size_t n, uint64_t v, bool est) {
 
 // The sum of classes `a` and `b` (b < 0: none) of a process: "~" where one is an estimate, "<="
 // where every estimate among them is a bound the exact counters prove (*most: one was).
-static const char *life_cell(char *out, size_t n, const mproc_t *p, int a, int b, int c,
-                             bool *most) {
-  int cls[3] = {a, b, c};
+// The bytes of the classes in `mask` (bit c: class c), "<=" where all of them are bounds.
+static const char *life_cell(char *out, size_t n, const mproc_t *p, unsigned mask, bool *most) {
   uint64_t v = 0;
   bool est = false, bound = true;
-  for (int i = 0; i < 3; i++) {
-    if (cls[i] < 0) continue;
-    v += p->life_bytes[cls[i]];
-    if (!p->life_est[cls[i]]) continue;
+  for (int c = 0; c < ND_LIFE_CLASSES; c++) {
+    if (!(mask >> c & 1)) continue;
+    v += p->life_bytes[c];
+    if (!p->life_est[c]) continue;
     est = true;
-    bound &= p->life_most[cls[i]];
+    bound &= p->life_most[c];
   }
   if (!(est && bound)) return cell(out, n, v, est);
   char h[24];
@@ -599,7 +603,7 @@ static void text_heading(FILE *o, const merge_t *m) {
 }
 
 static void text_report(FILE *o, const merge_t *m) {
-  char a[32], b[32], c[32], d[32], e[32], lab[80];
+  char a[32], b[32], c[32], d[32], e[32], f[32], lab[80];
   bool most = false; // a cell says "<=
   text_heading(o, m);
   fputs("  process       trace                host:pid            ended         duration\n", o);
@@ -629,24 +633,30 @@ static void text_report(FILE *o, const merge_t *m) {
   }
   fputs("  (peak device: the highest of the devices)\n", o);
   fputs("\n  live at the end, as ndmemreport TRACE classes it for each trace alone\n", o);
-  fputs("  process             leaks      growing  live at exit     start-up\n", o);
+  fputs("  process             leaks         lost      growing         kept        cache\n", o);
   for (size_t x = 0; x < m->nprocs; x++) {
     const mproc_t *p = &m->procs[m->order[x]];
     if (p->worker) snprintf(lab, sizeof lab, " worker %u", p->worker);
     else snprintf(lab, sizeof lab, "%s", m->cols[p->col].label);
     if (!p->leaks_known) {
-      fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s\n", lab, "-", "-", "-", "-");
+      fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s  %11s\n", lab, "-", "-", "-", "-", "-");
       continue;
     }
-    fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s\n", lab,
-            life_cell(a, sizeof a, p, ND_LIFE_GROWING, ND_LIFE_TEARDOWN, ND_LIFE_LIVE, &most),
-            life_cell(b, sizeof b, p, ND_LIFE_GROWING, ND_LIFE_TEARDOWN, -1, &most),
-            life_cell(c, sizeof c, p, ND_LIFE_LIVE, -1, -1, &most),
-            life_cell(e, sizeof e, p, ND_LIFE_STARTUP, -1, -1, &most));
+    unsigned leaks = 0;
+    for (int k = 0; k < ND_LIFE_CLASSES; k++) leaks |= (unsigned)nd_life_fails(k, false) << k;
+    fprintf(o, "  %-12.12s  %11s  %11s  %11s  %11s  %11s\n", lab,
+            life_cell(a, sizeof a, p, leaks, &most),
+            life_cell(b, sizeof b, p, 1u << ND_LIFE_LOST | 1u << ND_LIFE_INDIRECT, &most),
+            life_cell(c, sizeof c, p, 1u << ND_LIFE_GROWING | 1u << ND_LIFE_TEARDOWN, &most),
+            life_cell(e, sizeof e, p,
+                      1u << ND_LIFE_REACHABLE | 1u << ND_LIFE_POSSIBLE | 1u << ND_LIFE_STARTUP,
+                      &most),
+            life_cell(f, sizeof f, p, 1u << ND_LIFE_CACHE, &most));
   }
-  fputs("  (leaks: growing, released at teardown (in growing) and live at exit; start-up:\n"
-        "  held since start-up, not a leak; suppressed and inherited at fork: in none;\n"
-        "  -: no normal exit)\n", o);
+  fputs("  (leaks: what --fail-on-leak fails on: definitely and indirectly lost (lost),\n"
+        "  growing and released at teardown (growing), live at exit unscanned; kept: still\n"
+        "  reachable, possibly lost, held since start-up; cache: a bounded cache; suppressed\n"
+        "  and inherited at fork: in none; -: no normal exit)\n", o);
   if (most) // only where one was, so that other jobs' reports stay as they were
     fputs("  (<=: at most, sampled estimates lowered to what the exact counters show)\n", o);
   size_t n = m->o.top && m->o.top < m->nsites ? m->o.top : m->nsites;
@@ -675,15 +685,21 @@ static void text_report(FILE *o, const merge_t *m) {
     }
     if (any) fputc('\n', o);
     // What of it was live at the end, by each process's own classes
-    uint64_t leak = 0, startup = 0;
-    for (size_t col = 0; col < m->ncols; col++) leak += s->col_leak[col];
-    for (size_t col = 0; col < m->ncols; col++) startup += s->col_startup[col];
+    uint64_t leak = 0, startup = 0, cache = 0;
+    for (size_t col = 0; col < m->ncols; col++) {
+      leak += s->col_leak[col];
+      startup += s->col_startup[col];
+      cache += s->col_cache[col];
+    }
     if (leak)
-      fprintf(o, "      leaked %s at the end in %zu of %zu (growing or live at exit)\n",
+      fprintf(o, "      leaked %s at the end in %zu of %zu (lost, growing or live at exit)\n",
               nd_rep_human(a, sizeof a, leak), s->procs_leak, m->nprocs);
     if (startup)
       fprintf(o, "      held since start-up %s at the end in %zu of %zu, not a leak\n",
               nd_rep_human(a, sizeof a, startup), s->procs_startup, m->nprocs);
+    if (cache)
+      fprintf(o, "      held as a bounded cache %s at the end in %zu of %zu, not a leak\n",
+              nd_rep_human(a, sizeof a, cache), s->procs_cache, m->nprocs);
     const char *py = py_line(s);
     if (py) { // the site's Python line, whatever --frames shows
       fputs("      python  ", o);
@@ -776,6 +792,9 @@ static void json_report(FILE *o, const merge_t *m) {
     fputs("], \"startup_per_rank\": [", o);
     for (size_t c = 0; c < m->ncols; c++)
       fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col_startup[c]);
+    fputs("], \"cache_per_rank\": [", o);
+    for (size_t c = 0; c < m->ncols; c++)
+      fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col_cache[c]);
     fputs("],\n   \"outliers\": [", o);
     bool any = false;
     for (size_t c = 0; c < m->ncols; c++) {

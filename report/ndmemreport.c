@@ -246,11 +246,11 @@ int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_f
 
 // The verdict. --fail-on-growth: 1 on growth, or (no normal exit, so no classes) on a site found
 // growing while running. --fail-on-leak: 1 on that, or on memory live at exit that was not held
-// since start-up nor suppressed; else ND_REP_UNCHECKED where heap blocks live at a normal exit
-// have no record (under NDMEM_TRACK_MIN only a sample of the blocks is recorded, with a stack):
-// nothing tells whether they are the program's leaks, and 0 would say they are not. An estimate
-// that claims some of them for a start-up or suppressed stack is a guess, not a check. Its one
-// line on `err` says what was not checked, why, and what checks it.
+// since start-up, a bounded cache nor suppressed; else ND_REP_UNCHECKED where heap blocks live at
+// a normal exit have no record (under NDMEM_TRACK_MIN only a sample of the blocks is recorded,
+// with a stack): nothing tells whether they are the program's leaks, and 0 would say they are
+// not. An estimate that claims some of them for a start-up or suppressed stack is a guess, not a
+// check. Its one line on `err` says what was not checked, why, and what checks it.
 static int verdict(const opts_t *o, const report_t *r, FILE *err) {
   const nd_lifetimes_t *l = &r->life;
   const nd_trace_t *t = r->t;

@@ -408,6 +408,16 @@ static int html_growth(FILE *o, report_t *r) {
         }
         if (e->cls == ND_LIFE_TEARDOWN) fputs("; freed only at exit", o);
       } else {
+        if (e->cls == ND_LIFE_CACHE) { // its plateau (lifetime.c)
+          fputs("reached ", o);
+          nd_html_bytes(o, e->flat_bytes, false);
+          fprintf(o, " by cycle %llu of %llu, flat since: %llu cycles",
+                  (unsigned long long)e->flat_from, (unsigned long long)l->cycles,
+                  (unsigned long long)e->flat_cycles);
+          if (e->flat_windows)
+            fprintf(o, ", %llu flush windows", (unsigned long long)e->flat_windows);
+          fputs("; ", o);
+        }
         fprintf(o, "births %.0f-%.0f %% of the run", e->born_first * 100, e->born_last * 100);
       }
       if (e->flagged) fputs("; flagged while running", o);

@@ -140,9 +140,9 @@ static int card_leaked(FILE *o, report_t *r) {
   } else {
     fputs("<table class=\"classes\">\n", o);
     static const int order[ND_LIFE_CLASSES] = {
-        ND_LIFE_LOST,     ND_LIFE_INDIRECT,  ND_LIFE_GROWING, ND_LIFE_TEARDOWN,
-        ND_LIFE_LIVE,     ND_LIFE_POSSIBLE,  ND_LIFE_REACHABLE, ND_LIFE_STARTUP,
-        ND_LIFE_SUPPRESSED, ND_LIFE_INHERITED};
+        ND_LIFE_LOST,     ND_LIFE_INDIRECT,  ND_LIFE_GROWING,   ND_LIFE_TEARDOWN,
+        ND_LIFE_LIVE,     ND_LIFE_CACHE,     ND_LIFE_POSSIBLE,  ND_LIFE_REACHABLE,
+        ND_LIFE_STARTUP,  ND_LIFE_SUPPRESSED, ND_LIFE_INHERITED};
     for (int i = 0; i < ND_LIFE_CLASSES; i++) {
       int c = order[i];
       if (!l->entries[c]) continue;

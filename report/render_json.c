@@ -735,6 +735,14 @@ static int json_lifetimes(FILE *o, report_t *r) {
                 (unsigned long long)e->grew_blocks,
                 (unsigned long long)e->cycles, (unsigned long long)e->per_cycles, e->secs);
       else fputs("null", o);
+      fputs(", \"plateau\": ", o); // a bounded cache's: its bytes, held flat from a cycle on
+      if (e->cls == ND_LIFE_CACHE)
+        fprintf(o, "{\"bytes\": %llu, \"from_cycle\": %llu, \"cycles\": %llu, \"windows\": %llu, "
+                   "\"by\": \"%s\"}",
+                (unsigned long long)e->flat_bytes, (unsigned long long)e->flat_from,
+                (unsigned long long)e->flat_cycles, (unsigned long long)e->flat_windows,
+                e->flat_windows ? "floor" : "births");
+      else fputs("null", o);
       fprintf(o, ", \"flagged_while_running\": %s, \"suppressed_by\": ",
               e->flagged ? "true" : "false");
       if (e->suppressed_by) nd_rep_json_str(o, e->suppressed_by);

@@ -341,11 +341,22 @@ static void text_judged_line(FILE *o, const nd_lifetimes_t *l) {
 
 static void print_pct(FILE *o, double f) { fprintf(o, "%.0f %%", f * 100); }
 
-// The evidence line of an entry: its growth, or when its blocks were born.
-// The evidence lines of an entry: its growth (growing, released at teardown), then when its
-// blocks were born and whether the shim flagged it while the job ran.
-static void text_life_evidence(FILE *o, const nd_life_t *e) {
+// The evidence lines of an entry: its growth (growing, released at teardown) or its plateau (a
+// bounded cache, of the run's `cycles`), then when its blocks were born and whether the shim
+// flagged it while the job ran.
+static void text_life_evidence(FILE *o, const nd_life_t *e, uint64_t cycles) {
   bool est = e->samples > 0, most = est && e->most_grew; // growth is capped with the bytes
+  if (e->cls == ND_LIFE_CACHE) {
+    fputs("      reached ", o);
+    print_bytes(o, e->flat_bytes, false);
+    fprintf(o, " by cycle %llu of %llu (%.0f %%), flat since: %llu cycles",
+            (unsigned long long)e->flat_from, (unsigned long long)cycles,
+            100.0 * (double)e->flat_from / (double)cycles, (unsigned long long)e->flat_cycles);
+    if (e->flat_windows)
+      fprintf(o, ", %llu flush windows\n", (unsigned long long)e->flat_windows);
+    else
+      fputs(" (by its births)\n", o);
+  }
   if (e->cls == ND_LIFE_GROWING || e->cls == ND_LIFE_TEARDOWN) {
     fputs("      +", o);
     if (e->per_cycles && e->grew_blocks) { // blocks: born, or kept until the teardown (exact)
@@ -392,7 +403,7 @@ static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
             !e->capped                  ? ""
             : e->cls == ND_LIFE_TEARDOWN ? ", lowered to the peak the exact counters show"
                                          : ", lowered to what the exact counters show live");
-  text_life_evidence(o, e);
+  text_life_evidence(o, e, r->life.cycles);
   return text_stack(o, r, e->stack);
 }
 
@@ -402,6 +413,7 @@ static const char *const life_heads[ND_LIFE_CLASSES] = {
     "growing: live bytes rose across the run",
     "released at teardown: grew during the run, freed only at exit",
     "live at exit: not freed, not growing (no reachability scan: not proven lost)",
+    "bounded cache: grew, then held flat to the end (no finding)",
     "possibly lost", "still reachable", "held since start-up", "suppressed", "inherited at fork"};
 
 // The classes in turn: growth first, then what was merely live at exit; start-up and suppressed

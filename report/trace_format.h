@@ -196,6 +196,17 @@ _Static_assert(sizeof(nd_rec_site_t) == 64, "site record layout");
 // SITE record's floor is that of the window still open. The reader counts the windows by it.
 #define ND_WINDOW_FLUSHES 4
 
+// Growth under a floor is no finding, for the shim's live line (growth.c) and ndmemreport's
+// classes (lifetime.c) alike: a rise of under ND_GROWTH_MIN_RATE bytes per cycle (per flush window
+// in a job without cycles) that totals under ND_GROWTH_MIN_BYTES too, as a runtime's small
+// internal cache fills (numpy's, +24 B per cycle). A leak that slow is named once its total
+// passes ND_GROWTH_MIN_BYTES (docs/leaks.md).
+#define ND_GROWTH_MIN_RATE 1024u
+#define ND_GROWTH_MIN_BYTES (64u * 1024)
+static inline int nd_growth_below_floor(uint64_t grew, uint64_t span) {
+  return grew < ND_GROWTH_MIN_BYTES && grew / ND_GROWTH_MIN_RATE < (span ? span : 1);
+}
+
 #define ND_TRACE_KINDS 20 // NDMEM_KIND_COUNT
 #define ND_TRACE_FNS 15   // NDMEM_FN_COUNT
 typedef struct nd_rec_kind_totals {

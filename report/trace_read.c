@@ -274,6 +274,16 @@ static uint64_t site_key(uint32_t stack_id, uint16_t kind) {
 
 // Folds a SITE record into its site's history (nd_site_hist_t).
 static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_site_t *s) {
+  uint64_t live = h->live, win = h->win, cycle = h->cycle; // the previous record's
+  uint64_t now = s->alloc_bytes > s->free_bytes ? s->alloc_bytes - s->free_bytes : 0;
+  // A rise: its floor rose, or, at a site that never freed, its live bytes did (each record of
+  // such a site is a window it allocated in). After one in a window without a rise, a pause.
+  if ((h->records && s->floor_bytes > h->floor) || (!s->frees && now > live)) {
+    uint64_t pause = s->cycle > h->rise_cycle ? s->cycle - h->rise_cycle : 0;
+    if (h->rise_cycle && t->flushes > h->rise_at && pause > h->max_pause) h->max_pause = pause;
+    h->rise_cycle = s->cycle;
+    h->rise_at = t->flushes + 1;
+  }
   if (h->records) { // the previous latest record's move now belongs to the run
     if (h->move > 0) h->rises_any++;
     if (h->move < 0) h->drops_any++;
@@ -303,10 +313,11 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
   if (h->records == 1) h->rise_seq = h->seq;
   h->floor = s->floor_bytes;
   h->cycle = s->cycle;
+  h->win = t->steady_windows;
   h->allocs = s->allocs;
   h->alloc_bytes = s->alloc_bytes;
   h->frees = s->frees;
-  h->live = s->alloc_bytes > s->free_bytes ? s->alloc_bytes - s->free_bytes : 0;
+  h->live = now;
   if (s->cycle >= 1 && !h->steady) {
     h->steady = true;
     h->steady_floor = s->floor_bytes;
@@ -321,6 +332,11 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     h->peak_cycle = s->cycle;
     h->peak_rec = h->records;
     h->peak_seq = h->seq;
+    // Its live bytes stood at the new floor at the previous record already (they fell no lower
+    // since): flat from there, in the windows after its flush.
+    bool since = h->records > 1 && live == s->floor_bytes;
+    h->peak_since = since ? cycle : s->cycle;
+    h->peak_since_win = since ? win + 1 : h->win;
   }
 }
 

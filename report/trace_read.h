@@ -57,6 +57,16 @@ typedef struct nd_site_hist {
   uint64_t steady_floor, steady_cycle; // the first of them
   uint64_t steady_rec;    // the record number (from 1) of that first steady-state record
   uint64_t peak_floor, peak_cycle, peak_rec; // the highest floor, when it was first reached
+  // The steady state's windows closed before the latest record's flush (nd_trace_t's
+  // steady_windows then). Where the peak floor was first held: the cycle clock, and the windows
+  // closed before the first window it was held in (the peak's record, or the one before it when
+  // that record's live bytes were the peak already); those since are the plateau's, if it held.
+  uint64_t win, peak_since, peak_since_win;
+  // The latest record that rose (its floor, or the live bytes of a site that never freed): its
+  // cycle clock and flush; and the longest pause between two rises in the steady state, the
+  // cycles between two rising records with a window between them that did not rise. A fill that
+  // paused this long may then look flat as long.
+  uint64_t rise_cycle, rise_at, max_pause;
   // The flushes where the current rise began (the window before the first rising record since the
   // latest fall, as late as the records allow: a burst is never taken for a long rise; the first
   // record where none rose yet) and of the peak's record.

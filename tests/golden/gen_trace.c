@@ -32,6 +32,7 @@ static nd_tw_t w;
 
 static uint32_t ver; // the version being written: records version 5 lengthened are short before
 static const char *host = "golden-host"; // the header's host (hostile: a name JSON must escape)
+static uint64_t track_min = 64 * 1024;   // the header's NDMEM_TRACK_MIN (0: every block exact)
 
 // Where a version 12 process stands in its job (the header's fields from ppid on).
 typedef struct job {
@@ -60,7 +61,7 @@ static void header(const char *exe, uint64_t pid, uint32_t version) {
   h.pid = pid;
   h.start_mono_ns = T0;
   h.sample_interval = 512 * 1024;
-  h.track_min = 64 * 1024;
+  h.track_min = track_min;
   h.depth = 32;
   h.page_size = 4096;
   snprintf(h.host, sizeof h.host, "%s", host);
@@ -990,6 +991,98 @@ static void nocycles(int few) {
   end(T0 + 2050 * MS, n);
 }
 
+// ---------------------------------------------------------------- a bounded cache (v5)
+
+// A job of 100 cycles (the lifetimes clock: flush k at T0 + 100k ms, 5 cycles a flush, the 21st
+// the final one) with every block tracked (`ndmem run --exact`), with the truth in the comments
+// (golden plateau.txt / .json / .html, plateau-cache.brief.txt, plateau.merge.txt):
+//   70  bounded cache, by its births: 256 KiB kept each cycle from 1 to 30 (a dataset cache
+//       filled in the first epoch), never freed: 7.50 MiB in 30 blocks, reached by cycle 30,
+//       flat since for 70 cycles; found growing while it filled (a GROWTH record at cycle 25)
+//   71  bounded cache, by its floor: an LRU of 6 x 1 MiB, one entry added in each window to
+//       cycle 28, then one replaced every cycle from 31 (the new one made before the old is
+//       freed): its floor 6 MiB from the 7th flush on, and its live bytes already at the 6th
+//       (cycle 30): flat for 70 cycles, 14 flush windows (the 7th to the 20th); at exit the 6
+//       entries made at cycles 95-100
+//   72  growing: 256 KiB kept every 5 cycles to the end: 5 MiB in 20 blocks, +256 KiB per 5
+//       cycles over 95 cycles
+//   73  growing, a leak in bursts: 4 x 256 KiB kept at cycles 1-4 and again at 51-54, flat for
+//       the last 46 cycles (more than a third, and twice its mean pace of 7.6 cycles) but after a
+//       pause of 50 cycles between its rises: 2 MiB in 8 blocks, +256 KiB per 8 cycles over 53
+//   74  live at exit: 24 B kept every cycle to the end (a runtime's small cache), under the
+//       growth floor (1 KiB a cycle and 64 KiB in all): 2400 B in 100 blocks, not growing
+//   75  nothing: 24 B kept every cycle and freed at exit, under the floor: not released at
+//       teardown
+// plateau-cache holds 70, 71 and 75 alone: no finding, and --fail-on-leak and --fail-on-growth
+// pass.
+static uint64_t pl_blocks(uint32_t s, uint64_t cyc) { // blocks kept at cycle cyc
+  switch (s) {
+  case 70: return cyc < 30 ? cyc : 30;
+  case 71: return cyc >= 28 ? 6 : (cyc + 2) / 5;
+  case 72: return cyc / 5;
+  case 73: return (cyc < 4 ? cyc : 4) + (cyc < 51 ? 0 : cyc < 54 ? cyc - 50 : 4);
+  default: return cyc;
+  }
+}
+
+static void plateau_trace(int cache_only) {
+  static const uint32_t all[] = {70, 71, 72, 73, 74, 75}, only[] = {70, 71, 75};
+  const uint32_t *sites = cache_only ? only : all;
+  size_t nsites = cache_only ? 3 : 6;
+  track_min = 0;
+  header(cache_only ? "/nonexistent/bin/plateau-cache" : "/nonexistent/bin/plateau",
+         cache_only ? 7373 : 7272, 5);
+  module(0, "/nonexistent/bin/plateau", EXE, EXE, EXE + 0x8000);
+  for (size_t i = 0; i < nsites; i++) {
+    const uint64_t ips[] = {EXE + 0x2000 + 0x100 * (sites[i] - 70), EXE + 0x3000};
+    stack(sites[i], 2, ips);
+  }
+  uint64_t calls[ND_TRACE_FNS] = {0}, peak = 0;
+  for (uint64_t k = 1; k <= 21; k++) {
+    uint64_t cyc = k < 21 ? 5 * k : 100, before = k > 1 ? 5 * (k - 1) : 0;
+    uint64_t live = 0, count = 0, made = 0, freed = 0;
+    for (size_t i = 0; i < nsites; i++) {
+      uint32_t st = sites[i];
+      uint64_t size = st == 71 ? LT_MIB : st >= 74 ? 24 : 256 * LT_KIB;
+      uint64_t n = pl_blocks(st, cyc), was = pl_blocks(st, before);
+      uint64_t turned = st == 71 && cyc > 30 ? cyc - 30 : 0; // entries replaced
+      uint64_t gone = st == 75 && k == 21 ? n : 0;           // freed at exit
+      uint64_t allocs = n + turned, frees = turned + gone, hi = (n + (turned > 0)) * size;
+      // A window's floor: what it held when the window began (kept blocks only rise within one;
+      // a replaced entry is made before the old one is freed), 0 where the exit freed them.
+      uint64_t floor = gone ? 0 : st == 71 && k > 6 ? 6 * LT_MIB : was * size;
+      if (n != was || turned != (before > 30 ? before - 30 : 0) || gone)
+        site5(st, 0, allocs, frees, allocs * size, frees * size, hi, floor, cyc);
+      live += (n - gone) * size, count += n - gone, made += allocs, freed += frees;
+      peak = live + (turned ? LT_MIB : 0) > peak ? live + (turned ? LT_MIB : 0) : peak;
+    }
+    if (k == 5 && !cache_only) { // 70 as the shim named it while it filled: 4 rises since cycle 5
+      nd_rec_growth_t g = {T0 + 500 * MS, 70, 0, 0, 25, 5, T0 + 100 * MS, 5 * 256 * LT_KIB,
+                           20 * 256 * LT_KIB, 4};
+      nd_tw_record(&w, ND_REC_GROWTH, &g, sizeof g, NULL, 0);
+    }
+    calls[MALLOC] = made, calls[FREE] = freed;
+    counters(T0 + (100 * k - 1) * MS, 1,
+             (kt_t){(int64_t)live, (int64_t)peak, (int64_t)count, made, freed},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    nd_rec_flush_t f = {T0 + 100 * k * MS, k, cyc, T0 + 20 * MS};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    nd_tw_flush(&w);
+  }
+  uint64_t n = 0, a = 0x600000000000ull;
+  for (size_t i = 0; i < nsites; i++) {
+    uint32_t st = sites[i];
+    uint64_t size = st == 71 ? LT_MIB : st >= 74 ? 24 : 256 * LT_KIB;
+    for (uint64_t c = 1; st != 75 && c <= 100; c++) {
+      if (st == 71 ? c >= 95 : pl_blocks(st, c) > pl_blocks(st, c - 1))
+        block5(st, 0, a += LT_MIB, size, size, c), n++;
+    }
+  }
+  nd_rec_exit_t x = {T0 + 2140 * MS, ND_EXIT_NORMAL, 0, cache_only ? 7373 : 7272, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 2150 * MS, n);
+}
+
 // ---------------------------------------------------------------- devices (version 6)
 
 // A CUDA job on two devices, the truth for devices.txt / devices.json:
@@ -1895,7 +1988,7 @@ int main(int argc, char **argv) {
       "bad-spill-stack", "bad-spill-counts", "bad-breach-host-v10",
       "job-launcher",    "job-r0",           "job-r0s",         "job-r1",          "job-r1w1",
       "job-r1w2",        "job-bad-value",    "bad-job-from",    "bad-job-origin",
-      "bad-job-rank",    "bad-job-size"};
+      "bad-job-rank",    "bad-job-size",     "plateau",         "plateau-cache"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -1915,6 +2008,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "ws")) ws_trace();
   else if (!strcmp(argv[1], "many-escapes")) many_escapes();
   else if (!strcmp(argv[1], "lifetimes")) lifetimes_trace();
+  else if (!strcmp(argv[1], "plateau") || !strcmp(argv[1], "plateau-cache"))
+    plateau_trace(!strcmp(argv[1], "plateau-cache"));
   else if (!strcmp(argv[1], "estimates") || !strcmp(argv[1], "unchecked"))
     estimates_trace(!strcmp(argv[1], "unchecked"));
   else if (!strcmp(argv[1], "short-growth")) short_growth(0, 0);

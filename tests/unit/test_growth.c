@@ -4,7 +4,7 @@
 // record's figures; a warm-up ramp that stops, a floor that swings, a fall that resets, a job
 // without cycles (windows count) and a stalled cycle clock; a start-up that grows into the first
 // cycles; a rise that begins at a close the site held nothing at, with closes it took no part in
-// since; the line it says, exactly.
+// since; the line it says, exactly; a rise under the growth floor, named once past it.
 #include "../check.h"
 #include "growth.h"
 #include "names.h"
@@ -181,6 +181,33 @@ int main(void) {
   CHECK_EQ(g.cycle, 56);
   CHECK_EQ(g.rises, 20);
   free(s);
+
+  // The growth floor (trace_format.h): +24 B a cycle from 736 B, as numpy's small cache fills,
+  // is not named while its rise is under 64 KiB; at the same pace it passes 64 KiB at window 2731
+  // (+65544 B over 2731 cycles), and is named there. +2 KiB a cycle is named at 20 cycles, under
+  // 64 KiB in all (40 KiB): slow and small both, or it is a finding; +256 KiB a cycle too.
+  uint64_t (*v)[3] = calloc(3000, sizeof *v);
+  CHECK(v != NULL);
+  s = site();
+  for (int i = 0; i < 3000; i++)
+    v[i][0] = 736 + (uint64_t)i * 24, v[i][1] = (uint64_t)i, v[i][2] = (uint64_t)i + 1;
+  CHECK_EQ(feed(s, v, 3000, 20, &g), 2731);
+  CHECK_EQ(g.floor_bytes - g.base_bytes, 65544);
+  CHECK_EQ(g.cycle - g.base_cycle, 2731);
+  free(s);
+  s = site();
+  for (int i = 0; i < 60; i++)
+    w[i][0] = (uint64_t)i * 2048, w[i][1] = (uint64_t)i, w[i][2] = (uint64_t)i + 1;
+  CHECK_EQ(feed(s, w, 60, 20, &g), 20);
+  CHECK_EQ(g.floor_bytes - g.base_bytes, 40960);
+  free(s);
+  s = site();
+  for (int i = 0; i < 60; i++)
+    w[i][0] = (uint64_t)i << 18, w[i][1] = (uint64_t)i, w[i][2] = (uint64_t)i + 1;
+  CHECK_EQ(feed(s, w, 60, 20, &g), 20);
+  CHECK_EQ(g.floor_bytes, 5 * MIB);
+  free(s);
+  free(v);
 
   // NDMEM_GROWTH_CYCLES=0: never.
   s = site();
