@@ -17,6 +17,7 @@
 #include "nd_limits.h"
 #include "os.h"
 #include "python.h"
+#include "reach.h"
 #include "sites.h"
 #include "sysmem.h"
 #include "trace.h"
@@ -537,6 +538,7 @@ void nd_finish(int how, int code) {
   // A thread that was inside ndmem (exit from a signal handler that interrupted a hook) may hold
   // one of its locks too.
   nd_os_last_words = how == ND_EXIT_UNDERSCORE || how == ND_EXIT_SIGNAL || saved == ND_T_BUSY;
+  nd_reach_inside = saved == ND_T_BUSY;
   if (nd_accounting) {
     if (t->shard)
       for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);

@@ -937,12 +937,15 @@ static unsigned reach_of(const node_t *n) {
   }
 }
 
+int nd_reach_inside;
+
 int nd_reach_scan(int how, nd_rec_scan_t *rec) {
   memset(&R.rec, 0, sizeof R.rec);
   R.rec.mono_ns = nd_os_mono_ns();
   R.done = R.held = 0;
   if (!nd_cfg.leak_scan) R.rec.status = ND_SCAN_OFF;
-  else if (how != ND_EXIT_NORMAL && how != ND_EXIT_UNDERSCORE) R.rec.status = ND_SCAN_NOT_AT_END;
+  else if ((how != ND_EXIT_NORMAL && how != ND_EXIT_UNDERSCORE) || nd_reach_inside)
+    R.rec.status = ND_SCAN_NOT_AT_END;
   if (R.rec.status != ND_SCAN_DONE) goto out;
   R.pid = nd_os_getpid();
   pid_t self = nd_os_gettid();

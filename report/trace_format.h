@@ -264,7 +264,8 @@ static inline unsigned nd_block_reach(uint16_t flags) {
 enum nd_scan_status {
   ND_SCAN_DONE = 0,       // it ran: the BLOCK records carry its classes
   ND_SCAN_OFF = 1,        // NDMEM_LEAK_SCAN=0
-  ND_SCAN_NOT_AT_END = 2, // the process did not end by exit or _exit (a signal, a limit's abort)
+  ND_SCAN_NOT_AT_END = 2, // the process did not end by exit or _exit (a signal, a limit's abort),
+                          // or its last thread ended it from inside ndmem (a signal handler)
   ND_SCAN_BUSY = 3,       // other threads kept ndmem's tables busy every time they were stopped
   ND_SCAN_NO_SIGNAL = 4,  // no real-time signal was free to stop the other threads with
   ND_SCAN_OWN_UNKNOWN = 5, // ndmem's own mappings were not all known (its table was full)
