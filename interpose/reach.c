@@ -26,18 +26,14 @@
 // the nodes: an untracked small block may hold the only pointer to a tracked one, so a block is
 // called lost only when no untracked memory points to it either (fewer finds, never a false one).
 //
-// The other threads are held still while the scan reads, as LeakSanitizer holds them, but with a
-// signal rather than ptrace (which a container's seccomp profile or Yama may forbid, and which
-// would need a tracer process): each is sent a free real-time signal (rt_tgsigqueueinfo, so the
-// handler knows the request) whose handler saves its registers and stack pointer and waits on a
-// futex until the scan is done, as the Boehm collector stops threads. A thread with every signal
-// blocked does not stop: its stack is read from the stack pointer the kernel shows for it while
-// it waits in a system call (/proc/self/task/T/syscall), its registers are not read, and the
-// SCAN record counts it. A thread stopped inside ndmem's tables (a half-inserted block) makes
-// the scan let everyone go and try again (20 times). The handler stays installed after the scan:
-// a thread that had the signal blocked takes it later and returns at once, where SIG_DFL would
-// end the process. A system call that a signal interrupts and that is not restarted (sleep,
-// select, epoll_wait) returns EINTR in the other threads, as under any stop-the-world collector.
+// The other threads are held still while the scan reads and until the trace's blocks are written
+// (stopworld.c: a signal whose handler saves the thread's registers and waits), so the BLOCK
+// records are the tables at the scan's moment. A thread stopped inside ndmem's own tables (a
+// half-inserted block) makes the scan let everyone go and try again (20 times). A thread with
+// every signal blocked does not stop: its stack is read from the stack pointer the kernel shows,
+// its registers are not read, and the SCAN record counts it. A blocking call that a signal
+// interrupts and that is never restarted (sleep, select, epoll_wait) returns EINTR in the other
+// threads, as under any stop-the-world collector; the process is ending.
 //
 // Nothing here allocates or takes a lock a stopped thread may hold: raw system calls, raw
 // mappings (holes in the roots themselves), a radix sort.
@@ -52,6 +48,7 @@
 #include "regions.h"
 #include "shim.h"
 #include "sites.h"
+#include "stopworld.h"
 
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
@@ -59,12 +56,10 @@
 #include <fcntl.h>
 #include <libunwind.h>
 #include <link.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 enum { ST_UNREACHED = 0, ST_REACHABLE, ST_POSSIBLE, ST_INDIRECT, ST_LEADER };
@@ -88,15 +83,6 @@ typedef struct range {
   uintptr_t lo, hi;
 } range_t;
 
-#define NREGS 64 // general registers, then the vector ones (x86-64: xmm0-15)
-typedef struct thr {
-  pid_t tid;
-  int state; // 0 asked, 1 held, 2 let go, 3 gone, 4 blocks the signal, 5 busy in ndmem
-  int blocked; // checks in a row that found it blocking the signal in a system call
-  uintptr_t sp, tls;
-  uint64_t regs[NREGS];
-} thr_t;
-#define MAX_THREADS 65536
 
 #define RED_ZONE 128 // below the stack pointer, the x86-64 ABI's leaf functions keep data
 #define GLIBC_HEAP_MAX (64ull << 20) // a glibc arena heap's size and alignment (64-bit)
@@ -113,7 +99,7 @@ static struct {
   size_t nm, mcap;
   uint32_t *stk;
   size_t sn, scap;
-  thr_t *thr;
+  nd_thr_t *thr; // the other threads (stopworld.c), from the latest stop
   size_t nt;
   char *text;
   size_t tlen, tcap;
@@ -125,14 +111,10 @@ static struct {
   size_t nself;
   range_t *elf; // every loaded object's writable segments
   size_t nelf, ecap;
-  int sig, pm_fd, oom, phase;
+  int pm_fd, oom, phase;
   uint64_t py_long; // PyLong_Type (0: no interpreter)
   unsigned py_minor;
   size_t leader;
-  pid_t pid;
-  uint64_t gen; // the stop request (the handler ignores another's)
-  uint32_t resumed; // futex word: the request whose threads may go
-  int active;
   int done, held;
   uint64_t t0; // when the threads were stopped
   nd_rec_scan_t rec;
@@ -464,220 +446,19 @@ static void scan_root(uintptr_t lo, uintptr_t hi) {
 
 // ---------------------------------------------------------------- holding the threads
 
-static void stop_handler(int sig, siginfo_t *si, void *ucv) {
-  (void)sig;
-  if (!si || si->si_code != SI_QUEUE || si->si_pid != R.pid) return;
-  uintptr_t v = (uintptr_t)si->si_value.sival_ptr;
-  uint64_t gen = v >> 24;
-  size_t idx = v & 0xffffff;
-  if (!__atomic_load_n(&R.active, __ATOMIC_ACQUIRE) || gen != R.gen || idx >= R.nt) return;
-  int saved = errno;
-  thr_t *t = &R.thr[idx];
-  // Inside one of ndmem's hooks (between the allocator and the tables): not a moment to be
-  // held at, with a block counted and not yet in the table; the scan asks again.
-  if (nd_tls.mode == ND_T_BUSY) {
-    __atomic_store_n(&t->state, 5, __ATOMIC_RELEASE);
-    errno = saved;
-    return;
-  }
-  ucontext_t *uc = ucv;
-#if defined(__x86_64__)
-  for (int i = 0; i < NGREG && i < NREGS; i++) t->regs[i] = (uint64_t)uc->uc_mcontext.gregs[i];
-  t->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-  // A pointer kept only in a vector register (a compiler's spill, memcpy's) is held too, as
-  // LeakSanitizer holds it (memcheck reads none).
-  if (uc->uc_mcontext.fpregs)
-    memcpy(&t->regs[NGREG], uc->uc_mcontext.fpregs->_xmm, (NREGS - NGREG) * 8 < 256 ? (NREGS - NGREG) * 8 : 256);
-#elif defined(__aarch64__)
-  for (int i = 0; i < 31 && i < NREGS; i++) t->regs[i] = uc->uc_mcontext.regs[i];
-  t->sp = (uintptr_t)uc->uc_mcontext.sp;
-#else
-  memcpy(t->regs, &uc->uc_mcontext, sizeof t->regs < sizeof uc->uc_mcontext ? sizeof t->regs
-                                                                              : sizeof uc->uc_mcontext);
-  t->sp = (uintptr_t)&uc; // this handler's frame: the stack above it is read
-#endif
-  t->tls = (uintptr_t)&nd_tls;
-  __atomic_store_n(&t->state, 1, __ATOMIC_RELEASE);
-  for (;;) {
-    uint32_t r = __atomic_load_n(&R.resumed, __ATOMIC_ACQUIRE);
-    if (r == (uint32_t)gen) break;
-    syscall(SYS_futex, &R.resumed, FUTEX_WAIT_PRIVATE, r, NULL, NULL, 0);
-  }
-  __atomic_store_n(&t->state, 2, __ATOMIC_RELEASE);
-  errno = saved;
-}
-
-// A real-time signal nobody handles, from the top (glibc keeps the lowest for itself).
-static int pick_signal(void) {
-  for (int s = SIGRTMAX; s > SIGRTMAX - 8 && s > SIGRTMIN; s--) {
-    struct sigaction old;
-    if (nd_real.sigaction(s, NULL, &old) != 0) continue;
-    if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL : old.sa_handler != SIG_DFL) continue;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = stop_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-    sigfillset(&sa.sa_mask);
-    if (nd_real.sigaction(s, &sa, NULL) == 0) return s;
-  }
-  return 0;
-}
-
-static int known(pid_t tid) {
-  for (size_t i = 0; i < R.nt; i++)
-    if (R.thr[i].tid == tid) return 1;
-  return 0;
-}
-
-static int ask(size_t idx) {
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = R.sig;
-  si.si_code = SI_QUEUE;
-  si.si_pid = R.pid;
-  si.si_uid = (uid_t)syscall(SYS_getuid);
-  si.si_value.sival_ptr = (void *)(uintptr_t)(R.gen << 24 | idx);
-  return (int)syscall(SYS_rt_tgsigqueueinfo, R.pid, R.thr[idx].tid, R.sig, &si);
-}
-
-// Asks every thread of the program's to stop; returns the number asked (new ones this round).
-static int ask_all(pid_t self) {
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  int added = 0;
-  char buf[4096];
-  long n;
-  while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
-    for (long off = 0; off < n;) {
-      struct {
-        uint64_t ino;
-        int64_t off;
-        unsigned short reclen;
-        unsigned char type;
-        char name[];
-      } *d = (void *)(buf + off);
-      off += d->reclen;
-      pid_t tid = 0;
-      const char *c = d->name;
-      if (*c < '0' || *c > '9') continue;
-      while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
-      if (tid == self || nd_os_is_own_thread(tid) || known(tid) || R.nt >= MAX_THREADS) continue;
-      R.thr[R.nt] = (thr_t){.tid = tid};
-      __atomic_store_n(&R.nt, R.nt + 1, __ATOMIC_RELEASE);
-      if (ask(R.nt - 1) != 0) R.thr[R.nt - 1].state = 3;
-      added++;
-    }
-  }
-  syscall(SYS_close, fd);
-  return added;
-}
-
 static void nap_us(long us) {
   struct timespec ts = {0, us * 1000};
   syscall(SYS_nanosleep, &ts, NULL);
 }
 
-// Whether a thread blocks the stop signal: the SigBlk mask of /proc/self/task/T/status.
-static int blocks_signal(pid_t tid) {
-  char path[64], buf[2048];
-  nd_os_proc_path(path, sizeof path - 8, R.pid, "task", tid);
-  size_t len = strlen(path);
-  memcpy(path + len, "/status", 8);
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-  syscall(SYS_close, fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  const char *c = strstr(buf, "SigBlk:");
-  if (!c) return 0;
-  for (c += 7; *c == ' ' || *c == '\t'; c++) {
-  }
-  uint64_t mask = 0;
-  for (; (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'); c++)
-    mask = mask * 16 + (uint64_t)(*c <= '9' ? *c - '0' : *c - 'a' + 10);
-  return (int)(mask >> (R.sig - 1) & 1);
-}
-
-static uintptr_t waiting_sp(pid_t tid);
-
 static void stop_world(pid_t self) {
-  R.gen++;
-  R.nt = 0;
-  __atomic_store_n(&R.active, 1, __ATOMIC_RELEASE);
-  for (int round = 0; round < 16 && ask_all(self) > 0; round++) {
-  }
-  uint64_t until = nd_os_mono_ns() + 500000000ull, check = 0;
-  for (;;) {
-    int waiting = 0;
-    for (size_t i = 0; i < R.nt; i++) {
-      int st = __atomic_load_n(&R.thr[i].state, __ATOMIC_ACQUIRE);
-      if (st == 5) { // it was inside ndmem: asked again until it is caught outside
-        __atomic_store_n(&R.thr[i].state, 0, __ATOMIC_RELEASE);
-        if (ask(i) != 0) R.thr[i].state = 3;
-        st = R.thr[i].state;
-      }
-      waiting += st == 0;
-    }
-    if (!waiting) break;
-    uint64_t now = nd_os_mono_ns();
-    if (now > until) break;
-    if (now > check) { // gone meanwhile, or blocking the signal (it would never stop)?
-      for (size_t i = 0; i < R.nt; i++) {
-        thr_t *t = &R.thr[i];
-        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != 0) continue;
-        // Blocking the signal for good: seen blocking it while waiting in a system call twice,
-        // 10 ms apart (a thread inside a handler or pthread_create blocks it for a moment).
-        if (syscall(SYS_tgkill, R.pid, t->tid, 0) != 0) t->state = 3;
-        else if (blocks_signal(t->tid) && waiting_sp(t->tid)) t->blocked++;
-        else t->blocked = 0;
-        if (t->blocked >= 2) t->state = 4;
-      }
-      check = now + 10000000;
-    }
-    nap_us(50);
-  }
+  nd_stop_world(self);
+  R.thr = nd_stop_threads(&R.nt);
 }
 
 static void let_go(uint64_t t0) {
   R.rec.ns += nd_os_mono_ns() - t0;
-  __atomic_store_n(&R.active, 0, __ATOMIC_RELEASE);
-  __atomic_store_n(&R.resumed, (uint32_t)R.gen, __ATOMIC_RELEASE);
-  syscall(SYS_futex, &R.resumed, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
-  uint64_t until = nd_os_mono_ns() + 1000000000ull;
-  for (size_t i = 0; i < R.nt; i++)
-    while (__atomic_load_n(&R.thr[i].state, __ATOMIC_ACQUIRE) == 1 && nd_os_mono_ns() < until)
-      nap_us(20);
-}
-
-// The stack pointer of a thread that did not stop, where it waits in a system call: the
-// second-to-last field of /proc/self/task/T/syscall ("running": none).
-static uintptr_t waiting_sp(pid_t tid) {
-  char path[64], buf[256];
-  nd_os_proc_path(path, sizeof path - 8, R.pid, "task", tid);
-  size_t len = strlen(path);
-  memcpy(path + len, "/syscall", 9);
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-  syscall(SYS_close, fd);
-  if (n <= 0 || buf[0] < '0' || buf[0] > '9') return 0;
-  buf[n] = 0;
-  char *f[10];
-  int k = 0;
-  for (char *c = buf; *c && k < 10;) {
-    while (*c == ' ' || *c == '\n') c++;
-    if (!*c) break;
-    f[k++] = c;
-    while (*c && *c != ' ' && *c != '\n') c++;
-  }
-  if (k < 3) return 0;
-  uintptr_t sp = 0;
-  const char *c = f[k - 2];
-  if (c[0] == '0' && c[1] == 'x') c += 2;
-  for (; *c && *c != ' ' && *c != '\n'; c++)
-    sp = sp * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : (*c | 32) - 'a' + 10);
-  return sp;
+  nd_stop_let_go();
 }
 
 // ---------------------------------------------------------------- the mappings
@@ -847,6 +628,9 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
     glibc_regions(own, nown, complete);
     R.rec.flags |= ND_SCAN_ALLOCATOR_KNOWN;
   }
+  uintptr_t tlo, thi; // the threads' saved registers
+  nd_stop_table(&tlo, &thi);
+  add_hole(tlo, thi);
   // The scan's own buffers (one mapped from here on is not in the maps read: never a root).
   for (size_t i = 0; i < R.nbufs; i++) add_hole(R.bufs[i].lo, R.bufs[i].hi);
   if (R.oom || sort_ranges(R.holes, &R.nh)) return;
@@ -858,7 +642,7 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
   R.phase = PH_ROOT;
   for (size_t i = 0; i < R.nt; i++)
     if (R.thr[i].state == 1 || R.thr[i].state == 2) {
-      for (int k = 0; k < NREGS; k++) hit(R.thr[i].regs[k]);
+      for (int k = 0; k < ND_STOP_REGS; k++) hit(R.thr[i].regs[k]);
       R.rec.root_bytes += sizeof R.thr[i].regs;
     }
 }
@@ -947,7 +731,6 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
   else if ((how != ND_EXIT_NORMAL && how != ND_EXIT_UNDERSCORE) || nd_reach_inside)
     R.rec.status = ND_SCAN_NOT_AT_END;
   if (R.rec.status != ND_SCAN_DONE) goto out;
-  R.pid = nd_os_getpid();
   pid_t self = nd_os_gettid();
   {
     size_t n;
@@ -960,16 +743,9 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
   }
   R.nself = R.nelf = 0;
   dl_iterate_phdr(segments, (void *)(uintptr_t)nd_reach_scan); // before the stop: the loader's lock
-  if (!R.thr) {
-    R.thr = raw_map(MAX_THREADS * sizeof *R.thr);
-    if (!R.thr) {
-      R.rec.status = ND_SCAN_NO_MEMORY;
-      goto out;
-    }
-  }
-  if (!R.sig && nd_real.sigaction) R.sig = pick_signal();
-  if (!R.sig) {
-    R.rec.status = ND_SCAN_NO_SIGNAL;
+  int st = nd_stop_setup();
+  if (st) {
+    R.rec.status = st == -1 ? ND_SCAN_NO_MEMORY : ND_SCAN_NO_SIGNAL;
     goto out;
   }
   R.pm_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -1009,10 +785,10 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
           if (R.cont[i].from != ND_REACH_FROM_DEVICE)
             add_hole(R.cont[i].lo, R.cont[i].lo + extent(&R.cont[i]));
         for (size_t i = 0; i < R.nt; i++) {
-          thr_t *t = &R.thr[i];
+          nd_thr_t *t = &R.thr[i];
           if (t->state == 0 || t->state == 4) {
             R.rec.unheld++;
-            t->sp = waiting_sp(t->tid);
+            t->sp = nd_stop_waiting_sp(t->tid);
           }
         }
         classify(complete, caller_sp);
