@@ -743,7 +743,8 @@ static void text_summary(FILE *o, report_t *r) {
   char a[48], b[48];
   nd_rep_human(a, sizeof a, h->track_min);
   nd_rep_human(b, sizeof b, h->sample_interval);
-  if (h->sample_interval)
+  // NDMEM_TRACK_MIN=0 (or 1) leaves nothing smaller to sample, whatever NDMEM_SAMPLE says.
+  if (h->sample_interval && h->track_min > 1)
     fprintf(o, "blocks of %s or more exact, smaller ones sampled every ~%s (~: estimate)", a, b);
   else if (h->track_min > 1)
     fprintf(o, "blocks of %s or more exact, smaller ones not tracked", a);
