@@ -392,6 +392,19 @@ int nd_os_at_line_start(int fd) {
   return r;
 }
 
+uint64_t nd_os_hex(const char **s) {
+  const char *c = *s;
+  if (c[0] == '0' && (c[1] | 32) == 'x') c += 2;
+  uint64_t v = 0;
+  for (;; c++) {
+    unsigned d = *c >= '0' && *c <= '9' ? (unsigned)(*c - '0') : (unsigned)((*c | 32) - 'a') + 10;
+    if (d > 15) break;
+    v = v * 16 + d;
+  }
+  *s = c;
+  return v;
+}
+
 void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf, long n) {
   nd_buf_t b;
   nd_buf_reset(&b);

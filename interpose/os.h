@@ -74,6 +74,9 @@ int nd_os_fd_high(int fd, int raise_ok);
 int nd_os_at_line_start(int fd);
 // "/proc/PID/LEAF", or "/proc/PID/LEAF/N" when n >= 0, into out (64 bytes hold any of ndmem's).
 void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf, long n);
+// The hexadecimal number at *s (an optional 0x first), *s moved past it: /proc's addresses
+// and masks.
+uint64_t nd_os_hex(const char **s);
 // Whether fd is open on the file (dev, ino) it was opened on; a program that closes every
 // descriptor may have closed ndmem's and reused the number. errno is kept.
 int nd_os_same_file(int fd, dev_t dev, ino_t ino);

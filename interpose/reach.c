@@ -16,8 +16,8 @@
 // by address).
 //
 // Never read, never roots: ndmem's own memory (its mappings, nd_os_own; its segments; each
-// thread's nd_tls), device memory (a device block is a node that holds no pointer), shared and
-// device-file mappings, the part of each stack below its stack pointer (dead frames), and pages
+// thread's nd_tls), device memory (device, pinned and managed blocks are not classed: the
+// driver's tables point at each), shared and device-file mappings, the part of each stack below its stack pointer (dead frames), and pages
 // never resident (untouched memory reads as zeros; a page swapped out is read). Where every live
 // heap block has a record (ndmem run --exact: the heap's live count equals the table's), the
 // allocator's other memory holds nothing of the program's: glibc's main heap, its other arenas'
@@ -69,11 +69,9 @@ typedef struct node {
   uint64_t size;
   uint64_t born;
   uint8_t state;
-  uint8_t leaf; // device memory: never read
-  uint8_t heap;
   uint8_t chunk; // a glibc chunk: `next` is where the chunk after it begins
   uint8_t from;  // enum nd_reach_from: which table it is of (its BLOCK record)
-  uint8_t pad[3];
+  uint8_t pad[5];
   uintptr_t next;
   nd_site_t *site;
   uint64_t cycle;
@@ -200,9 +198,11 @@ static void add_node(uintptr_t lo, uint64_t size, uint64_t born, int from, nd_si
                      uint64_t cycle) {
   if (grow((void **)&R.v, &R.cap, sizeof *R.v, R.n + 1)) return;
   R.v[R.n++] = (node_t){.lo = lo, .size = size, .born = born, .state = ST_UNREACHED,
-                        .leaf = from == ND_REACH_FROM_DEVICE,
-                        .heap = from == ND_REACH_FROM_BLOCKS && site->kind == NDMEM_KIND_HEAP,
                         .from = (uint8_t)from, .site = site, .cycle = cycle};
+}
+
+static int is_heap(const node_t *n) {
+  return n->from == ND_REACH_FROM_BLOCKS && n->site->kind == NDMEM_KIND_HEAP;
 }
 
 static void node_block(void *ctx, const nd_block_t *b) {
@@ -284,11 +284,10 @@ static inline void hit(uint64_t w) {
       }
       return;
     }
-    // glibc's free lists and its top chunk point at chunk headers: the one after a block may lie
-    // in the block's last bytes (a request that uses the next chunk's prev_size word).
-    if (n->chunk && w == n->next) return;
     __attribute__((fallthrough)); // an interior pointer
   case PH_POSSIBLE:
+    // glibc's free lists and its top chunk point at chunk headers: the one after a block may lie
+    // in the block's last bytes (a request that uses the next chunk's prev_size word).
     if (n->chunk && w == n->next) return;
     if (n->state == ST_UNREACHED) {
       n->state = ST_POSSIBLE;
@@ -316,7 +315,7 @@ static inline void hit(uint64_t w) {
 // word): only an int whose count is a count (1 to 2^40: an immortal one's too) is read.
 static void py_int(const uint64_t *p, uintptr_t lo, uintptr_t hi) {
   if ((uintptr_t)(p - 1) < lo || (uintptr_t)(p + 3) > hi) return;
-  if (p[-1] - 1 >= (1ull << 40) - 1 && p[-1] != 0xffffffffull) return;
+  if (p[-1] - 1 >= (1ull << 40) - 1) return;
   uint64_t size = p[1], n;
   if (R.py_minor >= 12) {
     if (size & 3) return; // zero or negative
@@ -378,26 +377,30 @@ static void scan(uintptr_t lo, uintptr_t hi, uint64_t *bytes) {
   }
 }
 
+// The first readable mapping (sorted, merged) that ends after a; R.nm when none does.
+static size_t map_after(uintptr_t a) {
+  size_t lo = 0, hi = R.nm;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (R.maps[m].hi <= a) lo = m + 1;
+    else hi = m;
+  }
+  return lo;
+}
+
+static int readable(uintptr_t lo, uintptr_t hi) {
+  size_t k = map_after(lo);
+  return k < R.nm && lo >= R.maps[k].lo && hi <= R.maps[k].hi;
+}
+
 // Reads node i's memory, where it is mapped readable.
 static void scan_node(size_t i) {
-  node_t *n = &R.v[i];
-  if (n->leaf) return;
-  uintptr_t lo = n->lo, hi = n->lo + n->size;
-  while (lo < hi) { // the mapping holding lo
-    size_t a = 0, b = R.nm;
-    while (b - a > 1) {
-      size_t m = (a + b) / 2;
-      if (R.maps[m].lo <= lo) a = m;
-      else b = m;
-    }
-    if (!R.nm || lo < R.maps[a].lo || lo >= R.maps[a].hi) { // not readable: on to the next map
-      if (!R.nm || a + 1 >= R.nm || (R.maps[a].lo <= lo && R.maps[a + 1].lo >= hi)) return;
-      lo = R.maps[a].lo > lo ? R.maps[a].lo : R.maps[a + 1].lo;
-      continue;
-    }
-    uintptr_t e = R.maps[a].hi < hi ? R.maps[a].hi : hi;
-    scan(lo, e, &R.rec.block_bytes);
-    lo = e;
+  const node_t *n = &R.v[i];
+  uintptr_t hi = n->lo + n->size;
+  for (size_t k = map_after(n->lo); k < R.nm && R.maps[k].lo < hi; k++) {
+    uintptr_t a = R.maps[k].lo > n->lo ? R.maps[k].lo : n->lo;
+    uintptr_t b = R.maps[k].hi < hi ? R.maps[k].hi : hi;
+    scan(a, b, &R.rec.block_bytes);
   }
 }
 
@@ -446,11 +449,6 @@ static void scan_root(uintptr_t lo, uintptr_t hi) {
 
 // ---------------------------------------------------------------- holding the threads
 
-static void nap_us(long us) {
-  struct timespec ts = {0, us * 1000};
-  syscall(SYS_nanosleep, &ts, NULL);
-}
-
 static void stop_world(pid_t self) {
   nd_stop_world(self);
   R.thr = nd_stop_threads(&R.nt);
@@ -488,12 +486,9 @@ typedef struct map_line {
 } map_line_t;
 
 static const char *parse_line(const char *c, map_line_t *m) {
-  uintptr_t v = 0;
-  for (; *c && *c != '-'; c++) v = v * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : (*c | 32) - 'a' + 10);
-  m->lo = v;
-  v = 0;
-  for (c++; *c && *c != ' '; c++) v = v * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : (*c | 32) - 'a' + 10);
-  m->hi = v;
+  m->lo = (uintptr_t)nd_os_hex(&c);
+  if (*c == '-') c++;
+  m->hi = (uintptr_t)nd_os_hex(&c);
   for (int i = 0; i < 4; i++) m->perms[i] = *c ? *++c : 0;
   m->perms[4] = 0;
   for (int field = 0; field < 3 && *c && *c != '\n'; field++) { // offset, device, inode
@@ -543,16 +538,6 @@ static int segments(struct dl_phdr_info *info, size_t size, void *ctx) {
   return 0;
 }
 
-static int readable(uintptr_t lo, uintptr_t hi) {
-  size_t a = 0, b = R.nm;
-  while (b - a > 1) {
-    size_t m = (a + b) / 2;
-    if (R.maps[m].lo <= lo) a = m;
-    else b = m;
-  }
-  return R.nm && lo >= R.maps[a].lo && hi <= R.maps[a].hi;
-}
-
 // glibc's own memory around the heap nodes, where it can be told apart: a chunk's size word
 // (before the block) says mmapped (its own mapping, from prev_size before it) or of another arena
 // than the main one (its heap: the GLIBC_HEAP_MAX-aligned range holding it, whose heap_info gives
@@ -561,7 +546,7 @@ static void glibc_regions(const uintptr_t (*own)[2], size_t nown, int complete) 
   uintptr_t last_heap = 0;
   for (size_t i = 0; i < R.n; i++) {
     node_t *n = &R.v[i];
-    if (!n->heap || n->lo < 16 || (n->lo & 15)) continue;
+    if (!is_heap(n) || n->lo < 16 || (n->lo & 15)) continue;
     int ours = 0;
     for (size_t k = 0; k < nown && !ours; k++) ours = n->lo >= own[k][0] && n->lo < own[k][1];
     if (ours || !readable(n->lo - 16, n->lo)) continue;
@@ -641,7 +626,7 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
   }
   R.phase = PH_ROOT;
   for (size_t i = 0; i < R.nt; i++)
-    if (R.thr[i].state == 1 || R.thr[i].state == 2) {
+    if (R.thr[i].state == ND_THR_HELD || R.thr[i].state == ND_THR_LET_GO) {
       for (int k = 0; k < ND_STOP_REGS; k++) hit(R.thr[i].regs[k]);
       R.rec.root_bytes += sizeof R.thr[i].regs;
     }
@@ -703,12 +688,12 @@ static __attribute__((noinline)) void classify(int complete, uintptr_t caller_sp
   }
 }
 
-static int quiet_tables(void) {
+// ndmem's own mappings are not being changed by a stopped thread.
+static int own_table_quiet(void) {
   size_t n;
   int busy, lost;
   nd_os_own(&n, &busy, &lost);
-  if (busy) return 0;
-  return 1;
+  return !busy;
 }
 
 static unsigned reach_of(const node_t *n) {
@@ -726,6 +711,7 @@ int nd_reach_inside;
 int nd_reach_scan(int how, nd_rec_scan_t *rec) {
   memset(&R.rec, 0, sizeof R.rec);
   R.rec.mono_ns = nd_os_mono_ns();
+  R.pm_fd = -1;
   R.done = R.held = 0;
   if (!nd_cfg.leak_scan) R.rec.status = ND_SCAN_OFF;
   else if ((how != ND_EXIT_NORMAL && how != ND_EXIT_UNDERSCORE) || nd_reach_inside)
@@ -736,7 +722,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
     size_t n;
     int busy, lost;
     nd_os_own(&n, &busy, &lost);
-    if (lost) {
+    if (lost) { // a table that overflowed never recovers: no point stopping anyone
       R.rec.status = ND_SCAN_OWN_UNKNOWN;
       goto out;
     }
@@ -759,7 +745,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
     R.n = R.nh = R.nm = R.sn = R.ncont = 0;
     R.oom = 0;
     int64_t *c = R.rec.live_count, *b = R.rec.live_bytes;
-    int ok = quiet_tables() && nd_counters_live_stopped(NDMEM_KIND_HEAP, &c[0], &b[0]) == 0 &&
+    int ok = own_table_quiet() && nd_counters_live_stopped(NDMEM_KIND_HEAP, &c[0], &b[0]) == 0 &&
              nd_counters_live_stopped(NDMEM_KIND_MMAP, &c[1], &b[1]) == 0 &&
              nd_blocks_each_stopped(node_block, NULL) == 0 &&
              nd_mmap_each_live_stopped(node_region, NULL) == 0 &&
@@ -771,31 +757,30 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
     }
     if (ok) {
       uint64_t heap_nodes = 0;
-      for (size_t i = 0; i < R.n; i++) heap_nodes += R.v[i].heap;
+      for (size_t i = 0; i < R.n; i++) heap_nodes += is_heap(&R.v[i]);
       int64_t heap_live = c[0];
       R.rec.untracked_blocks = heap_live > (int64_t)heap_nodes ? (uint64_t)(heap_live - (int64_t)heap_nodes) : 0;
-      // A thread that did not stop may be inside ndmem with a block counted and not yet in the
-      // table: then the allocator's memory is read as roots too.
-      int unheld = 0;
-      for (size_t i = 0; i < R.nt; i++) unheld += R.thr[i].state == 0 || R.thr[i].state == 4;
-      int complete = heap_live == (int64_t)heap_nodes && !unheld;
+      // A thread that did not stop is read from where the kernel shows it waits; it may be
+      // inside ndmem with a block counted and not yet in the table: then the allocator's memory
+      // is read as roots too.
+      for (size_t i = 0; i < R.nt; i++) {
+        nd_thr_t *t = &R.thr[i];
+        R.rec.threads += t->state != ND_THR_GONE;
+        if (t->state == ND_THR_ASKED || t->state == ND_THR_BLOCKS) {
+          R.rec.unheld++;
+          t->sp = nd_stop_waiting_sp(t->tid);
+        }
+      }
+      int complete = heap_live == (int64_t)heap_nodes && !R.rec.unheld;
       if (complete) R.rec.flags |= ND_SCAN_COMPLETE;
       if (sort_nodes() == 0) {
         for (size_t i = 0; i < R.ncont && complete; i++)
           if (R.cont[i].from != ND_REACH_FROM_DEVICE)
             add_hole(R.cont[i].lo, R.cont[i].lo + extent(&R.cont[i]));
-        for (size_t i = 0; i < R.nt; i++) {
-          nd_thr_t *t = &R.thr[i];
-          if (t->state == 0 || t->state == 4) {
-            R.rec.unheld++;
-            t->sp = nd_stop_waiting_sp(t->tid);
-          }
-        }
         classify(complete, caller_sp);
       } else {
         R.oom = 1;
       }
-      for (size_t i = 0; i < R.nt; i++) R.rec.threads += R.thr[i].state != 3; // not gone
     }
     if (ok && !R.oom) { // held until nd_reach_release: the trace's blocks are these
       R.held = 1;
@@ -808,7 +793,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
       R.rec.status = ND_SCAN_BUSY;
       goto out;
     }
-    nap_us(1000);
+    nd_os_sleep_ms(1);
   }
   if (R.oom) {
     R.rec.status = ND_SCAN_NO_MEMORY;
@@ -817,7 +802,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
   R.rec.blocks = R.n;
   R.done = 1;
 out:
-  if (R.pm_fd > 0) syscall(SYS_close, R.pm_fd);
+  if (R.pm_fd >= 0) syscall(SYS_close, R.pm_fd);
   R.pm_fd = -1;
   if (R.held) R.rec.ns = nd_os_mono_ns() - R.t0; // so far: the records are written stopped too
   *rec = R.rec;

@@ -56,7 +56,7 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv) {
   // Inside one of ndmem's hooks (between the allocator and the tables): not a moment to be
   // held at, with a block counted and not yet in the table; the scan asks again.
   if (nd_tls.mode == ND_T_BUSY) {
-    __atomic_store_n(&t->state, 5, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->state, ND_THR_BUSY, __ATOMIC_RELEASE);
     errno = saved;
     return;
   }
@@ -77,13 +77,13 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv) {
   t->sp = (uintptr_t)&uc; // this handler's frame: the stack above it is read
 #endif
   t->tls = (uintptr_t)&nd_tls;
-  __atomic_store_n(&t->state, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&t->state, ND_THR_HELD, __ATOMIC_RELEASE);
   for (;;) {
     uint32_t r = __atomic_load_n(&S.resumed, __ATOMIC_ACQUIRE);
     if (r == (uint32_t)gen) break;
     syscall(SYS_futex, &S.resumed, FUTEX_WAIT_PRIVATE, r, NULL, NULL, 0);
   }
-  __atomic_store_n(&t->state, 2, __ATOMIC_RELEASE);
+  __atomic_store_n(&t->state, ND_THR_LET_GO, __ATOMIC_RELEASE);
   errno = saved;
 }
 
@@ -144,7 +144,7 @@ static int ask_all(pid_t self) {
       if (tid == self || nd_os_is_own_thread(tid) || known(tid) || S.nt >= MAX_THREADS) continue;
       S.thr[S.nt] = (nd_thr_t){.tid = tid};
       __atomic_store_n(&S.nt, S.nt + 1, __ATOMIC_RELEASE);
-      if (ask(S.nt - 1) != 0) S.thr[S.nt - 1].state = 3;
+      if (ask(S.nt - 1) != 0) S.thr[S.nt - 1].state = ND_THR_GONE;
       added++;
     }
   }
@@ -153,26 +153,30 @@ static int ask_all(pid_t self) {
 }
 
 
-// Whether a thread blocks the stop signal: the SigBlk mask of /proc/self/task/T/status.
-static int blocks_signal(pid_t tid) {
-  char path[64], buf[2048];
-  nd_os_proc_path(path, sizeof path - 8, S.pid, "task", tid);
+// /proc/self/task/T/<leaf> into buf, NUL-terminated: its length, or 0.
+static size_t task_file(pid_t tid, const char *leaf, char *buf, size_t cap) {
+  char path[64];
+  nd_os_proc_path(path, sizeof path - 16, S.pid, "task", tid);
   size_t len = strlen(path);
-  memcpy(path + len, "/status", 8);
+  path[len] = '/';
+  memcpy(path + len + 1, leaf, strlen(leaf) + 1);
   int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
-  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+  long n = syscall(SYS_read, fd, buf, cap - 1);
   syscall(SYS_close, fd);
   if (n <= 0) return 0;
   buf[n] = 0;
-  const char *c = strstr(buf, "SigBlk:");
+  return (size_t)n;
+}
+
+// Whether a thread blocks the stop signal: the SigBlk mask of /proc/self/task/T/status.
+static int blocks_signal(pid_t tid) {
+  char buf[2048];
+  const char *c = task_file(tid, "status", buf, sizeof buf) ? strstr(buf, "SigBlk:") : NULL;
   if (!c) return 0;
   for (c += 7; *c == ' ' || *c == '\t'; c++) {
   }
-  uint64_t mask = 0;
-  for (; (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'); c++)
-    mask = mask * 16 + (uint64_t)(*c <= '9' ? *c - '0' : *c - 'a' + 10);
-  return (int)(mask >> (S.sig - 1) & 1);
+  return (int)(nd_os_hex(&c) >> (S.sig - 1) & 1);
 }
 
 void nd_stop_world(pid_t self) {
@@ -187,12 +191,12 @@ void nd_stop_world(pid_t self) {
     int waiting = 0;
     for (size_t i = 0; i < S.nt; i++) {
       int st = __atomic_load_n(&S.thr[i].state, __ATOMIC_ACQUIRE);
-      if (st == 5) { // it was inside ndmem: asked again until it is caught outside
-        __atomic_store_n(&S.thr[i].state, 0, __ATOMIC_RELEASE);
-        if (ask(i) != 0) S.thr[i].state = 3;
+      if (st == ND_THR_BUSY) { // it was inside ndmem: asked again until it is caught outside
+        __atomic_store_n(&S.thr[i].state, ND_THR_ASKED, __ATOMIC_RELEASE);
+        if (ask(i) != 0) S.thr[i].state = ND_THR_GONE;
         st = S.thr[i].state;
       }
-      waiting += st == 0;
+      waiting += st == ND_THR_ASKED;
     }
     if (!waiting) break;
     uint64_t now = nd_os_mono_ns();
@@ -200,13 +204,13 @@ void nd_stop_world(pid_t self) {
     if (now > check) { // gone meanwhile, or blocking the signal (it would never stop)?
       for (size_t i = 0; i < S.nt; i++) {
         nd_thr_t *t = &S.thr[i];
-        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != 0) continue;
+        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != ND_THR_ASKED) continue;
         // Blocking the signal for good: seen blocking it while waiting in a system call twice,
         // 10 ms apart (a thread inside a handler or pthread_create blocks it for a moment).
-        if (syscall(SYS_tgkill, S.pid, t->tid, 0) != 0) t->state = 3;
+        if (syscall(SYS_tgkill, S.pid, t->tid, 0) != 0) t->state = ND_THR_GONE;
         else if (blocks_signal(t->tid) && nd_stop_waiting_sp(t->tid)) t->blocked++;
         else t->blocked = 0;
-        if (t->blocked >= 2) t->state = 4;
+        if (t->blocked >= 2) t->state = ND_THR_BLOCKS;
       }
       check = now + 10000000;
     }
@@ -228,16 +232,8 @@ void nd_stop_let_go(void) {
 // The stack pointer of a thread that did not stop, where it waits in a system call: the
 // second-to-last field of /proc/self/task/T/syscall ("running": none).
 uintptr_t nd_stop_waiting_sp(pid_t tid) {
-  char path[64], buf[256];
-  nd_os_proc_path(path, sizeof path - 8, S.pid, "task", tid);
-  size_t len = strlen(path);
-  memcpy(path + len, "/syscall", 9);
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-  syscall(SYS_close, fd);
-  if (n <= 0 || buf[0] < '0' || buf[0] > '9') return 0;
-  buf[n] = 0;
+  char buf[256];
+  if (!task_file(tid, "syscall", buf, sizeof buf) || buf[0] < '0' || buf[0] > '9') return 0;
   char *f[10];
   int k = 0;
   for (char *c = buf; *c && k < 10;) {
@@ -247,12 +243,8 @@ uintptr_t nd_stop_waiting_sp(pid_t tid) {
     while (*c && *c != ' ' && *c != '\n') c++;
   }
   if (k < 3) return 0;
-  uintptr_t sp = 0;
   const char *c = f[k - 2];
-  if (c[0] == '0' && c[1] == 'x') c += 2;
-  for (; *c && *c != ' ' && *c != '\n'; c++)
-    sp = sp * 16 + (uintptr_t)(*c <= '9' ? *c - '0' : (*c | 32) - 'a' + 10);
-  return sp;
+  return (uintptr_t)nd_os_hex(&c);
 }
 
 int nd_stop_setup(void) {

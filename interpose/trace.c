@@ -724,52 +724,42 @@ static void ws_record(void *ctx, uint16_t tag, const void *payload, uint32_t siz
   nd_tw_record(&tr.w, tag, payload, size, NULL, 0);
 }
 
-static void block_record_as(uint64_t *count, const nd_block_t *b, unsigned reach) {
-  uint64_t n, weight;
-  nd_track_weigh(b, &n, &weight);
-  nd_rec_block_t r = {b->site->id, b->site->kind,
-                      (uint16_t)((b->site->sampled ? ND_SITE_SAMPLED : 0) |
-                                 reach << ND_BLOCK_REACH_SHIFT),
-                      b->addr, b->size, weight, b->mono_ns, b->cycle};
+// A live block's BLOCK record: as the reachability scan saw it, the other threads stopped
+// (reach.h), or from the tables where no scan ran. A block whose site's STACK is not in the trace
+// (made by a thread after this flush wrote the sites) is left out, and counted by the reader as
+// live without a record: a BLOCK naming an unknown stack would make the whole trace unreadable.
+static void live_record(void *ctx, const nd_reach_block_t *b) {
+  uint64_t *count = ctx;
+  if (!b->site || !b->site->written) return;
+  uint64_t weight = b->size, n;
+  uint16_t flags = (uint16_t)(b->reach << ND_BLOCK_REACH_SHIFT);
+  if (b->from == ND_REACH_FROM_BLOCKS) { // a heap block may be a sample standing for others
+    nd_block_t blk = {b->addr, b->site, b->size, b->born, b->cycle};
+    nd_track_weigh(&blk, &n, &weight);
+    if (b->site->sampled) flags |= ND_SITE_SAMPLED;
+  }
+  nd_rec_block_t r = {b->site->id, b->site->kind, flags, b->addr, b->size, weight, b->born,
+                      b->cycle};
   nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
   (*count)++;
 }
 
-static void block_record(void *ctx, const nd_block_t *b) { block_record_as(ctx, b, ND_REACH_NONE); }
-
-// A live block as the reachability scan saw it, the other threads stopped (reach.h). A site made
-// after this flush wrote its STACK (by a thread stopped since) has none in the trace: its block is
-// left out, and counted by the reader as live without a record.
-static void scanned_record(void *ctx, const nd_reach_block_t *b) {
-  uint64_t *count = ctx;
-  if (!b->site || !b->site->written) return;
-  if (b->from == ND_REACH_FROM_BLOCKS) {
-    nd_block_t blk = {b->addr, b->site, b->size, b->born, b->cycle};
-    block_record_as(count, &blk, b->reach);
-    return;
-  }
-  nd_rec_block_t r = {b->site->id, b->site->kind, (uint16_t)(b->reach << ND_BLOCK_REACH_SHIFT),
-                      b->addr, b->size, b->size, b->born, b->cycle};
-  nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
-  (*count)++;
+static void block_record(void *ctx, const nd_block_t *b) {
+  nd_reach_block_t r = {b->addr, b->size, b->mono_ns, b->cycle, b->site, ND_REACH_FROM_BLOCKS,
+                        ND_REACH_NONE};
+  live_record(ctx, &r);
 }
 
 static void device_record(void *ctx, const nd_cuda_block_t *b) {
-  nd_site_t *site = b->site;
-  uint64_t *count = ctx;
-  nd_rec_block_t r = {site->id, site->kind, 0, b->key, b->size, b->size, b->born, b->cycle};
-  nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
-  (*count)++;
+  nd_reach_block_t r = {(uintptr_t)b->key, b->size, b->born, b->cycle, b->site,
+                        ND_REACH_FROM_DEVICE, ND_REACH_NONE};
+  live_record(ctx, &r);
 }
 
 static void region_record(void *ctx, const nd_range_t *m) {
-  nd_site_t *site = m->tag;
-  if (!site) return;
-  uint64_t *count = ctx;
-  uint64_t size = m->end - m->start;
-  nd_rec_block_t r = {site->id, site->kind, 0, m->start, size, size, m->born, m->cycle};
-  nd_tw_record(&tr.w, ND_REC_BLOCK, &r, sizeof r, NULL, 0);
-  (*count)++;
+  nd_reach_block_t r = {m->start, m->end - m->start, m->born, m->cycle, m->tag,
+                        ND_REACH_FROM_MAPS, ND_REACH_NONE};
+  live_record(ctx, &r);
 }
 
 void nd_trace_set_exit(int how, int code) {
@@ -832,7 +822,7 @@ void nd_trace_flush(int final) {
     nd_tw_record(&tr.w, ND_REC_SCAN, &scan, sizeof scan, NULL, 0);
     uint64_t blocks = 0;
     if (held) { // the blocks the scan classed, the threads still stopped
-      nd_reach_each(scanned_record, &blocks);
+      nd_reach_each(live_record, &blocks);
     } else {
       nd_blocks_each(block_record, &blocks);
       nd_mmap_each_live(region_record, &blocks);

@@ -111,16 +111,17 @@ static int text_stack(FILE *o, report_t *r, uint32_t stack) {
     // The program's own Python line, where the frames shown stop short of it (a tensor kept by
     // train.py under ten frames of torch's): the first Python frame outside the libraries.
     const nd_frame_t *own = NULL;
-    for (size_t i = 0, k = 0; i < s->depth && !own; i++) {
-      if (!nd_trace_is_pyframe(r->t, ips[i])) {
-        k += !py_only;
-        continue;
+    for (size_t i = 0, k = 0; i < s->depth; i++) { // k: the frame's number as shown
+      bool py = nd_trace_is_pyframe(r->t, ips[i]);
+      if (py) {
+        const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+        if (!f) return -1;
+        if (!nd_rep_py_library(f->at.file)) {
+          if (k >= show) own = f; // shown already: nothing to add
+          break;
+        }
       }
-      const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
-      if (!f) return -1;
-      if (!nd_rep_py_library(f->at.file)) own = k++ < show ? NULL : f; // shown: nothing to add
-      else k++;
-      if (!own && !nd_rep_py_library(f->at.file)) break;
+      k += py || !py_only;
     }
     fprintf(o, "      (%zu more frames%s", n - show, own ? "; the program's: " : "");
     if (own) text_pyloc(o, own->at.function, own->at.file, (uint32_t)own->at.line);

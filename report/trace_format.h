@@ -255,9 +255,8 @@ enum nd_block_reach {
 };
 #define ND_BLOCK_REACH_SHIFT 1
 #define ND_BLOCK_REACH_MASK (7u << ND_BLOCK_REACH_SHIFT)
-static inline unsigned nd_block_reach(uint16_t flags) {
-  unsigned r = (flags & ND_BLOCK_REACH_MASK) >> ND_BLOCK_REACH_SHIFT;
-  return r <= ND_REACH_MAX ? r : ND_REACH_NONE;
+static inline unsigned nd_block_reach(uint16_t flags) { // may exceed ND_REACH_MAX: check it
+  return (flags & ND_BLOCK_REACH_MASK) >> ND_BLOCK_REACH_SHIFT;
 }
 
 // How the reachability scan at exit went (version 14; reach.c). status: enum nd_scan_status.

@@ -375,10 +375,8 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
   bool inherited = t->hdr.origin == ND_ORIGIN_FORK && b.mono_ns && b.mono_ns <= t->hdr.start_mono_ns;
   // Version 14: the reachability scan's class (0: not scanned), one entry per class.
   unsigned reach = t->hdr.version >= 14 ? nd_block_reach(b.flags) : ND_REACH_NONE;
-  if (t->hdr.version >= 14 && (b.flags & ND_BLOCK_REACH_MASK) &&
-      ((b.flags & ND_BLOCK_REACH_MASK) >> ND_BLOCK_REACH_SHIFT) > ND_REACH_MAX)
-    return fail(t, off, "BLOCK with an unknown reachability class (%u)",
-                (b.flags & ND_BLOCK_REACH_MASK) >> ND_BLOCK_REACH_SHIFT);
+  if (reach > ND_REACH_MAX)
+    return fail(t, off, "BLOCK with an unknown reachability class (%u)", reach);
   uint64_t key = site_key(b.stack_id, b.kind) | (uint64_t)inherited << 63 | (uint64_t)reach << 60;
   long i = map_get(&t->leak_keys, key);
   if (i < 0) {
