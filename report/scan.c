@@ -29,19 +29,19 @@ void nd_scan_text(FILE *o, const nd_trace_t *t) {
     return;
   }
   char a[32], b[32];
-  fprintf(o, "scanned at exit: %llu %s classed, %s of roots and %s of blocks read",
+  fprintf(o, "scanned at exit: %llu %s classed, %s of roots and %s of blocks read; ",
           (unsigned long long)s->blocks, s->blocks == 1 ? "block" : "blocks",
           nd_rep_human(a, sizeof a, s->root_bytes), nd_rep_human(b, sizeof b, s->block_bytes));
-  fprintf(o, ";\n              %u other %s held still for ", s->threads - s->unheld,
+  fprintf(o, "%u other %s held still for ", s->threads - s->unheld,
           s->threads - s->unheld == 1 ? "thread" : "threads");
   nd_rep_print_secs(o, s->ns);
   if (s->unheld)
     fprintf(o, "; %u did not stop (every signal blocked): their registers were not read", s->unheld);
-  fputs("\n", o);
   if (!(s->flags & ND_SCAN_COMPLETE))
-    fprintf(o, "              %llu live heap %s had no record: the allocator's memory was read as\n"
-               "              roots (a block they point to is not called lost; they are unchecked)\n",
+    fprintf(o, "; %llu live heap %s had no record: the allocator's memory was read as roots (a "
+               "block they point to is not called lost; they are unchecked)",
             (unsigned long long)s->untracked_blocks, s->untracked_blocks == 1 ? "block" : "blocks");
+  fputc('\n', o);
 }
 
 void nd_scan_json(FILE *o, const nd_trace_t *t) {
