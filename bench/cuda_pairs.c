@@ -5,7 +5,7 @@
 // then cuGetProcAddress for every function), so under the shim it times the path a real CUDA
 // program takes through ndmem's hooks. bench/cuda_bench.sh runs it plain and under the shim.
 // Against the driver test double (LD_LIBRARY_PATH) it measures the hooks' own cost, not a GPU's.
-#include "cuda_abi.h"
+#include "device/cuda_abi.h"
 #include "ndmem.h"
 
 #include <dlfcn.h>

@@ -210,7 +210,7 @@ long nd_rep_py_innermost(const nd_trace_t *t, const nd_stack_t *s);
 bool nd_rep_python_only(const report_t *r, const nd_stack_t *s);
 // Python code the program did not write: an installed package, the standard library, a frozen
 // module, an unknown file (the shim's live lines tell them apart by the same rules,
-// interpose/names.c).
+// interpose/stacks/names.c).
 bool nd_rep_py_library(const char *file);
 // Whether what was live at the end is a leak: the program ended on its own.
 bool nd_rep_leaks_known(const nd_trace_t *t);
@@ -272,7 +272,7 @@ int nd_rep_collapsed_report(FILE *o, report_t *r); // render_collapsed.c
 // (render_text.c); in place, each control byte '?' (a fixed-width cell, a progress bar).
 void nd_rep_print_text(FILE *o, const char *s);
 void nd_rep_no_controls(char *s);
-// A size as the shim prints it (interpose/fmt.c): "512 B", "1.50 KiB", "28.23 MiB"; `out`.
+// A size as the shim prints it (interpose/common/fmt.c): "512 B", "1.50 KiB", "28.23 MiB"; `out`.
 const char *nd_rep_human(char *out, size_t n, uint64_t v);
 // What follows the last '/' of a path (all of it without one).
 const char *nd_rep_base_name(const char *path);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// scan.c: the reachability scan's record in words (see scan.h and interpose/reach.c).
+// scan.c: the reachability scan's record in words (see scan.h and interpose/account/reach.c).
 #include "scan.h"
 
 #include "report.h"

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // driver.c: the driver functions the device modules call themselves, the program's streams as
 // ndmem has seen them, and a pool of events per device (driver.h).
-#include "driver.h"
+#include "device/driver.h"
 
-#include "cuda_hooks.h"
+#include "device/cuda_hooks.h"
 #include "ndmem.h"
-#include "os.h"
+#include "common/os.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
 #ifndef ND_DEVICE_DRIVER_H
 #define ND_DEVICE_DRIVER_H
 
-#include "cuda_abi.h"
+#include "device/cuda_abi.h"
 
 #include <stdint.h>
 

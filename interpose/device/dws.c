@@ -35,16 +35,16 @@
 //  - Another context on the device, or a stream being captured into a graph: left to the driver.
 //    An arena block freed while another context is current cannot be marked in the arena's
 //    context: the next range handed out waits for that context's device (cuCtxSynchronize).
-#include "dws.h"
+#include "device/dws.h"
 
-#include "cuda_hooks.h"
-#include "driver.h"
-#include "fmt.h"
-#include "os.h"
-#include "shim.h"
-#include "trace_format.h"
+#include "device/cuda_hooks.h"
+#include "device/driver.h"
+#include "common/fmt.h"
+#include "common/os.h"
+#include "runtime/shim.h"
+#include "common/trace_format.h"
 #include "workspace.h"
-#include "ws.h"
+#include "ws/ws.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
 #ifndef ND_DEVICE_DWS_H
 #define ND_DEVICE_DWS_H
 
-#include "cuda_abi.h"
+#include "device/cuda_abi.h"
 #include "ndmem.h"
 
 #include <stddef.h>

@@ -8,15 +8,15 @@
 // works in kernels, copies and memsets, and the limit's accounting stays true (it takes no device
 // memory at all). The cost is bandwidth (the bus instead of the device's memory) and page-locked
 // host memory; both are said in the summary and the report, with the sites that spilled.
-#include "spill.h"
+#include "device/spill.h"
 
-#include "config.h"
-#include "driver.h"
-#include "fmt.h"
-#include "os.h"
-#include "shim.h"
-#include "sites.h"
-#include "trace_format.h"
+#include "runtime/config.h"
+#include "device/driver.h"
+#include "common/fmt.h"
+#include "common/os.h"
+#include "runtime/shim.h"
+#include "account/sites.h"
+#include "common/trace_format.h"
 
 #include <string.h>
 

@@ -151,7 +151,7 @@ UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
 
 def human(v, est):
-    """ndmemreport's text bytes (interpose/fmt.c, nd_buf_ubytes: two decimals rounded half up):
+    """ndmemreport's text bytes (interpose/common/fmt.c, nd_buf_ubytes: two decimals rounded half up):
     "4.81 MiB (5044104 B)", "512 B"; `est`: with '~' before both numbers."""
     t = "~" if est else ""
     if v < 1024:

@@ -31,7 +31,7 @@ def check(cond, msg):
 
 
 def human(v):
-    """A size as the shim and ndmemreport print it (interpose/fmt.c)."""
+    """A size as the shim and ndmemreport print it (interpose/common/fmt.c)."""
     if v < 1024:
         return "%d B" % v
     units, u, div = ["B", "KiB", "MiB", "GiB", "TiB"], 0, 1

@@ -3,7 +3,7 @@
 // it survives growth; and 4 threads inserting and taking their own keys while the others do the
 // same (resizes, backward-shift deletions, lock-free probes) lose and invent nothing.
 #include "../check.h"
-#include "sites.h"
+#include "account/sites.h"
 
 #include <pthread.h>
 

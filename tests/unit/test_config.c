@@ -3,8 +3,8 @@
 // applies good values, warns once per bad or unknown variable with the exact documented line and
 // keeps the default; AT_SECURE ignores the environment. `test_config --list` prints the table.
 #include "../check.h"
-#include "config.h"
-#include "sysmem.h"
+#include "runtime/config.h"
+#include "limits/sysmem.h"
 #include "trace_format.h"
 
 #include <sys/stat.h>

@@ -3,7 +3,7 @@
 // publishing gives an exact peak for one shard; exited shards are folded, not lost, and reused
 // zeroed; the late (post-teardown) path and fork-child retirement keep totals exact.
 #include "../check.h"
-#include "counters.h"
+#include "account/counters.h"
 
 // Same live state: every counter but the peak (publishing may raise a peak, never a count).
 static int same_counts(const ndmem_stats_t *a, const ndmem_stats_t *b) {

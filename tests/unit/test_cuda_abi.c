@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// test_cuda_abi: interpose/cuda_abi.h (the driver API's binary interface, written out so that the
+// test_cuda_abi: interpose/device/cuda_abi.h (the driver API's binary interface, written out so that the
 // shim and the driver test double build without the toolkit) agrees with the toolkit's <cuda.h>:
 // every value and every layout the hooks rely on. Built only where the toolkit is found.
 #include <cuda.h>
 
-#include "cuda_abi.h"
+#include "device/cuda_abi.h"
 
 #include <stddef.h>
 #include <stdio.h>

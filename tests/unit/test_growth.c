@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// test_growth: the growth detector (interpose/growth.c) on window sequences with a known answer:
+// test_growth: the growth detector (interpose/account/growth.c) on window sequences with a known answer:
 // a steady leak is named once, exactly when its rise spans NDMEM_GROWTH_CYCLES cycles, with the
 // record's figures; a warm-up ramp that stops, a floor that swings, a fall that resets, a job
 // without cycles (windows count) and a stalled cycle clock; a start-up that grows into the first
 // cycles; a rise that begins at a close the site held nothing at, with closes it took no part in
 // since; the line it says, exactly; a rise under the growth floor, named once past it.
 #include "../check.h"
-#include "growth.h"
-#include "names.h"
+#include "account/growth.h"
+#include "stacks/names.h"
 
 #include <stdlib.h>
 #include <string.h>

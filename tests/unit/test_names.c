@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// test_names: the frames of ndmem's live lines (interpose/names.c), exactly: a Python frame is
+// test_names: the frames of ndmem's live lines (interpose/stacks/names.c), exactly: a Python frame is
 // "qualname (file.py:LINE)" from the code table (its file's base name; "?" for what the table
 // does not have; never the raw marker), a stack shows its first native frames up to the first
 // Python frame and then the innermost Python frame (and the program's own innermost one after
 // it when that one is library code), a long name keeps its head and tail, and a
 // symbol goes through the demangler the shim gives (here a stand-in that knows one name).
 #include "../check.h"
-#include "names.h"
+#include "stacks/names.h"
 #include "trace_format.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // test_patience: how long a thread writing its last words (a fatal signal, _exit) waits for a lock
-// (interpose/os.c). A holder that keeps working (its progress count moves) is waited for past the
+// (interpose/common/os.c). A holder that keeps working (its progress count moves) is waited for past the
 // patience, to the end of its work: the last words then hold the lock alone. A holder that stops
 // working is given up on after the patience, while it still holds the lock. Without last words,
 // the lock is simply taken.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// test_py_layout: interpose/py_layout.h (where python.c finds a thread's frames, a frame's code
+// test_py_layout: interpose/stacks/py_layout.h (where python.c finds a thread's frames, a frame's code
 // and line, a code object's names, a str's characters) agrees with the CPython headers of the
 // minor version it is built against (ND_PY_MINOR; Meson builds it once per version whose headers
 // it finds, the internal ones included), and, from 3.13, says where the interpreter's own
@@ -20,7 +20,7 @@
 #include <internal/pycore_stackref.h>
 #endif
 
-#include "../../interpose/py_layout.h" // by path: interpose/limits.h would shadow <limits.h>
+#include "../../interpose/stacks/py_layout.h" // by path: the test is built without the shim's include folders
 
 #include <stddef.h>
 #include <stdio.h>

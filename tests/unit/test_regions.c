@@ -3,7 +3,7 @@
 // several regions and gaps), and a randomised run of 20000 add/remove operations agrees byte for
 // byte with a page-bitmap model.
 #include "../check.h"
-#include "regions.h"
+#include "heap/regions.h"
 
 #define PG 4096u
 

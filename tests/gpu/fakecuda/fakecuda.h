@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // fakecuda.h: the interface of the CUDA driver test double (libcuda.so.1 built from fakecuda.c):
 // the driver entry points it implements, with their CUDA 13 signatures written over
-// interpose/cuda_abi.h's types (the tests cannot include <cuda.h>: CI has no toolkit), and the
+// interpose/device/cuda_abi.h's types (the tests cannot include <cuda.h>: CI has no toolkit), and the
 // double's own introspection (fakecuda_*), which no real driver has. fakecuda.c includes this
 // header too, so the compiler holds every definition to these prototypes.
 #ifndef ND_FAKECUDA_H
 #define ND_FAKECUDA_H
 
-#include "cuda_abi.h"
+#include "device/cuda_abi.h"
 
 // CUDA values cuda_abi.h does not carry (same numbers as <cuda.h>).
 enum {

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+// exits.c: a trace and a summary for every way a process ends, without the program seeing it.
+//
+// exit() and a return from main reach ndmem's destructor (init.c). The other ends are caught here:
+// _exit/_Exit (Python's os._exit ends every multiprocessing fork worker) by hooking them, and a
+// fatal signal whose disposition is the default (SIGSEGV, abort's SIGABRT, kill's SIGTERM, ...)
+// by a handler of ndmem's own that writes the final trace and summary, puts the default back and
+// re-raises, so the process ends exactly as it would have (same signal, same core dump).
+//
+// The handler must stay invisible: programs query and set these dispositions (CPython installs
+// its SIGINT handler only where it finds SIG_DFL; its tests compare the previous handlers). So
+// sigaction and signal are hooked and answer from a virtual table: where ndmem's handler stands
+// in for SIG_DFL, the program reads SIG_DFL with the flags and mask it last set; a program's own
+// handler or SIG_IGN replaces ndmem's for real, and setting SIG_DFL again puts ndmem's back.
+// Whatever bypasses the hooks (sysv_signal, a raw rt_sigaction) is noticed at the next call by
+// comparing the real disposition with the table. A vfork child (it shares the parent's memory
+// but not its pid) changes nothing here.
+#include "runtime/shim.h"
+
+#include "common/os.h"
+#include "account/sites.h"
+#include "limits/sysmem.h"
+#include "common/trace_format.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// Signals whose default action ends the process and that are worth a last trace. (SIGKILL and
+// SIGSTOP cannot be caught; SIGALRM, SIGUSR1/2, SIGPROF and SIGVTALRM are left alone: programs
+// and profilers use them as events.)
+static const int fatal_sigs[] = {SIGSEGV, SIGBUS,  SIGILL,  SIGFPE,  SIGABRT, SIGSYS,  SIGTRAP,
+                                 SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGXCPU, SIGXFSZ, SIGPIPE};
+#define NSIGS 65
+
+static struct {
+  int on;
+  pid_t pid;  // this process (a vfork child has another pid and the same memory)
+  int lock;   // the table; taken with every signal blocked (a handler may call sigaction)
+  uint8_t fatal[NSIGS];
+  uint8_t owned[NSIGS];             // ndmem's handler is installed and stands in for SIG_DFL
+  struct sigaction view[NSIGS];     // what the program set (and reads back) for an owned signal
+} X;
+
+// The last thread's end (nd_exit_if_alone): the program's signal mask at start-up, when the check
+// last ran and how many checks in a row found no thread of the program's, and whether it acted.
+static struct {
+  sigset_t mask;
+  uint64_t last_ns;
+  int streak, done; // atomic
+} A;
+
+static void fatal_handler(int sig, siginfo_t *si, void *uc);
+
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (ND_UNLIKELY(!nd_real.sigaction)) nd_thread_prepare(&nd_tls);
+  if (!nd_real.sigaction) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return nd_real.sigaction(sig, act, old);
+}
+
+static int ours(const struct sigaction *sa) {
+  return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == fatal_handler;
+}
+
+static int is_default(const struct sigaction *sa) {
+  return (sa->sa_flags & SA_SIGINFO) ? sa->sa_sigaction == NULL : sa->sa_handler == SIG_DFL;
+}
+
+// Installs ndmem's handler for sig (the table lock held).
+static int install(int sig) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = fatal_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  sigfillset(&sa.sa_mask); // nothing else runs on this thread while the trace is written
+  return real_sigaction(sig, &sa, NULL);
+}
+
+// The signal's disposition is SIG_DFL (just set, or found at start-up): keep what the kernel
+// reads back for it (glibc adds SA_RESTORER: the program must read exactly what it would without
+// ndmem) and put ndmem's handler in its place. The table lock is held.
+static void take(int sig) {
+  struct sigaction cur;
+  if (real_sigaction(sig, NULL, &cur) != 0 || !is_default(&cur) || install(sig) != 0) return;
+  X.owned[sig] = 1;
+  X.view[sig] = cur;
+}
+
+static void table_lock(sigset_t *old) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, old);
+  nd_spin_lock(&X.lock);
+}
+
+static void table_unlock(const sigset_t *old) {
+  nd_spin_unlock(&X.lock);
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+static int managed(int sig) {
+  return X.on && sig > 0 && sig < NSIGS && X.fatal[sig] && nd_os_getpid() == X.pid;
+}
+
+void nd_exits_setup(void) {
+  X.pid = nd_os_getpid();
+  pthread_sigmask(SIG_SETMASK, NULL, &A.mask); // the program's, at start-up
+  sigset_t old;
+  table_lock(&old);
+  for (size_t i = 0; i < sizeof fatal_sigs / sizeof fatal_sigs[0]; i++) {
+    X.fatal[fatal_sigs[i]] = 1;
+    take(fatal_sigs[i]); // only where the disposition is the default (not ignored or handled)
+  }
+  table_unlock(&old);
+  X.on = 1;
+}
+
+void nd_exits_atfork_child(void) {
+  X.pid = nd_os_getpid();
+  A.last_ns = 0, A.streak = 0, A.done = 0; // the child's threads are its own to count
+}
+
+static void *ends(void *arg) {
+  (void)arg;
+  exit(0);
+}
+
+// glibc ends the process with exit(0) when its last thread ends, returning from its start
+// routine or in pthread_exit (the main thread's too). It counts ndmem's threads among its own, so
+// when the program's last thread ended while one of them ran, it only left, and nothing would end
+// the process: a fork child whose forking thread was not the main one and returned, a program
+// whose main thread called pthread_exit before its last worker ended. When two checks 100 ms
+// apart find no thread but ndmem's, exit(0) is called in that thread's place, on a thread made
+// for it as the program makes one (the default stack, the program's signal mask at start-up: not
+// ndmem's thread, whose mask blocks every signal and whose stack is small): the program's atexit
+// handlers and destructors run, then ndmem's final flush, as they would have. ndmem's own count is
+// read first and only grows once a thread of its runs (nd_os_threads): never above the truth.
+void nd_exit_if_alone(void) {
+  uint64_t now = nd_os_mono_ns(), last = __atomic_load_n(&A.last_ns, __ATOMIC_ACQUIRE);
+  // The writer and the poller may both ask: one check at most every 100 ms.
+  if (__atomic_load_n(&A.done, __ATOMIC_ACQUIRE) || now - last < 100000000ull ||
+      !__atomic_compare_exchange_n(&A.last_ns, &last, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    return;
+  int own = __atomic_load_n(&nd_os_threads, __ATOMIC_ACQUIRE), n = nd_threads_self();
+  if (n <= 0 || n > own) {
+    __atomic_store_n(&A.streak, 0, __ATOMIC_RELAXED);
+    return;
+  }
+  if (__atomic_add_fetch(&A.streak, 1, __ATOMIC_ACQ_REL) < 2) return;
+  if (__atomic_exchange_n(&A.done, 1, __ATOMIC_ACQ_REL)) return;
+  sigset_t old;
+  pthread_sigmask(SIG_SETMASK, &A.mask, &old); // the new thread's, inherited
+  pthread_t th;
+  if (pthread_create(&th, NULL, ends, NULL) != 0) { // no thread: exit here, with the mask
+    nd_tls.mode = ND_T_NEW;
+    exit(0);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  for (;;) nd_os_sleep_ms(1000); // the exit ends this thread with the process
+}
+
+int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (!managed(sig)) return real_sigaction(sig, act, old);
+  sigset_t mask;
+  table_lock(&mask);
+  if (X.owned[sig]) { // still ours for real? (sysv_signal or a raw syscall may have replaced it)
+    struct sigaction cur;
+    if (real_sigaction(sig, NULL, &cur) == 0 && !ours(&cur)) X.owned[sig] = 0;
+  }
+  int rc = 0;
+  if (X.owned[sig]) {
+    struct sigaction prev = X.view[sig];
+    if (act && (rc = real_sigaction(sig, act, NULL)) == 0) {
+      X.owned[sig] = 0;
+      if (is_default(act)) take(sig); // SIG_DFL again: ndmem's handler stands in for it
+    }
+    if (rc == 0 && old) *old = prev;
+  } else {
+    rc = real_sigaction(sig, act, old);
+    if (rc == 0 && act && is_default(act)) take(sig);
+  }
+  int err = errno;
+  table_unlock(&mask);
+  errno = err;
+  return rc;
+}
+
+// What signal() returns for a previous action: its handler (glibc returns sa_handler, which shares
+// its storage with sa_sigaction).
+static void (*old_handler(const struct sigaction *sa))(int) { return sa->sa_handler; }
+
+// glibc's signal(): BSD semantics (SA_RESTART unless siginterrupt() said otherwise, the signal
+// itself masked in its handler). For the signals ndmem manages it is built on the sigaction
+// above; a handler is installed by the real signal() so that siginterrupt's choice still holds.
+void (*nd_signal(int sig, void (*handler)(int)))(int) {
+  if (!managed(sig) || handler == SIG_ERR) {
+    if (ND_UNLIKELY(!nd_real.signal)) nd_thread_prepare(&nd_tls);
+    if (!nd_real.signal) return errno = ENOSYS, SIG_ERR;
+    return nd_real.signal(sig, handler);
+  }
+  if (handler == SIG_DFL) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, sig);
+    sa.sa_flags = SA_RESTART;
+    if (nd_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
+    return old_handler(&old);
+  }
+  struct sigaction prev;
+  if (nd_sigaction(sig, NULL, &prev) != 0) return SIG_ERR; // the program's view of the old one
+  sigset_t mask;
+  table_lock(&mask);
+  void (*r)(int) = nd_real.signal(sig, handler);
+  if (r != SIG_ERR) X.owned[sig] = 0;
+  int err = errno;
+  table_unlock(&mask);
+  errno = err;
+  if (r == SIG_ERR) return SIG_ERR;
+  return old_handler(&prev);
+}
+
+// The final trace, on this thread, if this is the process ndmem set up (not a vfork child) and
+// it is still accounting.
+static void last_words(int how, int code) {
+  if (nd_os_getpid() != X.pid || __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
+  unsigned char m = nd_tls.mode;
+  if (m == ND_T_INIT) return; // inside initialisation: nothing to write yet
+  nd_finish(how, code);
+}
+
+static void fatal_handler(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  int saved = errno;
+  last_words(ND_EXIT_SIGNAL, sig);
+  // The program's disposition is SIG_DFL (ndmem's handler only stands in for it): put it back.
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  real_sigaction(sig, &dfl, NULL);
+  if (sig < NSIGS) X.owned[sig] = 0;
+  // A fault (si_code > 0) of these four happens again when the instruction is retried on return,
+  // now with the default action, and the core dump shows the real place. Anything else (kill,
+  // raise, abort, int3, seccomp) is sent again to this thread: delivered once the handler returns.
+  int fault = si && si->si_code > 0 && si->si_code != SI_KERNEL &&
+              (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE);
+  if (!fault) syscall(SYS_tgkill, (long)nd_os_getpid(), (long)nd_os_gettid(), (long)sig);
+  errno = saved;
+}
+
+void nd_exit_now(int status) {
+  last_words(ND_EXIT_UNDERSCORE, status);
+  if (!nd_real.exit_) nd_thread_prepare(&nd_tls);
+  if (nd_real.exit_) nd_real.exit_(status);
+  for (;;) syscall(SYS_exit_group, (long)status);
+}
+
+// libunwind opens a pipe when it initialises (to validate memory through write(2)); it would be
+// a pair of ndmem's descriptors in the program's low range. Its ends are moved out of that range
+// (nd_os_fd_high) before libunwind stores them. sites.c initialises libunwind during ndmem's own
+// start-up, while the process has one thread, so the soft descriptor limit may be raised for it.
+int nd_pipe2(int *fds, int flags, void *ra) {
+  if (ND_UNLIKELY(!nd_real.pipe2)) nd_thread_prepare(&nd_tls);
+  int rc = nd_real.pipe2 ? nd_real.pipe2(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
+  if (ND_UNLIKELY(rc == 0 && nd_sites_is_unwinder(ra))) {
+    int early = __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING;
+    fds[0] = nd_os_fd_high(fds[0], early);
+    fds[1] = nd_os_fd_high(fds[1], early);
+  }
+  return rc;
+}

@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: MIT
+// init.c: the shim's life cycle: resolving the next allocator, the bootstrap pool, per-thread
+// setup and teardown, fork handlers, and the summary printed at exit.
+//
+// dlsym allocates, so while a thread initialises, its malloc-family calls are served from a
+// static pool that free/realloc/malloc_usable_size recognise by address (heaptrack's trick).
+// Initialisation is light (symbol look-ups, reading environ) so it is safe to run from the first
+// intercepted call, which may come from another library's constructor before ours has run.
+#include "runtime/shim.h"
+
+#include "heap/allocstat.h"
+#include "device/cuda_hooks.h"
+#include "stacks/demangle.h"
+#include "common/fmt.h"
+#include "runtime/keys.h"
+#include "stacks/names.h"
+#include "limits/limits.h"
+#include "common/os.h"
+#include "stacks/python.h"
+#include "account/reach.h"
+#include "account/sites.h"
+#include "limits/sysmem.h"
+#include "output/trace.h"
+#include "common/trace_format.h"
+#include "stacks/unwcache.h"
+#include "ws/ws.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+extern char **environ;
+
+__thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
+nd_real_t nd_real;
+nd_config_t nd_cfg;
+int nd_state;
+static int nd_accounting; // the process accounts (config, fork policy)
+static pid_t nd_init_tid;
+int nd_child; // ND_ROOT, ND_EXEC_CHILD or ND_FORK_CHILD
+// ndmem's own copy of stderr, kept only by a process that prints a summary: programs built on
+// gnulib (ls, cat, ...) close fd 2 at exit, before the summary is written. Above the descriptors
+// programs manage (nd_os_fd_high), close-on-exec.
+static int nd_log_fd = 2;
+static struct stat nd_log_st; // what nd_log_fd was when it was made (a program may close it)
+
+// ---------------------------------------------------------------- bootstrap pool
+
+_Alignas(64) char nd_boot_pool[ND_BOOT_POOL_SIZE];
+static size_t nd_boot_used;
+static uint64_t nd_boot_count; // published as a fallback once the thread has a shard
+
+// Only the initialising thread allocates here (others wait for READY), so no lock. Blocks are
+// never reused: the pool is zero-filled, which also makes calloc free.
+void *nd_boot_alloc(size_t size, size_t align) {
+  if (align < 16) align = 16;
+  uintptr_t base = (uintptr_t)nd_boot_pool;
+  uintptr_t p = (base + nd_boot_used + sizeof(size_t) + align - 1) & ~(uintptr_t)(align - 1);
+  if (size > ND_BOOT_POOL_SIZE || p + size > base + ND_BOOT_POOL_SIZE) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  ((size_t *)p)[-1] = size;
+  nd_boot_used = p + size - base;
+  nd_boot_count++;
+  return (void *)p;
+}
+
+size_t nd_boot_usable(const void *p) { return ((const size_t *)p)[-1]; }
+
+// ---------------------------------------------------------------- resolving the next allocator
+
+static void *next_sym(const char *name) { return dlsym(RTLD_NEXT, name); }
+
+// POSIX guarantees dlsym's object pointers convert to function pointers; ISO C does not.
+#define FN(type, p) (__extension__(type)(p))
+
+// A function belongs to the next allocator when it lives in the same object as its malloc;
+// otherwise (jemalloc has no pvalloc, so RTLD_NEXT finds glibc's) calling it would hand the
+// program a block from another heap that the allocator's free cannot take back.
+static int same_object(void *fn, const void *base) {
+  Dl_info info;
+  return fn && dladdr(fn, &info) && info.dli_fbase == base;
+}
+
+// ndmem's own remarks (bad settings, a trace it cannot create): in the process the user started
+// only; its children have the same settings, and their stderr is their parents' to read.
+int nd_quiet(void) { return nd_child != ND_ROOT && !nd_cfg.summary_children; }
+
+static void warn_line(const char *line, void *ctx) {
+  (void)ctx;
+  if (nd_quiet()) return;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, line);
+  nd_buf_line(&b, 2);
+}
+
+static int next_is_glibc; // the next allocator is glibc's malloc (resolve)
+
+static int resolve(void) {
+  nd_real.malloc = FN(void *(*)(size_t), next_sym("malloc"));
+  nd_real.free = FN(void (*)(void *), next_sym("free"));
+  nd_real.calloc = FN(void *(*)(size_t, size_t), next_sym("calloc"));
+  nd_real.realloc = FN(void *(*)(void *, size_t), next_sym("realloc"));
+  nd_real.usable = FN(size_t(*)(void *), next_sym("malloc_usable_size"));
+  nd_real.mmap = FN(void *(*)(void *, size_t, int, int, int, off_t), next_sym("mmap"));
+  nd_real.munmap = FN(int (*)(void *, size_t), next_sym("munmap"));
+  nd_real.mremap = FN(void *(*)(void *, size_t, size_t, int, ...), next_sym("mremap"));
+  if (!nd_real.malloc || !nd_real.free || !nd_real.calloc || !nd_real.realloc || !nd_real.mmap ||
+      !nd_real.munmap || !nd_real.mremap)
+    return -1;
+
+  Dl_info info;
+  const void *base = dladdr(FN(void *, nd_real.malloc), &info) ? info.dli_fbase : NULL;
+  next_is_glibc = base && info.dli_fname && strstr(info.dli_fname, "/libc.so") != NULL;
+  void *f;
+  f = next_sym("posix_memalign");
+  nd_real.posix_memalign =
+      same_object(f, base) ? FN(int (*)(void **, size_t, size_t), f) : nd_synth_posix_memalign;
+  f = next_sym("aligned_alloc");
+  nd_real.aligned_alloc = same_object(f, base) ? FN(void *(*)(size_t, size_t), f) : nd_synth_aligned_alloc;
+  f = next_sym("memalign");
+  nd_real.memalign = same_object(f, base) ? FN(void *(*)(size_t, size_t), f) : nd_synth_memalign;
+  f = next_sym("valloc");
+  nd_real.valloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_valloc;
+  f = next_sym("pvalloc");
+  nd_real.pvalloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_pvalloc;
+  nd_real.sigaction = FN(int (*)(int, const struct sigaction *, struct sigaction *), next_sym("sigaction"));
+  nd_real.signal = FN(void (*(*)(int, void (*)(int)))(int), next_sym("signal"));
+  nd_real.exit_ = FN(__typeof__(nd_real.exit_), next_sym("_exit"));
+  nd_real.pipe2 = FN(int (*)(int *, int), next_sym("pipe2"));
+  nd_allocstat_resolve(FN(void *, nd_real.malloc)); // whose free bytes a flush asks (allocstat.c)
+  nd_keys_resolve(next_sym);
+  f = next_sym("malloc_trim"); // relief for workspaces and limits; another heap's would not help
+  nd_real.trim = same_object(f, base) ? FN(int (*)(size_t), f) : NULL;
+  nd_real.trim_next = FN(int (*)(size_t), f);
+
+  // Without malloc_usable_size (in the allocator itself) nothing can be accounted exactly, and
+  // without an aligned allocator of its own the synthesised ones would recurse.
+  if (!same_object(FN(void *, nd_real.usable), base) ||
+      (nd_real.posix_memalign == nd_synth_posix_memalign &&
+       nd_real.memalign == nd_synth_memalign)) {
+    warn_line("ndmem: the next allocator lacks malloc_usable_size or an aligned allocation "
+              "function; accounting is off, calls are forwarded",
+              NULL);
+    return 1;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- per-thread state
+
+// The thread's TLS destructor (keys.c): after it, the thread's calls are a late thread's (DEAD).
+// A fork child's thread that was not its parent's main thread is its own process's main thread
+// now: its teardown is the exit, as for any main thread. Either way glibc then frees its record
+// of the destructor (EXITING: not the program's block).
+static void thread_exit(void *arg) {
+  (void)arg;
+  nd_tls_t *t = &nd_tls;
+  t->exit_mode = t->mode;
+  if (nd_os_gettid() != nd_os_getpid() && t->shard) {
+    t->mode = ND_T_BUSY; // libunwind's cache goes back with munmaps of its own
+    nd_keys_thread_exit();
+    nd_py_thread_exit();
+    nd_ws_thread_exit(t);
+    nd_shard_t *s = t->shard;
+    t->shard = NULL;
+    nd_shard_release(s);
+    t->exit_mode = ND_T_DEAD;
+  }
+  t->mode = ND_T_EXITING;
+}
+
+// Lock order, everywhere: trace writer < mmap table < site stripes < the sites' outer frames <
+// block stripes < counters < workspace tables; libunwind's cache pool (unwcache.c) is a leaf,
+// taken with no other held.
+// (An mmap interns its site while holding the table lock; the writer reads the table at exit.)
+static void atfork_prepare(void) {
+  nd_unwcache_atfork_prepare();
+  nd_trace_atfork_prepare();
+  nd_mmap_atfork_prepare();
+  nd_cuda_atfork_prepare();
+  nd_sites_atfork_prepare();
+  nd_blocks_atfork_prepare();
+  nd_counters_atfork_prepare();
+  nd_ws_atfork_prepare();
+}
+static void atfork_parent(void) {
+  nd_ws_atfork_parent();
+  nd_counters_atfork_parent();
+  nd_blocks_atfork_parent();
+  nd_sites_atfork_parent();
+  nd_cuda_atfork_parent();
+  nd_mmap_atfork_parent();
+  nd_trace_atfork_parent();
+  nd_unwcache_atfork_parent();
+}
+static int finish_state; // 0, 1 (being written), 2 (written)
+static int finish_tid;   // the thread writing the end
+
+static void atfork_child(void) {
+  nd_tls_t *t = &nd_tls;
+  // A thread of the parent's that was ending it (nd_finish) is not in the child, whose end is
+  // its own: a multiprocessing pool's thread forks a worker while the main thread exits.
+  finish_state = 0, finish_tid = 0;
+  nd_unwcache_atfork_parent();
+  nd_ws_atfork_child();
+  nd_counters_atfork_child(t->shard);
+  nd_blocks_atfork_child();
+  nd_sites_atfork_child();
+  nd_cuda_atfork_child();
+  nd_mmap_atfork_child();
+  nd_os_threads_atfork_child(); // the parent's threads are not the child's
+  nd_statm_self_atfork_child(); // before anything reads resident memory again: the parent's
+  nd_trace_atfork_child();
+  nd_limits_atfork_child();
+  nd_exits_atfork_child();
+  nd_demangle_atfork_child();
+  nd_py_atfork_child();
+  nd_child = ND_FORK_CHILD;
+  if (nd_log_fd != 2 && !nd_prints_summary()) { // inherited; this child prints nothing
+    int saved = errno;
+    close(nd_log_fd);
+    errno = saved;
+    nd_log_fd = 2;
+  }
+  if (!nd_cfg.follow_fork) {
+    nd_accounting = 0;
+    if (t->mode == ND_T_COUNT) t->mode = ND_T_FORWARD;
+  } else if (t->mode == ND_T_COUNT || t->mode == ND_T_NEW) {
+    // The first call creates the child's trace (nd_thread_prepare); a forking thread that had
+    // not allocated before (no shard yet) is then made a counting thread as any new one is.
+    t->mode = ND_T_FORKED;
+  }
+}
+
+// Whether the parent process runs under ndmem: its environment (as it was exec'd) preloads
+// libndmem. Then this process is a child the user did not start directly (a subprocess, a shell
+// command of a traced script): it keeps its accounting and trace, but prints no summary into the
+// stderr its parent may be reading.
+int nd_parent_unread;
+static int parent_traced(void) {
+  char path[64], buf[4096], entry[512];
+  nd_os_proc_path(path, sizeof path, getppid(), "environ", -1);
+  int saved = errno, found = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  // A parent this process may not look at (another user: a child that dropped privileges), or
+  // one already gone (multiprocessing's resource tracker outlives the process that started it),
+  // is taken as under ndmem: a child kept quiet loses nothing, a parent's stderr could.
+  if (fd < 0 && (errno == EACCES || errno == EPERM || errno == ESRCH || errno == ENOENT))
+    found = nd_parent_unread = 1; // the trace's header then claims no origin
+  size_t n = 0; // bytes of the current entry kept (its first sizeof entry - 1)
+  ssize_t got;
+  while (fd >= 0 && !found && (got = read(fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < got && !found; i++) {
+      if (buf[i]) {
+        if (n < sizeof entry - 1) entry[n++] = buf[i];
+        continue;
+      }
+      entry[n] = 0;
+      found = strncmp(entry, "LD_PRELOAD=", 11) == 0 && strstr(entry, "libndmem") != NULL;
+      n = 0;
+    }
+  }
+  if (fd >= 0) close(fd);
+  errno = saved;
+  return found;
+}
+
+// Only the process the user started prints its summary, unless NDMEM_SUMMARY_CHILDREN=1.
+int nd_prints_summary(void) {
+  return nd_cfg.summary && (nd_child == ND_ROOT || nd_cfg.summary_children);
+}
+
+static void open_log_fd(void) {
+  int saved = errno;
+  int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+  if (fd >= 0) {
+    fd = nd_os_fd_high(fd, 1);
+    if (fstat(fd, &nd_log_st) == 0) nd_log_fd = fd;
+    else close(fd);
+  }
+  errno = saved;
+}
+
+// The summary's descriptor, if it still is what it was made from (a program that closed every
+// descriptor may have reused the number for a file of its own); else fd 2.
+static int log_fd(void) {
+  return nd_log_fd != 2 && nd_os_same_file(nd_log_fd, nd_log_st.st_dev, nd_log_st.st_ino)
+             ? nd_log_fd : 2;
+}
+
+static void initialize(nd_tls_t *t) {
+  unsigned char saved = t->mode;
+  t->mode = ND_T_INIT;
+  nd_init_tid = nd_os_gettid();
+  int secure = getauxval(AT_SECURE) != 0;
+  nd_child = parent_traced() ? ND_EXEC_CHILD : ND_ROOT;
+  nd_cfg.summary_children = 0; // until the settings are read: a child is quiet
+  nd_config_load(&nd_cfg, environ, secure, warn_line, NULL);
+  if (nd_cfg.limits_strict && nd_cfg.unread_limits) {
+    // The job asked to be capped and the cap cannot be read: it does not start (config.h).
+    warn_line("ndmem: NDMEM_LIMITS_STRICT=1: a job whose limit cannot be read (above) is not "
+              "started (exit status 2)",
+              NULL);
+    syscall(SYS_exit_group, 2);
+  }
+  if (nd_cfg.config_strict && nd_cfg.bad_values) {
+    warn_line("ndmem: NDMEM_CONFIG_STRICT=1: a job whose settings cannot be read (above) is not "
+              "started (exit status 2)",
+              NULL);
+    syscall(SYS_exit_group, 2);
+  }
+  if (nd_cfg.config_strict == 2) syscall(SYS_exit_group, 0); // the settings' check alone
+  int rc = resolve();
+  if (rc < 0) {
+    // Nothing to forward to: this cannot run a program. Say so and stop.
+    warn_line("ndmem: cannot resolve the next allocator (dlsym RTLD_NEXT failed); aborting", NULL);
+    _exit(127);
+  }
+  nd_accounting = rc == 0 && nd_cfg.enabled;
+  if (nd_accounting && next_is_glibc) nd_glibc_heads_check(); // usable is malloc's (resolve)
+  if (nd_accounting && nd_prints_summary()) open_log_fd();
+  if (nd_accounting) pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  if (nd_accounting && nd_cfg.trace) nd_trace_setup();
+  if (nd_accounting) nd_ws_setup();
+  if (nd_accounting) nd_cuda_setup(secure ? NULL : environ);
+  if (nd_accounting) nd_limits_setup();
+  nd_namers = (nd_namers_t){nd_py_code_names, nd_demangle}; // the live lines' frames
+  if (nd_accounting) nd_exits_setup();
+  t->mode = saved;
+  __atomic_store_n(&nd_state, ND_READY, __ATOMIC_RELEASE);
+}
+
+static void ensure_init(nd_tls_t *t) {
+  int st = __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE);
+  if (ND_LIKELY(st >= ND_READY)) return;
+  if (st == ND_UNINIT) {
+    int expect = ND_UNINIT;
+    if (__atomic_compare_exchange_n(&nd_state, &expect, ND_INITIALIZING, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      initialize(t);
+      return;
+    }
+  }
+  if (t->mode == ND_T_INIT) return; // our own initialisation calling back in: caller uses the pool
+  while (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING) sched_yield();
+}
+
+int nd_thread_prepare(nd_tls_t *t) {
+  if (ND_UNLIKELY(t->mode == ND_T_FORKED)) {
+    t->mode = ND_T_BUSY;
+    nd_trace_create(1); // a fork child allocates before it can start a thread
+    t->mode = t->shard ? ND_T_COUNT : ND_T_NEW;
+    if (t->shard) return t->mode;
+  }
+  if (t->mode != ND_T_NEW) return t->mode;
+  ensure_init(t);
+  if (t->mode != ND_T_NEW) return t->mode; // INIT (recursion) or set meanwhile
+  if (!nd_accounting || __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_SHUTDOWN) {
+    t->mode = ND_T_FORWARD;
+    return t->mode;
+  }
+  // What registering the thread's teardown allocates is ndmem's, not the program's. First, before
+  // any lock of ndmem's is held: glibc takes its loader lock for it.
+  t->mode = ND_T_BUSY;
+  nd_keys_thread_atexit(thread_exit, NULL);
+  nd_shard_t *s = nd_shard_acquire(nd_os_gettid());
+  if (!s) {
+    t->mode = ND_T_FORWARD;
+    return t->mode;
+  }
+  nd_trace_thread_init(t);
+  if (nd_boot_count && nd_os_gettid() == nd_init_tid) {
+    s->fallbacks[NDMEM_FB_BOOTSTRAP] += nd_boot_count;
+    nd_boot_count = 0;
+  }
+  t->shard = s;
+  t->mode = ND_T_COUNT;
+  return t->mode;
+}
+
+void nd_fallback(nd_tls_t *t, int fb) {
+  if (t->shard) ND_BUMP(t->shard->fallbacks[fb], 1);
+  else nd_late_fallback(fb);
+}
+
+// ---------------------------------------------------------------- summary
+
+static void line_start(nd_buf_t *b) {
+  nd_buf_reset(b);
+  nd_buf_str(b, "ndmem[");
+  nd_buf_u64(b, (uint64_t)nd_os_getpid());
+  nd_buf_str(b, "]: ");
+}
+
+static void kind_line(nd_buf_t *b, int fd, int kind, const ndmem_kind_stats_t *k) {
+  line_start(b);
+  nd_buf_kind(b, kind);
+  nd_buf_str(b, ": peak ");
+  nd_buf_bytes(b, k->peak_bytes);
+  nd_buf_str(b, " (");
+  nd_buf_i64(b, k->peak_bytes);
+  nd_buf_str(b, " B); live at exit ");
+  // Frees of blocks ndmem never saw allocated would make these negative: never shown as memory.
+  int64_t live = k->live_bytes > 0 ? k->live_bytes : 0, count = k->live_count > 0 ? k->live_count : 0;
+  nd_buf_bytes(b, live);
+  nd_buf_str(b, " (");
+  nd_buf_i64(b, live);
+  nd_buf_str(b, " B) in ");
+  nd_buf_i64(b, count);
+  nd_buf_str(b, kind == NDMEM_KIND_MMAP ? " mappings; " : " blocks; ");
+  nd_buf_u64(b, k->allocs);
+  nd_buf_str(b, " allocated, ");
+  nd_buf_u64(b, k->frees);
+  nd_buf_str(b, " released");
+  if (k->live_count < 0 || k->live_bytes < 0) {
+    nd_buf_str(b, " (");
+    nd_buf_u64(b, 0ull - (uint64_t)k->live_count);
+    nd_buf_str(b, " more released than ndmem saw allocated)");
+  }
+  nd_buf_char(b, '\n');
+  nd_buf_flush(b, fd);
+}
+
+static const char *const fb_names[NDMEM_FB_COUNT] = {"bootstrap", "synthesized", "late-thread",
+                                                     "untracked-free"};
+
+void nd_print_summary(int fd) {
+  ndmem_stats_t s;
+  nd_counters_snapshot_process(&s);
+  nd_buf_t b;
+  // heap and mmap always; the other kinds when they were used
+  for (int i = 0; i < NDMEM_KIND_COUNT; i++)
+    if (i <= NDMEM_KIND_MMAP || s.kind[i].allocs) kind_line(&b, fd, i, &s.kind[i]);
+  line_start(&b);
+  nd_buf_str(&b, "calls:");
+  int calls = 0;
+  for (int i = 0; i < NDMEM_FN_COUNT; i++) {
+    if (!s.calls[i]) continue;
+    calls = 1;
+    nd_buf_char(&b, ' ');
+    nd_buf_str(&b, nd_fn_name(i));
+    nd_buf_char(&b, ' ');
+    nd_buf_u64(&b, s.calls[i]);
+  }
+  if (!calls) nd_buf_str(&b, " none");
+  nd_buf_str(&b, "; threads ");
+  nd_buf_u64(&b, s.threads);
+  nd_buf_str(&b, "; fallbacks:");
+  int any = 0;
+  for (int i = 0; i < NDMEM_FB_COUNT; i++) {
+    if (!s.fallbacks[i]) continue;
+    nd_buf_char(&b, ' ');
+    nd_buf_str(&b, fb_names[i]);
+    nd_buf_char(&b, ' ');
+    nd_buf_u64(&b, s.fallbacks[i]);
+    any = 1;
+  }
+  if (!any) nd_buf_str(&b, " none");
+  nd_buf_line(&b, fd);
+  nd_limits_summary(fd);
+  nd_ws_summary(fd);
+  nd_cuda_summary(fd);
+  if (nd_cfg.summary < 2) return;
+  for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {
+    if (sh->state != ND_SHARD_OWNED) continue;
+    ndmem_stats_t ts;
+    nd_counters_snapshot_shard(sh, &ts);
+    const ndmem_kind_stats_t *h = &ts.kind[NDMEM_KIND_HEAP];
+    line_start(&b);
+    nd_buf_str(&b, "  thread ");
+    nd_buf_i64(&b, ts.tid);
+    nd_buf_str(&b, ": heap ");
+    nd_buf_u64(&b, h->allocs);
+    nd_buf_str(&b, " allocated, ");
+    nd_buf_u64(&b, h->frees);
+    nd_buf_str(&b, " released, net ");
+    nd_buf_bytes(&b, h->live_bytes);
+    nd_buf_str(&b, ", thread peak ");
+    nd_buf_bytes(&b, h->peak_bytes);
+    nd_buf_line(&b, fd);
+  }
+}
+
+// ---------------------------------------------------------------- constructor / destructor
+
+__attribute__((constructor)) static void nd_ctor(void) { nd_thread_prepare(&nd_tls); }
+
+// As a preloaded library ndmem is initialised before the program's libraries and so finalised
+// after them: the summary sees their exit-time frees. Afterwards this thread only forwards; other
+// threads still running keep counting into ndmem's own pages, which are never unmapped.
+__attribute__((destructor)) static void nd_dtor(void) {
+  nd_tls_t *t = &nd_tls;
+  if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
+  unsigned char saved = t->mode;
+  nd_limits_exit_wait();
+  nd_finish(ND_EXIT_NORMAL, 0);
+  t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
+}
+
+
+// The end of accounting, once: the final trace flush (live blocks, EXIT, END) and the summary. From
+// exit (the destructor), NDMEM_ON_LIMIT=abort, _exit, or a fatal signal (exits.c); the last two
+// may have interrupted this thread inside ndmem, so locks are waited for a bounded time
+// (nd_os_last_words). A second caller waits (bounded) for the first to finish and returns.
+void nd_finish(int how, int code) {
+  nd_tls_t *t = &nd_tls;
+  int expect = 0;
+  if (!__atomic_compare_exchange_n(&finish_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    // The first is this thread, interrupted (a fatal signal during an _exit's flush): it cannot
+    // finish while this waits.
+    if (__atomic_load_n(&finish_tid, __ATOMIC_ACQUIRE) == nd_os_gettid()) return;
+    // The first may wait for a writer's flush that works (nd_os_mutex_lock_working) as long as it
+    // does.
+    uint64_t until = nd_os_mono_ns() + ND_OS_PROGRESS_MAX_NS + 2 * ND_OS_LOCK_PATIENCE_NS;
+    while (__atomic_load_n(&finish_state, __ATOMIC_ACQUIRE) != 2 && nd_os_mono_ns() < until)
+      sched_yield();
+    return;
+  }
+  __atomic_store_n(&finish_tid, nd_os_gettid(), __ATOMIC_RELEASE);
+  // No signal interrupts the end's writing (a pool's SIGTERM to a worker in its _exit): one that
+  // comes meanwhile is taken after it, or never where the process ends in _exit.
+  sigset_t all, mask;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &mask);
+  unsigned char saved = t->mode;
+  int last = nd_os_last_words;
+  t->mode = ND_T_BUSY;
+  // A thread that was inside ndmem (exit from a signal handler that interrupted a hook) may hold
+  // one of its locks too.
+  nd_os_last_words = how == ND_EXIT_UNDERSCORE || how == ND_EXIT_SIGNAL || saved == ND_T_BUSY;
+  nd_reach_inside = saved == ND_T_BUSY;
+  if (nd_accounting) {
+    if (t->shard)
+      for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);
+    nd_trace_set_exit(how, code);
+    nd_trace_flush(1);
+    if (nd_prints_summary()) {
+      int fd = log_fd();
+      nd_buf_t b;
+      nd_buf_reset(&b);
+      if (!nd_os_at_line_start(fd)) nd_buf_line(&b, fd); // after a program's unfinished line
+      if (how == ND_EXIT_SIGNAL || how == ND_EXIT_UNDERSCORE) {
+        line_start(&b);
+        nd_buf_str(&b, how == ND_EXIT_SIGNAL ? "ended by signal " : "ended by _exit(");
+        nd_buf_i64(&b, code);
+        if (how == ND_EXIT_SIGNAL) {
+          nd_buf_str(&b, " (");
+          nd_buf_str(&b, sigabbrev_np(code) ? sigabbrev_np(code) : "?");
+          nd_buf_str(&b, "); the trace is complete up to here");
+        } else {
+          nd_buf_str(&b, ")");
+        }
+        nd_buf_line(&b, fd);
+      }
+      nd_print_summary(fd);
+    }
+  }
+  __atomic_store_n(&nd_state, ND_SHUTDOWN, __ATOMIC_RELEASE);
+  __atomic_store_n(&finish_state, 2, __ATOMIC_RELEASE);
+  nd_os_last_words = last;
+  t->mode = saved;
+  if (how != ND_EXIT_UNDERSCORE) pthread_sigmask(SIG_SETMASK, &mask, NULL);
+}
+
+int nd_accounting_on(void) { return nd_accounting; }

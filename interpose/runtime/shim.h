@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// shim.h: private interface of libndmem.so's interposer, grouped by the file that defines it.
+//
+// Life cycle (jemalloc-style explicit states): UNINIT -> INITIALIZING -> READY -> SHUTDOWN. The
+// first intercepted call on any thread, or the library constructor, initialises. Per thread, one
+// TLS byte says what a hook does:
+//   NEW      first call on this thread: set up (maybe initialise), then decide
+//   COUNT    account the call (the fast path)
+//   BUSY     inside ndmem or inside the real allocator: forward, do not account (re-entry guard;
+//            also keeps an allocator's own mmaps, e.g. jemalloc's, out of the mmap counters)
+//   FORWARD  accounting is off for this thread or process: forward
+//   INIT     this thread is initialising: serve memory from the static bootstrap pool
+//   DEAD     the thread's state was torn down (late TLS destructors): account atomically
+//   FORKED   the thread that forked, in the child: its first call creates the child's trace, then
+//            COUNT
+//   EXITING  the thread's TLS destructor (keys.c) ran: its next free is glibc's record of that
+//            destructor, which ndmem allocated uncounted; forwarded, then exit_mode
+#ifndef ND_SHIM_H
+#define ND_SHIM_H
+
+#include "runtime/config.h"
+#include "account/counters.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define ND_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ND_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ND_EXPORT __attribute__((visibility("default")))
+#define ND_NOINLINE __attribute__((noinline))
+#define ND_INLINE static inline __attribute__((always_inline))
+
+enum nd_state { ND_UNINIT = 0, ND_INITIALIZING, ND_READY, ND_SHUTDOWN };
+enum nd_tmode {
+  ND_T_NEW = 0, ND_T_COUNT, ND_T_BUSY, ND_T_FORWARD, ND_T_INIT, ND_T_DEAD, ND_T_FORKED, ND_T_EXITING
+};
+// Which process this is: the one the user started, or a child of a process under ndmem.
+enum nd_child { ND_ROOT = 0, ND_EXEC_CHILD, ND_FORK_CHILD };
+
+#define ND_RETRY_KEYS 4
+typedef struct nd_tls {
+  unsigned char mode;
+  unsigned char exit_mode; // the mode after EXITING
+  nd_shard_t *shard;
+  int64_t sample_left; // bytes until the next sampled small block (INT64_MAX: never)
+  uint64_t rng;        // the sampler's xorshift state
+  void *ws;            // workspace state (ws.c), created at the first routed allocation
+  uint64_t lim_acc;    // limits: bytes allocated since this thread last added to the total
+  // limits: the requests (function, size, caller) refused on this thread since its last request
+  // granted on the checked path (a retry loop may alternate, as OpenBLAS's mmap and malloc do),
+  // when the first was refused and how many refusals there were (0: none since)
+  uint64_t retry_key[ND_RETRY_KEYS];
+  uint64_t retry_t0, retry_n;
+} nd_tls_t;
+
+extern __thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
+
+// The next allocator's functions. Members the next allocator does not provide itself (found in
+// another object than its malloc) point at ndmem's equivalents built from the ones it has.
+typedef struct nd_real {
+  void *(*malloc)(size_t);
+  void (*free)(void *);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*memalign)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+  size_t (*usable)(void *);
+  void *(*mmap)(void *, size_t, int, int, int, off_t);
+  int (*munmap)(void *, size_t);
+  void *(*mremap)(void *, size_t, size_t, int, ...);
+  int (*trim)(size_t); // the next allocator's malloc_trim; NULL when it has none of its own
+  int (*trim_next)(size_t); // the next malloc_trim whoever defines it: the program's calls go there
+  // Not allocator functions: the next definitions of the other names ndmem exports (exits.c).
+  int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+  void (*(*signal)(int, void (*)(int)))(int);
+  void (*exit_)(int) __attribute__((noreturn)); // _exit
+  int (*pipe2)(int *, int);
+} nd_real_t;
+
+// init.c
+extern nd_real_t nd_real;
+extern nd_config_t nd_cfg;
+extern int nd_state;
+int nd_thread_prepare(nd_tls_t *t); // settles a NEW thread; returns the mode to act on
+void nd_fallback(nd_tls_t *t, int fb);
+void *nd_boot_alloc(size_t size, size_t align);
+size_t nd_boot_usable(const void *p);
+extern char nd_boot_pool[];
+#define ND_BOOT_POOL_SIZE (256 * 1024)
+ND_INLINE int nd_boot_owns(const void *p) {
+  return (size_t)((const char *)p - nd_boot_pool) < ND_BOOT_POOL_SIZE;
+}
+void nd_print_summary(int fd);
+// The end of accounting, once: final trace flush and summary. how: enum nd_exit_how
+// (trace_format.h); code: the exit status or the signal.
+void nd_finish(int how, int code);
+int nd_accounting_on(void);
+extern int nd_child; // enum nd_child
+extern int nd_parent_unread; // ND_EXEC_CHILD only by assumption: the parent could not be read
+int nd_prints_summary(void); // this process prints its summary (the one the user started)
+int nd_quiet(void);          // a child: ndmem's own remarks stay out of its stderr
+
+// alloc.c
+// Whether glibc's chunk headers give the usable size (alloc.c); checked once, after resolve().
+void nd_glibc_heads_check(void);
+// ra: the caller's return address (the workspace symbol of a routed allocation)
+void *nd_malloc(size_t n, void *ra);
+void *nd_calloc(size_t n, size_t m, void *ra);
+void *nd_realloc(void *p, size_t n, void *ra);
+void *nd_reallocarray(void *p, size_t n, size_t m, void *ra);
+int nd_posix_memalign(void **out, size_t align, size_t n, void *ra);
+void *nd_aligned_alloc(size_t align, size_t n, void *ra);
+void *nd_memalign(size_t align, size_t n, void *ra);
+void *nd_valloc(size_t n, void *ra);
+void *nd_pvalloc(size_t n, void *ra);
+void nd_free(void *p, int fn);
+size_t nd_malloc_usable_size(void *p);
+// C++ operator new (hooks.c exports every form): form = ND_NEW_ARRAY | ND_NEW_ALIGNED |
+// ND_NEW_NOTHROW; align 0 for the unaligned forms. operator delete is nd_free.
+enum { ND_NEW_ARRAY = 1, ND_NEW_ALIGNED = 2, ND_NEW_NOTHROW = 4 };
+void *nd_cxx_new(size_t n, size_t align, int form, void *ra);
+int nd_synth_posix_memalign(void **out, size_t align, size_t n);
+void *nd_synth_aligned_alloc(size_t align, size_t n);
+void *nd_synth_memalign(size_t align, size_t n);
+void *nd_synth_valloc(size_t n);
+void *nd_synth_pvalloc(size_t n);
+
+// exits.c: a trace and a summary for every way the process ends (see the file)
+void nd_exits_setup(void);
+void nd_exits_atfork_child(void);
+// From ndmem's threads after each nap: exit(0) when no thread of the program's is left (exits.c).
+void nd_exit_if_alone(void);
+int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+void (*nd_signal(int sig, void (*handler)(int)))(int);
+__attribute__((noreturn)) void nd_exit_now(int status); // _exit, _Exit
+int nd_pipe2(int *fds, int flags, void *ra); // ra: the caller (libunwind's call is refused)
+
+// cuda.c: ndmem's own dlsym (the program's goes through the exported stub there). clear: on one
+// of the program's threads, in its own dlsym call, leave nothing for its dlerror (see cuda.c).
+void *nd_dlsym_own(void *handle, const char *name, int clear);
+
+// mmap.c
+void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void *ra);
+int nd_munmap(void *addr, size_t len, void *ra); // ra: the caller (libunwind's own is not counted)
+void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr, void *ra);
+void nd_mmap_atfork_prepare(void);
+void nd_mmap_atfork_parent(void);
+void nd_mmap_atfork_child(void);
+struct nd_range;
+void nd_mmap_each_live(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
+// The same with every other thread stopped (reach.c): -1 (and no call) when one holds the table.
+int nd_mmap_each_live_stopped(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
+// Reads which pages of the large mappings are resident (mincore) into nd_lim.untouched; returns it.
+// Only from a thread that holds none of ndmem's locks.
+int64_t nd_mmap_untouched_read(void);
+
+#endif
