@@ -8,6 +8,8 @@
 // compare, and no lock shared with other threads.
 #define UNW_LOCAL_ONLY
 #include "account/sites.h"
+#include "runtime/module.h"
+#include "runtime/shim.h"
 
 #include "account/counters.h"
 #include "common/os.h"
@@ -373,14 +375,29 @@ void nd_sites_atfork_rebase(void) {
   }
 }
 
-void nd_sites_atfork_prepare(void) {
+static void atfork_prepare(void) {
   for (int i = 0; i < STRIPES; i++) nd_spin_lock(&stripes[i].lock);
   nd_spin_lock(&outers.lock);
   nd_spin_lock(&arena_lock);
 }
-void nd_sites_atfork_parent(void) {
+static void atfork_parent(void) {
   nd_spin_unlock(&arena_lock);
   nd_spin_unlock(&outers.lock);
   for (int i = 0; i < STRIPES; i++) nd_spin_unlock(&stripes[i].lock);
 }
-void nd_sites_atfork_child(void) { nd_sites_atfork_parent(); }
+static void atfork_child(nd_tls_t *t) { (void)t, atfork_parent(); }
+
+ND_MODULE(nd_sites_module) = {.name = "sites", .rank = 50, .atfork_prepare = atfork_prepare,
+                              .atfork_parent = atfork_parent, .atfork_child = atfork_child};
+
+// The block table and the counters (hook-free, in the core the unit tests link) join the runtime
+// here, where the forking thread's shard is known.
+static void blocks_child(nd_tls_t *t) { (void)t, nd_blocks_atfork_child(); }
+ND_MODULE(nd_blocks_module) = {.name = "blocks", .rank = 60,
+                               .atfork_prepare = nd_blocks_atfork_prepare,
+                               .atfork_parent = nd_blocks_atfork_parent, .atfork_child = blocks_child};
+static void counters_child(nd_tls_t *t) { nd_counters_atfork_child(t->shard); }
+ND_MODULE(nd_counters_module) = {.name = "counters", .rank = 70,
+                                 .atfork_prepare = nd_counters_atfork_prepare,
+                                 .atfork_parent = nd_counters_atfork_parent,
+                                 .atfork_child = counters_child};

@@ -120,9 +120,6 @@ nd_site_t *nd_site_by_id(uint32_t id);
 // are never taken from a site here); windows and growth start again. Every STACK is written to
 // the child's trace again; a SITE record only once the child changed the site.
 void nd_sites_atfork_rebase(void);
-void nd_sites_atfork_prepare(void);
-void nd_sites_atfork_parent(void);
-void nd_sites_atfork_child(void);
 
 // blocks.c: live tracked blocks, by address
 // 40 bytes: the bytes and blocks a sampled block stands for follow from its size (trace.c,

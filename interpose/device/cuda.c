@@ -20,6 +20,7 @@
 // not the program's and is not counted (the thread is BUSY), so pinned memory counts once, as
 // kind pinned.
 #include "runtime/shim.h"
+#include "runtime/module.h"
 
 #include "device/cuda_hooks.h"
 #include "device/cuda_abi.h"
@@ -1156,7 +1157,7 @@ static int has_word(const char *s, const char *w) {
   }
   return 0;
 }
-void nd_cuda_setup(char *const *envp) {
+static void setup(char *const *envp) {
   uint64_t f = 0;
   for (char *const *e = envp; e && *e; e++) {
     if (strncmp(*e, "PYTORCH_CUDA_ALLOC_CONF=", 24) == 0) {
@@ -1211,7 +1212,7 @@ int nd_cuda_cupti_update(const ndmem_cupti_device_t *in) {
 }
 
 // One line per device used, and one for pinned and managed memory and the hooks, in the summary.
-void nd_cuda_summary(int fd) {
+static void summary(int fd) {
   if (!LD(C.used)) return;
   nd_buf_t b;
   for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
@@ -1265,7 +1266,7 @@ void nd_cuda_summary(int fd) {
   nd_buf_line(&b, fd);
 }
 
-void nd_cuda_write_records(nd_cuda_record_fn rec, void *ctx) {
+static void write_records(nd_record_fn rec, void *ctx) {
   if (!LD(C.used)) return;
   for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
     struct dev *v = &devs[d];
@@ -1345,20 +1346,19 @@ int nd_cuda_each_live_stopped(void (*fn)(void *ctx, const nd_cuda_block_t *b), v
   return 0;
 }
 
-void nd_cuda_atfork_prepare(void) { nd_spin_lock(&tab.lock); }
-void nd_cuda_atfork_parent(void) { nd_spin_unlock(&tab.lock); }
+static void atfork_prepare(void) { nd_spin_lock(&tab.lock); }
+static void atfork_parent(void) { nd_spin_unlock(&tab.lock); }
 
 // A fork child holds none of its parent's device memory (a CUDA context does not survive fork):
 // the parent's device blocks leave the child's books, as frees at the fork. Pinned and managed
 // pages are inherited as host memory is, and stay.
-void nd_cuda_atfork_child(void) {
+static void atfork_child(nd_tls_t *t) {
   nd_dws_atfork_child();
   nd_spill_atfork_child();
   nd_drv_atfork_child();
   tab.lock = 0;
   cupti_lock = 0;
   drv.lock = 0;
-  nd_tls_t *t = &nd_tls;
   for (size_t i = 0; i < tab.cap; i++) {
     blk_t *b = &tab.v[i];
     if (b->state != 1 || b->cls == ND_DEV_HOSTMEM) continue; // host spill is a device class
@@ -1376,3 +1376,8 @@ void nd_cuda_atfork_child(void) {
     devs[d].cupti_seen = 0;
   }
 }
+
+ND_MODULE(nd_cuda_module) = {.name = "cuda", .rank = 40, .order = 30, .setup = setup,
+                             .atfork_prepare = atfork_prepare, .atfork_parent = atfork_parent,
+                             .atfork_child = atfork_child, .summary = summary,
+                             .write_records = write_records};

@@ -13,10 +13,6 @@ struct nd_site;
 int nd_cuda_used(void); // a hooked function was called: the records and summary lines exist
 int nd_cuda_device_stats(int device, ndmem_device_stats_t *out); // 0, or -1 out of range
 int nd_cuda_cupti_update(const ndmem_cupti_device_t *d);         // CUPTI's view of a device
-void nd_cuda_summary(int fd);                                    // the exit summary's lines
-
-typedef void (*nd_cuda_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
-void nd_cuda_write_records(nd_cuda_record_fn rec, void *ctx); // DEVICE and CUDA, at each flush
 
 // A live block at exit: a device address, pinned or managed host memory, or a cuMemCreate handle.
 typedef struct nd_cuda_block {
@@ -28,17 +24,11 @@ void nd_cuda_each_live(void (*fn)(void *ctx, const nd_cuda_block_t *b), void *ct
 // The same with every other thread stopped (reach.c): -1 (and no call) when one holds the table.
 int nd_cuda_each_live_stopped(void (*fn)(void *ctx, const nd_cuda_block_t *b), void *ctx);
 
-// Reads PYTORCH_CUDA_ALLOC_CONF and sets up the device workspaces (at start-up).
-void nd_cuda_setup(char *const *envp);
 // For the device modules (device/): a driver function from the module the program's calls came
 // from (never a hook), and a workspace arena's bytes in and out of the device's books.
 void *nd_cuda_drv_sym(const void *real, const char *name);
 int nd_cuda_arena_reserve(int device, uint64_t bytes); // 0, or -1 over the device limit
 void nd_cuda_arena_made(int device, uint64_t bytes);   // the driver made it
 void nd_cuda_arena_release(int device, uint64_t bytes, int made);
-
-void nd_cuda_atfork_prepare(void);
-void nd_cuda_atfork_parent(void);
-void nd_cuda_atfork_child(void);
 
 #endif

@@ -9,6 +9,7 @@
 // allocator itself (mode BUSY: glibc's internal ones are not interposable anyway, jemalloc's are)
 // belong to the heap counters and are not tracked here.
 #include "runtime/shim.h"
+#include "runtime/module.h"
 
 #include "limits/limits.h"
 #include "common/os.h"
@@ -38,9 +39,9 @@ static void untouched_add(int64_t v) {
   __atomic_store_n(&nd_lim.untouched, untouched_sum, __ATOMIC_RELAXED);
 }
 
-void nd_mmap_atfork_prepare(void) { pthread_mutex_lock(&map_lock); }
-void nd_mmap_atfork_parent(void) { pthread_mutex_unlock(&map_lock); }
-void nd_mmap_atfork_child(void) { pthread_mutex_init(&map_lock, NULL); }
+static void atfork_prepare(void) { pthread_mutex_lock(&map_lock); }
+static void atfork_parent(void) { pthread_mutex_unlock(&map_lock); }
+static void atfork_child(nd_tls_t *t) { (void)t, pthread_mutex_init(&map_lock, NULL); }
 
 static size_t map_unit(int flags) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -262,3 +263,6 @@ void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_
   t->mode = mode;
   return r;
 }
+
+ND_MODULE(nd_mmap_module) = {.name = "mmap", .rank = 30, .atfork_prepare = atfork_prepare,
+                              .atfork_parent = atfork_parent, .atfork_child = atfork_child};

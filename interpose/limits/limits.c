@@ -6,6 +6,7 @@
 // open. Records for the trace (logged breaches, a pending snapshot) wait under a leaf spinlock
 // for the writer, which asks for them at each flush.
 #include "limits/limits.h"
+#include "runtime/module.h"
 
 #include "heap/allocstat.h"
 #include "common/fmt.h"
@@ -529,7 +530,7 @@ static void retry_check(nd_tls_t *t, nd_lim_t *c, uint64_t n) {
 // Until that, or until the run ends (no refusal for RETRY_QUIET_MS), the final flush waits, so that
 // the trace and the summary tell how the process ended rather than a normal exit it never had.
 #define RETRY_QUIET_MS 200
-void nd_limits_exit_wait(void) {
+static void exit_wait(void) {
   int64_t ms = nd_cfg.limit_retry_ms;
   uint64_t start = nd_os_mono_ns(), last;
   if (ms <= 0) return;
@@ -662,7 +663,8 @@ static void configure(void) {
   __atomic_store_n(&nd_limits_on, nd_lim.phys_on || LD(nd_lim.max_bytes) > 0, __ATOMIC_RELEASE);
 }
 
-void nd_limits_setup(void) {
+static void setup(char *const *envp) {
+  (void)envp;
   nd_lim.touched = nd_cfg.max_bytes_mappings == ND_MAPPINGS_TOUCHED;
   nd_lim.max_bytes = nd_cfg.max_bytes;
   L.max_physical = nd_cfg.max_physical_bytes;
@@ -757,7 +759,7 @@ void nd_limits_get(ndmem_limits_t *out) {
 
 // ---------------------------------------------------------------- reporting
 
-void nd_limits_summary(int fd) {
+static void summary(int fd) {
   if (!configured()) return;
   nd_buf_t b;
   nd_buf_reset(&b);
@@ -807,7 +809,7 @@ void nd_limits_summary(int fd) {
   nd_buf_line(&b, fd);
 }
 
-void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
+static void write_records(nd_record_fn rec, void *ctx) {
   // Device breaches and their snapshot come through here too, without a host limit set.
   int host = configured() || LD(L.breaches[0]) || LD(L.breaches[1]) || LD(L.reliefs);
   if (!host && !__atomic_load_n(&L.npending, __ATOMIC_ACQUIRE) &&
@@ -866,9 +868,14 @@ void nd_limits_write_records(nd_limits_record_fn rec, void *ctx) {
 
 // The child reads its own statm, starts its own reading thread, and keeps the parent's totals
 // (as it keeps its counters).
-void nd_limits_atfork_child(void) {
+static void atfork_child(nd_tls_t *t) {
+  (void)t;
   L.rec_lock = 0;
   nd_lim.reserved = 0; // reservations of threads that did not survive the fork
   L.poller = 0;
   if (L.statm_fd >= 0) open_statm();
 }
+
+ND_MODULE(nd_limits_module) = {.name = "limits", .rank = 15, .order = 10, .setup = setup,
+                               .atfork_child = atfork_child, .exit_wait = exit_wait,
+                               .summary = summary, .write_records = write_records};

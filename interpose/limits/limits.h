@@ -109,7 +109,6 @@ enum { ND_LIM_OK = 0, ND_LIM_OVER = 1 };
 enum { ND_LIM_PHYS = 1, ND_LIM_HOST = 2 }; // what nd_limit_pre checks
 enum { ND_LIM_RETRY = 0, ND_LIM_FAIL = 1, ND_LIM_ALLOW = 2 };
 
-void nd_limits_setup(void);
 // Before the call: physical memory (ND_LIM_PHYS, when a reading is due) and a request that
 // cannot fit under maxBytes (ND_LIM_HOST; not for a block a workspace arena may serve).
 int nd_limit_pre(nd_tls_t *t, nd_lim_t *c, int what);
@@ -150,11 +149,6 @@ void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64
                              uint64_t n);
 __attribute__((noreturn)) void nd_limits_abort(void);
 
-void nd_limits_summary(int fd);      // one line in the exit summary, when limits are set
-void nd_limits_exit_wait(void);      // at exit: a retry loop on another thread is stopped first
 int nd_limits_aborting(void);        // the process is stopping on a breach (NDMEM_ON_LIMIT=abort)
-typedef void (*nd_limits_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
-void nd_limits_write_records(nd_limits_record_fn rec, void *ctx); // at each trace flush
-void nd_limits_atfork_child(void);
 
 #endif

@@ -5,6 +5,7 @@
 // a cgroup namespace the root is the cgroup itself). The limit is the smallest one on the way up
 // to the mount point, because a parent's limit binds its children too.
 #include "limits/sysmem.h"
+#include "runtime/module.h"
 
 #include "common/os.h"
 
@@ -324,7 +325,11 @@ static void close_kept(int *kept) {
   }
 }
 
-void nd_statm_self_atfork_child(void) {
+static void atfork_child(struct nd_tls *t) {
+  (void)t;
   close_kept(&self_fd);
   close_kept(&stat_fd);
 }
+
+// Before anything reads resident memory again in a fork child: the descriptors are the parent's.
+ND_MODULE(nd_sysmem_module) = {.name = "sysmem", .rank = 25, .atfork_child = atfork_child};

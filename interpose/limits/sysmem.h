@@ -38,7 +38,6 @@ int nd_statm_self(uint64_t *bytes);
 void nd_statm_self_open(int raise_ok);
 // A fork child: /proc/self named the parent when the descriptor was opened; the next call opens it
 // again.
-void nd_statm_self_atfork_child(void);
 // The threads of this process still running (/proc/self/stat's num_threads, less the main thread
 // where it ended before the others: it stays a zombie until they do), from a descriptor kept open
 // above the program's range as statm's is (opened at the first call, again in a fork child); -1

@@ -12,6 +12,7 @@
 // the live tracked blocks, an EXIT and an END record follow. The writer thread blocks all
 // signals and never allocates through the hooks.
 #include "output/trace.h"
+#include "runtime/module.h"
 
 #include "heap/allocstat.h"
 #include "device/cuda_hooks.h"
@@ -719,7 +720,7 @@ static void write_sites(void) {
   }
 }
 
-static void ws_record(void *ctx, uint16_t tag, const void *payload, uint32_t size) {
+static void module_record(void *ctx, uint16_t tag, const void *payload, uint32_t size) {
   (void)ctx;
   nd_tw_record(&tr.w, tag, payload, size, NULL, 0);
 }
@@ -801,9 +802,7 @@ void nd_trace_flush(int final) {
   // inside malloc (a fatal signal, _exit from a handler): a failed dlsym allocates its message.
   if (!final || !nd_os_last_words) nd_py_detect();
   write_sites();
-  nd_ws_write_records(ws_record, NULL); // after the sites: escapes name their stacks
-  nd_limits_write_records(ws_record, NULL); // and snapshots theirs
-  nd_cuda_write_records(ws_record, NULL);
+  nd_modules_write_records(module_record, NULL); // after the sites: records name their stacks
   uint64_t anon;
   int have_anon = write_resident(&anon) == 0;
   write_counters();
@@ -901,14 +900,15 @@ static void start_thread(void) {
 
 // ---------------------------------------------------------------- fork
 
-void nd_trace_atfork_prepare(void) { nd_os_mutex_lock(&tr.lock); }
-void nd_trace_atfork_parent(void) { pthread_mutex_unlock(&tr.lock); }
+static void atfork_prepare(void) { nd_os_mutex_lock(&tr.lock); }
+static void atfork_parent(void) { pthread_mutex_unlock(&tr.lock); }
 // The child writes its own trace (a new file, under its own pid, created at its first
 // allocation: nd_thread_prepare calls nd_trace_create): every stack and module must be written
 // there again, its sites count from the fork (nd_sites_atfork_rebase), and it needs its own
 // writer thread. After the CUDA module's fork handler, which takes the parent's device blocks
 // from their sites before they are rebased.
-void nd_trace_atfork_child(void) {
+static void atfork_child(nd_tls_t *t) {
+  (void)t;
   if (tr.fd >= 0) { // the parent's file: never written by the child
     int saved = errno;
     close(tr.fd);
@@ -932,3 +932,12 @@ void nd_trace_atfork_child(void) {
   nd_metrics_atfork_child();
   pthread_mutex_init(&tr.lock, NULL);
 }
+
+static void setup(char *const *envp) {
+  (void)envp;
+  if (nd_cfg.trace) nd_trace_setup();
+}
+
+ND_MODULE(nd_trace_module) = {.name = "trace", .rank = 20, .order = 0, .setup = setup,
+                              .atfork_prepare = atfork_prepare, .atfork_parent = atfork_parent,
+                              .atfork_child = atfork_child};

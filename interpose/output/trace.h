@@ -32,8 +32,5 @@ void nd_trace_create(int alone); // creates the file now (a fork child: first al
                                  // no other thread runs
 void nd_trace_flush(int final);            // final: live blocks, EXIT and END (the end of accounting)
 void nd_trace_set_exit(int how, int code); // how the process ends (enum nd_exit_how), before final
-void nd_trace_atfork_prepare(void);
-void nd_trace_atfork_parent(void);
-void nd_trace_atfork_child(void);
 
 #endif

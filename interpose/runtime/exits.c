@@ -16,6 +16,7 @@
 // comparing the real disposition with the table. A vfork child (it shares the parent's memory
 // but not its pid) changes nothing here.
 #include "runtime/shim.h"
+#include "runtime/module.h"
 
 #include "common/os.h"
 #include "account/sites.h"
@@ -109,7 +110,8 @@ static int managed(int sig) {
   return X.on && sig > 0 && sig < NSIGS && X.fatal[sig] && nd_os_getpid() == X.pid;
 }
 
-void nd_exits_setup(void) {
+static void setup(char *const *envp) {
+  (void)envp;
   X.pid = nd_os_getpid();
   pthread_sigmask(SIG_SETMASK, NULL, &A.mask); // the program's, at start-up
   sigset_t old;
@@ -122,7 +124,8 @@ void nd_exits_setup(void) {
   X.on = 1;
 }
 
-void nd_exits_atfork_child(void) {
+static void atfork_child(nd_tls_t *t) {
+  (void)t;
   X.pid = nd_os_getpid();
   A.last_ns = 0, A.streak = 0, A.done = 0; // the child's threads are its own to count
 }
@@ -278,3 +281,6 @@ int nd_pipe2(int *fds, int flags, void *ra) {
   }
   return rc;
 }
+
+ND_MODULE(nd_exits_module) = {.name = "exits", .rank = 14, .order = 40, .setup = setup,
+                              .atfork_child = atfork_child};

@@ -8,22 +8,15 @@
 // intercepted call, which may come from another library's constructor before ours has run.
 #include "runtime/shim.h"
 
-#include "heap/allocstat.h"
-#include "device/cuda_hooks.h"
-#include "stacks/demangle.h"
-#include "common/fmt.h"
-#include "runtime/keys.h"
-#include "stacks/names.h"
-#include "limits/limits.h"
-#include "common/os.h"
-#include "stacks/python.h"
 #include "account/reach.h"
-#include "account/sites.h"
-#include "limits/sysmem.h"
-#include "output/trace.h"
+#include "common/fmt.h"
+#include "common/os.h"
 #include "common/trace_format.h"
-#include "stacks/unwcache.h"
-#include "ws/ws.h"
+#include "heap/allocstat.h"
+#include "output/trace.h"
+#include "runtime/keys.h"
+#include "runtime/module.h"
+#include "stacks/names.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -168,9 +161,10 @@ static void thread_exit(void *arg) {
   t->exit_mode = t->mode;
   if (nd_os_gettid() != nd_os_getpid() && t->shard) {
     t->mode = ND_T_BUSY; // libunwind's cache goes back with munmaps of its own
-    nd_keys_thread_exit();
-    nd_py_thread_exit();
-    nd_ws_thread_exit(t);
+    int n;
+    const nd_module_t *const *m = nd_modules(&n);
+    for (int i = 0; i < n; i++)
+      if (m[i]->thread_exit) m[i]->thread_exit(t);
     nd_shard_t *s = t->shard;
     t->shard = NULL;
     nd_shard_release(s);
@@ -179,29 +173,58 @@ static void thread_exit(void *arg) {
   t->mode = ND_T_EXITING;
 }
 
-// Lock order, everywhere: trace writer < mmap table < site stripes < the sites' outer frames <
-// block stripes < counters < workspace tables; libunwind's cache pool (unwcache.c) is a leaf,
-// taken with no other held.
-// (An mmap interns its site while holding the table lock; the writer reads the table at exit.)
+// ---------------------------------------------------------------- modules
+
+// Every room's module (module.h), found in the section the linker gathers them in, sorted once.
+extern const nd_module_t __start_nd_modules[] __attribute__((visibility("hidden")));
+extern const nd_module_t __stop_nd_modules[] __attribute__((visibility("hidden")));
+#define ND_MODULES_MAX 32
+static const nd_module_t *by_order[ND_MODULES_MAX], *by_rank[ND_MODULES_MAX];
+static int nmodules = -1;
+
+static void sort_modules(const nd_module_t **v, int n, int rank) {
+  for (int i = 1; i < n; i++) { // insertion sort, stable: a handful of modules
+    const nd_module_t *m = v[i];
+    int k = rank ? m->rank : m->order, j = i;
+    for (; j > 0 && (rank ? v[j - 1]->rank : v[j - 1]->order) > k; j--) v[j] = v[j - 1];
+    v[j] = m;
+  }
+}
+
+// Sorted at initialisation, while one thread runs (and again by nobody: the set is fixed at link).
+static void find_modules(void) {
+  int n = 0;
+  for (const nd_module_t *m = __start_nd_modules; m < __stop_nd_modules && n < ND_MODULES_MAX; m++)
+    by_order[n] = by_rank[n] = m, n++;
+  sort_modules(by_order, n, 0);
+  sort_modules(by_rank, n, 1);
+  nmodules = n;
+}
+
+const nd_module_t *const *nd_modules(int *n) {
+  *n = nmodules > 0 ? nmodules : 0;
+  return by_order;
+}
+
+void nd_modules_write_records(nd_record_fn rec, void *ctx) {
+  for (int i = 0; i < nmodules; i++)
+    if (by_order[i]->write_records) by_order[i]->write_records(rec, ctx);
+}
+
+// Lock order, everywhere (the modules' ranks): libunwind's cache pool (10, unwcache.c) < trace
+// writer (20) < mmap table (30) < CUDA books (40) < site stripes and the sites' outer frames (50)
+// < block stripes (60) < counters (70) < workspace tables (80). The cache pool is a leaf, taken
+// with no other held. (An mmap interns its site while holding the table lock; the writer reads
+// the table at exit.) Modules without a lock rank where their child handler must run: resident
+// memory's descriptors (25) before the trace's; limits (15), exits (14), demangling (13) and
+// Python frames (12) after it.
 static void atfork_prepare(void) {
-  nd_unwcache_atfork_prepare();
-  nd_trace_atfork_prepare();
-  nd_mmap_atfork_prepare();
-  nd_cuda_atfork_prepare();
-  nd_sites_atfork_prepare();
-  nd_blocks_atfork_prepare();
-  nd_counters_atfork_prepare();
-  nd_ws_atfork_prepare();
+  for (int i = 0; i < nmodules; i++)
+    if (by_rank[i]->atfork_prepare) by_rank[i]->atfork_prepare();
 }
 static void atfork_parent(void) {
-  nd_ws_atfork_parent();
-  nd_counters_atfork_parent();
-  nd_blocks_atfork_parent();
-  nd_sites_atfork_parent();
-  nd_cuda_atfork_parent();
-  nd_mmap_atfork_parent();
-  nd_trace_atfork_parent();
-  nd_unwcache_atfork_parent();
+  for (int i = nmodules - 1; i >= 0; i--)
+    if (by_rank[i]->atfork_parent) by_rank[i]->atfork_parent();
 }
 static int finish_state; // 0, 1 (being written), 2 (written)
 static int finish_tid;   // the thread writing the end
@@ -211,20 +234,9 @@ static void atfork_child(void) {
   // A thread of the parent's that was ending it (nd_finish) is not in the child, whose end is
   // its own: a multiprocessing pool's thread forks a worker while the main thread exits.
   finish_state = 0, finish_tid = 0;
-  nd_unwcache_atfork_parent();
-  nd_ws_atfork_child();
-  nd_counters_atfork_child(t->shard);
-  nd_blocks_atfork_child();
-  nd_sites_atfork_child();
-  nd_cuda_atfork_child();
-  nd_mmap_atfork_child();
   nd_os_threads_atfork_child(); // the parent's threads are not the child's
-  nd_statm_self_atfork_child(); // before anything reads resident memory again: the parent's
-  nd_trace_atfork_child();
-  nd_limits_atfork_child();
-  nd_exits_atfork_child();
-  nd_demangle_atfork_child();
-  nd_py_atfork_child();
+  for (int i = nmodules - 1; i >= 0; i--)
+    if (by_rank[i]->atfork_child) by_rank[i]->atfork_child(t);
   nd_child = ND_FORK_CHILD;
   if (nd_log_fd != 2 && !nd_prints_summary()) { // inherited; this child prints nothing
     int saved = errno;
@@ -329,13 +341,10 @@ static void initialize(nd_tls_t *t) {
   nd_accounting = rc == 0 && nd_cfg.enabled;
   if (nd_accounting && next_is_glibc) nd_glibc_heads_check(); // usable is malloc's (resolve)
   if (nd_accounting && nd_prints_summary()) open_log_fd();
+  find_modules();
   if (nd_accounting) pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-  if (nd_accounting && nd_cfg.trace) nd_trace_setup();
-  if (nd_accounting) nd_ws_setup();
-  if (nd_accounting) nd_cuda_setup(secure ? NULL : environ);
-  if (nd_accounting) nd_limits_setup();
-  nd_namers = (nd_namers_t){nd_py_code_names, nd_demangle}; // the live lines' frames
-  if (nd_accounting) nd_exits_setup();
+  for (int i = 0; nd_accounting && i < nmodules; i++)
+    if (by_order[i]->setup) by_order[i]->setup(secure ? NULL : environ);
   t->mode = saved;
   __atomic_store_n(&nd_state, ND_READY, __ATOMIC_RELEASE);
 }
@@ -467,9 +476,8 @@ void nd_print_summary(int fd) {
   }
   if (!any) nd_buf_str(&b, " none");
   nd_buf_line(&b, fd);
-  nd_limits_summary(fd);
-  nd_ws_summary(fd);
-  nd_cuda_summary(fd);
+  for (int i = 0; i < nmodules; i++)
+    if (by_order[i]->summary) by_order[i]->summary(fd);
   if (nd_cfg.summary < 2) return;
   for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {
     if (sh->state != ND_SHARD_OWNED) continue;
@@ -502,7 +510,8 @@ __attribute__((destructor)) static void nd_dtor(void) {
   nd_tls_t *t = &nd_tls;
   if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
   unsigned char saved = t->mode;
-  nd_limits_exit_wait();
+  for (int i = 0; i < nmodules; i++)
+    if (by_order[i]->exit_wait) by_order[i]->exit_wait();
   nd_finish(ND_EXIT_NORMAL, 0);
   t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
 }

@@ -17,6 +17,7 @@
 // destructor writes the trace, and a TLS destructor would run before the exit handlers whose
 // frees the trace must still see as the main thread's.
 #include "runtime/shim.h"
+#include "runtime/module.h"
 
 #include "runtime/keys.h"
 #include "account/sites.h"
@@ -54,7 +55,8 @@ int nd_keys_thread_atexit(void (*fn)(void *), void *arg) {
 // libunwind's destructor may put its value back to be called again (1.6 does, until the last of
 // glibc's PTHREAD_DESTRUCTOR_ITERATIONS rounds, so that later destructors can still unwind): it
 // is called as glibc would call it, until it sets nothing.
-void nd_keys_thread_exit(void) {
+static void thread_exit(nd_tls_t *t) {
+  (void)t;
   for (int i = 0; i < PTHREAD_DESTRUCTOR_ITERATIONS && unw_value && unw_destructor; i++) {
     void *v = unw_value;
     unw_value = NULL;
@@ -80,3 +82,5 @@ int nd_setspecific(pthread_key_t key, const void *value) {
   if (ND_UNLIKELY(!next_setspecific)) nd_thread_prepare(&nd_tls);
   return next_setspecific ? next_setspecific(key, value) : EINVAL;
 }
+
+ND_MODULE(nd_keys_module) = {.name = "keys", .order = 5, .thread_exit = thread_exit};

@@ -10,7 +10,6 @@ void nd_keys_resolve(void *(*sym)(const char *));
 // fn(arg) when this thread ends (a TLS destructor); -1 on the main thread, which registers none.
 int nd_keys_thread_atexit(void (*fn)(void *), void *arg);
 // The ending thread's part of keys.c: libunwind's destructor for its value, if it set one.
-void nd_keys_thread_exit(void);
 // The exported pthread_key_create and pthread_setspecific (hooks.c). ra: the caller.
 int nd_key_create(pthread_key_t *key, void (*destructor)(void *), void *ra);
 int nd_setspecific(pthread_key_t key, const void *value);

@@ -130,8 +130,6 @@ void *nd_synth_valloc(size_t n);
 void *nd_synth_pvalloc(size_t n);
 
 // exits.c: a trace and a summary for every way the process ends (see the file)
-void nd_exits_setup(void);
-void nd_exits_atfork_child(void);
 // From ndmem's threads after each nap: exit(0) when no thread of the program's is left (exits.c).
 void nd_exit_if_alone(void);
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
@@ -147,9 +145,6 @@ void *nd_dlsym_own(void *handle, const char *name, int clear);
 void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void *ra);
 int nd_munmap(void *addr, size_t len, void *ra); // ra: the caller (libunwind's own is not counted)
 void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr, void *ra);
-void nd_mmap_atfork_prepare(void);
-void nd_mmap_atfork_parent(void);
-void nd_mmap_atfork_child(void);
 struct nd_range;
 void nd_mmap_each_live(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
 // The same with every other thread stopped (reach.c): -1 (and no call) when one holds the table.

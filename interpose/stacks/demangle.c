@@ -11,6 +11,7 @@
 // The handle is kept: it holds the runtime, so the function found stays valid (libstdc++ is not
 // unloadable anyway: glibc marks an object with STB_GNU_UNIQUE symbols NODELETE).
 #include "stacks/demangle.h"
+#include "runtime/module.h"
 
 #include "common/os.h"
 #include "runtime/shim.h"
@@ -121,4 +122,16 @@ int nd_demangle(nd_buf_t *b, const char *sym, size_t max) {
   return s && status == 0;
 }
 
-void nd_demangle_atfork_child(void) { D.looking = 0; }
+static void atfork_child(nd_tls_t *t) { (void)t, D.looking = 0; }
+
+#include "stacks/names.h"
+#include "stacks/python.h"
+
+// The live lines' frames (names.h): Python's code names, C++ names demangled.
+static void setup(char *const *envp) {
+  (void)envp;
+  nd_namers = (nd_namers_t){nd_py_code_names, nd_demangle};
+}
+
+ND_MODULE(nd_demangle_module) = {.name = "demangle", .rank = 13, .order = 35, .setup = setup,
+                                 .atfork_child = atfork_child};

@@ -14,7 +14,6 @@
 // signal handler: the runtime's demangler allocates (forwarded to the next allocator, off the
 // program's books).
 int nd_demangle(nd_buf_t *b, const char *sym, size_t max);
-void nd_demangle_atfork_child(void); // a thread that was looking did not come along
 // The C++ runtime the process loaded (libstdc++, else LLVM's libc++, else its libc++abi), found in
 // the loader's list by name and opened by that path with RTLD_NOLOAD, so nothing loads and no
 // look-up fails (a failure leaves a message for dlerror, which translates it through gettext and

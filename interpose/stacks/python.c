@@ -14,6 +14,7 @@
 // up to NDMEM_PY_DEPTH. Code objects become PYCODE records once, by identity (a code object that
 // died and whose address was reused is a new one).
 #include "stacks/python.h"
+#include "runtime/module.h"
 
 #include "runtime/config.h"
 #include "common/fmt.h"
@@ -389,7 +390,8 @@ static py_tcache_t *tcache(void) {
   return py_tc = c;
 }
 
-void nd_py_thread_exit(void) {
+static void thread_exit(nd_tls_t *t) {
+  (void)t;
   py_tcache_t *c = py_tc;
   if (!c) return;
   py_tc = NULL;
@@ -400,7 +402,7 @@ void nd_py_thread_exit(void) {
 }
 
 // The child's only thread: no other can hold the lock (a list cut by the fork loses a cache).
-void nd_py_atfork_child(void) { TC.lock = 0; }
+static void atfork_child(nd_tls_t *t) { (void)t, TC.lock = 0; }
 
 #define PY_WALK_MAX 100000 // frames one stack's walk may visit (Python's own limit is ~1000 deep)
 
@@ -553,3 +555,6 @@ void nd_py_record(nd_rec_python_t *r) {
 }
 
 int nd_py_state(void) { return __atomic_load_n(&P.state, __ATOMIC_ACQUIRE); }
+
+ND_MODULE(nd_py_module) = {.name = "python", .rank = 12, .order = 6, .atfork_child = atfork_child,
+                           .thread_exit = thread_exit};

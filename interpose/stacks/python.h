@@ -22,8 +22,6 @@
 void nd_py_detect(void);
 void nd_py_setup(void); // at start-up: NDMEM_PYTHON=0 decides at once (no look-up)
 void nd_py_modules_changed(void);
-void nd_py_thread_exit(void);   // the ending thread's frame cache is kept for the next one
-void nd_py_atfork_child(void);
 int nd_py_state(void);   // enum nd_python_state
 // The stack of n native frames ips (innermost first, ndmem's own removed) with the calling
 // thread's Python frames, into out (room for ND_STACK_MAX): each evaluator frame becomes the

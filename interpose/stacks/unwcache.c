@@ -9,6 +9,7 @@
 // mapping is, at libunwind's next request of that size. Only libunwind's calls come here
 // (mmap.c: by the caller's address), and only private anonymous read-write mappings are pooled.
 #include "runtime/shim.h"
+#include "runtime/module.h"
 
 #include "common/os.h"
 #include "stacks/unwcache.h"
@@ -61,5 +62,10 @@ int nd_unwcache_keep(void *addr, size_t len) {
 }
 
 // A leaf lock: held across fork, so the child's pool is whole.
-void nd_unwcache_atfork_prepare(void) { nd_spin_lock(&lock); }
-void nd_unwcache_atfork_parent(void) { nd_spin_unlock(&lock); }
+static void atfork_prepare(void) { nd_spin_lock(&lock); }
+static void atfork_parent(void) { nd_spin_unlock(&lock); }
+static void atfork_child(nd_tls_t *t) { (void)t, nd_spin_unlock(&lock); }
+
+// The cache pool is a leaf lock, taken first (runtime/init.c lists the order).
+ND_MODULE(nd_unwcache_module) = {.name = "unwcache", .rank = 10, .atfork_prepare = atfork_prepare,
+                                  .atfork_parent = atfork_parent, .atfork_child = atfork_child};

@@ -9,7 +9,5 @@
 void *nd_unwcache_map(void *addr, size_t len, int prot, int flags, int fd);
 // 1 when the region libunwind unmaps is kept for the next request instead.
 int nd_unwcache_keep(void *addr, size_t len);
-void nd_unwcache_atfork_prepare(void);
-void nd_unwcache_atfork_parent(void); // and the child
 
 #endif
