@@ -9,9 +9,7 @@
 #include "runtime/shim.h"
 
 #include "account/reach.h"
-#include "common/fmt.h"
 #include "common/os.h"
-#include "common/trace_format.h"
 #include "heap/allocstat.h"
 #include "output/trace.h"
 #include "runtime/keys.h"

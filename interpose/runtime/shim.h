@@ -137,10 +137,6 @@ void (*nd_signal(int sig, void (*handler)(int)))(int);
 __attribute__((noreturn)) void nd_exit_now(int status); // _exit, _Exit
 int nd_pipe2(int *fds, int flags, void *ra); // ra: the caller (libunwind's call is refused)
 
-// cuda.c: ndmem's own dlsym (the program's goes through the exported stub there). clear: on one
-// of the program's threads, in its own dlsym call, leave nothing for its dlerror (see cuda.c).
-void *nd_dlsym_own(void *handle, const char *name, int clear);
-
 // mmap.c
 void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void *ra);
 int nd_munmap(void *addr, size_t len, void *ra); // ra: the caller (libunwind's own is not counted)

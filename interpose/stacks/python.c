@@ -20,6 +20,7 @@
 #include "common/fmt.h"
 #include "common/os.h"
 #include "runtime/shim.h"
+#include "hooks/dlsym.h"
 #include "common/trace_format.h"
 
 #include <dlfcn.h>
