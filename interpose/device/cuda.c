@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// cuda.c: device memory. The CUDA driver API's memory functions are interposed, not the
-// runtime's: cudart is linked statically into most binaries (nvcc's default, libtorch_cuda) and
-// reaches the driver by dlopen("libcuda.so.1") + dlsym(handle, "cuGetProcAddress_v2"), then asks
-// cuGetProcAddress for every other function. A dlsym with a handle never sees a preloaded
-// library, so ndmem exports dlsym (a tail-jumping stub, below) and answers lookups of the hooked
-// names, and of cuGetProcAddress itself, with its hooks; a program linked against libcuda binds to
-// the exported hooks directly. libcuda is never loaded here: every real function comes from a
-// lookup the program made, or from the module it already loaded.
+// cuda.c: device memory: the hooks' bodies and entry points. The CUDA driver API's memory
+// functions are interposed, not the runtime's: cudart is linked statically into most binaries
+// (nvcc's default, libtorch_cuda) and reaches the driver by dlopen("libcuda.so.1") +
+// dlsym(handle, "cuGetProcAddress_v2"), then asks cuGetProcAddress for every other function. A
+// dlsym with a handle never sees a preloaded library, so ndmem exports dlsym (a tail-jumping
+// stub, hooks/dlsym.c) and answers lookups of the hooked names (fns.c), and of cuGetProcAddress
+// itself, with its hooks; a program linked against libcuda binds to the exported hooks directly.
+// libcuda is never loaded here: every real function comes from a lookup the program made, or
+// from the module it already loaded.
 //
 // Each hooked function has three entry points: the exported one (its real function is the next
 // definition of the same name) and two that take whatever pointer a dlsym or cuGetProcAddress
@@ -15,10 +16,10 @@
 // kept whatever the flags meant).
 //
 // Accounting is exact and always by stack: device allocations are few and large. The live blocks
-// live in a table of their own (a device address, or a cuMemCreate handle, is not a host block).
-// The driver's own host memory inside a hooked call (bookkeeping, the pinned pages it maps) is
-// not the program's and is not counted (the thread is BUSY), so pinned memory counts once, as
-// kind pinned.
+// live in a table of their own (books.c: a device address, or a cuMemCreate handle, is not a host
+// block). The driver's own host memory inside a hooked call (bookkeeping, the pinned pages it
+// maps) is not the program's and is not counted (the thread is BUSY), so pinned memory counts
+// once, as kind pinned.
 #include "device/books.h"
 
 #include "common/os.h"
