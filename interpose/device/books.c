@@ -2,12 +2,12 @@
 // books.c: the device room's books: per device totals and the device limit, the live block table
 // (a device address, a pinned or managed host address, or a cuMemCreate handle: not host blocks,
 // so not in account/'s table), and a hooked call's accounting (enter, track, untrack, leave).
+#include "account/track.h"
 #include "device/books.h"
 
 #include "common/os.h"
 #include "device/spill.h"
 #include "limits/limits.h"
-#include "output/trace.h"
 #include "stacks/names.h"
 
 #include <dlfcn.h>

@@ -8,7 +8,7 @@
 #include "stacks/demangle.h"
 #include "limits/limits.h"
 #include "account/sites.h"
-#include "output/trace.h"
+#include "account/track.h"
 #include "ws/ws.h"
 
 #include <dlfcn.h>

@@ -15,7 +15,7 @@
 #include "common/os.h"
 #include "heap/regions.h"
 #include "account/sites.h"
-#include "output/trace.h"
+#include "account/track.h"
 #include "stacks/unwcache.h"
 #include "ws/ws.h"
 

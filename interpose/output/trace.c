@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// trace.c: tracking blocks into sites and writing the trace file (interpose/common/trace_format.h).
+// trace.c: writing the trace file (interpose/common/trace_format.h).
 //
 // The file is created at start-up (a fork child: at its first allocation, so a fork that only
 // execs leaves nothing), O_EXCL|O_NOFOLLOW, mode 0600, at an absolute path fixed then (a
@@ -13,21 +13,19 @@
 // signals and never allocates through the hooks.
 #include "output/trace.h"
 #include "runtime/module.h"
+#include "account/track.h"
 
 #include "heap/allocstat.h"
 #include "device/cuda_hooks.h"
 #include "common/fmt.h"
 #include "account/growth.h"
-#include "limits/limits.h"
 #include "output/metrics.h"
 #include "heap/regions.h"
 #include "common/os.h"
 #include "stacks/python.h"
 #include "account/reach.h"
 #include "runtime/shim.h"
-#include "account/sites.h"
 #include "limits/sysmem.h"
-#include "common/trace_format.h"
 #include "common/trace_write.h"
 #include "ws/ws.h"
 
@@ -47,8 +45,6 @@
 #define ZSTD_STATIC_LINKING_ONLY // ZSTD_customMem: its memory from ndmem's own pages
 #include <zstd.h>
 #endif
-
-size_t nd_track_min = SIZE_MAX;
 
 extern char **environ;
 
@@ -77,7 +73,6 @@ static struct {
   uint32_t module_ids;
   int thread_started; // atomic
   nd_trace_header_t hdr;
-  double sample_mean;
   nd_rec_exit_t exit; // how the process ended (final flush)
   uint64_t growth_sites; // sites the growth detector has named (the metrics file)
   uint64_t win_cycle; // the cycle clock when the sites' windows last closed
@@ -85,107 +80,12 @@ static struct {
   uint64_t progress; // atomic, moved by the flush that holds the lock as it works through the sites
 } tr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
-// ---------------------------------------------------------------- sampling
-
-static uint64_t next_rand(nd_tls_t *t) {
-  uint64_t x = t->rng;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return t->rng = x;
-}
-
-// Exponential with mean R: the distance to the next sample of a Poisson process over bytes.
-static int64_t next_interval(nd_tls_t *t) {
-  if (tr.sample_mean <= 0) return INT64_MAX;
-  double u = ((double)(next_rand(t) >> 11) + 0.5) / 9007199254740992.0; // (0,1)
-  double v = -log(u) * tr.sample_mean;
-  return v > 9e18 ? INT64_MAX : (int64_t)v + 1;
-}
-
-void nd_trace_thread_init(nd_tls_t *t) {
-  t->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)nd_os_gettid() << 17) ^ nd_os_mono_ns();
-  if (!t->rng) t->rng = 1;
-  t->sample_left = tr.on ? next_interval(t) : INT64_MAX;
-}
-
-// ---------------------------------------------------------------- tracking
-
-static void start_thread(void);
-
-// A tracked block's birth time: the kernel's tick-resolution monotonic clock (1-4 ms), a load
-// from the vDSO page (~5 ns) where CLOCK_MONOTONIC reads the TSC and scales it (~25 ns, a tenth
-// of what tracking a small block costs when every block is tracked). Same time base.
-// A fork child's blocks are born after its trace's start (the fork, on the precise clock), which
-// the coarse clock may lag by a tick: what was born at or before it is the parent's, inherited
-// (ndmemreport classes it so), and a child's own block must never read as such. 0 in a process
-// that is no fork child.
-static uint64_t fork_ns;
-static inline uint64_t birth_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-  return ND_UNLIKELY(ns <= fork_ns) ? fork_ns + 1 : ns;
-}
-
-// A block of size s is sampled with probability 1 - exp(-s/R); weighting it by the inverse makes
-// the estimate of bytes unbiased. Counts are estimated the same way. A function of s alone (R is
-// fixed at start-up), so the block table does not keep it: the free computes what the
-// allocation added.
-// Past s/R = 38, 1 - exp(-s/R) is 1.0 in a double: exp is not called there, where it would
-// underflow and set errno (a free must leave errno alone).
-static void sample_weigh(uint64_t req, uint64_t *count, uint64_t *weight) {
-  double s = (double)(req ? req : 1), x = s / tr.sample_mean, pr = x > 38 ? 1.0 : 1.0 - exp(-x);
-  double w = s / (pr > 0 ? pr : 1);
-  *weight = (uint64_t)(w + 0.5);
-  *count = (uint64_t)(w / s + 0.5);
-  if (!*count) *count = 1;
-}
-
-void nd_track_weigh(const nd_block_t *b, uint64_t *count, uint64_t *weight) {
-  if (b->site->sampled) sample_weigh(b->size, count, weight);
-  else *count = 1, *weight = b->size;
-}
-
-void nd_track_alloc(nd_tls_t *t, void *p, size_t req, int kind) {
-  if (!tr.on) return;
-  nd_blocks_prefetch((uintptr_t)p);
-  int exact = req >= nd_track_min;
-  uint64_t weight = req, count = 1;
-  if (!exact) {
-    t->sample_left = next_interval(t);
-    sample_weigh(req, &count, &weight);
-  }
-  nd_site_t *site = nd_site_here(kind, !exact);
-  if (!site) return;
-  nd_site_add(site, count, weight);
-  nd_block_t b = {(uintptr_t)p, site, req, birth_ns(),
-                  __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED)};
-  nd_blocks_insert(&b);
-  if (!__atomic_load_n(&tr.thread_started, __ATOMIC_RELAXED)) start_thread();
-}
-
-int nd_track_inherited(uint64_t born_ns) { return fork_ns && born_ns <= fork_ns; }
-
-void nd_track_untrack(const nd_block_t *b) {
-  if (ND_UNLIKELY(nd_track_inherited(b->mono_ns))) return; // the parent's (sites.h)
-  uint64_t count, weight;
-  nd_track_weigh(b, &count, &weight);
-  nd_site_sub(b->site, count, weight);
-}
-
-void nd_track_free(void *p) {
-  nd_block_t b;
-  if (nd_blocks_take((uintptr_t)p, &b)) nd_track_untrack(&b);
-}
-
-int nd_track_take(void *p, void *out) { return nd_blocks_take((uintptr_t)p, out); }
-
-void nd_track_restore(const void *block) { nd_blocks_insert(block); }
+// ---------------------------------------------------------------- state
 
 int nd_trace_enabled(void) { return tr.on && tr.state != TR_OFF; }
 
-struct nd_site *nd_track_site_here(int kind) { return tr.on ? nd_site_here(kind, 0) : NULL; }
+
+static void start_thread(void);
 
 // ---------------------------------------------------------------- path and header
 
@@ -342,11 +242,9 @@ static void stamp_start(nd_trace_header_t *h) {
   h->start_mono_ns = nd_os_mono_ns();
 }
 
-void nd_trace_setup(void) {
+static void nd_trace_setup(void) {
   if (nd_sites_init((int)nd_cfg.depth) != 0) return;
   nd_sites_depth = (int)nd_cfg.depth;
-  tr.sample_mean = (double)nd_cfg.sample;
-  nd_track_min = (size_t)nd_cfg.track_min;
   tr.buf = nd_os_map(OUT_BUF);
   if (!tr.buf) return;
   compressor_setup();
@@ -372,6 +270,8 @@ void nd_trace_setup(void) {
   nd_metrics_setup(tr.dir);
   tr.on = 1;
   tr.state = TR_LATER;
+  nd_track_setup((double)nd_cfg.sample, (size_t)nd_cfg.track_min, &tr.thread_started,
+                 start_thread);
   nd_trace_create(1);
 }
 
@@ -921,7 +821,7 @@ static void atfork_child(nd_tls_t *t) {
   // The child's trace starts at the fork (its duration, and ndmemreport's check that a running
   // process is the trace's, go by the header's start).
   stamp_start(&tr.hdr);
-  fork_ns = tr.hdr.start_mono_ns;
+  nd_track_fork(tr.hdr.start_mono_ns);
   tr.seq = 0;
   tr.module_ids = 0;
   tr.thread_started = 0;

@@ -6,6 +6,7 @@
 // static pool that free/realloc/malloc_usable_size recognise by address (heaptrack's trick).
 // Initialisation is light (symbol look-ups, reading environ) so it is safe to run from the first
 // intercepted call, which may come from another library's constructor before ours has run.
+#include "account/track.h"
 #include "runtime/shim.h"
 
 #include "account/reach.h"
@@ -385,7 +386,7 @@ int nd_thread_prepare(nd_tls_t *t) {
     t->mode = ND_T_FORWARD;
     return t->mode;
   }
-  nd_trace_thread_init(t);
+  nd_track_thread_init(t);
   if (nd_boot_count && nd_os_gettid() == nd_init_tid) {
     s->fallbacks[NDMEM_FB_BOOTSTRAP] += nd_boot_count;
     nd_boot_count = 0;
