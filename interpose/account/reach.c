@@ -116,7 +116,7 @@ static struct {
   int done, held;
   uint64_t t0; // when the threads were stopped
   nd_rec_scan_t rec;
-} R;
+} graph;
 
 // ---------------------------------------------------------------- the scan's own memory
 
@@ -124,8 +124,8 @@ static void *raw_map(size_t size) {
   void *p = (void *)syscall(SYS_mmap, NULL, size, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return NULL;
-  if (R.nbufs < MAX_BUFS) R.bufs[R.nbufs++] = (range_t){(uintptr_t)p, (uintptr_t)p + size};
-  else R.oom = 1; // a buffer that is not a hole could be read as a root
+  if (graph.nbufs < MAX_BUFS) graph.bufs[graph.nbufs++] = (range_t){(uintptr_t)p, (uintptr_t)p + size};
+  else graph.oom = 1; // a buffer that is not a hole could be read as a root
   return p;
 }
 
@@ -136,7 +136,7 @@ static int grow(void **v, size_t *cap, size_t elem, size_t need) {
   while (c < need) c *= 2;
   void *nv = raw_map(c * elem);
   if (!nv) {
-    R.oom = 1;
+    graph.oom = 1;
     return -1;
   }
   if (*v) memcpy(nv, *v, *cap * elem);
@@ -146,8 +146,8 @@ static int grow(void **v, size_t *cap, size_t elem, size_t need) {
 }
 
 static void add_hole(uintptr_t lo, uintptr_t hi) {
-  if (lo >= hi || grow((void **)&R.holes, &R.hcap, sizeof *R.holes, R.nh + 1)) return;
-  R.holes[R.nh++] = (range_t){lo, hi};
+  if (lo >= hi || grow((void **)&graph.holes, &graph.hcap, sizeof *graph.holes, graph.nh + 1)) return;
+  graph.holes[graph.nh++] = (range_t){lo, hi};
 }
 
 // ---------------------------------------------------------------- sorting (no qsort: it mallocs)
@@ -196,8 +196,8 @@ static int sort_ranges(range_t *v, size_t *n) {
 
 static void add_node(uintptr_t lo, uint64_t size, uint64_t born, int from, nd_site_t *site,
                      uint64_t cycle) {
-  if (grow((void **)&R.v, &R.cap, sizeof *R.v, R.n + 1)) return;
-  R.v[R.n++] = (node_t){.lo = lo, .size = size, .born = born, .state = ST_UNREACHED,
+  if (grow((void **)&graph.v, &graph.cap, sizeof *graph.v, graph.n + 1)) return;
+  graph.v[graph.n++] = (node_t){.lo = lo, .size = size, .born = born, .state = ST_UNREACHED,
                         .from = (uint8_t)from, .site = site, .cycle = cycle};
 }
 
@@ -217,8 +217,8 @@ static void node_region(void *ctx, const nd_range_t *r) {
 // tables, so each would read as reachable whatever the program did. They are written unclassed.
 static void node_device(void *ctx, const nd_cuda_block_t *b) {
   (void)ctx;
-  if (grow((void **)&R.cont, &R.ccap, sizeof *R.cont, R.ncont + 1)) return;
-  R.cont[R.ncont++] = (node_t){.lo = (uintptr_t)b->key, .size = b->size, .born = b->born,
+  if (grow((void **)&graph.cont, &graph.ccap, sizeof *graph.cont, graph.ncont + 1)) return;
+  graph.cont[graph.ncont++] = (node_t){.lo = (uintptr_t)b->key, .size = b->size, .born = b->born,
                                .from = ND_REACH_FROM_DEVICE, .site = b->site, .cycle = b->cycle};
 }
 
@@ -226,55 +226,55 @@ static uint64_t extent(const node_t *n) { return n->size ? n->size : 1; }
 
 // The node holding address a, or SIZE_MAX.
 static inline size_t find(uintptr_t a) {
-  size_t lo = 0, hi = R.n;
+  size_t lo = 0, hi = graph.n;
   while (hi - lo > 1) {
     size_t mid = (lo + hi) / 2;
-    if (R.v[mid].lo <= a) lo = mid;
+    if (graph.v[mid].lo <= a) lo = mid;
     else hi = mid;
   }
-  return a >= R.v[lo].lo && a - R.v[lo].lo < extent(&R.v[lo]) ? lo : SIZE_MAX;
+  return a >= graph.v[lo].lo && a - graph.v[lo].lo < extent(&graph.v[lo]) ? lo : SIZE_MAX;
 }
 
 // Sorts the nodes; one that holds others (an allocator's mapping, e.g. jemalloc's extents made
 // with the hooked mmap) is the allocator's memory, not a block: it leaves the nodes.
 static int sort_nodes(void) {
-  node_t *tmp = raw_map(R.n * sizeof *R.v + 1);
+  node_t *tmp = raw_map(graph.n * sizeof *graph.v + 1);
   if (!tmp) return -1;
-  radix_sort(R.v, R.n, sizeof *R.v, tmp);
+  radix_sort(graph.v, graph.n, sizeof *graph.v, tmp);
   size_t k = 0;
-  for (size_t i = 0; i < R.n; i++) {
-    node_t *n = &R.v[i];
-    if (k && n->lo < R.v[k - 1].lo + extent(&R.v[k - 1])) {
-      node_t *prev = &R.v[k - 1];
+  for (size_t i = 0; i < graph.n; i++) {
+    node_t *n = &graph.v[i];
+    if (k && n->lo < graph.v[k - 1].lo + extent(&graph.v[k - 1])) {
+      node_t *prev = &graph.v[k - 1];
       if (n->lo + extent(n) <= prev->lo + extent(prev) && extent(n) < extent(prev)) {
-        if (!grow((void **)&R.cont, &R.ccap, sizeof *R.cont, R.ncont + 1)) R.cont[R.ncont++] = *prev;
+        if (!grow((void **)&graph.cont, &graph.ccap, sizeof *graph.cont, graph.ncont + 1)) graph.cont[graph.ncont++] = *prev;
         *prev = *n; // prev held n: an allocator's memory, not a block
       } // else two blocks that overlap otherwise: the second is left out
       continue;
     }
-    R.v[k++] = *n;
+    graph.v[k++] = *n;
   }
-  R.n = k;
-  R.min = R.n ? R.v[0].lo : 0;
-  R.span = R.n ? R.v[R.n - 1].lo + extent(&R.v[R.n - 1]) - R.min : 0;
+  graph.n = k;
+  graph.min = graph.n ? graph.v[0].lo : 0;
+  graph.span = graph.n ? graph.v[graph.n - 1].lo + extent(&graph.v[graph.n - 1]) - graph.min : 0;
   return 0;
 }
 
 // ---------------------------------------------------------------- marking
 
 static void push(size_t i) {
-  if (grow((void **)&R.stk, &R.scap, sizeof *R.stk, R.sn + 1)) return;
-  R.stk[R.sn++] = (uint32_t)i;
+  if (grow((void **)&graph.stk, &graph.scap, sizeof *graph.stk, graph.sn + 1)) return;
+  graph.stk[graph.sn++] = (uint32_t)i;
 }
 
 enum { PH_ROOT, PH_DEFINITE, PH_POSSIBLE, PH_CLIQUE };
 
 static inline void hit(uint64_t w) {
-  if (w - R.min >= R.span) return;
+  if (w - graph.min >= graph.span) return;
   size_t i = find((uintptr_t)w);
   if (i == SIZE_MAX) return;
-  node_t *n = &R.v[i];
-  switch (R.phase) {
+  node_t *n = &graph.v[i];
+  switch (graph.phase) {
   case PH_ROOT:
   case PH_DEFINITE:
     if (w == n->lo) {
@@ -295,7 +295,7 @@ static inline void hit(uint64_t w) {
     }
     return;
   case PH_CLIQUE:
-    if (i == R.leader) return;
+    if (i == graph.leader) return;
     if (n->state == ST_UNREACHED) {
       n->state = ST_INDIRECT;
       push(i);
@@ -317,7 +317,7 @@ static void py_int(const uint64_t *p, uintptr_t lo, uintptr_t hi) {
   if ((uintptr_t)(p - 1) < lo || (uintptr_t)(p + 3) > hi) return;
   if (p[-1] - 1 >= (1ull << 40) - 1) return;
   uint64_t size = p[1], n;
-  if (R.py_minor >= 12) {
+  if (graph.py_minor >= 12) {
     if (size & 3) return; // zero or negative
     n = size >> 3;
   } else {
@@ -336,7 +336,7 @@ static void py_int(const uint64_t *p, uintptr_t lo, uintptr_t hi) {
 static void read_words(uintptr_t lo, uintptr_t hi) {
   lo = (lo + 7) & ~(uintptr_t)7;
   for (const uint64_t *p = (const uint64_t *)lo; (uintptr_t)(p + 1) <= hi; p++) {
-    if (__builtin_expect(*p == R.py_long && R.py_long, 0)) py_int(p, lo, hi);
+    if (__builtin_expect(*p == graph.py_long && graph.py_long, 0)) py_int(p, lo, hi);
     hit(*p);
   }
 }
@@ -364,10 +364,10 @@ static void scan(uintptr_t lo, uintptr_t hi, uint64_t *bytes) {
       if (b > hi) b = hi;
       if (!(vec[k] & 1)) {
         if (have_pm < 0)
-          have_pm = R.pm_fd >= 0 && syscall(SYS_pread64, R.pm_fd, pm, np * 8, (w / pg) * 8) ==
+          have_pm = graph.pm_fd >= 0 && syscall(SYS_pread64, graph.pm_fd, pm, np * 8, (w / pg) * 8) ==
                                         (long)(np * 8);
         if (have_pm && !(pm[k] >> 62 & 1)) { // neither present nor swapped: zeros
-          R.rec.skipped_bytes += b - a;
+          graph.rec.skipped_bytes += b - a;
           continue;
         }
       }
@@ -377,12 +377,12 @@ static void scan(uintptr_t lo, uintptr_t hi, uint64_t *bytes) {
   }
 }
 
-// The first readable mapping (sorted, merged) that ends after a; R.nm when none does.
+// The first readable mapping (sorted, merged) that ends after a; graph.nm when none does.
 static size_t map_after(uintptr_t a) {
-  size_t lo = 0, hi = R.nm;
+  size_t lo = 0, hi = graph.nm;
   while (lo < hi) {
     size_t m = (lo + hi) / 2;
-    if (R.maps[m].hi <= a) lo = m + 1;
+    if (graph.maps[m].hi <= a) lo = m + 1;
     else hi = m;
   }
   return lo;
@@ -390,24 +390,24 @@ static size_t map_after(uintptr_t a) {
 
 static int readable(uintptr_t lo, uintptr_t hi) {
   size_t k = map_after(lo);
-  return k < R.nm && lo >= R.maps[k].lo && hi <= R.maps[k].hi;
+  return k < graph.nm && lo >= graph.maps[k].lo && hi <= graph.maps[k].hi;
 }
 
 // Reads node i's memory, where it is mapped readable.
 static void scan_node(size_t i) {
-  const node_t *n = &R.v[i];
+  const node_t *n = &graph.v[i];
   uintptr_t hi = n->lo + n->size;
-  for (size_t k = map_after(n->lo); k < R.nm && R.maps[k].lo < hi; k++) {
-    uintptr_t a = R.maps[k].lo > n->lo ? R.maps[k].lo : n->lo;
-    uintptr_t b = R.maps[k].hi < hi ? R.maps[k].hi : hi;
-    scan(a, b, &R.rec.block_bytes);
+  for (size_t k = map_after(n->lo); k < graph.nm && graph.maps[k].lo < hi; k++) {
+    uintptr_t a = graph.maps[k].lo > n->lo ? graph.maps[k].lo : n->lo;
+    uintptr_t b = graph.maps[k].hi < hi ? graph.maps[k].hi : hi;
+    scan(a, b, &graph.rec.block_bytes);
   }
 }
 
 static void drain(int clique) {
-  while (R.sn) {
-    size_t i = R.stk[--R.sn];
-    if (!clique) R.phase = R.v[i].state == ST_REACHABLE ? PH_DEFINITE : PH_POSSIBLE;
+  while (graph.sn) {
+    size_t i = graph.stk[--graph.sn];
+    if (!clique) graph.phase = graph.v[i].state == ST_REACHABLE ? PH_DEFINITE : PH_POSSIBLE;
     scan_node(i);
   }
 }
@@ -416,17 +416,17 @@ static void drain(int clique) {
 static void scan_root(uintptr_t lo, uintptr_t hi) {
   size_t h = 0, k = 0;
   { // the first hole and node ending after lo
-    size_t a = 0, b = R.nh;
+    size_t a = 0, b = graph.nh;
     while (a < b) {
       size_t m = (a + b) / 2;
-      if (R.holes[m].hi <= lo) a = m + 1;
+      if (graph.holes[m].hi <= lo) a = m + 1;
       else b = m;
     }
     h = a;
-    a = 0, b = R.n;
+    a = 0, b = graph.n;
     while (a < b) {
       size_t m = (a + b) / 2;
-      if (R.v[m].lo + extent(&R.v[m]) <= lo) a = m + 1;
+      if (graph.v[m].lo + extent(&graph.v[m]) <= lo) a = m + 1;
       else b = m;
     }
     k = a;
@@ -434,15 +434,15 @@ static void scan_root(uintptr_t lo, uintptr_t hi) {
   uintptr_t p = lo;
   while (p < hi) {
     uintptr_t next = hi, skip_to = hi;
-    if (h < R.nh && R.holes[h].lo < next) next = R.holes[h].lo, skip_to = R.holes[h].hi;
-    if (k < R.n && R.v[k].lo < next) next = R.v[k].lo, skip_to = R.v[k].lo + extent(&R.v[k]);
+    if (h < graph.nh && graph.holes[h].lo < next) next = graph.holes[h].lo, skip_to = graph.holes[h].hi;
+    if (k < graph.n && graph.v[k].lo < next) next = graph.v[k].lo, skip_to = graph.v[k].lo + extent(&graph.v[k]);
     if (next > p) {
-      R.phase = PH_ROOT;
-      scan(p, next < hi ? next : hi, &R.rec.root_bytes);
+      graph.phase = PH_ROOT;
+      scan(p, next < hi ? next : hi, &graph.rec.root_bytes);
     }
     if (skip_to > p) p = skip_to;
-    while (h < R.nh && R.holes[h].hi <= p) h++;
-    while (k < R.n && R.v[k].lo + extent(&R.v[k]) <= p) k++;
+    while (h < graph.nh && graph.holes[h].hi <= p) h++;
+    while (k < graph.n && graph.v[k].lo + extent(&graph.v[k]) <= p) k++;
     if (next >= hi) break;
   }
 }
@@ -451,11 +451,11 @@ static void scan_root(uintptr_t lo, uintptr_t hi) {
 
 static void stop_world(pid_t self) {
   nd_stop_world(self);
-  R.thr = nd_stop_threads(&R.nt);
+  graph.thr = nd_stop_threads(&graph.nt);
 }
 
 static void let_go(uint64_t t0) {
-  R.rec.ns += nd_os_mono_ns() - t0;
+  graph.rec.ns += nd_os_mono_ns() - t0;
   nd_stop_let_go();
 }
 
@@ -464,18 +464,18 @@ static void let_go(uint64_t t0) {
 static int read_maps(void) {
   int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
-  R.tlen = 0;
+  graph.tlen = 0;
   for (;;) {
-    if (grow((void **)&R.text, &R.tcap, 1, R.tlen + 65536)) {
+    if (grow((void **)&graph.text, &graph.tcap, 1, graph.tlen + 65536)) {
       syscall(SYS_close, fd);
       return -1;
     }
-    long n = syscall(SYS_read, fd, R.text + R.tlen, R.tcap - R.tlen - 1);
+    long n = syscall(SYS_read, fd, graph.text + graph.tlen, graph.tcap - graph.tlen - 1);
     if (n <= 0) break;
-    R.tlen += (size_t)n;
+    graph.tlen += (size_t)n;
   }
   syscall(SYS_close, fd);
-  R.text[R.tlen] = 0;
+  graph.text[graph.tlen] = 0;
   return 0;
 }
 
@@ -532,8 +532,8 @@ static int segments(struct dl_phdr_info *info, size_t size, void *ctx) {
     if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W)) continue;
     uintptr_t lo = (info->dlpi_addr + ph->p_vaddr) & ~(uintptr_t)4095;
     uintptr_t hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + 4095) & ~(uintptr_t)4095;
-    if (mine && R.nself < 8) R.self_seg[R.nself++] = (range_t){lo, hi};
-    if (!grow((void **)&R.elf, &R.ecap, sizeof *R.elf, R.nelf + 1)) R.elf[R.nelf++] = (range_t){lo, hi};
+    if (mine && graph.nself < 8) graph.self_seg[graph.nself++] = (range_t){lo, hi};
+    if (!grow((void **)&graph.elf, &graph.ecap, sizeof *graph.elf, graph.nelf + 1)) graph.elf[graph.nelf++] = (range_t){lo, hi};
   }
   return 0;
 }
@@ -544,8 +544,8 @@ static int segments(struct dl_phdr_info *info, size_t size, void *ctx) {
 // its size). Blocks of ndmem's workspaces are in ndmem's arenas and have no chunk header.
 static void glibc_regions(const uintptr_t (*own)[2], size_t nown, int complete) {
   uintptr_t last_heap = 0;
-  for (size_t i = 0; i < R.n; i++) {
-    node_t *n = &R.v[i];
+  for (size_t i = 0; i < graph.n; i++) {
+    node_t *n = &graph.v[i];
     if (!is_heap(n) || n->lo < 16 || (n->lo & 15)) continue;
     int ours = 0;
     for (size_t k = 0; k < nown && !ours; k++) ours = n->lo >= own[k][0] && n->lo < own[k][1];
@@ -554,7 +554,7 @@ static void glibc_regions(const uintptr_t (*own)[2], size_t nown, int complete) 
     if (csz < n->size + 8 || csz > (1ull << 46)) continue; // not a glibc chunk
     n->chunk = 1;
     n->next = n->lo - 16 + csz;
-    if (!complete || (n->lo >= R.heap_lo && n->lo < R.heap_hi)) continue;
+    if (!complete || (n->lo >= graph.heap_lo && n->lo < graph.heap_hi)) continue;
     if (sz & 2) { // mmapped
       uint64_t prev = *(const uint64_t *)(n->lo - 16);
       uintptr_t start = n->lo - 16 - prev;
@@ -575,60 +575,60 @@ static void glibc_regions(const uintptr_t (*own)[2], size_t nown, int complete) 
 // A file's mapping is a root only where it is a loaded object's writable segment (its .data; a
 // data file mapped privately may end before its last page, and reading there raises SIGBUS).
 static int elf_data(uintptr_t lo, uintptr_t hi) {
-  for (size_t i = 0; i < R.nelf; i++)
-    if (lo < R.elf[i].hi && hi > R.elf[i].lo) return 1;
+  for (size_t i = 0; i < graph.nelf; i++)
+    if (lo < graph.elf[i].hi && hi > graph.elf[i].lo) return 1;
   return 0;
 }
 
 static void mark_from_roots(uintptr_t self_sp, int complete) {
-  for (const char *c = R.text; *c;) {
+  for (const char *c = graph.text; *c;) {
     map_line_t m;
     c = parse_line(c, &m);
-    if (m.perms[0] == 'r' && !grow((void **)&R.maps, &R.mcap, sizeof *R.maps, R.nm + 1))
-      R.maps[R.nm++] = (range_t){m.lo, m.hi};
-    if (path_is(m.path, "[heap]")) R.heap_lo = m.lo, R.heap_hi = m.hi;
+    if (m.perms[0] == 'r' && !grow((void **)&graph.maps, &graph.mcap, sizeof *graph.maps, graph.nm + 1))
+      graph.maps[graph.nm++] = (range_t){m.lo, m.hi};
+    if (path_is(m.path, "[heap]")) graph.heap_lo = m.lo, graph.heap_hi = m.hi;
     // The thread stacks: nothing below a stack pointer (less the red zone) is read.
     // (A stopped thread may have been in a leaf function using its red zone; the exiting thread
     // is in a call, and what lies below its bound is dead.)
     uintptr_t low = UINTPTR_MAX;
     if (self_sp >= m.lo && self_sp < m.hi) low = self_sp;
-    for (size_t i = 0; i < R.nt; i++) {
-      uintptr_t sp = R.thr[i].sp - RED_ZONE;
-      if (R.thr[i].sp >= m.lo && R.thr[i].sp < m.hi && sp < low) low = sp;
+    for (size_t i = 0; i < graph.nt; i++) {
+      uintptr_t sp = graph.thr[i].sp - RED_ZONE;
+      if (graph.thr[i].sp >= m.lo && graph.thr[i].sp < m.hi && sp < low) low = sp;
     }
     if (low != UINTPTR_MAX && low > m.lo) add_hole(m.lo, low);
   }
-  if (R.oom || sort_ranges(R.maps, &R.nm)) return;
+  if (graph.oom || sort_ranges(graph.maps, &graph.nm)) return;
   // ndmem's own memory.
   size_t nown = 0;
   int busy, lost;
   const uintptr_t(*own)[2] = nd_os_own(&nown, &busy, &lost);
   for (size_t i = 0; i < nown; i++) add_hole(own[i][0], own[i][1]);
-  for (size_t i = 0; i < R.nself; i++) add_hole(R.self_seg[i].lo, R.self_seg[i].hi);
+  for (size_t i = 0; i < graph.nself; i++) add_hole(graph.self_seg[i].lo, graph.self_seg[i].hi);
   add_hole((uintptr_t)&nd_tls, (uintptr_t)(&nd_tls + 1));
-  for (size_t i = 0; i < R.nt; i++)
-    if (R.thr[i].tls) add_hole(R.thr[i].tls, R.thr[i].tls + sizeof(nd_tls_t));
-  if (complete && R.heap_hi) add_hole(R.heap_lo, R.heap_hi); // the allocator's: never the program's
+  for (size_t i = 0; i < graph.nt; i++)
+    if (graph.thr[i].tls) add_hole(graph.thr[i].tls, graph.thr[i].tls + sizeof(nd_tls_t));
+  if (complete && graph.heap_hi) add_hole(graph.heap_lo, graph.heap_hi); // the allocator's: never the program's
   if (nd_allocstat_kind() == ND_ALLOCATOR_GLIBC) {
     glibc_regions(own, nown, complete);
-    R.rec.flags |= ND_SCAN_ALLOCATOR_KNOWN;
+    graph.rec.flags |= ND_SCAN_ALLOCATOR_KNOWN;
   }
   uintptr_t tlo, thi; // the threads' saved registers
   nd_stop_table(&tlo, &thi);
   add_hole(tlo, thi);
   // The scan's own buffers (one mapped from here on is not in the maps read: never a root).
-  for (size_t i = 0; i < R.nbufs; i++) add_hole(R.bufs[i].lo, R.bufs[i].hi);
-  if (R.oom || sort_ranges(R.holes, &R.nh)) return;
-  for (const char *c = R.text; *c;) {
+  for (size_t i = 0; i < graph.nbufs; i++) add_hole(graph.bufs[i].lo, graph.bufs[i].hi);
+  if (graph.oom || sort_ranges(graph.holes, &graph.nh)) return;
+  for (const char *c = graph.text; *c;) {
     map_line_t m;
     c = parse_line(c, &m);
     if (is_root_map(&m) && (m.path[0] != '/' || elf_data(m.lo, m.hi))) scan_root(m.lo, m.hi);
   }
-  R.phase = PH_ROOT;
-  for (size_t i = 0; i < R.nt; i++)
-    if (R.thr[i].state == ND_THR_HELD || R.thr[i].state == ND_THR_LET_GO) {
-      for (int k = 0; k < ND_STOP_REGS; k++) hit(R.thr[i].regs[k]);
-      R.rec.root_bytes += sizeof R.thr[i].regs;
+  graph.phase = PH_ROOT;
+  for (size_t i = 0; i < graph.nt; i++)
+    if (graph.thr[i].state == ND_THR_HELD || graph.thr[i].state == ND_THR_LET_GO) {
+      for (int k = 0; k < ND_STOP_REGS; k++) hit(graph.thr[i].regs[k]);
+      graph.rec.root_bytes += sizeof graph.thr[i].regs;
     }
 }
 
@@ -673,16 +673,16 @@ static __attribute__((noinline)) void classify(int complete, uintptr_t caller_sp
   uintptr_t self_sp = caller_sp ? caller_sp : (uintptr_t)__builtin_frame_address(0);
   mark_from_roots(self_sp, complete);
   if (caller_sp) {
-    R.phase = PH_ROOT;
+    graph.phase = PH_ROOT;
     for (int k = 0; k < EXIT_REGS; k++) hit(exit_regs[k]);
   }
-  if (R.oom) return;
+  if (graph.oom) return;
   drain(0);
-  R.phase = PH_CLIQUE;
-  for (size_t i = 0; i < R.n; i++) {
-    if (R.v[i].state != ST_UNREACHED) continue;
-    R.v[i].state = ST_LEADER;
-    R.leader = i;
+  graph.phase = PH_CLIQUE;
+  for (size_t i = 0; i < graph.n; i++) {
+    if (graph.v[i].state != ST_UNREACHED) continue;
+    graph.v[i].state = ST_LEADER;
+    graph.leader = i;
     push(i);
     drain(1);
   }
@@ -709,42 +709,42 @@ static unsigned reach_of(const node_t *n) {
 int nd_reach_inside;
 
 int nd_reach_scan(int how, nd_rec_scan_t *rec) {
-  memset(&R.rec, 0, sizeof R.rec);
-  R.rec.mono_ns = nd_os_mono_ns();
-  R.pm_fd = -1;
-  R.done = R.held = 0;
-  if (!nd_cfg.leak_scan) R.rec.status = ND_SCAN_OFF;
+  memset(&graph.rec, 0, sizeof graph.rec);
+  graph.rec.mono_ns = nd_os_mono_ns();
+  graph.pm_fd = -1;
+  graph.done = graph.held = 0;
+  if (!nd_cfg.leak_scan) graph.rec.status = ND_SCAN_OFF;
   else if ((how != ND_EXIT_NORMAL && how != ND_EXIT_UNDERSCORE) || nd_reach_inside)
-    R.rec.status = ND_SCAN_NOT_AT_END;
-  if (R.rec.status != ND_SCAN_DONE) goto out;
+    graph.rec.status = ND_SCAN_NOT_AT_END;
+  if (graph.rec.status != ND_SCAN_DONE) goto out;
   pid_t self = nd_os_gettid();
   {
     size_t n;
     int busy, lost;
     nd_os_own(&n, &busy, &lost);
     if (lost) { // a table that overflowed never recovers: no point stopping anyone
-      R.rec.status = ND_SCAN_OWN_UNKNOWN;
+      graph.rec.status = ND_SCAN_OWN_UNKNOWN;
       goto out;
     }
   }
-  R.nself = R.nelf = 0;
+  graph.nself = graph.nelf = 0;
   dl_iterate_phdr(segments, (void *)(uintptr_t)nd_reach_scan); // before the stop: the loader's lock
   int st = nd_stop_setup();
   if (st) {
-    R.rec.status = st == -1 ? ND_SCAN_NO_MEMORY : ND_SCAN_NO_SIGNAL;
+    graph.rec.status = st == -1 ? ND_SCAN_NO_MEMORY : ND_SCAN_NO_SIGNAL;
     goto out;
   }
-  R.pm_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  graph.pm_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   __builtin_unwind_init(); // this thread's callee-saved registers: on its stack, read as a root
   uintptr_t caller_sp = exit_caller(); // before the stop: dladdr takes the loader's lock
-  R.py_long = (uintptr_t)nd_py_long_type(&R.py_minor);
+  graph.py_long = (uintptr_t)nd_py_long_type(&graph.py_minor);
   for (;;) {
-    R.rec.tries++;
+    graph.rec.tries++;
     uint64_t t0 = nd_os_mono_ns();
     stop_world(self);
-    R.n = R.nh = R.nm = R.sn = R.ncont = 0;
-    R.oom = 0;
-    int64_t *c = R.rec.live_count, *b = R.rec.live_bytes;
+    graph.n = graph.nh = graph.nm = graph.sn = graph.ncont = 0;
+    graph.oom = 0;
+    int64_t *c = graph.rec.live_count, *b = graph.rec.live_bytes;
     int ok = own_table_quiet() && nd_counters_live_stopped(NDMEM_KIND_HEAP, &c[0], &b[0]) == 0 &&
              nd_counters_live_stopped(NDMEM_KIND_MMAP, &c[1], &b[1]) == 0 &&
              nd_blocks_each_stopped(node_block, NULL) == 0 &&
@@ -752,77 +752,77 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
              nd_cuda_each_live_stopped(node_device, NULL) == 0;
     if (ok && read_maps() != 0) {
       let_go(t0);
-      R.rec.status = ND_SCAN_NO_MAPS;
+      graph.rec.status = ND_SCAN_NO_MAPS;
       goto out;
     }
     if (ok) {
       uint64_t heap_nodes = 0;
-      for (size_t i = 0; i < R.n; i++) heap_nodes += is_heap(&R.v[i]);
+      for (size_t i = 0; i < graph.n; i++) heap_nodes += is_heap(&graph.v[i]);
       int64_t heap_live = c[0];
-      R.rec.untracked_blocks = heap_live > (int64_t)heap_nodes ? (uint64_t)(heap_live - (int64_t)heap_nodes) : 0;
+      graph.rec.untracked_blocks = heap_live > (int64_t)heap_nodes ? (uint64_t)(heap_live - (int64_t)heap_nodes) : 0;
       // A thread that did not stop is read from where the kernel shows it waits; it may be
       // inside ndmem with a block counted and not yet in the table: then the allocator's memory
       // is read as roots too.
-      for (size_t i = 0; i < R.nt; i++) {
-        nd_thr_t *t = &R.thr[i];
-        R.rec.threads += t->state != ND_THR_GONE;
+      for (size_t i = 0; i < graph.nt; i++) {
+        nd_thr_t *t = &graph.thr[i];
+        graph.rec.threads += t->state != ND_THR_GONE;
         if (t->state == ND_THR_ASKED || t->state == ND_THR_BLOCKS) {
-          R.rec.unheld++;
+          graph.rec.unheld++;
           t->sp = nd_stop_waiting_sp(t->tid);
         }
       }
-      int complete = heap_live == (int64_t)heap_nodes && !R.rec.unheld;
-      if (complete) R.rec.flags |= ND_SCAN_COMPLETE;
+      int complete = heap_live == (int64_t)heap_nodes && !graph.rec.unheld;
+      if (complete) graph.rec.flags |= ND_SCAN_COMPLETE;
       if (sort_nodes() == 0) {
-        for (size_t i = 0; i < R.ncont && complete; i++)
-          if (R.cont[i].from != ND_REACH_FROM_DEVICE)
-            add_hole(R.cont[i].lo, R.cont[i].lo + extent(&R.cont[i]));
+        for (size_t i = 0; i < graph.ncont && complete; i++)
+          if (graph.cont[i].from != ND_REACH_FROM_DEVICE)
+            add_hole(graph.cont[i].lo, graph.cont[i].lo + extent(&graph.cont[i]));
         classify(complete, caller_sp);
       } else {
-        R.oom = 1;
+        graph.oom = 1;
       }
     }
-    if (ok && !R.oom) { // held until nd_reach_release: the trace's blocks are these
-      R.held = 1;
-      R.t0 = t0;
+    if (ok && !graph.oom) { // held until nd_reach_release: the trace's blocks are these
+      graph.held = 1;
+      graph.t0 = t0;
       break;
     }
     let_go(t0);
     if (ok) break;
-    if (R.rec.tries >= 20) {
-      R.rec.status = ND_SCAN_BUSY;
+    if (graph.rec.tries >= 20) {
+      graph.rec.status = ND_SCAN_BUSY;
       goto out;
     }
     nd_os_sleep_ms(1);
   }
-  if (R.oom) {
-    R.rec.status = ND_SCAN_NO_MEMORY;
+  if (graph.oom) {
+    graph.rec.status = ND_SCAN_NO_MEMORY;
     goto out;
   }
-  R.rec.blocks = R.n;
-  R.done = 1;
+  graph.rec.blocks = graph.n;
+  graph.done = 1;
 out:
-  if (R.pm_fd >= 0) syscall(SYS_close, R.pm_fd);
-  R.pm_fd = -1;
-  if (R.held) R.rec.ns = nd_os_mono_ns() - R.t0; // so far: the records are written stopped too
-  *rec = R.rec;
-  return R.done;
+  if (graph.pm_fd >= 0) syscall(SYS_close, graph.pm_fd);
+  graph.pm_fd = -1;
+  if (graph.held) graph.rec.ns = nd_os_mono_ns() - graph.t0; // so far: the records are written stopped too
+  *rec = graph.rec;
+  return graph.done;
 }
 
 void nd_reach_each(void (*fn)(void *ctx, const nd_reach_block_t *b), void *ctx) {
-  for (size_t i = 0; R.done && i < R.n; i++) {
-    const node_t *n = &R.v[i];
+  for (size_t i = 0; graph.done && i < graph.n; i++) {
+    const node_t *n = &graph.v[i];
     nd_reach_block_t b = {n->lo, n->size, n->born, n->cycle, n->site, n->from, reach_of(n)};
     fn(ctx, &b);
   }
-  for (size_t i = 0; R.done && i < R.ncont; i++) {
-    const node_t *n = &R.cont[i];
+  for (size_t i = 0; graph.done && i < graph.ncont; i++) {
+    const node_t *n = &graph.cont[i];
     nd_reach_block_t b = {n->lo, n->size, n->born, n->cycle, n->site, n->from, ND_REACH_NONE};
     fn(ctx, &b);
   }
 }
 
 void nd_reach_release(void) {
-  if (R.held) let_go(R.t0);
-  R.held = 0;
+  if (graph.held) let_go(graph.t0);
+  graph.held = 0;
 }

@@ -37,7 +37,7 @@ static struct {
   uint64_t gen;      // the stop request (the handler ignores another's)
   uint32_t resumed;  // futex word: the request whose threads may go
   int active;
-} S;
+} stop;
 
 static void nap_us(long us) {
   struct timespec ts = {0, us * 1000};
@@ -46,13 +46,13 @@ static void nap_us(long us) {
 
 static void stop_handler(int sig, siginfo_t *si, void *ucv) {
   (void)sig;
-  if (!si || si->si_code != SI_QUEUE || si->si_pid != S.pid) return;
+  if (!si || si->si_code != SI_QUEUE || si->si_pid != stop.pid) return;
   uintptr_t v = (uintptr_t)si->si_value.sival_ptr;
   uint64_t gen = v >> 24;
   size_t idx = v & 0xffffff;
-  if (!__atomic_load_n(&S.active, __ATOMIC_ACQUIRE) || gen != S.gen || idx >= S.nt) return;
+  if (!__atomic_load_n(&stop.active, __ATOMIC_ACQUIRE) || gen != stop.gen || idx >= stop.nt) return;
   int saved = errno;
-  nd_thr_t *t = &S.thr[idx];
+  nd_thr_t *t = &stop.thr[idx];
   // Inside one of ndmem's hooks (between the allocator and the tables): not a moment to be
   // held at, with a block counted and not yet in the table; the scan asks again.
   if (nd_tls.mode == ND_T_BUSY) {
@@ -79,9 +79,9 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv) {
   t->tls = (uintptr_t)&nd_tls;
   __atomic_store_n(&t->state, ND_THR_HELD, __ATOMIC_RELEASE);
   for (;;) {
-    uint32_t r = __atomic_load_n(&S.resumed, __ATOMIC_ACQUIRE);
+    uint32_t r = __atomic_load_n(&stop.resumed, __ATOMIC_ACQUIRE);
     if (r == (uint32_t)gen) break;
-    syscall(SYS_futex, &S.resumed, FUTEX_WAIT_PRIVATE, r, NULL, NULL, 0);
+    syscall(SYS_futex, &stop.resumed, FUTEX_WAIT_PRIVATE, r, NULL, NULL, 0);
   }
   __atomic_store_n(&t->state, ND_THR_LET_GO, __ATOMIC_RELEASE);
   errno = saved;
@@ -104,20 +104,20 @@ static int pick_signal(void) {
 }
 
 static int known(pid_t tid) {
-  for (size_t i = 0; i < S.nt; i++)
-    if (S.thr[i].tid == tid) return 1;
+  for (size_t i = 0; i < stop.nt; i++)
+    if (stop.thr[i].tid == tid) return 1;
   return 0;
 }
 
 static int ask(size_t idx) {
   siginfo_t si;
   memset(&si, 0, sizeof si);
-  si.si_signo = S.sig;
+  si.si_signo = stop.sig;
   si.si_code = SI_QUEUE;
-  si.si_pid = S.pid;
+  si.si_pid = stop.pid;
   si.si_uid = (uid_t)syscall(SYS_getuid);
-  si.si_value.sival_ptr = (void *)(uintptr_t)(S.gen << 24 | idx);
-  return (int)syscall(SYS_rt_tgsigqueueinfo, S.pid, S.thr[idx].tid, S.sig, &si);
+  si.si_value.sival_ptr = (void *)(uintptr_t)(stop.gen << 24 | idx);
+  return (int)syscall(SYS_rt_tgsigqueueinfo, stop.pid, stop.thr[idx].tid, stop.sig, &si);
 }
 
 // Asks every thread of the program's to stop; returns the number asked (new ones this round).
@@ -141,10 +141,10 @@ static int ask_all(pid_t self) {
       const char *c = d->name;
       if (*c < '0' || *c > '9') continue;
       while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
-      if (tid == self || nd_os_is_own_thread(tid) || known(tid) || S.nt >= MAX_THREADS) continue;
-      S.thr[S.nt] = (nd_thr_t){.tid = tid};
-      __atomic_store_n(&S.nt, S.nt + 1, __ATOMIC_RELEASE);
-      if (ask(S.nt - 1) != 0) S.thr[S.nt - 1].state = ND_THR_GONE;
+      if (tid == self || nd_os_is_own_thread(tid) || known(tid) || stop.nt >= MAX_THREADS) continue;
+      stop.thr[stop.nt] = (nd_thr_t){.tid = tid};
+      __atomic_store_n(&stop.nt, stop.nt + 1, __ATOMIC_RELEASE);
+      if (ask(stop.nt - 1) != 0) stop.thr[stop.nt - 1].state = ND_THR_GONE;
       added++;
     }
   }
@@ -156,7 +156,7 @@ static int ask_all(pid_t self) {
 // /proc/self/task/T/<leaf> into buf, NUL-terminated: its length, or 0.
 static size_t task_file(pid_t tid, const char *leaf, char *buf, size_t cap) {
   char path[64];
-  nd_os_proc_path(path, sizeof path - 16, S.pid, "task", tid);
+  nd_os_proc_path(path, sizeof path - 16, stop.pid, "task", tid);
   size_t len = strlen(path);
   path[len] = '/';
   memcpy(path + len + 1, leaf, strlen(leaf) + 1);
@@ -176,25 +176,25 @@ static int blocks_signal(pid_t tid) {
   if (!c) return 0;
   for (c += 7; *c == ' ' || *c == '\t'; c++) {
   }
-  return (int)(nd_os_hex(&c) >> (S.sig - 1) & 1);
+  return (int)(nd_os_hex(&c) >> (stop.sig - 1) & 1);
 }
 
 void nd_stop_world(pid_t self) {
-  S.pid = nd_os_getpid();
-  S.gen++;
-  S.nt = 0;
-  __atomic_store_n(&S.active, 1, __ATOMIC_RELEASE);
+  stop.pid = nd_os_getpid();
+  stop.gen++;
+  stop.nt = 0;
+  __atomic_store_n(&stop.active, 1, __ATOMIC_RELEASE);
   for (int round = 0; round < 16 && ask_all(self) > 0; round++) {
   }
   uint64_t until = nd_os_mono_ns() + 500000000ull, check = 0;
   for (;;) {
     int waiting = 0;
-    for (size_t i = 0; i < S.nt; i++) {
-      int st = __atomic_load_n(&S.thr[i].state, __ATOMIC_ACQUIRE);
+    for (size_t i = 0; i < stop.nt; i++) {
+      int st = __atomic_load_n(&stop.thr[i].state, __ATOMIC_ACQUIRE);
       if (st == ND_THR_BUSY) { // it was inside ndmem: asked again until it is caught outside
-        __atomic_store_n(&S.thr[i].state, ND_THR_ASKED, __ATOMIC_RELEASE);
-        if (ask(i) != 0) S.thr[i].state = ND_THR_GONE;
-        st = S.thr[i].state;
+        __atomic_store_n(&stop.thr[i].state, ND_THR_ASKED, __ATOMIC_RELEASE);
+        if (ask(i) != 0) stop.thr[i].state = ND_THR_GONE;
+        st = stop.thr[i].state;
       }
       waiting += st == ND_THR_ASKED;
     }
@@ -202,12 +202,12 @@ void nd_stop_world(pid_t self) {
     uint64_t now = nd_os_mono_ns();
     if (now > until) break;
     if (now > check) { // gone meanwhile, or blocking the signal (it would never stop)?
-      for (size_t i = 0; i < S.nt; i++) {
-        nd_thr_t *t = &S.thr[i];
+      for (size_t i = 0; i < stop.nt; i++) {
+        nd_thr_t *t = &stop.thr[i];
         if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != ND_THR_ASKED) continue;
         // Blocking the signal for good: seen blocking it while waiting in a system call twice,
         // 10 ms apart (a thread inside a handler or pthread_create blocks it for a moment).
-        if (syscall(SYS_tgkill, S.pid, t->tid, 0) != 0) t->state = ND_THR_GONE;
+        if (syscall(SYS_tgkill, stop.pid, t->tid, 0) != 0) t->state = ND_THR_GONE;
         else if (blocks_signal(t->tid) && nd_stop_waiting_sp(t->tid)) t->blocked++;
         else t->blocked = 0;
         if (t->blocked >= 2) t->state = ND_THR_BLOCKS;
@@ -219,12 +219,12 @@ void nd_stop_world(pid_t self) {
 }
 
 void nd_stop_let_go(void) {
-  __atomic_store_n(&S.active, 0, __ATOMIC_RELEASE);
-  __atomic_store_n(&S.resumed, (uint32_t)S.gen, __ATOMIC_RELEASE);
-  syscall(SYS_futex, &S.resumed, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+  __atomic_store_n(&stop.active, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&stop.resumed, (uint32_t)stop.gen, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &stop.resumed, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
   uint64_t until = nd_os_mono_ns() + 1000000000ull;
-  for (size_t i = 0; i < S.nt; i++)
-    while (__atomic_load_n(&S.thr[i].state, __ATOMIC_ACQUIRE) == ND_THR_HELD &&
+  for (size_t i = 0; i < stop.nt; i++)
+    while (__atomic_load_n(&stop.thr[i].state, __ATOMIC_ACQUIRE) == ND_THR_HELD &&
            nd_os_mono_ns() < until)
       nap_us(20);
 }
@@ -248,22 +248,22 @@ uintptr_t nd_stop_waiting_sp(pid_t tid) {
 }
 
 int nd_stop_setup(void) {
-  if (!S.thr) {
-    void *p = (void *)syscall(SYS_mmap, NULL, MAX_THREADS * sizeof *S.thr, PROT_READ | PROT_WRITE,
+  if (!stop.thr) {
+    void *p = (void *)syscall(SYS_mmap, NULL, MAX_THREADS * sizeof *stop.thr, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return -1;
-    S.thr = p;
+    stop.thr = p;
   }
-  if (!S.sig && nd_real.sigaction) S.sig = pick_signal();
-  return S.sig ? 0 : -2;
+  if (!stop.sig && nd_real.sigaction) stop.sig = pick_signal();
+  return stop.sig ? 0 : -2;
 }
 
 nd_thr_t *nd_stop_threads(size_t *n) {
-  *n = S.nt;
-  return S.thr;
+  *n = stop.nt;
+  return stop.thr;
 }
 
 void nd_stop_table(uintptr_t *lo, uintptr_t *hi) {
-  *lo = (uintptr_t)S.thr;
-  *hi = S.thr ? (uintptr_t)S.thr + MAX_THREADS * sizeof *S.thr : 0;
+  *lo = (uintptr_t)stop.thr;
+  *hi = stop.thr ? (uintptr_t)stop.thr + MAX_THREADS * sizeof *stop.thr : 0;
 }

@@ -60,9 +60,9 @@ static struct {
   struct { nd_cu_stream s; int dev; } nb[STREAMS];
   int nonblocking[NDMEM_MAX_DEVICES]; // live ones per device (atomic reads)
   int several;                        // atomic
-} S;
+} streams;
 
-static void went_several(void) { __atomic_store_n(&S.several, 1, __ATOMIC_RELEASE); }
+static void went_several(void) { __atomic_store_n(&streams.several, 1, __ATOMIC_RELEASE); }
 
 static size_t slot(nd_cu_stream s) {
   return (size_t)(((uintptr_t)s >> 4) * 0x9e3779b97f4a7c15ull >> 40) & (STREAMS - 1);
@@ -71,46 +71,46 @@ static size_t slot(nd_cu_stream s) {
 void nd_drv_stream_created(nd_cu_stream s, unsigned flags, int device) {
   went_several();
   if (!(flags & ND_CU_STREAM_NON_BLOCKING) || device < 0 || device >= NDMEM_MAX_DEVICES) return;
-  nd_spin_lock(&S.lock);
+  nd_spin_lock(&streams.lock);
   size_t i = slot(s);
   for (size_t k = 0; k < STREAMS; k++, i = (i + 1) & (STREAMS - 1))
-    if (!S.nb[i].s) {
-      S.nb[i].s = s;
-      S.nb[i].dev = device;
-      __atomic_fetch_add(&S.nonblocking[device], 1, __ATOMIC_RELAXED);
+    if (!streams.nb[i].s) {
+      streams.nb[i].s = s;
+      streams.nb[i].dev = device;
+      __atomic_fetch_add(&streams.nonblocking[device], 1, __ATOMIC_RELAXED);
       break;
     }
   // a full table: the device still counts one more (safe: more waiting, never less)
-  if (S.nb[i].s != s) __atomic_fetch_add(&S.nonblocking[device], 1, __ATOMIC_RELAXED);
-  nd_spin_unlock(&S.lock);
+  if (streams.nb[i].s != s) __atomic_fetch_add(&streams.nonblocking[device], 1, __ATOMIC_RELAXED);
+  nd_spin_unlock(&streams.lock);
 }
 
 void nd_drv_stream_destroyed(nd_cu_stream s) {
-  nd_spin_lock(&S.lock);
+  nd_spin_lock(&streams.lock);
   size_t i = slot(s);
-  for (size_t k = 0; k < STREAMS && S.nb[i].s; k++, i = (i + 1) & (STREAMS - 1)) {
-    if (S.nb[i].s != s) continue;
-    __atomic_fetch_sub(&S.nonblocking[S.nb[i].dev], 1, __ATOMIC_RELAXED);
+  for (size_t k = 0; k < STREAMS && streams.nb[i].s; k++, i = (i + 1) & (STREAMS - 1)) {
+    if (streams.nb[i].s != s) continue;
+    __atomic_fetch_sub(&streams.nonblocking[streams.nb[i].dev], 1, __ATOMIC_RELAXED);
     // backward-shift deletion keeps every probe chain whole
     size_t hole = i;
-    for (size_t j = (i + 1) & (STREAMS - 1); S.nb[j].s; j = (j + 1) & (STREAMS - 1)) {
-      size_t home = slot(S.nb[j].s);
+    for (size_t j = (i + 1) & (STREAMS - 1); streams.nb[j].s; j = (j + 1) & (STREAMS - 1)) {
+      size_t home = slot(streams.nb[j].s);
       if (((j - home) & (STREAMS - 1)) >= ((j - hole) & (STREAMS - 1))) {
-        S.nb[hole] = S.nb[j];
+        streams.nb[hole] = streams.nb[j];
         hole = j;
       }
     }
-    S.nb[hole].s = NULL;
+    streams.nb[hole].s = NULL;
     break;
   }
-  nd_spin_unlock(&S.lock);
+  nd_spin_unlock(&streams.lock);
 }
 
 void nd_drv_ptds_seen(void) { went_several(); }
-int nd_drv_several(void) { return __atomic_load_n(&S.several, __ATOMIC_ACQUIRE); }
+int nd_drv_several(void) { return __atomic_load_n(&streams.several, __ATOMIC_ACQUIRE); }
 int nd_drv_nonblocking(int device) {
   return device >= 0 && device < NDMEM_MAX_DEVICES &&
-         __atomic_load_n(&S.nonblocking[device], __ATOMIC_RELAXED) > 0;
+         __atomic_load_n(&streams.nonblocking[device], __ATOMIC_RELAXED) > 0;
 }
 
 // ---------------------------------------------------------------- events
@@ -141,7 +141,7 @@ void nd_drv_event_put(int device, nd_cu_event e) {
 }
 
 void nd_drv_atfork_child(void) {
-  memset(&S, 0, sizeof S);
+  memset(&streams, 0, sizeof streams);
   memset(pool, 0, sizeof pool);
   resolve_lock = 0;
 }

@@ -64,7 +64,7 @@ static struct {
   int published;          // `last` holds an answer
   nd_rec_resident_t last; // its allocator fields
   uint64_t last_seq;      // trim_seq when its walk began: it stands while the count is that
-} A = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} allocator = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #define FN(type, p) (__extension__(type)(p))
 
@@ -82,29 +82,29 @@ void nd_allocstat_resolve(void *real_malloc) {
   // (a tcmalloc defines mallinfo) lives in its own object and stays unknown.
   void *f = dlsym(RTLD_NEXT, "mallinfo2");
   if (!strncmp(base, "libc.so", 7) && same_object(f, info.dli_fbase)) {
-    A.mallinfo2 = FN(struct nd_mallinfo2(*)(void), f);
-    A.kind = ND_ALLOCATOR_GLIBC;
+    allocator.mallinfo2 = FN(struct nd_mallinfo2(*)(void), f);
+    allocator.kind = ND_ALLOCATOR_GLIBC;
     return;
   }
   f = dlsym(RTLD_NEXT, "mallctl");
   if (same_object(f, info.dli_fbase)) {
-    A.mallctl = FN(mallctl_fn, f);
-    A.kind = ND_ALLOCATOR_JEMALLOC;
+    allocator.mallctl = FN(mallctl_fn, f);
+    allocator.kind = ND_ALLOCATOR_JEMALLOC;
   }
 }
 
-enum nd_allocator nd_allocstat_kind(void) { return A.kind; }
+enum nd_allocator nd_allocstat_kind(void) { return allocator.kind; }
 
 static int ask_jemalloc(nd_rec_resident_t *r) {
   // The statistics are a snapshot refreshed by writing "epoch"; without --enable-stats (or a
   // jemalloc that names them otherwise) the reads fail and nothing is claimed.
   uint64_t epoch = 1;
   size_t n = sizeof epoch;
-  if (A.mallctl("epoch", &epoch, &n, &epoch, sizeof epoch) != 0) return -1;
+  if (allocator.mallctl("epoch", &epoch, &n, &epoch, sizeof epoch) != 0) return -1;
   size_t resident = 0, allocated = 0, sz = sizeof resident;
-  if (A.mallctl("stats.resident", &resident, &sz, NULL, 0) != 0) return -1;
+  if (allocator.mallctl("stats.resident", &resident, &sz, NULL, 0) != 0) return -1;
   sz = sizeof allocated;
-  if (A.mallctl("stats.allocated", &allocated, &sz, NULL, 0) != 0) return -1;
+  if (allocator.mallctl("stats.allocated", &allocated, &sz, NULL, 0) != 0) return -1;
   r->alloc_system_bytes = resident;
   r->alloc_free_bytes = resident > allocated ? resident - allocated : 0;
   r->alloc_top_bytes = 0;
@@ -113,15 +113,15 @@ static int ask_jemalloc(nd_rec_resident_t *r) {
 
 static int ask(nd_rec_resident_t *r, uint64_t *cpu_ns) {
   uint64_t t0 = nd_os_mono_ns(), c0 = nd_os_thread_cpu_ns();
-  if (A.kind == ND_ALLOCATOR_GLIBC) {
-    struct nd_mallinfo2 m = A.mallinfo2();
+  if (allocator.kind == ND_ALLOCATOR_GLIBC) {
+    struct nd_mallinfo2 m = allocator.mallinfo2();
     r->alloc_free_bytes = m.fordblks;
     r->alloc_system_bytes = m.arena + m.hblkhd;
     r->alloc_top_bytes = m.keepcost <= m.fordblks ? m.keepcost : m.fordblks;
     if (r->alloc_free_bytes > r->alloc_system_bytes) r->alloc_free_bytes = r->alloc_system_bytes;
-  } else if (A.kind == ND_ALLOCATOR_JEMALLOC) {
+  } else if (allocator.kind == ND_ALLOCATOR_JEMALLOC) {
     if (ask_jemalloc(r) != 0) { // built without statistics: not asked again, unknown from now on
-      A.kind = ND_ALLOCATOR_UNKNOWN;
+      allocator.kind = ND_ALLOCATOR_UNKNOWN;
       return -1;
     }
   } else {
@@ -132,7 +132,7 @@ static int ask(nd_rec_resident_t *r, uint64_t *cpu_ns) {
   r->alloc_ns = t1;
   uint64_t us = (t1 - t0) / 1000;
   r->alloc_query_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-  r->allocator = (uint32_t)A.kind;
+  r->allocator = (uint32_t)allocator.kind;
   return 0;
 }
 
@@ -152,7 +152,7 @@ static void copy_view(nd_rec_resident_t *to, const nd_rec_resident_t *from) {
 static uint64_t trim_seq;
 
 static void trimmed(void) {
-  if (A.kind == ND_ALLOCATOR_GLIBC) __atomic_add_fetch(&trim_seq, 1, __ATOMIC_ACQ_REL);
+  if (allocator.kind == ND_ALLOCATOR_GLIBC) __atomic_add_fetch(&trim_seq, 1, __ATOMIC_ACQ_REL);
 }
 
 int nd_allocstat_trim(int (*trim)(size_t), size_t pad, uint64_t *fell) {
@@ -166,44 +166,44 @@ int nd_allocstat_trim(int (*trim)(size_t), size_t pad, uint64_t *fell) {
 }
 
 void nd_allocstat_poll(uint64_t anon, uint64_t tracked) {
-  if (A.kind == ND_ALLOCATOR_UNKNOWN) return;
+  if (allocator.kind == ND_ALLOCATOR_UNKNOWN) return;
   int64_t gap = (int64_t)anon - (int64_t)tracked;
   uint64_t seq = __atomic_load_n(&trim_seq, __ATOMIC_ACQUIRE);
-  int trim = seq != A.seq; // a trim since the last answer's walk began
-  int due = !A.have || trim;
+  int trim = seq != allocator.seq; // a trim since the last answer's walk began
+  int due = !allocator.have || trim;
   if (!due) {
-    uint64_t move = gap > A.gap ? (uint64_t)(gap - A.gap) : (uint64_t)(A.gap - gap);
-    uint64_t was = A.gap < 0 ? (uint64_t)-A.gap : (uint64_t)A.gap;
+    uint64_t move = gap > allocator.gap ? (uint64_t)(gap - allocator.gap) : (uint64_t)(allocator.gap - gap);
+    uint64_t was = allocator.gap < 0 ? (uint64_t)-allocator.gap : (uint64_t)allocator.gap;
     due = move >= ALLOCSTAT_MIN_MOVE && move * 100 >= was * ALLOCSTAT_MIN_FRAC;
   }
-  if (!due || nd_os_mono_ns() < A.next_ns) return;
+  if (!due || nd_os_mono_ns() < allocator.next_ns) return;
   nd_rec_resident_t v;
   memset(&v, 0, sizeof v);
   uint64_t cpu_ns;
   if (ask(&v, &cpu_ns) != 0) return;
   // The first answer after a trim: all its free bytes may have been given back. Later ones can
   // only lower that bound (free bytes taken by allocations are touched again).
-  if (trim || (A.have_trim && v.alloc_free_bytes < A.trimmed)) A.trimmed = v.alloc_free_bytes;
-  A.have_trim |= trim;
-  v.alloc_trimmed_bytes = A.have_trim ? A.trimmed : 0;
-  A.seq = seq;
-  A.gap = gap;
-  A.have = 1;
-  A.next_ns = v.alloc_ns + cpu_ns * ALLOCSTAT_SHARE;
-  pthread_mutex_lock(&A.lock);
-  A.last = v;
-  A.last_seq = seq;
-  A.published = 1;
-  pthread_mutex_unlock(&A.lock);
+  if (trim || (allocator.have_trim && v.alloc_free_bytes < allocator.trimmed)) allocator.trimmed = v.alloc_free_bytes;
+  allocator.have_trim |= trim;
+  v.alloc_trimmed_bytes = allocator.have_trim ? allocator.trimmed : 0;
+  allocator.seq = seq;
+  allocator.gap = gap;
+  allocator.have = 1;
+  allocator.next_ns = v.alloc_ns + cpu_ns * ALLOCSTAT_SHARE;
+  pthread_mutex_lock(&allocator.lock);
+  allocator.last = v;
+  allocator.last_seq = seq;
+  allocator.published = 1;
+  pthread_mutex_unlock(&allocator.lock);
 }
 
 // The last answer, unless a trim began since its walk did, or it cannot be had at once (a copy in
 // progress in another thread; this one may be a signal handler's that interrupted its own copy).
 static int last(nd_rec_resident_t *r) {
-  if (pthread_mutex_trylock(&A.lock)) return -1;
-  int have = A.published && A.last_seq == __atomic_load_n(&trim_seq, __ATOMIC_ACQUIRE);
-  if (have) copy_view(r, &A.last);
-  pthread_mutex_unlock(&A.lock);
+  if (pthread_mutex_trylock(&allocator.lock)) return -1;
+  int have = allocator.published && allocator.last_seq == __atomic_load_n(&trim_seq, __ATOMIC_ACQUIRE);
+  if (have) copy_view(r, &allocator.last);
+  pthread_mutex_unlock(&allocator.lock);
   return have ? 0 : -1;
 }
 
@@ -213,14 +213,14 @@ void nd_allocstat_fill(nd_rec_resident_t *r) {
     r->alloc_trimmed_bytes = r->alloc_ns = 0;
     r->alloc_query_us = 0;
   }
-  r->allocator = (uint32_t)A.kind;
+  r->allocator = (uint32_t)allocator.kind;
 }
 
 int nd_allocstat_last(nd_rec_resident_t *r) { return last(r); }
 
 // The child's heap is the parent's copy: pages given back stay away, so the trim bound holds.
 void nd_allocstat_atfork_child(void) {
-  A.have = 0, A.next_ns = 0;
-  pthread_mutex_init(&A.lock, NULL); // the parent's copier thread is not in the child
-  A.published = 0;
+  allocator.have = 0, allocator.next_ns = 0;
+  pthread_mutex_init(&allocator.lock, NULL); // the parent's copier thread is not in the child
+  allocator.published = 0;
 }

@@ -55,14 +55,14 @@ static struct {
   nd_rec_snapshot_t snap;
   int poller; // atomic: the reading thread was started
   uint64_t retrying_ns; // atomic: when a thread in a long run of refusals was last refused
-} L = {.statm_fd = -1, .phys = -1};
+} limits = {.statm_fd = -1, .phys = -1};
 
 nd_lim_hot_t nd_lim;
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 static int64_t lim_max(int id) {
   return id == ND_LIMIT_BYTES ? __atomic_load_n(&nd_lim.max_bytes, __ATOMIC_RELAXED)
-                              : __atomic_load_n(&L.max_physical, __ATOMIC_RELAXED);
+                              : __atomic_load_n(&limits.max_physical, __ATOMIC_RELAXED);
 }
 #define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
@@ -105,26 +105,26 @@ static int reserve(int64_t base, int64_t bytes, int64_t max, nd_lim_t *c) {
 // ---------------------------------------------------------------- physical memory
 
 static void request_snapshot(int reason, int64_t tracked, int64_t physical, int64_t threshold) {
-  nd_spin_lock(&L.rec_lock);
-  L.snap.mono_ns = nd_os_mono_ns();
-  L.snap.reason = (uint32_t)reason;
-  L.snap.tracked = (uint64_t)(tracked > 0 ? tracked : 0);
-  L.snap.physical = (uint64_t)(physical > 0 ? physical : 0);
-  L.snap.threshold = (uint64_t)threshold;
-  L.snap_waiting = 1;
-  nd_spin_unlock(&L.rec_lock);
+  nd_spin_lock(&limits.rec_lock);
+  limits.snap.mono_ns = nd_os_mono_ns();
+  limits.snap.reason = (uint32_t)reason;
+  limits.snap.tracked = (uint64_t)(tracked > 0 ? tracked : 0);
+  limits.snap.physical = (uint64_t)(physical > 0 ? physical : 0);
+  limits.snap.threshold = (uint64_t)threshold;
+  limits.snap_waiting = 1;
+  nd_spin_unlock(&limits.rec_lock);
 }
 
 static void watermark(uint64_t v) {
-  int64_t warn = LD(L.warn_at);
-  uint64_t next = LD(L.warn_next);
-  if (!warn || v < next || LD(L.wm_snapshots) >= MAX_WM_SNAPSHOTS) return;
+  int64_t warn = LD(limits.warn_at);
+  uint64_t next = LD(limits.warn_next);
+  if (!warn || v < next || LD(limits.wm_snapshots) >= MAX_WM_SNAPSHOTS) return;
   // The next snapshot when another 1/16 of the watermark is resident: the last one before an
   // OOM kill is at most that stale.
-  if (!__atomic_compare_exchange_n(&L.warn_next, &next, v + (uint64_t)warn / 16, 0, __ATOMIC_RELAXED,
+  if (!__atomic_compare_exchange_n(&limits.warn_next, &next, v + (uint64_t)warn / 16, 0, __ATOMIC_RELAXED,
                                    __ATOMIC_RELAXED))
     return;
-  uint64_t n = ADD(L.wm_snapshots, 1) + 1;
+  uint64_t n = ADD(limits.wm_snapshots, 1) + 1;
   int64_t tracked = tracked_est(NULL);
   request_snapshot(ND_SNAP_WATERMARK, tracked, (int64_t)v, warn);
   nd_buf_t b;
@@ -146,16 +146,16 @@ static void watermark(uint64_t v) {
 // is added first, so `since` counts from here for every thread.
 static int64_t phys_read(nd_tls_t *t) {
   uint64_t v;
-  if (L.statm_fd < 0 || nd_statm_anon(L.statm_fd, &v) != 0) return -1;
+  if (limits.statm_fd < 0 || nd_statm_anon(limits.statm_fd, &v) != 0) return -1;
   if (t && t->lim_acc) {
     ADD(nd_lim.gross, t->lim_acc);
     t->lim_acc = 0;
   }
   ST(nd_lim.gross_at_read, LD(nd_lim.gross));
-  ST(L.phys, (int64_t)v);
+  ST(limits.phys, (int64_t)v);
   ST(nd_lim.phys_due, 0);
-  ADD(L.phys_reads, 1);
-  raise_to(&L.peak_phys, (int64_t)v);
+  ADD(limits.phys_reads, 1);
+  raise_to(&limits.peak_phys, (int64_t)v);
   watermark(v);
   return (int64_t)v;
 }
@@ -170,11 +170,11 @@ static void start_poller(void);
 
 int nd_limit_pre(nd_tls_t *t, nd_lim_t *c, int what) {
   if (c->allow) return ND_LIM_OK;
-  int64_t maxp = LD(L.max_physical);
-  if (ND_UNLIKELY(!LD(L.poller)) && nd_cfg.limit_poll_ms > 0 && (nd_lim.phys_on || maps_read()))
+  int64_t maxp = LD(limits.max_physical);
+  if (ND_UNLIKELY(!LD(limits.poller)) && nd_cfg.limit_poll_ms > 0 && (nd_lim.phys_on || maps_read()))
     start_poller();
   if ((what & ND_LIM_PHYS) && nd_lim.phys_on) {
-    if (LD(nd_lim.phys_due) || since_reading(t) >= (uint64_t)nd_lim.step || LD(L.phys) < 0) {
+    if (LD(nd_lim.phys_due) || since_reading(t) >= (uint64_t)nd_lim.step || LD(limits.phys) < 0) {
       int64_t v = phys_read(t);
       if (maxp && v > maxp) {
         c->limit = ND_LIMIT_PHYSICAL;
@@ -385,9 +385,9 @@ static void say_breach(nd_lim_t *c, int action, uint64_t n) {
 static void queue_breach_rec(int limit, int action, int fn, int device, uint64_t req, int64_t value,
                              int64_t lim, uint64_t n, const nd_site_t *site, uint64_t retries,
                              uint64_t since) {
-  nd_spin_lock(&L.rec_lock);
-  if (L.npending < MAX_PENDING) {
-    nd_rec_breach_t *r = &L.pending[L.npending++];
+  nd_spin_lock(&limits.rec_lock);
+  if (limits.npending < MAX_PENDING) {
+    nd_rec_breach_t *r = &limits.pending[limits.npending++];
     memset(r, 0, sizeof *r);
     r->mono_ns = nd_os_mono_ns();
     r->tid = (uint32_t)nd_os_gettid();
@@ -402,7 +402,7 @@ static void queue_breach_rec(int limit, int action, int fn, int device, uint64_t
     if (site) r->flags |= ND_BREACH_STACK, r->stack_id = site->id;
     if (retries) r->flags |= ND_BREACH_RETRY_LOOP, r->retries = retries, r->retry_ns = since;
   }
-  nd_spin_unlock(&L.rec_lock);
+  nd_spin_unlock(&limits.rec_lock);
 }
 
 // The stack of the request being refused, interned as a site (that holds no block) so that the
@@ -424,14 +424,14 @@ static void relieve(nd_lim_t *c) {
   c->relief_arenas = freed;
   c->relief_resident = 0;
   if (nd_real.trim) nd_allocstat_trim(nd_real.trim, 0, &c->relief_resident);
-  ADD(L.reliefs, 1);
-  ADD(L.relief_bytes, freed);
+  ADD(limits.reliefs, 1);
+  ADD(limits.relief_bytes, freed);
   if (c->limit == ND_LIMIT_PHYSICAL) ST(nd_lim.phys_due, 1); // the retry reads again
 }
 
 // The end of a process stopped on a limit (NDMEM_ON_LIMIT=abort, or a retry loop).
 static ND_NOINLINE __attribute__((noreturn)) void stop(const char *why) {
-  __atomic_fetch_or(&L.flags, ND_LIMITS_ABORTED, __ATOMIC_RELAXED);
+  __atomic_fetch_or(&limits.flags, ND_LIMITS_ABORTED, __ATOMIC_RELAXED);
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: stopping the process (");
@@ -465,7 +465,7 @@ static void say_secs(nd_buf_t *b, uint64_t ns) {
 }
 
 static __attribute__((noreturn)) void retry_stop(nd_tls_t *t, nd_lim_t *c, uint64_t n, uint64_t now) {
-  __atomic_fetch_or(&L.flags, ND_LIMITS_RETRY_LOOP, __ATOMIC_RELAXED);
+  __atomic_fetch_or(&limits.flags, ND_LIMITS_RETRY_LOOP, __ATOMIC_RELAXED);
   nd_site_t *site = refused_site(c);
   nd_buf_t b;
   nd_buf_reset(&b);
@@ -520,7 +520,7 @@ static void retry_check(nd_tls_t *t, nd_lim_t *c, uint64_t n) {
   }
   t->retry_key[k] = key;
   if (++t->retry_n < RETRY_MIN) return;
-  ST(L.retrying_ns, now); // nd_limits_exit_wait
+  ST(limits.retrying_ns, now); // nd_limits_exit_wait
   if (now - t->retry_t0 >= (uint64_t)ms * 1000000) retry_stop(t, c, n, now);
 }
 
@@ -534,24 +534,24 @@ static void exit_wait(void) {
   int64_t ms = nd_cfg.limit_retry_ms;
   uint64_t start = nd_os_mono_ns(), last;
   if (ms <= 0) return;
-  while ((last = LD(L.retrying_ns)) && nd_os_mono_ns() - last < RETRY_QUIET_MS * 1000000ull &&
+  while ((last = LD(limits.retrying_ns)) && nd_os_mono_ns() - last < RETRY_QUIET_MS * 1000000ull &&
          nd_os_mono_ns() - start < (uint64_t)(ms + RETRY_QUIET_MS) * 1000000)
     nd_os_sleep_ms(10);
 }
 
 int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
-  int action = LD(L.action);
+  int action = LD(limits.action);
   if (!c->relieved) {
     c->relieved = 1;
     // Relief costs a malloc_trim: under warn, where the allocation goes on anyway, only before
     // the breaches that are logged.
-    uint64_t next = LD(L.breaches[c->limit]) + 1;
+    uint64_t next = LD(limits.breaches[c->limit]) + 1;
     if (action != ND_ON_LIMIT_WARN || (next & (next - 1)) == 0) {
       relieve(c);
       return ND_LIM_RETRY;
     }
   }
-  uint64_t n = ADD(L.breaches[c->limit], 1) + 1;
+  uint64_t n = ADD(limits.breaches[c->limit], 1) + 1;
   int logged = (n & (n - 1)) == 0; // the 1st, 2nd, 4th, 8th, ...
   if (logged || action == ND_ON_LIMIT_ABORT) {
     say_breach(c, action, n);
@@ -560,7 +560,7 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
   }
   if (n == 1 || action == ND_ON_LIMIT_ABORT) {
     int64_t tracked = c->limit == ND_LIMIT_BYTES ? c->value : tracked_est(t);
-    request_snapshot(ND_SNAP_BREACH, tracked, c->limit == ND_LIMIT_PHYSICAL ? c->value : LD(L.phys),
+    request_snapshot(ND_SNAP_BREACH, tracked, c->limit == ND_LIMIT_PHYSICAL ? c->value : LD(limits.phys),
                      lim_max(c->limit));
   }
   if (action == ND_ON_LIMIT_WARN) {
@@ -568,14 +568,14 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
     return ND_LIM_ALLOW;
   }
   if (action == ND_ON_LIMIT_ABORT) nd_limits_abort();
-  ADD(L.failed, 1);
+  ADD(limits.failed, 1);
   retry_check(t, c, n);
   return ND_LIM_FAIL;
 }
 
 void nd_limits_abort(void) { stop("NDMEM_ON_LIMIT=abort"); }
 
-int nd_limits_action(void) { return LD(L.action); }
+int nd_limits_action(void) { return LD(limits.action); }
 
 void nd_limits_say_top_sites(int kind) { say_top_sites(kind); }
 
@@ -585,10 +585,10 @@ void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64
                              uint64_t n) {
   queue_breach_rec(ND_LIMIT_DEVICE, action, fn, device, req, live, limit, n, NULL, 0, 0);
   if (n == 1 || action == ND_ON_LIMIT_ABORT)
-    request_snapshot(ND_SNAP_BREACH, live, LD(L.phys), limit);
+    request_snapshot(ND_SNAP_BREACH, live, LD(limits.phys), limit);
 }
 
-int nd_limits_aborting(void) { return (LD(L.flags) & ND_LIMITS_ABORTED) != 0; }
+int nd_limits_aborting(void) { return (LD(limits.flags) & ND_LIMITS_ABORTED) != 0; }
 
 // ---------------------------------------------------------------- the reading thread
 
@@ -602,15 +602,15 @@ static void *poll_main(void *arg) {
     if (maps_read()) nd_mmap_untouched_read();
     if (!nd_lim.phys_on) continue;
     int64_t v = phys_read(NULL);
-    int64_t maxp = LD(L.max_physical);
+    int64_t maxp = LD(limits.max_physical);
     if (maxp && v > maxp) ST(nd_lim.phys_due, 1); // the next allocation breaches
-    if (__atomic_load_n(&L.snap_waiting, __ATOMIC_ACQUIRE)) nd_trace_flush(0);
+    if (__atomic_load_n(&limits.snap_waiting, __ATOMIC_ACQUIRE)) nd_trace_flush(0);
   }
   return NULL;
 }
 
 // Without a thread, readings come by allocation alone (the step bound still holds); not tried again.
-static void start_poller(void) { nd_os_thread_once(&L.poller, poll_main); }
+static void start_poller(void) { nd_os_thread_once(&limits.poller, poll_main); }
 
 // ---------------------------------------------------------------- setup and settings
 
@@ -631,23 +631,23 @@ static void statm_warn(const char *path, int err, const char *then) {
 // NDMEM_TEST_STATM falls back to /proc/self/statm; without that, the physical limit and the
 // watermark cannot be checked.
 static void open_statm(void) {
-  if (L.statm_fd >= 0) close(L.statm_fd);
+  if (limits.statm_fd >= 0) close(limits.statm_fd);
   int saved = errno;
   const char *proc = "/proc/self/statm", *path = nd_cfg.test_statm[0] ? nd_cfg.test_statm : proc;
-  L.statm_fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (L.statm_fd < 0 && path != proc) {
+  limits.statm_fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (limits.statm_fd < 0 && path != proc) {
     statm_warn(path, errno, "using /proc/self/statm (NDMEM_TEST_STATM)");
-    L.statm_fd = open(proc, O_RDONLY | O_CLOEXEC);
+    limits.statm_fd = open(proc, O_RDONLY | O_CLOEXEC);
   }
-  if (L.statm_fd < 0)
+  if (limits.statm_fd < 0)
     statm_warn(proc, errno, "NDMEM_MAX_PHYSICAL_BYTES and NDMEM_WARN_AT are not checked");
-  L.statm_fd = nd_os_fd_high(L.statm_fd, __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING);
+  limits.statm_fd = nd_os_fd_high(limits.statm_fd, __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING);
   errno = saved;
 }
 
 // Readings every 1/64 of the tighter physical threshold, between 1 MiB and 64 MiB.
 static void configure(void) {
-  int64_t maxp = LD(L.max_physical), warn = LD(L.warn_at);
+  int64_t maxp = LD(limits.max_physical), warn = LD(limits.warn_at);
   nd_lim.phys_on = maxp > 0 || warn > 0;
   int64_t basis = maxp > 0 && (warn <= 0 || maxp < warn) ? maxp : warn;
   int64_t step = nd_cfg.limit_step;
@@ -657,8 +657,8 @@ static void configure(void) {
     if (step > (64 << 20)) step = 64 << 20;
   }
   nd_lim.step = step;
-  if (nd_lim.phys_on && L.statm_fd < 0) open_statm();
-  if (nd_lim.phys_on && LD(L.phys) < 0) ST(nd_lim.phys_due, 1); // the first allocation reads (and
+  if (nd_lim.phys_on && limits.statm_fd < 0) open_statm();
+  if (nd_lim.phys_on && LD(limits.phys) < 0) ST(nd_lim.phys_due, 1); // the first allocation reads (and
                                                                  // starts the reading thread)
   __atomic_store_n(&nd_limits_on, nd_lim.phys_on || LD(nd_lim.max_bytes) > 0, __ATOMIC_RELEASE);
 }
@@ -667,17 +667,17 @@ static void setup(char *const *envp) {
   (void)envp;
   nd_lim.touched = nd_cfg.max_bytes_mappings == ND_MAPPINGS_TOUCHED;
   nd_lim.max_bytes = nd_cfg.max_bytes;
-  L.max_physical = nd_cfg.max_physical_bytes;
-  L.warn_at = nd_cfg.warn_at;
-  L.warn_next = (uint64_t)nd_cfg.warn_at;
-  L.action = (int)nd_cfg.on_limit;
+  limits.max_physical = nd_cfg.max_physical_bytes;
+  limits.warn_at = nd_cfg.warn_at;
+  limits.warn_next = (uint64_t)nd_cfg.warn_at;
+  limits.action = (int)nd_cfg.on_limit;
   configure();
 }
 
 static int unread(void) { return nd_cfg.unread_limits & (ND_UNREAD_BYTES | ND_UNREAD_PHYSICAL); }
 
 static int64_t configured(void) {
-  return LD(nd_lim.max_bytes) || LD(L.max_physical) || LD(L.warn_at) || unread();
+  return LD(nd_lim.max_bytes) || LD(limits.max_physical) || LD(limits.warn_at) || unread();
 }
 
 int nd_limits_set(const char *name, const char *value) {
@@ -716,43 +716,43 @@ int nd_limits_set(const char *name, const char *value) {
   switch (which) {
   case 0: ST(nd_lim.max_bytes, v); break;
   case 1:
-    ST(L.max_physical, v);
+    ST(limits.max_physical, v);
     ST(nd_lim.phys_due, 1); // a new physical threshold is checked against a fresh reading
     break;
   case 2:
-    ST(L.warn_at, v);
-    ST(L.warn_next, (uint64_t)v);
+    ST(limits.warn_at, v);
+    ST(limits.warn_next, (uint64_t)v);
     ST(nd_lim.phys_due, 1);
     break;
-  case 3: ST(L.action, (int)v); break;
+  case 3: ST(limits.action, (int)v); break;
   }
   configure();
   return 0;
 }
 
 void nd_limits_breaches(uint64_t *max_bytes, uint64_t *max_physical) {
-  *max_bytes = LD(L.breaches[ND_LIMIT_BYTES]);
-  *max_physical = LD(L.breaches[ND_LIMIT_PHYSICAL]);
+  *max_bytes = LD(limits.breaches[ND_LIMIT_BYTES]);
+  *max_physical = LD(limits.breaches[ND_LIMIT_PHYSICAL]);
 }
 
 void nd_limits_get(ndmem_limits_t *out) {
   nd_tls_t *t = &nd_tls;
   out->version = NDMEM_LIMITS_VERSION;
   out->max_bytes = LD(nd_lim.max_bytes);
-  out->max_physical_bytes = LD(L.max_physical);
-  out->warn_at = LD(L.warn_at);
-  out->on_limit = LD(L.action);
+  out->max_physical_bytes = LD(limits.max_physical);
+  out->warn_at = LD(limits.warn_at);
+  out->on_limit = LD(limits.action);
   out->reserved = 0;
   out->tracked_bytes = tracked_exact() + LD(nd_lim.reserved);
-  out->physical_bytes = LD(L.phys);
-  out->physical_reads = LD(L.phys_reads);
+  out->physical_bytes = LD(limits.phys);
+  out->physical_reads = LD(limits.phys_reads);
   out->since_reading = since_reading(t);
-  out->breaches_bytes = LD(L.breaches[ND_LIMIT_BYTES]);
-  out->breaches_physical = LD(L.breaches[ND_LIMIT_PHYSICAL]);
-  out->failed = LD(L.failed);
-  out->reliefs = LD(L.reliefs);
-  out->relief_bytes = LD(L.relief_bytes);
-  out->snapshots = LD(L.snapshots);
+  out->breaches_bytes = LD(limits.breaches[ND_LIMIT_BYTES]);
+  out->breaches_physical = LD(limits.breaches[ND_LIMIT_PHYSICAL]);
+  out->failed = LD(limits.failed);
+  out->reliefs = LD(limits.reliefs);
+  out->relief_bytes = LD(limits.relief_bytes);
+  out->snapshots = LD(limits.snapshots);
   out->ram_bytes = nd_cfg.ram_bytes;
   out->cgroup_bytes = nd_cfg.cgroup_bytes;
 }
@@ -782,49 +782,49 @@ static void summary(int fd) {
                                                           : "none");
   }
   nd_buf_str(&b, ", maxPhysicalBytes ");
-  v = LD(L.max_physical);
+  v = LD(limits.max_physical);
   if (v) nd_buf_bytes(&b, v);
   else if (nd_cfg.unread_limits & ND_UNREAD_PHYSICAL)
     nd_buf_str(&b, "none (NDMEM_MAX_PHYSICAL_BYTES could not be read)");
   else nd_buf_str(&b, "none");
   nd_buf_str(&b, ", watermark ");
-  v = LD(L.warn_at);
+  v = LD(limits.warn_at);
   if (v) nd_buf_bytes(&b, v);
   else nd_buf_str(&b, "none");
   if (nd_lim.phys_on) {
     nd_buf_str(&b, " (peak resident ");
-    nd_buf_bytes(&b, LD(L.peak_phys));
+    nd_buf_bytes(&b, LD(limits.peak_phys));
     nd_buf_str(&b, ")");
   }
   nd_buf_str(&b, "; on limit ");
-  nd_buf_str(&b, action_names[LD(L.action)]);
+  nd_buf_str(&b, action_names[LD(limits.action)]);
   nd_buf_str(&b, "; breaches ");
-  nd_buf_u64(&b, LD(L.breaches[ND_LIMIT_BYTES]));
+  nd_buf_u64(&b, LD(limits.breaches[ND_LIMIT_BYTES]));
   nd_buf_str(&b, " + ");
-  nd_buf_u64(&b, LD(L.breaches[ND_LIMIT_PHYSICAL]));
+  nd_buf_u64(&b, LD(limits.breaches[ND_LIMIT_PHYSICAL]));
   nd_buf_str(&b, " physical, ");
-  nd_buf_u64(&b, LD(L.failed));
+  nd_buf_u64(&b, LD(limits.failed));
   nd_buf_str(&b, " failed; snapshots ");
-  nd_buf_u64(&b, LD(L.snapshots));
+  nd_buf_u64(&b, LD(limits.snapshots));
   nd_buf_line(&b, fd);
 }
 
 static void write_records(nd_record_fn rec, void *ctx) {
   // Device breaches and their snapshot come through here too, without a host limit set.
-  int host = configured() || LD(L.breaches[0]) || LD(L.breaches[1]) || LD(L.reliefs);
-  if (!host && !__atomic_load_n(&L.npending, __ATOMIC_ACQUIRE) &&
-      !__atomic_load_n(&L.snap_waiting, __ATOMIC_ACQUIRE))
+  int host = configured() || LD(limits.breaches[0]) || LD(limits.breaches[1]) || LD(limits.reliefs);
+  if (!host && !__atomic_load_n(&limits.npending, __ATOMIC_ACQUIRE) &&
+      !__atomic_load_n(&limits.snap_waiting, __ATOMIC_ACQUIRE))
     return;
   static nd_rec_breach_t copy[MAX_PENDING]; // the writer holds the trace lock: one caller at a time
   static top_t top[SNAP_SITES];
   nd_rec_snapshot_t snap;
-  nd_spin_lock(&L.rec_lock);
-  unsigned n = L.npending;
-  memcpy(copy, L.pending, n * sizeof copy[0]);
-  L.npending = 0;
-  int want_snap = L.snap_waiting;
-  snap = L.snap;
-  nd_spin_unlock(&L.rec_lock);
+  nd_spin_lock(&limits.rec_lock);
+  unsigned n = limits.npending;
+  memcpy(copy, limits.pending, n * sizeof copy[0]);
+  limits.npending = 0;
+  int want_snap = limits.snap_waiting;
+  snap = limits.snap;
+  nd_spin_unlock(&limits.rec_lock);
   for (unsigned i = 0; i < n; i++) rec(ctx, ND_REC_BREACH, &copy[i], sizeof copy[i]);
   if (want_snap) {
     int k = top_sites(top, SNAP_SITES, NULL, -1);
@@ -836,33 +836,33 @@ static void write_records(nd_record_fn rec, void *ctx) {
                               LD(s->allocs) - LD(s->frees)};
       rec(ctx, ND_REC_SNAP_SITE, &r, sizeof r);
     }
-    __atomic_store_n(&L.snap_waiting, 0, __ATOMIC_RELEASE);
-    ADD(L.snapshots, 1);
+    __atomic_store_n(&limits.snap_waiting, 0, __ATOMIC_RELEASE);
+    ADD(limits.snapshots, 1);
   }
   if (!host) return;
   nd_rec_limits_t r;
   memset(&r, 0, sizeof r);
   r.max_bytes = (uint64_t)LD(nd_lim.max_bytes);
-  r.max_physical_bytes = (uint64_t)LD(L.max_physical);
-  r.warn_at = (uint64_t)LD(L.warn_at);
+  r.max_physical_bytes = (uint64_t)LD(limits.max_physical);
+  r.warn_at = (uint64_t)LD(limits.warn_at);
   r.ram_bytes = nd_cfg.ram_bytes;
   r.cgroup_bytes = nd_cfg.cgroup_bytes;
-  r.action = (uint32_t)LD(L.action);
-  r.flags = LD(L.flags) | (nd_lim.touched ? 0 : ND_LIMITS_MAPPINGS_WHOLE) |
+  r.action = (uint32_t)LD(limits.action);
+  r.flags = LD(limits.flags) | (nd_lim.touched ? 0 : ND_LIMITS_MAPPINGS_WHOLE) |
             (nd_cfg.unread_limits & ND_UNREAD_BYTES ? ND_LIMITS_UNREAD_BYTES : 0) |
             (nd_cfg.unread_limits & ND_UNREAD_PHYSICAL ? ND_LIMITS_UNREAD_PHYSICAL : 0);
   int64_t u = LD(nd_lim.untouched);
   r.untouched = LD(nd_lim.max_bytes) && u > 0 ? (uint64_t)u : 0;
-  r.breaches[ND_LIMIT_BYTES] = LD(L.breaches[ND_LIMIT_BYTES]);
-  r.breaches[ND_LIMIT_PHYSICAL] = LD(L.breaches[ND_LIMIT_PHYSICAL]);
-  r.failed = LD(L.failed);
-  r.reliefs = LD(L.reliefs);
-  r.relief_bytes = LD(L.relief_bytes);
-  int64_t pt = LD(nd_lim.peak_tracked), pp = LD(L.peak_phys);
+  r.breaches[ND_LIMIT_BYTES] = LD(limits.breaches[ND_LIMIT_BYTES]);
+  r.breaches[ND_LIMIT_PHYSICAL] = LD(limits.breaches[ND_LIMIT_PHYSICAL]);
+  r.failed = LD(limits.failed);
+  r.reliefs = LD(limits.reliefs);
+  r.relief_bytes = LD(limits.relief_bytes);
+  int64_t pt = LD(nd_lim.peak_tracked), pp = LD(limits.peak_phys);
   r.peak_tracked = (uint64_t)(pt > 0 ? pt : 0);
   r.peak_physical = (uint64_t)(pp > 0 ? pp : 0);
-  r.physical_reads = LD(L.phys_reads);
-  r.snapshots = LD(L.snapshots);
+  r.physical_reads = LD(limits.phys_reads);
+  r.snapshots = LD(limits.snapshots);
   rec(ctx, ND_REC_LIMITS, &r, sizeof r);
 }
 
@@ -870,10 +870,10 @@ static void write_records(nd_record_fn rec, void *ctx) {
 // (as it keeps its counters).
 static void atfork_child(nd_tls_t *t) {
   (void)t;
-  L.rec_lock = 0;
+  limits.rec_lock = 0;
   nd_lim.reserved = 0; // reservations of threads that did not survive the fork
-  L.poller = 0;
-  if (L.statm_fd >= 0) open_statm();
+  limits.poller = 0;
+  if (limits.statm_fd >= 0) open_statm();
 }
 
 ND_MODULE(nd_limits_module) = {.name = "limits", .rank = 15, .order = 10, .setup = setup,

@@ -40,7 +40,7 @@ static struct {
   size_t len;
   int full;
   char pid[24];
-} M;
+} metrics;
 
 // A pattern with %p gives each process its own file; one without it would have a child replace
 // its parent's file (a %% followed by p is a literal "%p" in the name, not the pid).
@@ -57,31 +57,31 @@ void nd_metrics_setup(const char *dir) {
   if (!nd_cfg.metrics[0]) return;
   if (nd_child != ND_ROOT && !has_pid(nd_cfg.metrics)) return;
   size_t n = strlen(dir);
-  if (n >= sizeof M.dir) return;
-  memcpy(M.dir, dir, n + 1);
-  M.on = 1;
+  if (n >= sizeof metrics.dir) return;
+  memcpy(metrics.dir, dir, n + 1);
+  metrics.on = 1;
 }
 
 void nd_metrics_atfork_child(void) {
-  if (!has_pid(nd_cfg.metrics)) M.on = 0;
-  M.warned = 0;
+  if (!has_pid(nd_cfg.metrics)) metrics.on = 0;
+  metrics.warned = 0;
 }
 
 static void warn_once(const char *what, const char *path, int err) {
-  if (M.warned || nd_quiet()) return;
-  M.warned = 1;
+  if (metrics.warned || nd_quiet()) return;
+  metrics.warned = 1;
   nd_say_path_error(what, path, err, "tried again at every flush (NDMEM_METRICS)");
 }
 
 // ---------------------------------------------------------------- text
 
 static void put(const char *s, size_t n) {
-  if (M.len + n > sizeof M.text) {
-    M.full = 1;
+  if (metrics.len + n > sizeof metrics.text) {
+    metrics.full = 1;
     return;
   }
-  memcpy(M.text + M.len, s, n);
-  M.len += n;
+  memcpy(metrics.text + metrics.len, s, n);
+  metrics.len += n;
 }
 
 static void puts_(const char *s) { put(s, strlen(s)); }
@@ -127,7 +127,7 @@ static void family(const char *name, const char *type, const char *help) {
 static void series(const char *name, const char *key, const char *value) {
   puts_(name);
   puts_("{pid=\"");
-  puts_(M.pid);
+  puts_(metrics.pid);
   put("\"", 1);
   if (key) {
     put(",", 1);
@@ -155,19 +155,19 @@ static const struct {
 };
 
 static void build(uint64_t growth_sites, const uint64_t *anon) {
-  M.len = 0;
-  M.full = 0;
+  metrics.len = 0;
+  metrics.full = 0;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_u64(&b, (uint64_t)nd_os_getpid());
-  memcpy(M.pid, b.data, b.len);
-  M.pid[b.len] = 0;
+  memcpy(metrics.pid, b.data, b.len);
+  metrics.pid[b.len] = 0;
 
   family("ndmem_info", "gauge", "ndmem's version; always 1.");
   puts_("ndmem_info{version=\"");
   put_value(ND_VERSION);
   puts_("\",pid=\"");
-  puts_(M.pid);
+  puts_(metrics.pid);
   puts_("\"} 1\n");
 
   ndmem_stats_t s;
@@ -330,52 +330,52 @@ static int resolve(void) {
     warn_once("cannot expand NDMEM_METRICS", nd_cfg.metrics, EINVAL);
     return -1;
   }
-  size_t dl = strlen(M.dir), rl = strlen(rel);
-  if (dl + rl + 2 > sizeof M.path) {
+  size_t dl = strlen(metrics.dir), rl = strlen(rel);
+  if (dl + rl + 2 > sizeof metrics.path) {
     warn_once("metrics path too long", rel, ENAMETOOLONG);
     return -1;
   }
-  memcpy(M.path, M.dir, dl);
-  if (dl) M.path[dl++] = '/';
-  memcpy(M.path + dl, rel, rl + 1);
+  memcpy(metrics.path, metrics.dir, dl);
+  if (dl) metrics.path[dl++] = '/';
+  memcpy(metrics.path + dl, rel, rl + 1);
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, ".tmp.");
-  nd_buf_str(&b, M.pid);
-  size_t pl = strlen(M.path);
-  if (pl + b.len + 1 > sizeof M.tmp) {
+  nd_buf_str(&b, metrics.pid);
+  size_t pl = strlen(metrics.path);
+  if (pl + b.len + 1 > sizeof metrics.tmp) {
     warn_once("metrics path too long", rel, ENAMETOOLONG);
     return -1;
   }
-  memcpy(M.tmp, M.path, pl);
-  memcpy(M.tmp + pl, b.data, b.len);
-  M.tmp[pl + b.len] = 0;
+  memcpy(metrics.tmp, metrics.path, pl);
+  memcpy(metrics.tmp + pl, b.data, b.len);
+  metrics.tmp[pl + b.len] = 0;
   return 0;
 }
 
 void nd_metrics_write(uint64_t growth_sites, const uint64_t *anon) {
-  if (!M.on) return;
+  if (!metrics.on) return;
   int saved = errno;
   build(growth_sites, anon);
-  if (M.full || resolve() != 0) {
+  if (metrics.full || resolve() != 0) {
     errno = saved;
     return;
   }
   // O_NOFOLLOW: a link planted at the temporary name is not followed; O_TRUNC: one left by a
   // killed writer of this pid (a pid reused) is overwritten, not appended to.
-  int fd = open(M.tmp, O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int fd = open(metrics.tmp, O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
-    warn_once("cannot create metrics file", M.tmp, errno);
+    warn_once("cannot create metrics file", metrics.tmp, errno);
     errno = saved;
     return;
   }
   fd = nd_os_fd_high(fd, 0); // other threads run: never above the soft limit
-  int err = write_all(fd, M.text, M.len);
+  int err = write_all(fd, metrics.text, metrics.len);
   if (close(fd) != 0 && !err) err = errno;
-  if (!err && rename(M.tmp, M.path) != 0) err = errno;
+  if (!err && rename(metrics.tmp, metrics.path) != 0) err = errno;
   if (err) {
-    unlink(M.tmp);
-    warn_once("cannot write metrics file", M.path, err);
+    unlink(metrics.tmp);
+    warn_once("cannot write metrics file", metrics.path, err);
   }
   errno = saved;
 }

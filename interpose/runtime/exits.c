@@ -45,7 +45,7 @@ static struct {
   uint8_t fatal[NSIGS];
   uint8_t owned[NSIGS];             // ndmem's handler is installed and stands in for SIG_DFL
   struct sigaction view[NSIGS];     // what the program set (and reads back) for an owned signal
-} X;
+} signals;
 
 // The last thread's end (nd_exit_if_alone): the program's signal mask at start-up, when the check
 // last ran and how many checks in a row found no thread of the program's, and whether it acted.
@@ -53,7 +53,7 @@ static struct {
   sigset_t mask;
   uint64_t last_ns;
   int streak, done; // atomic
-} A;
+} last_thread;
 
 static void fatal_handler(int sig, siginfo_t *si, void *uc);
 
@@ -90,44 +90,44 @@ static int install(int sig) {
 static void take(int sig) {
   struct sigaction cur;
   if (real_sigaction(sig, NULL, &cur) != 0 || !is_default(&cur) || install(sig) != 0) return;
-  X.owned[sig] = 1;
-  X.view[sig] = cur;
+  signals.owned[sig] = 1;
+  signals.view[sig] = cur;
 }
 
 static void table_lock(sigset_t *old) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, old);
-  nd_spin_lock(&X.lock);
+  nd_spin_lock(&signals.lock);
 }
 
 static void table_unlock(const sigset_t *old) {
-  nd_spin_unlock(&X.lock);
+  nd_spin_unlock(&signals.lock);
   pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 static int managed(int sig) {
-  return X.on && sig > 0 && sig < NSIGS && X.fatal[sig] && nd_os_getpid() == X.pid;
+  return signals.on && sig > 0 && sig < NSIGS && signals.fatal[sig] && nd_os_getpid() == signals.pid;
 }
 
 static void setup(char *const *envp) {
   (void)envp;
-  X.pid = nd_os_getpid();
-  pthread_sigmask(SIG_SETMASK, NULL, &A.mask); // the program's, at start-up
+  signals.pid = nd_os_getpid();
+  pthread_sigmask(SIG_SETMASK, NULL, &last_thread.mask); // the program's, at start-up
   sigset_t old;
   table_lock(&old);
   for (size_t i = 0; i < sizeof fatal_sigs / sizeof fatal_sigs[0]; i++) {
-    X.fatal[fatal_sigs[i]] = 1;
+    signals.fatal[fatal_sigs[i]] = 1;
     take(fatal_sigs[i]); // only where the disposition is the default (not ignored or handled)
   }
   table_unlock(&old);
-  X.on = 1;
+  signals.on = 1;
 }
 
 static void atfork_child(nd_tls_t *t) {
   (void)t;
-  X.pid = nd_os_getpid();
-  A.last_ns = 0, A.streak = 0, A.done = 0; // the child's threads are its own to count
+  signals.pid = nd_os_getpid();
+  last_thread.last_ns = 0, last_thread.streak = 0, last_thread.done = 0; // the child's threads are its own to count
 }
 
 static void *ends(void *arg) {
@@ -146,20 +146,20 @@ static void *ends(void *arg) {
 // handlers and destructors run, then ndmem's final flush, as they would have. ndmem's own count is
 // read first and only grows once a thread of its runs (nd_os_threads): never above the truth.
 void nd_exit_if_alone(void) {
-  uint64_t now = nd_os_mono_ns(), last = __atomic_load_n(&A.last_ns, __ATOMIC_ACQUIRE);
+  uint64_t now = nd_os_mono_ns(), last = __atomic_load_n(&last_thread.last_ns, __ATOMIC_ACQUIRE);
   // The writer and the poller may both ask: one check at most every 100 ms.
-  if (__atomic_load_n(&A.done, __ATOMIC_ACQUIRE) || now - last < 100000000ull ||
-      !__atomic_compare_exchange_n(&A.last_ns, &last, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+  if (__atomic_load_n(&last_thread.done, __ATOMIC_ACQUIRE) || now - last < 100000000ull ||
+      !__atomic_compare_exchange_n(&last_thread.last_ns, &last, now, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
     return;
   int own = __atomic_load_n(&nd_os_threads, __ATOMIC_ACQUIRE), n = nd_threads_self();
   if (n <= 0 || n > own) {
-    __atomic_store_n(&A.streak, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&last_thread.streak, 0, __ATOMIC_RELAXED);
     return;
   }
-  if (__atomic_add_fetch(&A.streak, 1, __ATOMIC_ACQ_REL) < 2) return;
-  if (__atomic_exchange_n(&A.done, 1, __ATOMIC_ACQ_REL)) return;
+  if (__atomic_add_fetch(&last_thread.streak, 1, __ATOMIC_ACQ_REL) < 2) return;
+  if (__atomic_exchange_n(&last_thread.done, 1, __ATOMIC_ACQ_REL)) return;
   sigset_t old;
-  pthread_sigmask(SIG_SETMASK, &A.mask, &old); // the new thread's, inherited
+  pthread_sigmask(SIG_SETMASK, &last_thread.mask, &old); // the new thread's, inherited
   pthread_t th;
   if (pthread_create(&th, NULL, ends, NULL) != 0) { // no thread: exit here, with the mask
     nd_tls.mode = ND_T_NEW;
@@ -173,15 +173,15 @@ int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   if (!managed(sig)) return real_sigaction(sig, act, old);
   sigset_t mask;
   table_lock(&mask);
-  if (X.owned[sig]) { // still ours for real? (sysv_signal or a raw syscall may have replaced it)
+  if (signals.owned[sig]) { // still ours for real? (sysv_signal or a raw syscall may have replaced it)
     struct sigaction cur;
-    if (real_sigaction(sig, NULL, &cur) == 0 && !ours(&cur)) X.owned[sig] = 0;
+    if (real_sigaction(sig, NULL, &cur) == 0 && !ours(&cur)) signals.owned[sig] = 0;
   }
   int rc = 0;
-  if (X.owned[sig]) {
-    struct sigaction prev = X.view[sig];
+  if (signals.owned[sig]) {
+    struct sigaction prev = signals.view[sig];
     if (act && (rc = real_sigaction(sig, act, NULL)) == 0) {
-      X.owned[sig] = 0;
+      signals.owned[sig] = 0;
       if (is_default(act)) take(sig); // SIG_DFL again: ndmem's handler stands in for it
     }
     if (rc == 0 && old) *old = prev;
@@ -223,7 +223,7 @@ void (*nd_signal(int sig, void (*handler)(int)))(int) {
   sigset_t mask;
   table_lock(&mask);
   void (*r)(int) = nd_real.signal(sig, handler);
-  if (r != SIG_ERR) X.owned[sig] = 0;
+  if (r != SIG_ERR) signals.owned[sig] = 0;
   int err = errno;
   table_unlock(&mask);
   errno = err;
@@ -234,7 +234,7 @@ void (*nd_signal(int sig, void (*handler)(int)))(int) {
 // The final trace, on this thread, if this is the process ndmem set up (not a vfork child) and
 // it is still accounting.
 static void last_words(int how, int code) {
-  if (nd_os_getpid() != X.pid || __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
+  if (nd_os_getpid() != signals.pid || __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return;
   unsigned char m = nd_tls.mode;
   if (m == ND_T_INIT) return; // inside initialisation: nothing to write yet
   nd_finish(how, code);
@@ -250,7 +250,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc) {
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   real_sigaction(sig, &dfl, NULL);
-  if (sig < NSIGS) X.owned[sig] = 0;
+  if (sig < NSIGS) signals.owned[sig] = 0;
   // A fault (si_code > 0) of these four happens again when the instruction is retried on return,
   // now with the default action, and the core dump shows the real place. Anything else (kill,
   // raise, abort, int3, seccomp) is sent again to this thread: delivered once the handler returns.

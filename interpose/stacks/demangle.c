@@ -31,7 +31,7 @@ static struct {
   int looking;                   // atomic: the one thread that looks; others go without
   int looked;                    // a look ran, at the generation below (the looking thread's)
   unsigned long long adds, subs; // the loader's map generation at the last look
-} D;
+} cxa;
 
 // The C++ runtimes by preference: LLVM's libc++ before its libc++abi, whose scope does not reach
 // libc++ (its std::__1 functions) while libc++'s reaches libc++abi (__cxa_demangle). A runtime
@@ -88,20 +88,20 @@ static int generation(struct dl_phdr_info *info, size_t size, void *ctx) {
 // A successful dlopen or dlsym clears a dlerror message pending on this thread (glibc): that can
 // happen once, when the runtime is found.
 static cxa_demangle_t demangler(void) {
-  cxa_demangle_t fn = __atomic_load_n(&D.fn, __ATOMIC_ACQUIRE);
-  if (fn || __atomic_exchange_n(&D.looking, 1, __ATOMIC_ACQUIRE)) return fn;
+  cxa_demangle_t fn = __atomic_load_n(&cxa.fn, __ATOMIC_ACQUIRE);
+  if (fn || __atomic_exchange_n(&cxa.looking, 1, __ATOMIC_ACQUIRE)) return fn;
   unsigned long long g[2] = {0, 0};
   dl_iterate_phdr(generation, g);
-  if (!D.looked || g[0] != D.adds || g[1] != D.subs || (!g[0] && !g[1])) {
-    D.looked = 1;
-    D.adds = g[0];
-    D.subs = g[1];
+  if (!cxa.looked || g[0] != cxa.adds || g[1] != cxa.subs || (!g[0] && !g[1])) {
+    cxa.looked = 1;
+    cxa.adds = g[0];
+    cxa.subs = g[1];
     int llvm;
     void *h = nd_cxx_runtime(&llvm);
     if (h) fn = (cxa_demangle_t)nd_dlsym_own(h, "__cxa_demangle", 0); // it is there
-    if (fn) __atomic_store_n(&D.fn, fn, __ATOMIC_RELEASE);
+    if (fn) __atomic_store_n(&cxa.fn, fn, __ATOMIC_RELEASE);
   }
-  __atomic_store_n(&D.looking, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&cxa.looking, 0, __ATOMIC_RELEASE);
   return fn;
 }
 
@@ -123,7 +123,7 @@ int nd_demangle(nd_buf_t *b, const char *sym, size_t max) {
   return s && status == 0;
 }
 
-static void atfork_child(nd_tls_t *t) { (void)t, D.looking = 0; }
+static void atfork_child(nd_tls_t *t) { (void)t, cxa.looking = 0; }
 
 #include "stacks/names.h"
 #include "stacks/python.h"

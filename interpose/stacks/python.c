@@ -35,7 +35,7 @@
 static struct {
   int state; // enum nd_python_state (atomic)
   unsigned version_hex;
-  const py_layout_t *L;
+  const py_layout_t *layout;
   int (*initialized)(void);
   void *(*this_tstate)(void);
   int (*addr2line)(void *code, int addr);
@@ -47,7 +47,7 @@ static struct {
   int py_max; // NDMEM_PY_DEPTH
   int said;
   int tried; // detection ran since the module map last changed (atomic)
-} P;
+} py;
 
 static int nd_py_on; // a supported interpreter was found and NDMEM_PYTHON is on (atomic)
 
@@ -70,7 +70,7 @@ static struct {
   size_t cap, n;
   pending_t *pend;
   size_t pend_cap, written; // records [written, n) are not in the trace yet
-} C;
+} codes;
 
 static uint64_t LDU(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
@@ -79,7 +79,7 @@ static uint64_t LDU(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELA
 // A compact str as UTF-8 into out (at most cap - 1 bytes, NUL-terminated); "?" when it is not one.
 static size_t py_str(const void *o, char *out, size_t cap) {
   size_t k = 0;
-  if (!o || AT(o, 8, const void *) != P.str_type) {
+  if (!o || AT(o, 8, const void *) != py.str_type) {
     out[0] = '?', out[1] = 0;
     return 1;
   }
@@ -90,7 +90,7 @@ static size_t py_str(const void *o, char *out, size_t cap) {
     out[0] = '?', out[1] = 0;
     return 1;
   }
-  const unsigned char *d = (const unsigned char *)o + (ascii ? P.L->str_ascii : P.L->str_compact);
+  const unsigned char *d = (const unsigned char *)o + (ascii ? py.layout->str_ascii : py.layout->str_compact);
   for (int64_t i = 0; i < len; i++) {
     uint32_t c = kind == 1 ? d[i] : kind == 2 ? ((const uint16_t *)d)[i] : ((const uint32_t *)d)[i];
     unsigned char b[4];
@@ -116,32 +116,32 @@ static size_t slot_of(const void *code, size_t cap) {
 }
 
 static int grow(void) {
-  size_t cap = C.cap ? C.cap * 2 : 1024;
+  size_t cap = codes.cap ? codes.cap * 2 : 1024;
   code_ent_t *v = nd_os_map(cap * sizeof *v);
   if (!v) return -1;
   for (size_t i = 0; i < cap; i++) v[i].id = UINT32_MAX;
-  for (size_t i = 0; i < C.cap; i++) {
-    if (C.v[i].id == UINT32_MAX) continue;
-    size_t j = slot_of(C.v[i].code, cap);
+  for (size_t i = 0; i < codes.cap; i++) {
+    if (codes.v[i].id == UINT32_MAX) continue;
+    size_t j = slot_of(codes.v[i].code, cap);
     while (v[j].id != UINT32_MAX) j = (j + 1) & (cap - 1);
-    v[j] = C.v[i];
+    v[j] = codes.v[i];
   }
-  if (C.v) nd_os_unmap(C.v, C.cap * sizeof *C.v);
-  C.v = v;
-  C.cap = cap;
+  if (codes.v) nd_os_unmap(codes.v, codes.cap * sizeof *codes.v);
+  codes.v = v;
+  codes.cap = cap;
   return 0;
 }
 
 // The id of a live code object, interned on first sight; UINT32_MAX when out of memory.
 static uint32_t code_id(const void *code) {
-  const void *q = AT(code, P.L->co_qualname, const void *), *f = AT(code, P.L->co_filename, const void *);
-  int first = AT(code, P.L->co_firstlineno, int);
-  nd_spin_lock(&C.lock);
+  const void *q = AT(code, py.layout->co_qualname, const void *), *f = AT(code, py.layout->co_filename, const void *);
+  int first = AT(code, py.layout->co_firstlineno, int);
+  nd_spin_lock(&codes.lock);
   uint32_t id = UINT32_MAX;
-  if ((C.n + 1) * 2 > C.cap && grow() != 0) goto out;
-  size_t j = slot_of(code, C.cap);
-  for (; C.v[j].id != UINT32_MAX; j = (j + 1) & (C.cap - 1)) {
-    code_ent_t *e = &C.v[j];
+  if ((codes.n + 1) * 2 > codes.cap && grow() != 0) goto out;
+  size_t j = slot_of(code, codes.cap);
+  for (; codes.v[j].id != UINT32_MAX; j = (j + 1) & (codes.cap - 1)) {
+    code_ent_t *e = &codes.v[j];
     if (e->code != code) continue;
     if (e->qualname == q && e->filename == f && e->firstlineno == first) {
       id = e->id;
@@ -149,15 +149,15 @@ static uint32_t code_id(const void *code) {
     }
     break; // the address of a code object that died: this slot becomes the new one
   }
-  if (C.n >= C.pend_cap) {
-    size_t cap = C.pend_cap ? C.pend_cap * 2 : 1024;
+  if (codes.n >= codes.pend_cap) {
+    size_t cap = codes.pend_cap ? codes.pend_cap * 2 : 1024;
     pending_t *p = nd_os_map(cap * sizeof *p);
     if (!p) goto out;
     // The old table stays mapped (the tables together are at most twice the last): ndmem's
     // lines read it without the lock (nd_py_code_names).
-    if (C.pend) memcpy(p, C.pend, C.n * sizeof *p);
-    __atomic_store_n(&C.pend, p, __ATOMIC_RELEASE);
-    C.pend_cap = cap;
+    if (codes.pend) memcpy(p, codes.pend, codes.n * sizeof *p);
+    __atomic_store_n(&codes.pend, p, __ATOMIC_RELEASE);
+    codes.pend_cap = cap;
   }
   char qs[ND_PYCODE_MAX_STR + 1], fs[ND_PYCODE_MAX_STR + 1];
   size_t ql = py_str(q, qs, sizeof qs), fl = py_str(f, fs, sizeof fs);
@@ -165,33 +165,33 @@ static uint32_t code_id(const void *code) {
   if (!str) goto out;
   memcpy(str, qs, ql);
   memcpy(str + ql, fs, fl);
-  id = (uint32_t)C.n;
-  C.pend[C.n] = (pending_t){{id, first > 0 ? (uint32_t)first : 0, (uint32_t)ql, (uint32_t)fl}, str};
-  C.v[j] = (code_ent_t){code, q, f, first, id};
-  __atomic_store_n(&C.n, C.n + 1, __ATOMIC_RELEASE);
+  id = (uint32_t)codes.n;
+  codes.pend[codes.n] = (pending_t){{id, first > 0 ? (uint32_t)first : 0, (uint32_t)ql, (uint32_t)fl}, str};
+  codes.v[j] = (code_ent_t){code, q, f, first, id};
+  __atomic_store_n(&codes.n, codes.n + 1, __ATOMIC_RELEASE);
 out:
-  nd_spin_unlock(&C.lock);
+  nd_spin_unlock(&codes.lock);
   return id;
 }
 
 void nd_py_write_pending(nd_py_record_fn rec, void *ctx) {
-  if (!__atomic_load_n(&C.n, __ATOMIC_ACQUIRE)) return;
-  nd_spin_lock(&C.lock);
-  for (; C.written < C.n; C.written++) {
-    pending_t *p = &C.pend[C.written];
+  if (!__atomic_load_n(&codes.n, __ATOMIC_ACQUIRE)) return;
+  nd_spin_lock(&codes.lock);
+  for (; codes.written < codes.n; codes.written++) {
+    pending_t *p = &codes.pend[codes.written];
     rec(ctx, &p->rec, p->str);
   }
-  nd_spin_unlock(&C.lock);
+  nd_spin_unlock(&codes.lock);
 }
 
 // Without the lock, so that a line written from a fatal signal's final flush never waits for
 // it or reads a table it was moving: entries and tables are never unmapped, an entry is complete
-// before C.n counts it, and a table that moved (before the entry was written, or holding a copy
+// before codes.n counts it, and a table that moved (before the entry was written, or holding a copy
 // of it) was published before that count: whichever table is read holds entry id.
 int nd_py_code_names(uint64_t id, const char **qualname, size_t *qlen, const char **filename,
                      size_t *flen) {
-  if (id >= __atomic_load_n(&C.n, __ATOMIC_ACQUIRE)) return -1;
-  const pending_t *p = &__atomic_load_n(&C.pend, __ATOMIC_ACQUIRE)[id];
+  if (id >= __atomic_load_n(&codes.n, __ATOMIC_ACQUIRE)) return -1;
+  const pending_t *p = &__atomic_load_n(&codes.pend, __ATOMIC_ACQUIRE)[id];
   *qualname = p->str;
   *qlen = p->rec.qualname_len;
   *filename = p->str + p->rec.qualname_len;
@@ -200,23 +200,23 @@ int nd_py_code_names(uint64_t id, const char **qualname, size_t *qlen, const cha
 }
 
 void nd_py_mark_unwritten(void) {
-  C.lock = 0;
-  C.written = 0;
+  codes.lock = 0;
+  codes.written = 0;
 }
 
 // ---------------------------------------------------------------- detection
 
-// The one stderr line for an interpreter whose frames are not read (P.version_hex), and why.
+// The one stderr line for an interpreter whose frames are not read (py.version_hex), and why.
 static void say_not_read(const char *why) {
-  if (P.said++ || nd_quiet()) return;
+  if (py.said++ || nd_quiet()) return;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_str(&b, "ndmem: Python ");
-  nd_buf_u64(&b, P.version_hex >> 24);
+  nd_buf_u64(&b, py.version_hex >> 24);
   nd_buf_char(&b, '.');
-  nd_buf_u64(&b, (P.version_hex >> 16) & 0xff);
+  nd_buf_u64(&b, (py.version_hex >> 16) & 0xff);
   nd_buf_char(&b, '.');
-  nd_buf_u64(&b, (P.version_hex >> 8) & 0xff);
+  nd_buf_u64(&b, (py.version_hex >> 8) & 0xff);
   nd_buf_str(&b, why);
   nd_buf_str(&b, ": native frames only");
   nd_buf_line(&b, 2);
@@ -252,19 +252,19 @@ static int range_of(struct dl_phdr_info *info, size_t size, void *ctx) {
 }
 
 const void *nd_py_long_type(unsigned *minor) {
-  *minor = (P.version_hex >> 16) & 0xff;
-  return P.long_type;
+  *minor = (py.version_hex >> 16) & 0xff;
+  return py.long_type;
 }
 
-void nd_py_modules_changed(void) { __atomic_store_n(&P.tried, 0, __ATOMIC_RELEASE); }
+void nd_py_modules_changed(void) { __atomic_store_n(&py.tried, 0, __ATOMIC_RELEASE); }
 
 // A symbol of the interpreter, from ndmem's thread or the last flush: a failed look-up leaves its
 // message in the thread's dlerror state (nd_dlsym_own tells why it is not cleared).
 static void *look(const char *name) { return nd_dlsym_own(RTLD_DEFAULT, name, 0); }
 
 void nd_py_setup(void) {
-  if (!nd_cfg.python) __atomic_store_n(&P.state, ND_PY_OFF, __ATOMIC_RELEASE);
-  P.py_max = (int)nd_cfg.py_depth;
+  if (!nd_cfg.python) __atomic_store_n(&py.state, ND_PY_OFF, __ATOMIC_RELEASE);
+  py.py_max = (int)nd_cfg.py_depth;
 }
 
 // PY_VERSION_HEX of the interpreter: Py_Version from 3.11, Py_GetVersion's text before (3.10).
@@ -299,7 +299,7 @@ static int debug_offsets_agree(const py_layout_t *L) {
   const char *rt = look("_PyRuntime");
   if (!rt || memcmp(rt, "xdebugpy", 8) != 0) return 0;
   if (AT(rt, L->dbg_free_threaded, uint64_t)) return -1;
-  if ((AT(rt, L->dbg_version, uint64_t) >> 16) != (P.version_hex >> 16)) return 0;
+  if ((AT(rt, L->dbg_version, uint64_t) >> 16) != (py.version_hex >> 16)) return 0;
   const size_t have[DBG_N] = {L->ts_frame,       L->fr_previous, L->fr_code,        L->fr_instr,
                               L->fr_owner,       L->co_filename, L->co_qualname,    L->co_firstlineno,
                               L->co_code,        L->str_ascii};
@@ -309,14 +309,14 @@ static int debug_offsets_agree(const py_layout_t *L) {
 }
 
 void nd_py_detect(void) {
-  int st = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE), zero = 0;
+  int st = __atomic_load_n(&py.state, __ATOMIC_ACQUIRE), zero = 0;
   if (st != ND_PY_NONE ||
-      !__atomic_compare_exchange_n(&P.tried, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      !__atomic_compare_exchange_n(&py.tried, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return; // decided, or another thread is looking
-  P.version_hex = version_hex();
-  if (!P.version_hex) return; // no interpreter (yet)
-  unsigned minor = (P.version_hex >> 16) & 0xff, major = P.version_hex >> 24;
-  if (major == 3 && minor >= 10 && !free_threaded()) P.long_type = look("PyLong_Type");
+  py.version_hex = version_hex();
+  if (!py.version_hex) return; // no interpreter (yet)
+  unsigned minor = (py.version_hex >> 16) & 0xff, major = py.version_hex >> 24;
+  if (major == 3 && minor >= 10 && !free_threaded()) py.long_type = look("PyLong_Type");
   const py_layout_t *L = NULL;
   for (size_t i = 0; i < sizeof nd_py_layouts / sizeof nd_py_layouts[0]; i++)
     if (major == 3 && nd_py_layouts[i].minor == minor) L = &nd_py_layouts[i];
@@ -326,19 +326,19 @@ void nd_py_detect(void) {
   } else if (L && (agree = debug_offsets_agree(L)) != 1) {
     state = agree < 0 ? ND_PY_FREE_THREADED : ND_PY_LAYOUT_DIFFERS;
   } else if (L) {
-    P.L = L;
-    P.initialized = (int (*)(void))look("Py_IsInitialized");
-    P.this_tstate = (void *(*)(void))look("PyGILState_GetThisThreadState");
-    P.addr2line = (int (*)(void *, int))look("PyCode_Addr2Line");
-    P.code_type = look("PyCode_Type");
-    P.str_type = look("PyUnicode_Type");
+    py.layout = L;
+    py.initialized = (int (*)(void))look("Py_IsInitialized");
+    py.this_tstate = (void *(*)(void))look("PyGILState_GetThisThreadState");
+    py.addr2line = (int (*)(void *, int))look("PyCode_Addr2Line");
+    py.code_type = look("PyCode_Type");
+    py.str_type = look("PyUnicode_Type");
     void *eval = look("_PyEval_EvalFrameDefault");
-    int ok = P.initialized && P.this_tstate && P.addr2line && P.code_type && P.str_type && eval &&
-             extent(eval, &P.eval_lo, &P.eval_hi) == 0;
+    int ok = py.initialized && py.this_tstate && py.addr2line && py.code_type && py.str_type && eval &&
+             extent(eval, &py.eval_lo, &py.eval_hi) == 0;
     if (ok) {
       uintptr_t r[3] = {(uintptr_t)eval, 0, 0};
       dl_iterate_phdr(range_of, r);
-      P.interp_lo = r[1], P.interp_hi = r[2];
+      py.interp_lo = r[1], py.interp_hi = r[2];
       ok = r[2] > r[1];
     }
     if (ok) state = ND_PY_ON;
@@ -351,7 +351,7 @@ void nd_py_detect(void) {
     break;
   default: say_not_read(" is not supported (3.10 to 3.14 are)"); break;
   }
-  __atomic_store_n(&P.state, state, __ATOMIC_RELEASE);
+  __atomic_store_n(&py.state, state, __ATOMIC_RELEASE);
 }
 
 // ---------------------------------------------------------------- frames
@@ -371,22 +371,22 @@ typedef struct py_cached {
 #define PY_CACHE_BITS 11
 #define PY_CACHE (1u << PY_CACHE_BITS) // 64 KiB a thread
 typedef struct py_tcache {
-  struct py_tcache *next; // in TC.free
+  struct py_tcache *next; // in tcaches.free
   py_cached_t e[PY_CACHE];
 } py_tcache_t;
 static __thread py_tcache_t *py_tc __attribute__((tls_model("initial-exec")));
 static struct {
   int lock;
   py_tcache_t *free;
-} TC;
+} tcaches;
 
 static py_tcache_t *tcache(void) {
   py_tcache_t *c = py_tc;
   if (ND_LIKELY(c != NULL)) return c;
-  nd_spin_lock(&TC.lock);
-  c = TC.free;
-  if (c) TC.free = c->next;
-  nd_spin_unlock(&TC.lock);
+  nd_spin_lock(&tcaches.lock);
+  c = tcaches.free;
+  if (c) tcaches.free = c->next;
+  nd_spin_unlock(&tcaches.lock);
   if (!c) c = nd_os_map(sizeof *c); // zero-filled; NULL: this thread reads without a cache
   return py_tc = c;
 }
@@ -396,19 +396,19 @@ static void thread_exit(nd_tls_t *t) {
   py_tcache_t *c = py_tc;
   if (!c) return;
   py_tc = NULL;
-  nd_spin_lock(&TC.lock);
-  c->next = TC.free;
-  TC.free = c;
-  nd_spin_unlock(&TC.lock);
+  nd_spin_lock(&tcaches.lock);
+  c->next = tcaches.free;
+  tcaches.free = c;
+  nd_spin_unlock(&tcaches.lock);
 }
 
 // The child's only thread: no other can hold the lock (a list cut by the fork loses a cache).
-static void atfork_child(nd_tls_t *t) { (void)t, TC.lock = 0; }
+static void atfork_child(nd_tls_t *t) { (void)t, tcaches.lock = 0; }
 
 #define PY_WALK_MAX 100000 // frames one stack's walk may visit (Python's own limit is ~1000 deep)
 
 static uint64_t frame_of(const char *code, const char *instr, const char *start) {
-  const void *q = AT(code, P.L->co_qualname, const void *);
+  const void *q = AT(code, py.layout->co_qualname, const void *);
   py_tcache_t *tc = tcache();
   py_cached_t scratch, *c = &scratch;
   if (tc) {
@@ -419,23 +419,23 @@ static uint64_t frame_of(const char *code, const char *instr, const char *start)
   }
   uint32_t id = code_id(code);
   if (id == UINT32_MAX) return 0;
-  int line = P.addr2line((void *)code, (int)(instr - start));
+  int line = py.addr2line((void *)code, (int)(instr - start));
   *c = (py_cached_t){code, instr, q, nd_pyframe(id, line > 0 ? (uint32_t)line : 0)};
   return c->frame;
 }
 
-static int in_eval(uintptr_t ip) { return ip >= P.eval_lo && ip < P.eval_hi; }
-static int in_interp(uintptr_t ip) { return ip >= P.interp_lo && ip < P.interp_hi; }
+static int in_eval(uintptr_t ip) { return ip >= py.eval_lo && ip < py.eval_hi; }
+static int in_interp(uintptr_t ip) { return ip >= py.interp_lo && ip < py.interp_hi; }
 
 // A frame's code object, or NULL when what the frame holds is not one.
 static const char *code_of(const char *f) {
-  const char *code = (const char *)(AT(f, P.L->fr_code, uintptr_t) & ~(uintptr_t)P.L->code_tag);
-  return code && AT(code, 8, const void *) == P.code_type ? code : NULL;
+  const char *code = (const char *)(AT(f, py.layout->fr_code, uintptr_t) & ~(uintptr_t)py.layout->code_tag);
+  return code && AT(code, 8, const void *) == py.code_type ? code : NULL;
 }
 
 // Whether f is the frame a C entry into the evaluator pushed (3.12 on), not a Python one.
 static int entry_frame(const char *f) {
-  return P.L->owner_entry >= 0 && AT(f, P.L->fr_owner, char) >= P.L->owner_entry;
+  return py.layout->owner_entry >= 0 && AT(f, py.layout->fr_owner, char) >= py.layout->owner_entry;
 }
 
 // Keeps the frame of code at instr (out[*k], while room) or counts it lost. Only a frame kept is
@@ -455,13 +455,13 @@ static void keep(const char *code, const char *instr, const char *start, uint64_
 // bounds the frames one stack's walk visits: a chain that loops (a corrupt or half-built frame)
 // ends the walk instead of the process.
 static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int *budget) {
-  const py_layout_t *L = P.L;
+  const py_layout_t *L = py.layout;
   const char *f = *fp;
   int k = 0;
   if (L->model == PY_FRAME_OBJECTS) {
     if (f && --*budget >= 0) {
       const char *code = AT(f, L->fr_code, const char *);
-      if (code && AT(code, 8, const void *) == P.code_type) {
+      if (code && AT(code, 8, const void *) == py.code_type) {
         intptr_t lasti = AT(f, L->fr_instr, int); // code units; -1 before the first
         keep(code, (const char *)(lasti * 2), NULL, out, &k, room, dropped);
         *fp = AT(f, L->fr_previous, const char *);
@@ -503,19 +503,19 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int 
 
 int nd_py_rewrite(const uintptr_t *ips, int n, uintptr_t *out) {
   if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) return -1;
-  __atomic_fetch_add(&P.stacks, 1, __ATOMIC_RELAXED);
-  if (!P.initialized()) return -1;
-  const char *ts = P.this_tstate();
+  __atomic_fetch_add(&py.stacks, 1, __ATOMIC_RELAXED);
+  if (!py.initialized()) return -1;
+  const char *ts = py.this_tstate();
   if (!ts) return -1;
-  const char *f = AT(ts, P.L->ts_frame, const char *);
-  if (f && P.L->cf_current != ND_PY_NO_FIELD) f = AT(f, P.L->cf_current, const char *);
+  const char *f = AT(ts, py.layout->ts_frame, const char *);
+  if (f && py.layout->cf_current != ND_PY_NO_FIELD) f = AT(f, py.layout->cf_current, const char *);
   if (!f) return -1;
   // Native frames are kept up to NDMEM_DEPTH, Python frames up to NDMEM_PY_DEPTH, each within its
   // own bound. From the first native frame left out, only Python frames follow, after the cut
   // marker (once: at most 128 + 1 + 112 frames, ND_STACK_MAX). Python frames are read straight
   // into out (a marker put ahead of a run is taken back when the run had none).
   uint64_t dropped = 0;
-  int npy = 0, nat = 0, k = 0, cut = 0, marked = 0, budget = PY_WALK_MAX, room = P.py_max;
+  int npy = 0, nat = 0, k = 0, cut = 0, marked = 0, budget = PY_WALK_MAX, room = py.py_max;
   for (int i = 0; i < n; i++) {
     uintptr_t ip = ips[i];
     if (in_eval(ip - 1)) { // a return address: the call is the byte before it
@@ -538,24 +538,24 @@ int nd_py_rewrite(const uintptr_t *ips, int n, uintptr_t *out) {
     if (m) k += m + mark, npy += m, marked |= mark;
     else if (!f) break;
   }
-  if (npy) __atomic_fetch_add(&P.with_python, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&P.frames, (uint64_t)npy, __ATOMIC_RELAXED);
-  if (dropped) __atomic_fetch_add(&P.dropped, dropped, __ATOMIC_RELAXED);
+  if (npy) __atomic_fetch_add(&py.with_python, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&py.frames, (uint64_t)npy, __ATOMIC_RELAXED);
+  if (dropped) __atomic_fetch_add(&py.dropped, dropped, __ATOMIC_RELAXED);
   return npy ? k : -1; // no Python frame: the native frames as they were
 }
 
 void nd_py_record(nd_rec_python_t *r) {
   memset(r, 0, sizeof *r);
-  r->version_hex = P.version_hex;
-  r->state = (uint32_t)__atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
-  r->stacks = LDU(&P.stacks);
-  r->with_python = LDU(&P.with_python);
-  r->frames = LDU(&P.frames);
-  r->dropped = LDU(&P.dropped);
-  r->codes = __atomic_load_n(&C.n, __ATOMIC_ACQUIRE);
+  r->version_hex = py.version_hex;
+  r->state = (uint32_t)__atomic_load_n(&py.state, __ATOMIC_ACQUIRE);
+  r->stacks = LDU(&py.stacks);
+  r->with_python = LDU(&py.with_python);
+  r->frames = LDU(&py.frames);
+  r->dropped = LDU(&py.dropped);
+  r->codes = __atomic_load_n(&codes.n, __ATOMIC_ACQUIRE);
 }
 
-int nd_py_state(void) { return __atomic_load_n(&P.state, __ATOMIC_ACQUIRE); }
+int nd_py_state(void) { return __atomic_load_n(&py.state, __ATOMIC_ACQUIRE); }
 
 ND_MODULE(nd_py_module) = {.name = "python", .rank = 12, .order = 6, .atfork_child = atfork_child,
                            .thread_exit = thread_exit};
