@@ -3,7 +3,7 @@
 """Benchmark driver for ndmem: allocator churn and a numpy training loop, with and without the shim.
 
     python3 bench/run.py --build build [--reps 5] [--quick] [--report] [--workspace] [--limits] [--stress]
-                         [--exact | --exact-only] [--python | --python-only]
+                         [--exact | --exact-only] [--python | --python-only] [--compare OLD_BUILD]
 
 --report adds the ndmemreport benchmark: a synthetic trace of 1 GiB (and one a quarter of that
 size) is written to a temporary directory, read by ndmemreport in text and JSON, and deleted.
@@ -23,6 +23,8 @@ ndmem with every block tracked (NDMEM_TRACK_MIN=0) and heaptrack --raw (record o
 --exact-only runs just that.
 --python adds the cost of Python frames: the numpy loop and a PyTorch CPU loop under ndmem with
 NDMEM_PYTHON=0 and with the default (Python frames read); --python-only runs just that.
+--compare OLD_BUILD runs another checkout's shim (OLD_BUILD/interpose/libndmem.so) as one more
+configuration in churn, numpy, --python's PyTorch loop and --stress, and prints new / old ratios.
 
 Standard library only; any python3 runs it. Configurations are interleaved within every
 repetition (the machine may be noisy) and results are medians over the repetitions; ratios are
@@ -41,6 +43,7 @@ from pathlib import Path
 
 from driver.churn import CHURN_OPS, QUICK_OPS, churn_section
 from driver.common import QUICK_REPS, SetupError, command_line, log
+from driver.compare import old_shim
 from driver.exact import bench_exact
 from driver.exact_torch import EXACT_TORCH_STEPS
 from driver.limits import bench_limits
@@ -97,6 +100,10 @@ def main():
     ap.add_argument("--ws-warmup", type=int, help="tensor_loop iterations left out of its "
                     "per-iteration figures (default: tensor_loop's own, 5; without --ws-iters, "
                     "7 more are measured)")
+    ap.add_argument("--compare", metavar="OLD_BUILD", help="also run OLD_BUILD's "
+                    "interpose/libndmem.so (the Meson build directory of another checkout) in "
+                    "every repetition of churn, numpy, --python's PyTorch loop and --stress, and "
+                    "print the new / old ratios")
     ap.add_argument("--tmpdir", default=tempfile.gettempdir(),
                     help="where --report writes its trace (default %(default)s)")
     args = ap.parse_args()
@@ -124,6 +131,7 @@ def main():
     churn = build / "bench" / "churn"
     if not shim.is_file():
         raise SetupError("shim not found: %s (build it: ninja -C %s)" % (shim, args.build))
+    old = old_shim(args.compare)
     needs_churn = not args.no_churn and (not args.python_only or args.exact or args.workspace
                                          or args.limits)
     if needs_churn and not os.access(churn, os.X_OK):
@@ -139,13 +147,13 @@ def main():
 
     report, summary = [], []
     if not args.no_churn and not only:
-        lines, lines2 = churn_section(args, shim, churn, ops, reps)
+        lines, lines2 = churn_section(args, shim, old, churn, ops, reps)
         report += lines
         summary += lines2
 
     loss_ok = True
     if not args.no_numpy and not only:
-        lines, lines2, loss_ok = numpy_section(shim, steps, reps)
+        lines, lines2, loss_ok = numpy_section(shim, old, steps, reps)
         report += lines
         summary += lines2
 
@@ -162,7 +170,7 @@ def main():
         summary += lines2
 
     if args.stress:
-        lines, lines2 = bench_stress(args, build, reps, shim)
+        lines, lines2 = bench_stress(args, build, reps, shim, old)
         report += lines
         summary += lines2
 
@@ -174,7 +182,7 @@ def main():
 
     python_ok = True
     if args.python:
-        lines, lines2, python_ok = bench_python(args, build, shim, steps, reps)
+        lines, lines2, python_ok = bench_python(args, build, shim, steps, reps, old)
         report += lines
         summary += lines2
 

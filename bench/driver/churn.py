@@ -6,6 +6,7 @@ import time
 
 from .common import (NOISY, THREADS, SetupError, find_allocators, log, median, paired, ratio,
                      run, skipped_allocators, spread, verdict)
+from .compare import OLD, compare_line
 from .configs import Config, allocator_configs, shim_lines, verify_allocator
 
 CHURN_OPS = 10_000_000   # per thread; about 0.9 s with glibc on a 2-core Debian 12 VM
@@ -135,11 +136,13 @@ def report_churn(configs, ns, ops, reps):
     return out, rat, pairs
 
 
-def churn_section(args, shim, churn, ops, reps):
+def churn_section(args, shim, old, churn, ops, reps):
     """The default churn section: glibc, ndmem, jemalloc and mimalloc alone and behind ndmem,
-    and ideal; (report lines, summary lines)."""
+    ideal, and with --compare the old build's shim; (report lines, summary lines)."""
     je, mi = find_allocators(args)
     configs = [Config("glibc", []), Config("ndmem", [str(shim)])]
+    if old:
+        configs.append(Config(OLD, [str(old)]))
     configs += allocator_configs(Config, shim, je, "jemalloc")
     configs += allocator_configs(Config, shim, mi, "mimalloc")
     configs.append(Config("ideal", [], ideal=True))
@@ -160,4 +163,10 @@ def churn_section(args, shim, churn, ops, reps):
         "%s %s" % (c.name, "/".join("%.1fx" % ratio(ns[(c.name, t)], ns[("ideal", t)])
                                     for t in THREADS))
         for c in configs if c.name != "ideal"))
+    if old:
+        line = compare_line(old, "churn", ["%dT" % t for t in THREADS],
+                            [{c.name: ns[(c.name, t)] for c in configs if c.name != "ideal"}
+                             for t in THREADS])
+        lines.append(line)
+        summary.append(line)
     return lines + skipped_allocators(je, mi) + [""], summary

@@ -3,6 +3,7 @@
 under ndmem, whole process and training loop; and the same loop under ndmem with other
 settings, which --workspace and --limits use."""
 from .common import NOISY, SetupError, log, ndmem_lines, spread, verdict
+from .compare import OLD, compare_line, old_loss
 from .scripts import find_numpy_python, interleaved, skip, time_rows, train_once
 
 TRAIN_STEPS = 300        # train_numpy.py's default; about 3 s a run
@@ -10,10 +11,10 @@ QUICK_STEPS = 30
 TRAIN_TARGET = 1.05      # ndmem / plain, whole-process wall time
 
 
-def bench_numpy(py, shim, steps, reps):
-    """train_numpy.py plain and under the shim, each repetition in a rotated order:
-    {name: {"wall", "loop", "loss"}}."""
-    shims = [("plain", None), ("ndmem", shim)]
+def bench_numpy(py, shim, steps, reps, old=None):
+    """train_numpy.py plain and under the shim (and the old one with --compare), each
+    repetition in a rotated order: {name: {"wall", "loop", "loss"}}."""
+    shims = [("plain", None), ("ndmem", shim)] + ([(OLD, old)] if old else [])
     for n, s in shims[1:]:
         _, _, _, err = train_once(py, s, 3, True, summary=True, label=n)
         if not ndmem_lines(err):
@@ -57,19 +58,26 @@ def report_numpy(res, py, npver, steps, reps):
     return out, r, loss_msg, loss_ok
 
 
-def numpy_section(shim, steps, reps):
+def numpy_section(shim, old, steps, reps):
     """The default numpy section: (report lines, summary lines, whether the losses agree)."""
     py, npver, why = find_numpy_python()
     if py is None:
         report, summary = [], []
         skip(report, summary, "numpy: skipped: %s" % why)
         return report, summary, True
-    res = bench_numpy(py, shim, steps, reps)
+    res = bench_numpy(py, shim, steps, reps, old)
     lines, r, loss_msg, loss_ok = report_numpy(res, py, npver, steps, reps)
     summary = ["numpy train_numpy.py (%d steps, %s, numpy %s): ndmem/plain wall %.3fx, loop "
                "%.3fx (target <= %.2fx: %s); %s" % (steps, py, npver, r["wall"], r["loop"],
                                                    TRAIN_TARGET, verdict(r["wall"], TRAIN_TARGET),
                                                    loss_msg)]
+    if old:
+        line = compare_line(old, "numpy", ["wall", "loop"],
+                            [{n: x[k] for n, x in res.items()} for k in ("wall", "loop")])
+        differs, ok = old_loss(res["plain"]["loss"], res[OLD]["loss"], "train_numpy.py")
+        lines += [line] + (["  " + differs] if differs else [])
+        summary += [line] + (["  " + differs] if differs else [])
+        loss_ok = loss_ok and ok
     return lines + [""], summary, loss_ok
 
 

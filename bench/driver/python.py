@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 """--python: what reading Python frames costs a training job. The numpy loop and a PyTorch CPU
 loop under ndmem with NDMEM_PYTHON=0 and with the default (frames read for every tracked
-block)."""
+block); with --compare, the PyTorch loop under the old build's shim too."""
 import json
 import os
 
 from .common import NOISY, SetupError, base_env, log, ndmem_lines, run, spread, trace_dir, verdict
+from .compare import OLD, compare_line, old_loss
 from .scripts import (TORCH_SCRIPT, TRAIN, find_numpy_python, find_torch_python, interleaved,
                       script_once, time_rows)
 
@@ -52,12 +53,18 @@ def python_probe(build, py, shim, script, name):
     return warn, state
 
 
-def bench_python_workload(py, shim, script, steps, reps, name):
-    """script under ndmem with Python frames off and on, interleaved and rotated per repetition
-    (after one warm-up run of each): {config: {"wall", "loop", "loss"}}."""
-    for n, e in PY_CONFIGS:
-        script_once(py, shim, script, 3, e, "%s (%s, warm-up)" % (name, n))
-    return interleaved(PY_CONFIGS, reps,
+def bench_python_workload(py, shim, script, steps, reps, name, old=None):
+    """script under ndmem with Python frames off and on (and with --compare, on under the old
+    build's shim), interleaved and rotated per repetition (after one warm-up run of each, which
+    proves the old shim is live): {config: {"wall", "loop", "loss"}}."""
+    configs = PY_CONFIGS + ([(OLD, {"LD_PRELOAD": str(old)})] if old else [])
+    for n, e in configs:
+        what = "%s (%s, warm-up)" % (name, n)
+        _, _, _, err = script_once(py, shim, script, 3, e, what, summary=n == OLD)
+        if n == OLD and not ndmem_lines(err):
+            raise SetupError("%s: no 'ndmem[' line with NDMEM_SUMMARY=1: the shim %s is not "
+                             "loaded.\nstderr was:\n%s" % (what, old, err.strip()))
+    return interleaved(configs, reps,
                        lambda n, e: script_once(py, shim, script, steps, e,
                                                 "%s (%s)" % (name, n))[:3],
                        "python: %s repetition %%d/%%d done" % name)
@@ -88,10 +95,11 @@ def report_python_workload(res, name, steps, reps):
     return out, r, msg, ok
 
 
-def bench_python(args, build, shim, steps, reps):
+def bench_python(args, build, shim, steps, reps, old=None):
     """The --python section: what reading Python frames costs a training job. The numpy loop
     (examples/train_numpy.py) and a PyTorch CPU loop (tests/runtime/py_torch.py) under ndmem
-    with NDMEM_PYTHON=0 and with the default (frames read for every tracked block)."""
+    with NDMEM_PYTHON=0 and with the default (frames read for every tracked block); with
+    --compare, the PyTorch loop under the old build's shim as well."""
     tsteps = args.torch_steps or (QUICK_TORCH_STEPS if args.quick else TORCH_STEPS)
     work = []
     if not args.no_numpy:
@@ -119,7 +127,8 @@ def bench_python(args, build, shim, steps, reps):
             summary.append("python: shim %s" % state)
             probed = True
         log("python: %s, %d steps x %d repetitions with %s (%s)" % (name, n, reps, py, ver))
-        res = bench_python_workload(py, shim, script, n, reps, name)
+        cmp = old if name == "torch" else None
+        res = bench_python_workload(py, shim, script, n, reps, name, cmp)
         lines, r, msg, wok = report_python_workload(res, "%s, %s, %s" % (name, py, ver), n, reps)
         report += lines
         ok = ok and wok
@@ -127,6 +136,14 @@ def bench_python(args, build, shim, steps, reps):
         summary.append("python %s (%d steps): on / off loop %.3fx, wall %.3fx (target <= %.2fx: "
                        "%s); %s" % (name, n, r["loop"], r["wall"], PY_TARGET,
                                     verdict(r["loop"], PY_TARGET), msg))
+        if cmp:
+            line = compare_line(old, name, ["loop", "wall"],
+                                [{c: x[k] for c, x in res.items()} for k in ("loop", "wall")],
+                                "python=1", "    ")
+            differs, cok = old_loss(res["python=0"]["loss"], res[OLD]["loss"], script.name)
+            report += [line] + (["    " + differs] if differs else [])
+            summary += ["  " + line.strip()] + (["  " + differs] if differs else [])
+            ok = ok and cok
     if worst:
         report.append("  on / off (worst training loop): %.3fx   target <= %.2fx: %s%s"
                       % (max(worst), PY_TARGET, verdict(max(worst), PY_TARGET),

@@ -9,6 +9,7 @@ import time
 
 from .common import (NOISY, SetupError, find_allocators, log, median, mib, ratio, run,
                      skipped_allocators, spread, verdict)
+from .compare import OLD, compare_line
 from .configs import EnvConfig, allocator_configs, shim_lines, verify_allocator
 from .rss import rss_floor, rss_run
 
@@ -33,10 +34,12 @@ STRESS_PROBE = {"stress": ["--threads", "2", "--rounds", "2", "--iters", "500"],
                 "larson": ["--threads", "2", "--ops", "500", "--epochs", "2"]}
 
 
-def stress_configs(shim, je, mi):
+def stress_configs(shim, je, mi, old=None):
     configs = [EnvConfig("glibc", []),
                EnvConfig("ndmem", [str(shim)]),
                EnvConfig("ndmem ws=0", [str(shim)], {"NDMEM_WORKSPACES": "0"})]
+    if old:
+        configs.append(EnvConfig(OLD, [str(old)]))
     configs += allocator_configs(EnvConfig, shim, je, "jemalloc")
     return configs + allocator_configs(EnvConfig, shim, mi, "mimalloc", behind=False)
 
@@ -66,7 +69,7 @@ def verify_stress_config(build, cfg):
         verify_allocator(cfg, p, what)
 
 
-def bench_stress(args, build, reps, shim):
+def bench_stress(args, build, reps, shim, old=None):
     """The --stress section: stress and larson under every configuration, interleaved and
     rotated per repetition, every run with --check; medians and paired ratios."""
     for prog in STRESS_PROBE:
@@ -74,7 +77,7 @@ def bench_stress(args, build, reps, shim):
             raise SetupError("%s not found: %s (ninja -C %s)" % (prog, build / "bench" / prog,
                                                                  args.build))
     je, mi = find_allocators(args)
-    configs = stress_configs(shim, je, mi)
+    configs = stress_configs(shim, je, mi, old)
     workloads = QUICK_STRESS_WORKLOADS if args.quick else STRESS_WORKLOADS
     for cfg in configs:
         verify_stress_config(build, cfg)
@@ -101,7 +104,7 @@ def bench_stress(args, build, reps, shim):
     for name, by in sums.items():  # the same sizes were asked for under every allocator
         if len(by) != 1:
             raise SetupError("%s: checksums differ between configurations: %r" % (name, by))
-    return report_stress(configs, workloads, secs, rss, floor, reps, checked, je, mi)
+    return report_stress(configs, workloads, secs, rss, floor, reps, checked, je, mi, old)
 
 
 def stress_verdicts(rat, wl):
@@ -124,7 +127,7 @@ def stress_headline(secs, rss, wl, indent):
     return out
 
 
-def report_stress(configs, workloads, secs, rss, floor, reps, checked, je, mi):
+def report_stress(configs, workloads, secs, rss, floor, reps, checked, je, mi, old=None):
     names = [c.name for c in configs]
     wl = [w[0] for w in workloads]
     out = ["stress: threads that come and go, %d repetitions; median seconds of the workload "
@@ -165,6 +168,10 @@ def report_stress(configs, workloads, secs, rss, floor, reps, checked, je, mi):
         elif (a, b) == ("ndmem", "glibc"):
             row += "   target <= %.2fx: %s" % (STRESS_TARGET, stress_verdicts(rat, wl))
         out.append(row)
+    cmp = None
+    if old:
+        cmp = compare_line(old, "", wl, [{n: secs[(n, w)] for n in names} for w in wl])
+        out.append(cmp)
     # Peak RSS: every timed run went through the RSS helper (see rss_run).
     out.append("")
     out.append("  peak RSS of the whole process, MiB (median over repetitions; wait4 ru_maxrss of "
@@ -208,6 +215,8 @@ def report_stress(configs, workloads, secs, rss, floor, reps, checked, je, mi):
     if "mimalloc" in names:
         summary.append("  mimalloc / glibc %s: %s" % ("/".join(wl), "/".join(
             "%.2fx" % ratio(secs[("mimalloc", w)], secs[("glibc", w)]) for w in wl)))
+    if cmp:
+        summary.append(cmp)
     summary.append("  --check exact in all %d runs under ndmem; checksums identical" % checked)
     return out + [""], summary
 
