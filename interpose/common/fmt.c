@@ -99,6 +99,102 @@ void nd_buf_ubytes(nd_buf_t *b, uint64_t v) {
   nd_buf_str(b, units[u]);
 }
 
+const char *nd_bytes_text(char out[ND_BYTES_MAX], int64_t v) {
+  nd_buf_t t;
+  nd_buf_reset(&t);
+  nd_buf_bytes(&t, v);
+  size_t n = t.len < ND_BYTES_MAX - 1 ? t.len : ND_BYTES_MAX - 1;
+  memcpy(out, t.data, n);
+  out[n] = 0;
+  return out;
+}
+
+static void pad(nd_buf_t *b, int n, char c) {
+  while (n-- > 0) nd_buf_char(b, c);
+}
+
+// A number's digits (base 10 or 16) with its sign, padded to width.
+static void number(nd_buf_t *b, uint64_t v, int neg, int base, int width, int left, int zero) {
+  char d[24];
+  int n = 0;
+  do {
+    d[n++] = "0123456789abcdef"[v % (unsigned)base];
+    v /= (unsigned)base;
+  } while (v);
+  int len = n + neg;
+  if (!left && !zero) pad(b, width - len, ' ');
+  if (neg) nd_buf_char(b, '-');
+  if (!left && zero) pad(b, width - len, '0');
+  while (n) nd_buf_char(b, d[--n]);
+  if (left) pad(b, width - len, ' ');
+}
+
+void nd_buf_vfmt(nd_buf_t *b, const char *f, va_list ap) {
+  for (; *f; f++) {
+    if (*f != '%') {
+      nd_buf_char(b, *f);
+      continue;
+    }
+    const char *start = f++;
+    int left = 0, zero = 0, width = 0, prec = -1, lng = 0;
+    for (; *f == '-' || *f == '0'; f++) *f == '-' ? (left = 1) : (zero = 1);
+    if (*f == '*') {
+      width = va_arg(ap, int);
+      if (width < 0) left = 1, width = -width;
+      f++;
+    } else {
+      while (*f >= '0' && *f <= '9') width = width * 10 + (*f++ - '0');
+    }
+    if (*f == '.') {
+      f++;
+      prec = 0;
+      if (*f == '*') prec = va_arg(ap, int), f++;
+      else
+        while (*f >= '0' && *f <= '9') prec = prec * 10 + (*f++ - '0');
+    }
+    for (; *f == 'l' || *f == 'z'; f++) lng = *f == 'z' ? 2 : lng + 1;
+    switch (*f) {
+    case 's': {
+      const char *s = va_arg(ap, const char *);
+      if (!s) s = "(null)";
+      size_t n = prec >= 0 ? strnlen(s, (size_t)prec) : strlen(s);
+      if (!left) pad(b, width - (int)n, ' ');
+      nd_buf_strn(b, s, n);
+      if (left) pad(b, width - (int)n, ' ');
+      break;
+    }
+    case 'c': nd_buf_char(b, (char)va_arg(ap, int)); break;
+    case 'd':
+    case 'i': {
+      long long v = lng >= 2 ? va_arg(ap, long long) : lng ? va_arg(ap, long) : va_arg(ap, int);
+      number(b, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, v < 0, 10, width,
+             left, zero);
+      break;
+    }
+    case 'u':
+    case 'x': {
+      unsigned long long v = lng >= 2 ? va_arg(ap, unsigned long long)
+                             : lng     ? va_arg(ap, unsigned long)
+                                       : va_arg(ap, unsigned);
+      number(b, v, 0, *f == 'u' ? 10 : 16, width, left, zero);
+      break;
+    }
+    case 'p': nd_buf_hex(b, (uint64_t)(uintptr_t)va_arg(ap, void *)); break;
+    case '%': nd_buf_char(b, '%'); break;
+    default: // not a conversion of this subset: written as it stands
+      nd_buf_strn(b, start, (size_t)(f - start) + (*f != 0));
+      if (!*f) return;
+    }
+  }
+}
+
+void nd_buf_fmt(nd_buf_t *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  nd_buf_vfmt(b, fmt, ap);
+  va_end(ap);
+}
+
 void nd_buf_line(nd_buf_t *b, int fd) {
   nd_buf_char(b, '\n');
   nd_buf_flush(b, fd);
@@ -122,13 +218,6 @@ const char *nd_errno_text(int err) {
 void nd_say_path_error(const char *what, const char *path, int err, const char *then) {
   nd_buf_t b;
   nd_buf_reset(&b);
-  nd_buf_str(&b, "ndmem: ");
-  nd_buf_str(&b, what);
-  nd_buf_str(&b, " '");
-  nd_buf_strn(&b, path, 600);
-  nd_buf_str(&b, "': ");
-  nd_buf_str(&b, nd_errno_text(err));
-  nd_buf_str(&b, "; ");
-  nd_buf_str(&b, then);
+  nd_buf_fmt(&b, "ndmem: %s '%.600s': %s; %s", what, path, nd_errno_text(err), then);
   nd_buf_line(&b, 2);
 }

@@ -5,6 +5,7 @@
 #ifndef ND_FMT_H
 #define ND_FMT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,17 @@ void nd_buf_u64_pad(nd_buf_t *b, uint64_t v, int width); // right-aligned in wid
 void nd_buf_hex(nd_buf_t *b, uint64_t v);                // 0x...
 void nd_buf_bytes(nd_buf_t *b, int64_t v);               // human: "512 B", "1.50 KiB", "3.21 GiB"
 void nd_buf_ubytes(nd_buf_t *b, uint64_t v);             // the same for the whole unsigned range
+// printf's subset, without allocating (as mimalloc's _mi_vsnprintf): %s %c %d %i %u %x %p %%,
+// the length modifiers l, ll and z, a width (digits or *, '-' to pad on the right, '0' to pad
+// numbers with zeros) and a precision for %s (.N or .*: at most N bytes). Anything else is
+// written as it stands. Checked by the compiler like printf.
+__attribute__((format(printf, 2, 3))) void nd_buf_fmt(nd_buf_t *b, const char *fmt, ...);
+void nd_buf_vfmt(nd_buf_t *b, const char *fmt, va_list ap);
+// A human size for a %s: nd_bytes_text(ND_BYTES_BUF, v) writes into a buffer that lives until
+// the end of the enclosing block ("512 B", "1.50 KiB"; as nd_buf_bytes).
+#define ND_BYTES_MAX 24
+#define ND_BYTES(v) nd_bytes_text((char[ND_BYTES_MAX]){0}, (v))
+const char *nd_bytes_text(char out[ND_BYTES_MAX], int64_t v);
 void nd_buf_flush(nd_buf_t *b, int fd);                  // write and reset
 void nd_buf_line(nd_buf_t *b, int fd);                   // end the line, write and reset
 const char *nd_buf_cstr(nd_buf_t *b);                    // NUL-terminated view (for tests)

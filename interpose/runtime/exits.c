@@ -107,7 +107,8 @@ static void table_unlock(const sigset_t *old) {
 }
 
 static int managed(int sig) {
-  return signals.on && sig > 0 && sig < NSIGS && signals.fatal[sig] && nd_os_getpid() == signals.pid;
+  return signals.on && sig > 0 && sig < NSIGS && signals.fatal[sig] &&
+         nd_os_getpid() == signals.pid;
 }
 
 static void setup(char *const *envp) {
@@ -127,7 +128,8 @@ static void setup(char *const *envp) {
 static void atfork_child(nd_tls_t *t) {
   (void)t;
   signals.pid = nd_os_getpid();
-  last_thread.last_ns = 0, last_thread.streak = 0, last_thread.done = 0; // the child's threads are its own to count
+  // the child's threads are its own to count
+  last_thread.last_ns = 0, last_thread.streak = 0, last_thread.done = 0;
 }
 
 static void *ends(void *arg) {

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
-// init.c: the shim's life cycle: resolving the next allocator, the bootstrap pool, per-thread
-// setup and teardown, fork handlers, and the summary printed at exit.
+// init.c: the shim's life cycle: initialisation, the rooms' modules (module.h) and their order,
+// per-thread setup and teardown, fork handlers, and the end (nd_finish). The state it sets up is
+// in state.c, the next allocator in resolve.c, what is said on stderr in summary.c.
 //
-// dlsym allocates, so while a thread initialises, its malloc-family calls are served from a
-// static pool that free/realloc/malloc_usable_size recognise by address (heaptrack's trick).
 // Initialisation is light (symbol look-ups, reading environ) so it is safe to run from the first
-// intercepted call, which may come from another library's constructor before ours has run.
-#include "account/track.h"
+// intercepted call, which may come from another library's constructor before ours has run; while
+// it runs, that thread's allocations come from the bootstrap pool (state.c).
 #include "runtime/shim.h"
+
+#include "account/track.h"
 
 #include "account/reach.h"
 #include "common/os.h"
@@ -30,123 +31,12 @@
 
 extern char **environ;
 
-__thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
-nd_real_t nd_real;
-nd_config_t nd_cfg;
-int nd_state;
 static int nd_accounting; // the process accounts (config, fork policy)
 static pid_t nd_init_tid;
-int nd_child; // ND_ROOT, ND_EXEC_CHILD or ND_FORK_CHILD
-// ndmem's own copy of stderr, kept only by a process that prints a summary: programs built on
-// gnulib (ls, cat, ...) close fd 2 at exit, before the summary is written. Above the descriptors
-// programs manage (nd_os_fd_high), close-on-exec.
-static int nd_log_fd = 2;
-static struct stat nd_log_st; // what nd_log_fd was when it was made (a program may close it)
 
-// ---------------------------------------------------------------- bootstrap pool
 
-_Alignas(64) char nd_boot_pool[ND_BOOT_POOL_SIZE];
-static size_t nd_boot_used;
-static uint64_t nd_boot_count; // published as a fallback once the thread has a shard
 
-// Only the initialising thread allocates here (others wait for READY), so no lock. Blocks are
-// never reused: the pool is zero-filled, which also makes calloc free.
-void *nd_boot_alloc(size_t size, size_t align) {
-  if (align < 16) align = 16;
-  uintptr_t base = (uintptr_t)nd_boot_pool;
-  uintptr_t p = (base + nd_boot_used + sizeof(size_t) + align - 1) & ~(uintptr_t)(align - 1);
-  if (size > ND_BOOT_POOL_SIZE || p + size > base + ND_BOOT_POOL_SIZE) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  ((size_t *)p)[-1] = size;
-  nd_boot_used = p + size - base;
-  nd_boot_count++;
-  return (void *)p;
-}
 
-size_t nd_boot_usable(const void *p) { return ((const size_t *)p)[-1]; }
-
-// ---------------------------------------------------------------- resolving the next allocator
-
-static void *next_sym(const char *name) { return dlsym(RTLD_NEXT, name); }
-
-// POSIX guarantees dlsym's object pointers convert to function pointers; ISO C does not.
-#define FN(type, p) (__extension__(type)(p))
-
-// A function belongs to the next allocator when it lives in the same object as its malloc;
-// otherwise (jemalloc has no pvalloc, so RTLD_NEXT finds glibc's) calling it would hand the
-// program a block from another heap that the allocator's free cannot take back.
-static int same_object(void *fn, const void *base) {
-  Dl_info info;
-  return fn && dladdr(fn, &info) && info.dli_fbase == base;
-}
-
-// ndmem's own remarks (bad settings, a trace it cannot create): in the process the user started
-// only; its children have the same settings, and their stderr is their parents' to read.
-int nd_quiet(void) { return nd_child != ND_ROOT && !nd_cfg.summary_children; }
-
-static void warn_line(const char *line, void *ctx) {
-  (void)ctx;
-  if (nd_quiet()) return;
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  nd_buf_str(&b, line);
-  nd_buf_line(&b, 2);
-}
-
-static int next_is_glibc; // the next allocator is glibc's malloc (resolve)
-
-static int resolve(void) {
-  nd_real.malloc = FN(void *(*)(size_t), next_sym("malloc"));
-  nd_real.free = FN(void (*)(void *), next_sym("free"));
-  nd_real.calloc = FN(void *(*)(size_t, size_t), next_sym("calloc"));
-  nd_real.realloc = FN(void *(*)(void *, size_t), next_sym("realloc"));
-  nd_real.usable = FN(size_t(*)(void *), next_sym("malloc_usable_size"));
-  nd_real.mmap = FN(void *(*)(void *, size_t, int, int, int, off_t), next_sym("mmap"));
-  nd_real.munmap = FN(int (*)(void *, size_t), next_sym("munmap"));
-  nd_real.mremap = FN(void *(*)(void *, size_t, size_t, int, ...), next_sym("mremap"));
-  if (!nd_real.malloc || !nd_real.free || !nd_real.calloc || !nd_real.realloc || !nd_real.mmap ||
-      !nd_real.munmap || !nd_real.mremap)
-    return -1;
-
-  Dl_info info;
-  const void *base = dladdr(FN(void *, nd_real.malloc), &info) ? info.dli_fbase : NULL;
-  next_is_glibc = base && info.dli_fname && strstr(info.dli_fname, "/libc.so") != NULL;
-  void *f;
-  f = next_sym("posix_memalign");
-  nd_real.posix_memalign =
-      same_object(f, base) ? FN(int (*)(void **, size_t, size_t), f) : nd_synth_posix_memalign;
-  f = next_sym("aligned_alloc");
-  nd_real.aligned_alloc = same_object(f, base) ? FN(void *(*)(size_t, size_t), f) : nd_synth_aligned_alloc;
-  f = next_sym("memalign");
-  nd_real.memalign = same_object(f, base) ? FN(void *(*)(size_t, size_t), f) : nd_synth_memalign;
-  f = next_sym("valloc");
-  nd_real.valloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_valloc;
-  f = next_sym("pvalloc");
-  nd_real.pvalloc = same_object(f, base) ? FN(void *(*)(size_t), f) : nd_synth_pvalloc;
-  nd_real.sigaction = FN(int (*)(int, const struct sigaction *, struct sigaction *), next_sym("sigaction"));
-  nd_real.signal = FN(void (*(*)(int, void (*)(int)))(int), next_sym("signal"));
-  nd_real.exit_ = FN(__typeof__(nd_real.exit_), next_sym("_exit"));
-  nd_real.pipe2 = FN(int (*)(int *, int), next_sym("pipe2"));
-  nd_allocstat_resolve(FN(void *, nd_real.malloc)); // whose free bytes a flush asks (allocstat.c)
-  nd_keys_resolve(next_sym);
-  f = next_sym("malloc_trim"); // relief for workspaces and limits; another heap's would not help
-  nd_real.trim = same_object(f, base) ? FN(int (*)(size_t), f) : NULL;
-  nd_real.trim_next = FN(int (*)(size_t), f);
-
-  // Without malloc_usable_size (in the allocator itself) nothing can be accounted exactly, and
-  // without an aligned allocator of its own the synthesised ones would recurse.
-  if (!same_object(FN(void *, nd_real.usable), base) ||
-      (nd_real.posix_memalign == nd_synth_posix_memalign &&
-       nd_real.memalign == nd_synth_memalign)) {
-    warn_line("ndmem: the next allocator lacks malloc_usable_size or an aligned allocation "
-              "function; accounting is off, calls are forwarded",
-              NULL);
-    return 1;
-  }
-  return 0;
-}
 
 // ---------------------------------------------------------------- per-thread state
 
@@ -237,12 +127,7 @@ static void atfork_child(void) {
   for (int i = nmodules - 1; i >= 0; i--)
     if (by_rank[i]->atfork_child) by_rank[i]->atfork_child(t);
   nd_child = ND_FORK_CHILD;
-  if (nd_log_fd != 2 && !nd_prints_summary()) { // inherited; this child prints nothing
-    int saved = errno;
-    close(nd_log_fd);
-    errno = saved;
-    nd_log_fd = 2;
-  }
+  nd_summary_atfork_child();
   if (!nd_cfg.follow_fork) {
     nd_accounting = 0;
     if (t->mode == ND_T_COUNT) t->mode = ND_T_FORWARD;
@@ -286,28 +171,6 @@ static int parent_traced(void) {
   return found;
 }
 
-// Only the process the user started prints its summary, unless NDMEM_SUMMARY_CHILDREN=1.
-int nd_prints_summary(void) {
-  return nd_cfg.summary && (nd_child == ND_ROOT || nd_cfg.summary_children);
-}
-
-static void open_log_fd(void) {
-  int saved = errno;
-  int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
-  if (fd >= 0) {
-    fd = nd_os_fd_high(fd, 1);
-    if (fstat(fd, &nd_log_st) == 0) nd_log_fd = fd;
-    else close(fd);
-  }
-  errno = saved;
-}
-
-// The summary's descriptor, if it still is what it was made from (a program that closed every
-// descriptor may have reused the number for a file of its own); else fd 2.
-static int log_fd(void) {
-  return nd_log_fd != 2 && nd_os_same_file(nd_log_fd, nd_log_st.st_dev, nd_log_st.st_ino)
-             ? nd_log_fd : 2;
-}
 
 static void initialize(nd_tls_t *t) {
   unsigned char saved = t->mode;
@@ -316,30 +179,31 @@ static void initialize(nd_tls_t *t) {
   int secure = getauxval(AT_SECURE) != 0;
   nd_child = parent_traced() ? ND_EXEC_CHILD : ND_ROOT;
   nd_cfg.summary_children = 0; // until the settings are read: a child is quiet
-  nd_config_load(&nd_cfg, environ, secure, warn_line, NULL);
+  nd_config_load(&nd_cfg, environ, secure, nd_warn_line, NULL);
   if (nd_cfg.limits_strict && nd_cfg.unread_limits) {
     // The job asked to be capped and the cap cannot be read: it does not start (config.h).
-    warn_line("ndmem: NDMEM_LIMITS_STRICT=1: a job whose limit cannot be read (above) is not "
+    nd_warn_line("ndmem: NDMEM_LIMITS_STRICT=1: a job whose limit cannot be read (above) is not "
               "started (exit status 2)",
               NULL);
     syscall(SYS_exit_group, 2);
   }
   if (nd_cfg.config_strict && nd_cfg.bad_values) {
-    warn_line("ndmem: NDMEM_CONFIG_STRICT=1: a job whose settings cannot be read (above) is not "
+    nd_warn_line("ndmem: NDMEM_CONFIG_STRICT=1: a job whose settings cannot be read (above) is not "
               "started (exit status 2)",
               NULL);
     syscall(SYS_exit_group, 2);
   }
   if (nd_cfg.config_strict == 2) syscall(SYS_exit_group, 0); // the settings' check alone
-  int rc = resolve();
+  int next_is_glibc = 0;
+  int rc = nd_resolve_next(&next_is_glibc);
   if (rc < 0) {
     // Nothing to forward to: this cannot run a program. Say so and stop.
-    warn_line("ndmem: cannot resolve the next allocator (dlsym RTLD_NEXT failed); aborting", NULL);
+    nd_warn_line("ndmem: cannot resolve the next allocator (dlsym RTLD_NEXT failed); aborting", NULL);
     _exit(127);
   }
   nd_accounting = rc == 0 && nd_cfg.enabled;
   if (nd_accounting && next_is_glibc) nd_glibc_heads_check(); // usable is malloc's (resolve)
-  if (nd_accounting && nd_prints_summary()) open_log_fd();
+  if (nd_accounting && nd_prints_summary()) nd_summary_open();
   find_modules();
   if (nd_accounting) pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   for (int i = 0; nd_accounting && i < nmodules; i++)
@@ -387,10 +251,7 @@ int nd_thread_prepare(nd_tls_t *t) {
     return t->mode;
   }
   nd_track_thread_init(t);
-  if (nd_boot_count && nd_os_gettid() == nd_init_tid) {
-    s->fallbacks[NDMEM_FB_BOOTSTRAP] += nd_boot_count;
-    nd_boot_count = 0;
-  }
+  if (nd_os_gettid() == nd_init_tid) s->fallbacks[NDMEM_FB_BOOTSTRAP] += nd_boot_take_count();
   t->shard = s;
   t->mode = ND_T_COUNT;
   return t->mode;
@@ -401,104 +262,7 @@ void nd_fallback(nd_tls_t *t, int fb) {
   else nd_late_fallback(fb);
 }
 
-// ---------------------------------------------------------------- summary
 
-static void line_start(nd_buf_t *b) {
-  nd_buf_reset(b);
-  nd_buf_str(b, "ndmem[");
-  nd_buf_u64(b, (uint64_t)nd_os_getpid());
-  nd_buf_str(b, "]: ");
-}
-
-static void kind_line(nd_buf_t *b, int fd, int kind, const ndmem_kind_stats_t *k) {
-  line_start(b);
-  nd_buf_kind(b, kind);
-  nd_buf_str(b, ": peak ");
-  nd_buf_bytes(b, k->peak_bytes);
-  nd_buf_str(b, " (");
-  nd_buf_i64(b, k->peak_bytes);
-  nd_buf_str(b, " B); live at exit ");
-  // Frees of blocks ndmem never saw allocated would make these negative: never shown as memory.
-  int64_t live = k->live_bytes > 0 ? k->live_bytes : 0, count = k->live_count > 0 ? k->live_count : 0;
-  nd_buf_bytes(b, live);
-  nd_buf_str(b, " (");
-  nd_buf_i64(b, live);
-  nd_buf_str(b, " B) in ");
-  nd_buf_i64(b, count);
-  nd_buf_str(b, kind == NDMEM_KIND_MMAP ? " mappings; " : " blocks; ");
-  nd_buf_u64(b, k->allocs);
-  nd_buf_str(b, " allocated, ");
-  nd_buf_u64(b, k->frees);
-  nd_buf_str(b, " released");
-  if (k->live_count < 0 || k->live_bytes < 0) {
-    nd_buf_str(b, " (");
-    nd_buf_u64(b, 0ull - (uint64_t)k->live_count);
-    nd_buf_str(b, " more released than ndmem saw allocated)");
-  }
-  nd_buf_char(b, '\n');
-  nd_buf_flush(b, fd);
-}
-
-static const char *const fb_names[NDMEM_FB_COUNT] = {"bootstrap", "synthesized", "late-thread",
-                                                     "untracked-free"};
-
-void nd_print_summary(int fd) {
-  ndmem_stats_t s;
-  nd_counters_snapshot_process(&s);
-  nd_buf_t b;
-  // heap and mmap always; the other kinds when they were used
-  for (int i = 0; i < NDMEM_KIND_COUNT; i++)
-    if (i <= NDMEM_KIND_MMAP || s.kind[i].allocs) kind_line(&b, fd, i, &s.kind[i]);
-  line_start(&b);
-  nd_buf_str(&b, "calls:");
-  int calls = 0;
-  for (int i = 0; i < NDMEM_FN_COUNT; i++) {
-    if (!s.calls[i]) continue;
-    calls = 1;
-    nd_buf_char(&b, ' ');
-    nd_buf_str(&b, nd_fn_name(i));
-    nd_buf_char(&b, ' ');
-    nd_buf_u64(&b, s.calls[i]);
-  }
-  if (!calls) nd_buf_str(&b, " none");
-  nd_buf_str(&b, "; threads ");
-  nd_buf_u64(&b, s.threads);
-  nd_buf_str(&b, "; fallbacks:");
-  int any = 0;
-  for (int i = 0; i < NDMEM_FB_COUNT; i++) {
-    if (!s.fallbacks[i]) continue;
-    nd_buf_char(&b, ' ');
-    nd_buf_str(&b, fb_names[i]);
-    nd_buf_char(&b, ' ');
-    nd_buf_u64(&b, s.fallbacks[i]);
-    any = 1;
-  }
-  if (!any) nd_buf_str(&b, " none");
-  nd_buf_line(&b, fd);
-  for (int i = 0; i < nmodules; i++)
-    if (by_order[i]->summary) by_order[i]->summary(fd);
-  if (nd_cfg.summary < 2) return;
-  for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {
-    if (sh->state != ND_SHARD_OWNED) continue;
-    ndmem_stats_t ts;
-    nd_counters_snapshot_shard(sh, &ts);
-    const ndmem_kind_stats_t *h = &ts.kind[NDMEM_KIND_HEAP];
-    line_start(&b);
-    nd_buf_str(&b, "  thread ");
-    nd_buf_i64(&b, ts.tid);
-    nd_buf_str(&b, ": heap ");
-    nd_buf_u64(&b, h->allocs);
-    nd_buf_str(&b, " allocated, ");
-    nd_buf_u64(&b, h->frees);
-    nd_buf_str(&b, " released, net ");
-    nd_buf_bytes(&b, h->live_bytes);
-    nd_buf_str(&b, ", thread peak ");
-    nd_buf_bytes(&b, h->peak_bytes);
-    nd_buf_line(&b, fd);
-  }
-}
-
-// ---------------------------------------------------------------- constructor / destructor
 
 __attribute__((constructor)) static void nd_ctor(void) { nd_thread_prepare(&nd_tls); }
 
@@ -552,26 +316,7 @@ void nd_finish(int how, int code) {
       for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);
     nd_trace_set_exit(how, code);
     nd_trace_flush(1);
-    if (nd_prints_summary()) {
-      int fd = log_fd();
-      nd_buf_t b;
-      nd_buf_reset(&b);
-      if (!nd_os_at_line_start(fd)) nd_buf_line(&b, fd); // after a program's unfinished line
-      if (how == ND_EXIT_SIGNAL || how == ND_EXIT_UNDERSCORE) {
-        line_start(&b);
-        nd_buf_str(&b, how == ND_EXIT_SIGNAL ? "ended by signal " : "ended by _exit(");
-        nd_buf_i64(&b, code);
-        if (how == ND_EXIT_SIGNAL) {
-          nd_buf_str(&b, " (");
-          nd_buf_str(&b, sigabbrev_np(code) ? sigabbrev_np(code) : "?");
-          nd_buf_str(&b, "); the trace is complete up to here");
-        } else {
-          nd_buf_str(&b, ")");
-        }
-        nd_buf_line(&b, fd);
-      }
-      nd_print_summary(fd);
-    }
+    if (nd_prints_summary()) nd_summary_end(how, code);
   }
   __atomic_store_n(&nd_state, ND_SHUTDOWN, __ATOMIC_RELEASE);
   __atomic_store_n(&finish_state, 2, __ATOMIC_RELEASE);

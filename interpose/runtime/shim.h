@@ -89,12 +89,19 @@ int nd_thread_prepare(nd_tls_t *t); // settles a NEW thread; returns the mode to
 void nd_fallback(nd_tls_t *t, int fb);
 void *nd_boot_alloc(size_t size, size_t align);
 size_t nd_boot_usable(const void *p);
+uint64_t nd_boot_take_count(void); // blocks the pool served (once: then 0)
+int nd_resolve_next(int *next_is_glibc); // resolve.c: 0, 1 (accounting impossible), -1 (none)
 extern char nd_boot_pool[];
 #define ND_BOOT_POOL_SIZE (256 * 1024)
 ND_INLINE int nd_boot_owns(const void *p) {
   return (size_t)((const char *)p - nd_boot_pool) < ND_BOOT_POOL_SIZE;
 }
+// summary.c: ndmem's remarks and its summary at exit
 void nd_print_summary(int fd);
+void nd_warn_line(const char *line, void *ctx); // a remark, unless this process is quiet
+void nd_summary_open(void);           // keep a copy of stderr for the summary
+void nd_summary_end(int how, int code); // the end's lines and the summary
+void nd_summary_atfork_child(void);
 // The end of accounting, once: final trace flush and summary. how: enum nd_exit_how
 // (trace_format.h); code: the exit status or the signal.
 void nd_finish(int how, int code);

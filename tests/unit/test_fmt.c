@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // test_fmt: the allocation-free formatter prints integers and human sizes exactly, elides a long
 // name in its middle between UTF-8 characters, and truncates an overlong line instead of
-// overflowing its buffer.
+// overflowing its buffer; nd_buf_fmt, printf's subset, writes what printf writes.
 #include "../check.h"
 #include "fmt.h"
 
@@ -33,6 +33,25 @@ int main(void) {
   nd_buf_char(&b, ' ');
   nd_buf_u64_pad(&b, 42, 5);
   CHECK_STR(nd_buf_cstr(&b), "-9223372036854775808 18446744073709551615 0xdeadbeef    42");
+  // nd_buf_fmt: each conversion of its subset as printf writes it, the rest as it stands.
+  nd_buf_reset(&b);
+  nd_buf_fmt(&b, "[%s|%5s|%-5s|%.3s|%.*s|%c|%%]", "ab", "ab", "ab", "abcdef", 2, "xyz", 'q');
+  CHECK_STR(nd_buf_cstr(&b), "[ab|   ab|ab   |abc|xy|q|%]");
+  nd_buf_reset(&b);
+  nd_buf_fmt(&b, "%d %i %u %ld %lld %llu %zu", -7, 42, 4000000000u, -5L, (long long)INT64_MIN,
+             (unsigned long long)UINT64_MAX, (size_t)123);
+  CHECK_STR(nd_buf_cstr(&b), "-7 42 4000000000 -5 -9223372036854775808 18446744073709551615 123");
+  nd_buf_reset(&b);
+  nd_buf_fmt(&b, "%4d|%-4d|%04d|%*u|%x|%08llx|%p|%s", -3, 7, -3, 3, 9u, 0xbeefu, 0xabcull,
+             (void *)0x1000, (const char *)NULL);
+  CHECK_STR(nd_buf_cstr(&b), "  -3|7   |-003|  9|beef|00000abc|0x1000|(null)");
+  nd_buf_reset(&b);
+  nd_buf_fmt(&b, "peak %s (%lld B)", ND_BYTES(1536), 1536LL);
+  CHECK_STR(nd_buf_cstr(&b), "peak 1.50 KiB (1536 B)");
+  const char *odd = "a%qb%"; // outside the subset, and a lone % at the end: written as they stand
+  nd_buf_reset(&b);
+  nd_buf_fmt(&b, odd, 1);
+  CHECK_STR(nd_buf_cstr(&b), "a%qb%");
   // Elided names: whole up to max bytes; beyond, head "..." tail in max bytes, never cutting a
   // UTF-8 character (here 2-byte ones: the cut moves to the boundary, so the result is shorter).
   nd_buf_reset(&b);

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// summary.c: what ndmem says on stderr: its remarks (bad settings, a trace it cannot create), in
+// the process the user started only, and the summary at exit, through a copy of stderr kept
+// above the program's descriptors. The rooms add their own lines (runtime/module.h).
+#include "runtime/shim.h"
+
+#include "common/fmt.h"
+#include "common/os.h"
+#include "common/trace_format.h"
+#include "runtime/module.h"
+#include "stacks/names.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// ndmem's own copy of stderr, kept only by a process that prints a summary: programs built on
+// gnulib (ls, cat, ...) close fd 2 at exit, before the summary is written. Above the descriptors
+// programs manage (nd_os_fd_high), close-on-exec.
+static int nd_log_fd = 2;
+static struct stat nd_log_st; // what nd_log_fd was when it was made (a program may close it)
+
+// ndmem's own remarks (bad settings, a trace it cannot create): in the process the user started
+// only; its children have the same settings, and their stderr is their parents' to read.
+int nd_quiet(void) { return nd_child != ND_ROOT && !nd_cfg.summary_children; }
+
+void nd_warn_line(const char *line, void *ctx) {
+  (void)ctx;
+  if (nd_quiet()) return;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, line);
+  nd_buf_line(&b, 2);
+}
+
+// Only the process the user started prints its summary, unless NDMEM_SUMMARY_CHILDREN=1.
+int nd_prints_summary(void) {
+  return nd_cfg.summary && (nd_child == ND_ROOT || nd_cfg.summary_children);
+}
+
+void nd_summary_open(void) {
+  int saved = errno;
+  int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+  if (fd >= 0) {
+    fd = nd_os_fd_high(fd, 1);
+    if (fstat(fd, &nd_log_st) == 0) nd_log_fd = fd;
+    else close(fd);
+  }
+  errno = saved;
+}
+
+// The summary's descriptor, if it still is what it was made from (a program that closed every
+// descriptor may have reused the number for a file of its own); else fd 2.
+static int log_fd(void) {
+  return nd_log_fd != 2 && nd_os_same_file(nd_log_fd, nd_log_st.st_dev, nd_log_st.st_ino)
+             ? nd_log_fd : 2;
+}
+
+void nd_summary_atfork_child(void) {
+  if (nd_log_fd != 2 && !nd_prints_summary()) { // inherited; this child prints nothing
+    int saved = errno;
+    close(nd_log_fd);
+    errno = saved;
+    nd_log_fd = 2;
+  }
+}
+
+static void line_start(nd_buf_t *b) {
+  nd_buf_reset(b);
+  nd_buf_fmt(b, "ndmem[%d]: ", (int)nd_os_getpid());
+}
+
+static void kind_line(nd_buf_t *b, int fd, int kind, const ndmem_kind_stats_t *k) {
+  line_start(b);
+  nd_buf_kind(b, kind);
+  // Frees of blocks ndmem never saw allocated would make these negative: never shown as memory.
+  long long live = k->live_bytes > 0 ? k->live_bytes : 0;
+  long long count = k->live_count > 0 ? k->live_count : 0;
+  nd_buf_fmt(b, ": peak %s (%lld B); live at exit %s (%lld B) in %lld %s; %llu allocated, "
+                "%llu released", ND_BYTES(k->peak_bytes), (long long)k->peak_bytes, ND_BYTES(live), live, count,
+             kind == NDMEM_KIND_MMAP ? "mappings" : "blocks", (unsigned long long)k->allocs,
+             (unsigned long long)k->frees);
+  if (k->live_count < 0 || k->live_bytes < 0)
+    nd_buf_fmt(b, " (%llu more released than ndmem saw allocated)",
+               0ull - (unsigned long long)k->live_count);
+  nd_buf_line(b, fd);
+}
+
+static const char *const fb_names[NDMEM_FB_COUNT] = {"bootstrap", "synthesized", "late-thread",
+                                                     "untracked-free"};
+
+void nd_print_summary(int fd) {
+  ndmem_stats_t s;
+  nd_counters_snapshot_process(&s);
+  nd_buf_t b;
+  // heap and mmap always; the other kinds when they were used
+  for (int i = 0; i < NDMEM_KIND_COUNT; i++)
+    if (i <= NDMEM_KIND_MMAP || s.kind[i].allocs) kind_line(&b, fd, i, &s.kind[i]);
+  line_start(&b);
+  nd_buf_str(&b, "calls:");
+  int calls = 0;
+  for (int i = 0; i < NDMEM_FN_COUNT; i++)
+    if (s.calls[i])
+      calls = 1, nd_buf_fmt(&b, " %s %llu", nd_fn_name(i), (unsigned long long)s.calls[i]);
+  nd_buf_fmt(&b, "%s; threads %llu; fallbacks:", calls ? "" : " none",
+             (unsigned long long)s.threads);
+  int any = 0;
+  for (int i = 0; i < NDMEM_FB_COUNT; i++)
+    if (s.fallbacks[i])
+      any = 1, nd_buf_fmt(&b, " %s %llu", fb_names[i], (unsigned long long)s.fallbacks[i]);
+  if (!any) nd_buf_str(&b, " none");
+  nd_buf_line(&b, fd);
+  int n;
+  const nd_module_t *const *m = nd_modules(&n);
+  for (int i = 0; i < n; i++)
+    if (m[i]->summary) m[i]->summary(fd);
+  if (nd_cfg.summary < 2) return;
+  for (nd_shard_t *sh = nd_counters_first(); sh; sh = sh->next) {
+    if (sh->state != ND_SHARD_OWNED) continue;
+    ndmem_stats_t ts;
+    nd_counters_snapshot_shard(sh, &ts);
+    const ndmem_kind_stats_t *h = &ts.kind[NDMEM_KIND_HEAP];
+    line_start(&b);
+    nd_buf_fmt(&b, "  thread %lld: heap %llu allocated, %llu released, net %s, thread peak %s",
+               (long long)ts.tid, (unsigned long long)h->allocs, (unsigned long long)h->frees,
+               ND_BYTES(h->live_bytes), ND_BYTES(h->peak_bytes));
+    nd_buf_line(&b, fd);
+  }
+}
+
+void nd_summary_end(int how, int code) {
+  int fd = log_fd();
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  if (!nd_os_at_line_start(fd)) nd_buf_line(&b, fd); // after a program's unfinished line
+  if (how == ND_EXIT_SIGNAL || how == ND_EXIT_UNDERSCORE) {
+    line_start(&b);
+    if (how == ND_EXIT_SIGNAL)
+      nd_buf_fmt(&b, "ended by signal %d (%s); the trace is complete up to here", code,
+                 sigabbrev_np(code) ? sigabbrev_np(code) : "?");
+    else
+      nd_buf_fmt(&b, "ended by _exit(%d)", code);
+    nd_buf_line(&b, fd);
+  }
+  nd_print_summary(fd);
+}
