@@ -120,36 +120,26 @@ static int ask(size_t idx) {
   return (int)syscall(SYS_rt_tgsigqueueinfo, stop.pid, stop.thr[idx].tid, stop.sig, &si);
 }
 
+struct asking {
+  pid_t self;
+  int added;
+};
+
+static int ask_one(void *ctx, long n) {
+  struct asking *a = ctx;
+  pid_t tid = (pid_t)n;
+  if (tid == a->self || nd_os_is_own_thread(tid) || known(tid) || stop.nt >= MAX_THREADS) return 0;
+  stop.thr[stop.nt] = (nd_thr_t){.tid = tid};
+  __atomic_store_n(&stop.nt, stop.nt + 1, __ATOMIC_RELEASE);
+  if (ask(stop.nt - 1) != 0) stop.thr[stop.nt - 1].state = ND_THR_GONE;
+  a->added++;
+  return 0;
+}
+
 // Asks every thread of the program's to stop; returns the number asked (new ones this round).
 static int ask_all(pid_t self) {
-  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  int added = 0;
-  char buf[4096];
-  long n;
-  while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
-    for (long off = 0; off < n;) {
-      struct {
-        uint64_t ino;
-        int64_t off;
-        unsigned short reclen;
-        unsigned char type;
-        char name[];
-      } *d = (void *)(buf + off);
-      off += d->reclen;
-      pid_t tid = 0;
-      const char *c = d->name;
-      if (*c < '0' || *c > '9') continue;
-      while (*c >= '0' && *c <= '9') tid = tid * 10 + (*c++ - '0');
-      if (tid == self || nd_os_is_own_thread(tid) || known(tid) || stop.nt >= MAX_THREADS) continue;
-      stop.thr[stop.nt] = (nd_thr_t){.tid = tid};
-      __atomic_store_n(&stop.nt, stop.nt + 1, __ATOMIC_RELEASE);
-      if (ask(stop.nt - 1) != 0) stop.thr[stop.nt - 1].state = ND_THR_GONE;
-      added++;
-    }
-  }
-  syscall(SYS_close, fd);
-  return added;
+  struct asking a = {self, 0};
+  return nd_os_each_number("/proc/self/task", ask_one, &a) < 0 ? -1 : a.added;
 }
 
 

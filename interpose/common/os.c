@@ -405,17 +405,38 @@ uint64_t nd_os_hex(const char **s) {
   return v;
 }
 
+int nd_os_each_number(const char *path, int (*fn)(void *ctx, long n), void *ctx) {
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  long got;
+  int stop = 0;
+  while (!stop && (got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+    for (long off = 0; off < got && !stop;) {
+      struct {
+        uint64_t ino;
+        int64_t off;
+        unsigned short reclen;
+        unsigned char type;
+        char name[];
+      } *d = (void *)(buf + off);
+      off += d->reclen;
+      long n = 0;
+      const char *c = d->name;
+      if (*c < '0' || *c > '9') continue;
+      while (*c >= '0' && *c <= '9') n = n * 10 + (*c++ - '0');
+      stop = fn(ctx, n);
+    }
+  }
+  syscall(SYS_close, fd);
+  return 0;
+}
+
 void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf, long n) {
   nd_buf_t b;
   nd_buf_reset(&b);
-  nd_buf_str(&b, "/proc/");
-  nd_buf_u64(&b, (uint64_t)pid);
-  nd_buf_char(&b, '/');
-  nd_buf_str(&b, leaf);
-  if (n >= 0) {
-    nd_buf_char(&b, '/');
-    nd_buf_u64(&b, (uint64_t)n);
-  }
+  nd_buf_fmt(&b, "/proc/%d/%s", (int)pid, leaf);
+  if (n >= 0) nd_buf_fmt(&b, "/%ld", n);
   size_t k = b.len < cap ? b.len : cap - 1;
   memcpy(out, b.data, k);
   out[k] = 0;

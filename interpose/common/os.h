@@ -74,6 +74,10 @@ int nd_os_fd_high(int fd, int raise_ok);
 int nd_os_at_line_start(int fd);
 // "/proc/PID/LEAF", or "/proc/PID/LEAF/N" when n >= 0, into out (64 bytes hold any of ndmem's).
 void nd_os_proc_path(char *out, size_t cap, pid_t pid, const char *leaf, long n);
+// Calls fn(ctx, n) for each entry of the folder at path whose name is a decimal number (a /proc
+// listing: tasks, descriptors), without allocating (getdents64 into a stack buffer). fn returns
+// nonzero to stop. 0, or -1 when the folder cannot be opened.
+int nd_os_each_number(const char *path, int (*fn)(void *ctx, long n), void *ctx);
 // The hexadecimal number at *s (an optional 0x first), *s moved past it: /proc's addresses
 // and masks.
 uint64_t nd_os_hex(const char **s);

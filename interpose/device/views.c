@@ -99,49 +99,26 @@ static void summary(int fd) {
     nd_cuda_device_stats(d, &s);
     if (!s.allocs && !s.getinfo_calls && !s.arena_bytes) continue;
     nd_buf_reset(&b);
-    nd_buf_str(&b, "ndmem[");
-    nd_buf_u64(&b, (uint64_t)nd_os_getpid());
-    nd_buf_str(&b, "]: device ");
-    nd_buf_u64(&b, (uint64_t)d);
-    nd_buf_str(&b, ": peak ");
-    nd_buf_bytes(&b, s.peak_bytes);
-    nd_buf_str(&b, ", live ");
-    nd_buf_bytes(&b, s.live_bytes);
-    nd_buf_str(&b, " in ");
-    nd_buf_u64(&b, s.allocs - s.frees);
-    nd_buf_str(&b, " blocks; ");
-    nd_buf_u64(&b, s.allocs);
-    nd_buf_str(&b, " allocations");
-    if (s.arena_bytes) {
-      nd_buf_str(&b, " (workspace arenas ");
-      nd_buf_bytes(&b, s.arena_bytes);
-      nd_buf_str(&b, " of it)");
-    }
-    if (s.limit_bytes) {
-      nd_buf_str(&b, "; maxDeviceBytes ");
-      nd_buf_bytes(&b, s.limit_bytes);
-      nd_buf_str(&b, ", breaches ");
-      nd_buf_u64(&b, s.breaches);
-      nd_buf_str(&b, ", failed ");
-      nd_buf_u64(&b, s.failed);
-    }
+    nd_buf_fmt(&b, "ndmem[%d]: device %d: peak %s, live %s in %llu blocks; %llu allocations",
+               (int)nd_os_getpid(), d, ND_BYTES(s.peak_bytes), ND_BYTES(s.live_bytes),
+               (unsigned long long)(s.allocs - s.frees), (unsigned long long)s.allocs);
+    if (s.arena_bytes) nd_buf_fmt(&b, " (workspace arenas %s of it)", ND_BYTES(s.arena_bytes));
+    if (s.limit_bytes)
+      nd_buf_fmt(&b, "; maxDeviceBytes %s, breaches %llu, failed %llu", ND_BYTES(s.limit_bytes),
+                 (unsigned long long)s.breaches, (unsigned long long)s.failed);
     nd_buf_line(&b, fd);
   }
   nd_dws_summary(fd);
   nd_spill_summary(fd);
   nd_buf_reset(&b);
-  nd_buf_str(&b, "ndmem[");
-  nd_buf_u64(&b, (uint64_t)nd_os_getpid());
-  nd_buf_str(&b, "]: cuda: lookups answered ");
-  nd_buf_u64(&b, LD(nd_cu_calls.answered_dlsym) + LD(nd_cu_calls.answered_proc));
-  nd_buf_str(&b, " (cuGetProcAddress ");
-  nd_buf_u64(&b, LD(nd_cu_calls.answered_proc));
-  nd_buf_str(&b, "); fallbacks: unhooked lookups ");
-  nd_buf_u64(&b, LD(nd_cu_calls.unhooked));
-  nd_buf_str(&b, ", frees of unseen memory ");
-  nd_buf_u64(&b, LD(nd_cu_calls.unknown_frees));
-  nd_buf_str(&b, ", untracked ");
-  nd_buf_u64(&b, LD(nd_cu_calls.untracked));
+  nd_buf_fmt(&b, "ndmem[%d]: cuda: lookups answered %llu (cuGetProcAddress %llu); fallbacks: "
+                 "unhooked lookups %llu, frees of unseen memory %llu, untracked %llu",
+             (int)nd_os_getpid(),
+             (unsigned long long)(LD(nd_cu_calls.answered_dlsym) + LD(nd_cu_calls.answered_proc)),
+             (unsigned long long)LD(nd_cu_calls.answered_proc),
+             (unsigned long long)LD(nd_cu_calls.unhooked),
+             (unsigned long long)LD(nd_cu_calls.unknown_frees),
+             (unsigned long long)LD(nd_cu_calls.untracked));
   nd_buf_line(&b, fd);
 }
 

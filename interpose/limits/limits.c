@@ -129,16 +129,11 @@ static void watermark(uint64_t v) {
   request_snapshot(ND_SNAP_WATERMARK, tracked, (int64_t)v, warn);
   nd_buf_t b;
   nd_buf_reset(&b);
-  nd_buf_str(&b, "ndmem: anonymous resident memory ");
-  nd_buf_bytes(&b, (int64_t)v);
-  nd_buf_str(&b, " crossed the watermark ");
-  nd_buf_bytes(&b, warn);
-  nd_buf_str(&b, " (NDMEM_WARN_AT; tracked ");
-  nd_buf_bytes(&b, tracked);
-  nd_buf_str(&b, "; snapshot ");
-  nd_buf_u64(&b, n);
-  nd_buf_str(&b, nd_trace_enabled() ? "): live memory by site goes to the trace"
-                                    : "; NDMEM_TRACE=0, so no sites are recorded)");
+  nd_buf_fmt(&b, "ndmem: anonymous resident memory %s crossed the watermark %s (NDMEM_WARN_AT; "
+                 "tracked %s; snapshot %llu%s",
+             ND_BYTES((int64_t)v), ND_BYTES(warn), ND_BYTES(tracked), (unsigned long long)n,
+             nd_trace_enabled() ? "): live memory by site goes to the trace"
+                                : "; NDMEM_TRACE=0, so no sites are recorded)");
   nd_buf_line(&b, 2);
 }
 
@@ -796,16 +791,10 @@ static void summary(int fd) {
     nd_buf_bytes(&b, LD(limits.peak_phys));
     nd_buf_str(&b, ")");
   }
-  nd_buf_str(&b, "; on limit ");
-  nd_buf_str(&b, action_names[LD(limits.action)]);
-  nd_buf_str(&b, "; breaches ");
-  nd_buf_u64(&b, LD(limits.breaches[ND_LIMIT_BYTES]));
-  nd_buf_str(&b, " + ");
-  nd_buf_u64(&b, LD(limits.breaches[ND_LIMIT_PHYSICAL]));
-  nd_buf_str(&b, " physical, ");
-  nd_buf_u64(&b, LD(limits.failed));
-  nd_buf_str(&b, " failed; snapshots ");
-  nd_buf_u64(&b, LD(limits.snapshots));
+  nd_buf_fmt(&b, "; on limit %s; breaches %llu + %llu physical, %llu failed; snapshots %llu",
+             action_names[LD(limits.action)], (unsigned long long)LD(limits.breaches[ND_LIMIT_BYTES]),
+             (unsigned long long)LD(limits.breaches[ND_LIMIT_PHYSICAL]),
+             (unsigned long long)LD(limits.failed), (unsigned long long)LD(limits.snapshots));
   nd_buf_line(&b, fd);
 }
 

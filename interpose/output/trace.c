@@ -98,37 +98,24 @@ static void copy_bounded(char *dst, size_t cap, const char *src) {
 // An exec'd child's parent under ndmem keeps its trace open above its other descriptors
 // (nd_os_fd_high): the folder of the file among the parent's highest descriptors whose header is
 // the parent's. Only regular files are opened (a pipe or a terminal there is left alone). 0 or -1.
+// Keeps the 8 highest descriptor numbers of a listing (nd_os_each_number), descending.
+static int keep_highest(void *ctx, long fd) {
+  long *top = ctx;
+  for (int i = 0; i < 8; i++)
+    if (fd > top[i]) {
+      for (int j = 7; j > i; j--) top[j] = top[j - 1];
+      top[i] = fd;
+      break;
+    }
+  return 0;
+}
+
 static int parent_trace_dir(pid_t ppid, char *dir, size_t cap) {
   char path[64];
   nd_os_proc_path(path, sizeof path, ppid, "fd", -1);
-  int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), found = -1;
-  if (dfd < 0) return -1;
   long top[8] = {-1, -1, -1, -1, -1, -1, -1, -1}; // the 8 highest, descending
-  char ents[4096];
-  long got;
-  while ((got = syscall(SYS_getdents64, dfd, ents, sizeof ents)) > 0) {
-    for (long off = 0; off < got;) {
-      struct {
-        uint64_t ino;
-        int64_t off;
-        unsigned short reclen;
-        unsigned char type;
-        char name[];
-      } *e = (void *)(ents + off);
-      off += e->reclen;
-      long fd = 0;
-      const char *c = e->name;
-      if (*c < '0' || *c > '9') continue;
-      while (*c >= '0' && *c <= '9') fd = fd * 10 + (*c++ - '0');
-      for (int i = 0; i < 8; i++)
-        if (fd > top[i]) {
-          for (int j = 7; j > i; j--) top[j] = top[j - 1];
-          top[i] = fd;
-          break;
-        }
-    }
-  }
-  close(dfd);
+  if (nd_os_each_number(path, keep_highest, top) < 0) return -1;
+  int found = -1;
   for (int i = 0; i < 8 && top[i] >= 3 && found < 0; i++) {
     char link[64];
     nd_os_proc_path(link, sizeof link, ppid, "fd", top[i]);
