@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// mallinfo_cost: what one allocator reading costs ndmem's flush (interpose/heap/allocstat.c) on a
+// mallinfo_cost: what one allocator reading costs ndmem's flush (interpose/runtime/allocstat.c) on a
 // fragmented glibc heap: N small blocks allocated, every other one freed (N/2 free chunks that
 // cannot merge), across T threads' arenas, then mallinfo2() timed (the minimum and the median of
 // R calls). It walks every free chunk under each arena's lock, so its cost grows with them; the

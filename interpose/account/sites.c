@@ -96,9 +96,6 @@ static int find_module(struct dl_phdr_info *info, size_t size, void *ctx) {
   return 1;
 }
 
-int nd_sites_is_unwinder(const void *ra) {
-  return (uintptr_t)ra >= unw_lo && (uintptr_t)ra < unw_hi;
-}
 
 int nd_sites_init(int depth) {
   nd_sites_want = depth + 2 < ND_CAPTURE_MAX ? depth + 2 : ND_CAPTURE_MAX;
@@ -106,6 +103,7 @@ int nd_sites_init(int depth) {
   find_t unw = {(uintptr_t)&unw_backtrace, &unw_lo, &unw_hi};
   dl_iterate_phdr(find_module, &self);
   dl_iterate_phdr(find_module, &unw);
+  nd_unwinder_is(unw_lo, unw_hi);
   // libunwind keeps its per-thread caches in TLS: no lock shared by allocating threads.
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   // libunwind initialises at its first use; do it now, while start-up has the process to itself
@@ -312,7 +310,7 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
   const uintptr_t *ips = frames + own;
   int depth = n - own;
   uintptr_t py[ND_STACK_MAX];
-  int m = nd_py_rewrite(ips, depth, py); // python.c: a call and two loads where there is no Python
+  int m = nd_py_rewrite(ips, depth, nd_sites_depth, py); // python.c: a call and two loads where there is no Python
   if (m >= 0) ips = py, depth = m;
   else if (depth > nd_sites_depth) depth = nd_sites_depth;
   uint64_t h = hash_stack(kind, sampled, ips, depth);

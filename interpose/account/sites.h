@@ -83,7 +83,6 @@ void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *
 extern int nd_sites_depth;                        // NDMEM_DEPTH
 extern int nd_sites_want; // frames asked of the unwinder: NDMEM_DEPTH + ndmem's own frames seen
 int nd_sites_init(int depth);                     // libunwind setup, our own text range
-int nd_sites_is_unwinder(const void *ra); // ra lies in libunwind (nd_sites_init found it)
 int nd_stack_capture(uintptr_t *ips, int max);    // frames outside libndmem, innermost first
 nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth);
 // The site of a capture of `want` frames that returned n: ndmem's own frames skipped (captured

@@ -7,6 +7,7 @@
 #include "account/track.h"
 
 #include "account/sites.h"
+#include "runtime/module.h"
 #include "common/os.h"
 #include "runtime/shim.h"
 #include "ws/ws.h" // the cycle clock
@@ -125,3 +126,5 @@ int nd_track_take(void *p, void *out) { return nd_blocks_take((uintptr_t)p, out)
 void nd_track_restore(const void *block) { nd_blocks_insert(block); }
 
 struct nd_site *nd_track_site_here(int kind) { return on ? nd_site_here(kind, 0) : NULL; }
+
+ND_MODULE(nd_track_module) = {.name = "track", .order = 2, .thread_init = nd_track_thread_init};

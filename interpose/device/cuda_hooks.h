@@ -10,6 +10,9 @@
 
 struct nd_site;
 
+// The exported dlsym's filter (hooks/dlsym.c asks it first): 1 when *out answers the lookup of a
+// hooked driver function, 0 to forward it to libc's dlsym.
+int nd_dlsym_filter(void *handle, const char *name, void **out);
 int nd_cuda_used(void); // a hooked function was called: the records and summary lines exist
 int nd_cuda_device_stats(int device, ndmem_device_stats_t *out); // 0, or -1 out of range
 int nd_cuda_cupti_update(const ndmem_cupti_device_t *d);         // CUPTI's view of a device

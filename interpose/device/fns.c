@@ -6,7 +6,7 @@
 
 #include "common/os.h"
 #include "device/driver.h"
-#include "hooks/dlsym.h"
+#include "runtime/lookup.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

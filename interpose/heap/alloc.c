@@ -4,6 +4,7 @@
 // really holds). The fast path is one TLS byte test, the real call, malloc_usable_size and a few
 // stores into the thread's own shard: no lock, no atomic read-modify-write.
 #include "runtime/shim.h"
+#include "runtime/module.h"
 
 #include "stacks/demangle.h"
 #include "limits/limits.h"
@@ -75,7 +76,7 @@ ND_INLINE size_t usable_of(void *p) {
   return nd_real.usable(p);
 }
 
-void nd_glibc_heads_check(void) {
+static void glibc_heads_check(void) {
   static const size_t sizes[] = {1, 24, 25, 100, 1000, 1032, 5000, 20000};
   int ok = 1;
   nd_glibc_heads = 1;
@@ -650,57 +651,11 @@ void *nd_cxx_new(size_t n, size_t align, int form, void *ra) {
   }
 }
 
-// ---------------------------------------------------------------- synthesised members
-// Used only when the next allocator lacks a function (see init.c). Each is built from the
-// allocator's own posix_memalign or memalign, with glibc's argument handling, and counted as a
-// fallback.
-
-static void *aligned_via_family(size_t align, size_t n) {
-  nd_fallback(&nd_tls, NDMEM_FB_SYNTHESIZED);
-  if (nd_real.memalign != nd_synth_memalign) return nd_real.memalign(align, n);
-  void *p = NULL;
-  if (align < sizeof(void *)) align = sizeof(void *);
-  int rc = nd_real.posix_memalign(&p, align, n);
-  if (rc) errno = rc;
-  return rc ? NULL : p;
+// Where the next allocator is glibc's, whether its headers can be read (usable_of); before the
+// other rooms' setups.
+static void setup(char *const *envp) {
+  (void)envp;
+  if (nd_real.is_glibc) glibc_heads_check();
 }
 
-// glibc memalign: alignments below the minimum are raised, non-powers of two rounded up, and an
-// alignment above SIZE_MAX/2+1 is EINVAL.
-void *nd_synth_memalign(size_t align, size_t n) {
-  if (align > SIZE_MAX / 2 + 1) {
-    errno = EINVAL;
-    return NULL;
-  }
-  if (align & (align - 1)) {
-    size_t a = 1;
-    while (a < align) a <<= 1;
-    align = a;
-  }
-  return aligned_via_family(align, n);
-}
-
-void *nd_synth_aligned_alloc(size_t align, size_t n) { return nd_synth_memalign(align, n); }
-
-void *nd_synth_valloc(size_t n) { return nd_synth_memalign((size_t)sysconf(_SC_PAGESIZE), n); }
-
-void *nd_synth_pvalloc(size_t n) {
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  if (n > SIZE_MAX - page) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  size_t rounded = n ? (n + page - 1) & ~(page - 1) : page;
-  return nd_synth_memalign(page, rounded);
-}
-
-int nd_synth_posix_memalign(void **out, size_t align, size_t n) {
-  if (!align || (align & (align - 1)) || align % sizeof(void *)) return EINVAL;
-  int saved = errno;
-  nd_fallback(&nd_tls, NDMEM_FB_SYNTHESIZED);
-  void *p = nd_real.memalign(align, n);
-  errno = saved;
-  if (!p) return ENOMEM;
-  *out = p;
-  return 0;
-}
+ND_MODULE(nd_heap_module) = {.name = "heap", .order = 0, .setup = setup};

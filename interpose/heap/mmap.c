@@ -9,6 +9,7 @@
 // allocator itself (mode BUSY: glibc's internal ones are not interposable anyway, jemalloc's are)
 // belong to the heap counters and are not tracked here.
 #include "runtime/shim.h"
+#include "stacks/unwcache.h"
 #include "runtime/module.h"
 
 #include "limits/limits.h"
@@ -16,7 +17,6 @@
 #include "heap/regions.h"
 #include "account/sites.h"
 #include "account/track.h"
-#include "stacks/unwcache.h"
 #include "ws/ws.h"
 
 #include <errno.h>
@@ -101,7 +101,7 @@ static void track(nd_tls_t *t, uintptr_t s, uintptr_t e, uint64_t fresh) {
   if (site) nd_site_add(site, 1, e - s);
 }
 
-int64_t nd_mmap_untouched_read(void) {
+static int64_t untouched_read(void) {
   if (!nd_lim.touched) return 0;
   size_t page = nd_os_page_size();
   unsigned char vec[4096];
@@ -176,7 +176,7 @@ static void *map_refused(nd_tls_t *t, unsigned char mode, int fn) {
 
 void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void *ra) {
   nd_tls_t *t = &nd_tls;
-  if (ND_UNLIKELY(nd_sites_is_unwinder(ra))) { // libunwind's own, inside ndmem: not counted
+  if (ND_UNLIKELY(nd_unwinder_owns(ra))) { // libunwind's own, inside ndmem: not counted
     void *p = nd_unwcache_map(addr, len, prot, flags, fd);
     return p ? p : raw_mmap(addr, len, prot, flags, fd, off);
   }
@@ -209,7 +209,7 @@ int nd_munmap(void *addr, size_t len, void *ra) {
   nd_tls_t *t = &nd_tls;
   // libunwind maps its per-thread cache inside ndmem (not counted) and unmaps it from the thread's
   // teardown (keys.c): not the program's, not counted; kept for the next thread when there is room.
-  int unwinder = ND_UNLIKELY(nd_sites_is_unwinder(ra));
+  int unwinder = ND_UNLIKELY(nd_unwinder_owns(ra));
   if (unwinder && nd_unwcache_keep(addr, len)) return 0;
   if (unwinder || !accounts(t))
     return nd_real.munmap ? nd_real.munmap(addr, len) : (int)syscall(SYS_munmap, addr, len);
@@ -264,5 +264,8 @@ void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_
   return r;
 }
 
-ND_MODULE(nd_mmap_module) = {.name = "mmap", .rank = 30, .atfork_prepare = atfork_prepare,
+static void setup(char *const *envp) { (void)envp, nd_limits_untouched_reader(untouched_read); }
+
+ND_MODULE(nd_mmap_module) = {.name = "mmap", .rank = 30, .setup = setup,
+                              .atfork_prepare = atfork_prepare,
                               .atfork_parent = atfork_parent, .atfork_child = atfork_child};

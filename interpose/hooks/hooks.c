@@ -7,7 +7,7 @@
 #undef _FILE_OFFSET_BITS
 #include "runtime/shim.h"
 
-#include "heap/allocstat.h"
+#include "runtime/allocstat.h"
 #include "runtime/keys.h"
 
 #include <malloc.h>

@@ -8,15 +8,14 @@
 #include "limits/limits.h"
 #include "runtime/module.h"
 
-#include "heap/allocstat.h"
+#include "runtime/allocstat.h"
 #include "common/fmt.h"
 #include "stacks/names.h"
 #include "ndmem.h"
 #include "common/os.h"
 #include "runtime/shim.h"
 #include "account/sites.h"
-#include "limits/sysmem.h"
-#include "output/trace.h"
+#include "runtime/sysmem.h"
 #include "common/trace_format.h"
 #include "ws/ws.h"
 
@@ -56,6 +55,9 @@ static struct {
   int poller; // atomic: the reading thread was started
   uint64_t retrying_ns; // atomic: when a thread in a long run of refusals was last refused
 } limits = {.statm_fd = -1, .phys = -1};
+
+static int64_t (*untouched_read)(void); // heap/mmap.c's (nd_limits_untouched_reader)
+void nd_limits_untouched_reader(int64_t (*read)(void)) { untouched_read = read; }
 
 nd_lim_hot_t nd_lim;
 
@@ -132,7 +134,7 @@ static void watermark(uint64_t v) {
   nd_buf_fmt(&b, "ndmem: anonymous resident memory %s crossed the watermark %s (NDMEM_WARN_AT; "
                  "tracked %s; snapshot %llu%s",
              ND_BYTES((int64_t)v), ND_BYTES(warn), ND_BYTES(tracked), (unsigned long long)n,
-             nd_trace_enabled() ? "): live memory by site goes to the trace"
+             nd_modules_writing() ? "): live memory by site goes to the trace"
                                 : "; NDMEM_TRACE=0, so no sites are recorded)");
   nd_buf_line(&b, 2);
 }
@@ -274,7 +276,7 @@ static int top_sites(top_t *v, int n, uint32_t *nsites, int kind) {
 
 static void say_top_sites(int kind) {
   nd_buf_t b;
-  if (!nd_trace_enabled()) {
+  if (!nd_modules_writing()) {
     nd_buf_reset(&b);
     nd_buf_str(&b, "ndmem:   (NDMEM_TRACE=0: allocation sites are not recorded)");
     nd_buf_line(&b, 2);
@@ -403,7 +405,7 @@ static void queue_breach_rec(int limit, int action, int fn, int device, uint64_t
 // The stack of the request being refused, interned as a site (that holds no block) so that the
 // trace can name it; NULL without a trace.
 static nd_site_t *refused_site(const nd_lim_t *c) {
-  if (!nd_trace_enabled()) return NULL;
+  if (!nd_modules_writing()) return NULL;
   int map = c->fn == NDMEM_FN_MMAP || c->fn == NDMEM_FN_MREMAP;
   return nd_site_here(map ? NDMEM_KIND_MMAP : NDMEM_KIND_HEAP, 0);
 }
@@ -414,7 +416,7 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
 }
 
 static void relieve(nd_lim_t *c) {
-  if (maps_read()) nd_mmap_untouched_read();
+  if (maps_read() && untouched_read) untouched_read();
   uint64_t freed = nd_ws_relieve();
   c->relief_arenas = freed;
   c->relief_resident = 0;
@@ -594,12 +596,12 @@ static void *poll_main(void *arg) {
     nd_os_sleep_ms(nd_cfg.limit_poll_ms);
     if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) break;
     nd_exit_if_alone();
-    if (maps_read()) nd_mmap_untouched_read();
+    if (maps_read() && untouched_read) untouched_read();
     if (!nd_lim.phys_on) continue;
     int64_t v = phys_read(NULL);
     int64_t maxp = LD(limits.max_physical);
     if (maxp && v > maxp) ST(nd_lim.phys_due, 1); // the next allocation breaches
-    if (__atomic_load_n(&limits.snap_waiting, __ATOMIC_ACQUIRE)) nd_trace_flush(0);
+    if (__atomic_load_n(&limits.snap_waiting, __ATOMIC_ACQUIRE)) nd_modules_flush();
   }
   return NULL;
 }

@@ -149,6 +149,9 @@ void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64
                              uint64_t n);
 __attribute__((noreturn)) void nd_limits_abort(void);
 
-int nd_limits_aborting(void);        // the process is stopping on a breach (NDMEM_ON_LIMIT=abort)
+int nd_limits_aborting(void);
+// How limits read which pages of the large mappings are resident (mincore) into nd_lim.untouched
+// (heap/mmap.c gives it at start-up): only from a thread that holds none of ndmem's locks.
+void nd_limits_untouched_reader(int64_t (*read)(void));        // the process is stopping on a breach (NDMEM_ON_LIMIT=abort)
 
 #endif

@@ -7,7 +7,7 @@
 // rejects them); every process has its own pid label, so the files of many ranks merge.
 #include "output/metrics.h"
 
-#include "heap/allocstat.h"
+#include "runtime/allocstat.h"
 #include "runtime/config.h"
 #include "account/counters.h"
 #include "device/cuda_hooks.h"

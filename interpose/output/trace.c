@@ -15,7 +15,7 @@
 #include "runtime/module.h"
 #include "account/track.h"
 
-#include "heap/allocstat.h"
+#include "runtime/allocstat.h"
 #include "device/cuda_hooks.h"
 #include "common/fmt.h"
 #include "account/growth.h"
@@ -23,9 +23,9 @@
 #include "heap/regions.h"
 #include "common/os.h"
 #include "stacks/python.h"
-#include "account/reach.h"
+#include "scan/reach.h"
 #include "runtime/shim.h"
-#include "limits/sysmem.h"
+#include "runtime/sysmem.h"
 #include "common/trace_write.h"
 #include "ws/ws.h"
 
@@ -825,6 +825,14 @@ static void setup(char *const *envp) {
   if (nd_cfg.trace) nd_trace_setup();
 }
 
-ND_MODULE(nd_trace_module) = {.name = "trace", .rank = 20, .order = 0, .setup = setup,
+static void forked(void) { nd_trace_create(1); }
+static void finish(int how, int code) {
+  nd_trace_set_exit(how, code);
+  nd_trace_flush(1);
+}
+static void flush(void) { nd_trace_flush(0); }
+
+ND_MODULE(nd_trace_module) = {.name = "trace", .rank = 20, .order = 1, .setup = setup,
                               .atfork_prepare = atfork_prepare, .atfork_parent = atfork_parent,
-                              .atfork_child = atfork_child};
+                              .atfork_child = atfork_child, .forked = forked, .finish = finish,
+                              .flush = flush, .writing = nd_trace_enabled};

@@ -5,7 +5,7 @@
 
 #include "common/fmt.h"
 #include "common/os.h"
-#include "limits/sysmem.h"
+#include "runtime/sysmem.h"
 #include "common/trace_format.h"
 
 __extension__ typedef unsigned __int128 nd_u128;

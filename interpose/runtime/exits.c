@@ -20,7 +20,7 @@
 
 #include "common/os.h"
 #include "account/sites.h"
-#include "limits/sysmem.h"
+#include "runtime/sysmem.h"
 #include "common/trace_format.h"
 
 #include <errno.h>
@@ -276,7 +276,7 @@ void nd_exit_now(int status) {
 int nd_pipe2(int *fds, int flags, void *ra) {
   if (ND_UNLIKELY(!nd_real.pipe2)) nd_thread_prepare(&nd_tls);
   int rc = nd_real.pipe2 ? nd_real.pipe2(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
-  if (ND_UNLIKELY(rc == 0 && nd_sites_is_unwinder(ra))) {
+  if (ND_UNLIKELY(rc == 0 && nd_unwinder_owns(ra))) {
     int early = __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING;
     fds[0] = nd_os_fd_high(fds[0], early);
     fds[1] = nd_os_fd_high(fds[1], early);

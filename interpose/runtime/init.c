@@ -8,15 +8,11 @@
 // it runs, that thread's allocations come from the bootstrap pool (state.c).
 #include "runtime/shim.h"
 
-#include "account/track.h"
 
-#include "account/reach.h"
 #include "common/os.h"
-#include "heap/allocstat.h"
-#include "output/trace.h"
+#include "runtime/allocstat.h"
 #include "runtime/keys.h"
 #include "runtime/module.h"
-#include "stacks/names.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -98,6 +94,17 @@ const nd_module_t *const *nd_modules(int *n) {
 void nd_modules_write_records(nd_record_fn rec, void *ctx) {
   for (int i = 0; i < nmodules; i++)
     if (by_order[i]->write_records) by_order[i]->write_records(rec, ctx);
+}
+
+void nd_modules_flush(void) {
+  for (int i = 0; i < nmodules; i++)
+    if (by_order[i]->flush) by_order[i]->flush();
+}
+
+int nd_modules_writing(void) {
+  for (int i = 0; i < nmodules; i++)
+    if (by_order[i]->writing && by_order[i]->writing()) return 1;
+  return 0;
 }
 
 // Lock order, everywhere (the modules' ranks): libunwind's cache pool (10, unwcache.c) < trace
@@ -194,15 +201,13 @@ static void initialize(nd_tls_t *t) {
     syscall(SYS_exit_group, 2);
   }
   if (nd_cfg.config_strict == 2) syscall(SYS_exit_group, 0); // the settings' check alone
-  int next_is_glibc = 0;
-  int rc = nd_resolve_next(&next_is_glibc);
+  int rc = nd_resolve_next();
   if (rc < 0) {
     // Nothing to forward to: this cannot run a program. Say so and stop.
     nd_warn_line("ndmem: cannot resolve the next allocator (dlsym RTLD_NEXT failed); aborting", NULL);
-    _exit(127);
+    syscall(SYS_exit_group, 127);
   }
   nd_accounting = rc == 0 && nd_cfg.enabled;
-  if (nd_accounting && next_is_glibc) nd_glibc_heads_check(); // usable is malloc's (resolve)
   if (nd_accounting && nd_prints_summary()) nd_summary_open();
   find_modules();
   if (nd_accounting) pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -230,7 +235,8 @@ static void ensure_init(nd_tls_t *t) {
 int nd_thread_prepare(nd_tls_t *t) {
   if (ND_UNLIKELY(t->mode == ND_T_FORKED)) {
     t->mode = ND_T_BUSY;
-    nd_trace_create(1); // a fork child allocates before it can start a thread
+    for (int i = 0; i < nmodules; i++) // a fork child allocates before it can start a thread
+      if (by_order[i]->forked) by_order[i]->forked();
     t->mode = t->shard ? ND_T_COUNT : ND_T_NEW;
     if (t->shard) return t->mode;
   }
@@ -250,7 +256,8 @@ int nd_thread_prepare(nd_tls_t *t) {
     t->mode = ND_T_FORWARD;
     return t->mode;
   }
-  nd_track_thread_init(t);
+  for (int i = 0; i < nmodules; i++)
+    if (by_order[i]->thread_init) by_order[i]->thread_init(t);
   if (nd_os_gettid() == nd_init_tid) s->fallbacks[NDMEM_FB_BOOTSTRAP] += nd_boot_take_count();
   t->shard = s;
   t->mode = ND_T_COUNT;
@@ -310,12 +317,12 @@ void nd_finish(int how, int code) {
   // A thread that was inside ndmem (exit from a signal handler that interrupted a hook) may hold
   // one of its locks too.
   nd_os_last_words = how == ND_EXIT_UNDERSCORE || how == ND_EXIT_SIGNAL || saved == ND_T_BUSY;
-  nd_reach_inside = saved == ND_T_BUSY;
+  nd_finish_inside = saved == ND_T_BUSY;
   if (nd_accounting) {
     if (t->shard)
       for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);
-    nd_trace_set_exit(how, code);
-    nd_trace_flush(1);
+    for (int i = 0; i < nmodules; i++)
+      if (by_order[i]->finish) by_order[i]->finish(how, code);
     if (nd_prints_summary()) nd_summary_end(how, code);
   }
   __atomic_store_n(&nd_state, ND_SHUTDOWN, __ATOMIC_RELEASE);

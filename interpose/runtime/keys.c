@@ -65,7 +65,7 @@ static void thread_exit(nd_tls_t *t) {
 }
 
 int nd_key_create(pthread_key_t *key, void (*destructor)(void *), void *ra) {
-  if (nd_sites_is_unwinder(ra)) {
+  if (nd_unwinder_owns(ra)) {
     unw_destructor = destructor;
     *key = ND_UNW_KEY;
     return 0;

@@ -26,8 +26,13 @@ typedef struct nd_module {
   void (*atfork_prepare)(void);
   void (*atfork_parent)(void);
   void (*atfork_child)(struct nd_tls *t); // t: the forking thread, the child's only one
+  void (*thread_init)(struct nd_tls *t);  // a thread starts accounting
   void (*thread_exit)(struct nd_tls *t);  // a thread other than the main one ends
+  void (*forked)(void);                   // a fork child's first call: what it writes is made
   void (*exit_wait)(void);                // a normal exit, before the end is written
+  void (*finish)(int how, int code);      // the end (enum nd_exit_how): what is left is written
+  void (*flush)(void);                    // write what is pending now (a snapshot asked for)
+  int (*writing)(void);                   // a trace is being written
   void (*summary)(int fd);                // its lines of the exit summary
   void (*write_records)(nd_record_fn rec, void *ctx); // its records, at every flush
 } nd_module_t;
@@ -38,5 +43,7 @@ typedef struct nd_module {
 // The registered modules, setup order (ascending `order`); n is set to their number.
 const nd_module_t *const *nd_modules(int *n);
 void nd_modules_write_records(nd_record_fn rec, void *ctx);
+void nd_modules_flush(void);  // every module's flush: what is pending is written now
+int nd_modules_writing(void); // a module writes a trace
 
 #endif

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
-// resolve.c: the next allocator (dlsym(RTLD_NEXT)): its malloc family, and the functions it
-// lacks synthesised from the ones it has (heap/alloc.c), so LD_PRELOAD="libndmem.so
-// libjemalloc.so.2" chains to jemalloc.
+// resolve.c: the libraries ndmem sits between: libunwind's text, and the next allocator
+// (dlsym(RTLD_NEXT)): its malloc family, and the functions it lacks synthesised from the ones it
+// has (below), so LD_PRELOAD="libndmem.so libjemalloc.so.2" chains to jemalloc.
 #include "runtime/shim.h"
 
-#include "heap/allocstat.h"
+#include "runtime/allocstat.h"
 #include "runtime/keys.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 static void *next_sym(const char *name) { return dlsym(RTLD_NEXT, name); }
 
@@ -24,7 +26,11 @@ static int same_object(void *fn, const void *base) {
 }
 
 
-int nd_resolve_next(int *next_is_glibc) {
+static uintptr_t unw_lo, unw_hi;
+void nd_unwinder_is(uintptr_t lo, uintptr_t hi) { unw_lo = lo, unw_hi = hi; }
+int nd_unwinder_owns(const void *ra) { return (uintptr_t)ra >= unw_lo && (uintptr_t)ra < unw_hi; }
+
+int nd_resolve_next(void) {
   nd_real.malloc = FN(void *(*)(size_t), next_sym("malloc"));
   nd_real.free = FN(void (*)(void *), next_sym("free"));
   nd_real.calloc = FN(void *(*)(size_t, size_t), next_sym("calloc"));
@@ -39,7 +45,7 @@ int nd_resolve_next(int *next_is_glibc) {
 
   Dl_info info;
   const void *base = dladdr(FN(void *, nd_real.malloc), &info) ? info.dli_fbase : NULL;
-  *next_is_glibc = base && info.dli_fname && strstr(info.dli_fname, "/libc.so") != NULL;
+  nd_real.is_glibc = base && info.dli_fname && strstr(info.dli_fname, "/libc.so") != NULL;
   void *f;
   f = next_sym("posix_memalign");
   nd_real.posix_memalign =
@@ -72,5 +78,60 @@ int nd_resolve_next(int *next_is_glibc) {
               NULL);
     return 1;
   }
+  return 0;
+}
+
+// ---------------------------------------------------------------- synthesised members
+// Used only when the next allocator lacks a function (resolve, above). Each is built from the
+// allocator's own posix_memalign or memalign, with glibc's argument handling, and counted as a
+// fallback.
+
+static void *aligned_via_family(size_t align, size_t n) {
+  nd_fallback(&nd_tls, NDMEM_FB_SYNTHESIZED);
+  if (nd_real.memalign != nd_synth_memalign) return nd_real.memalign(align, n);
+  void *p = NULL;
+  if (align < sizeof(void *)) align = sizeof(void *);
+  int rc = nd_real.posix_memalign(&p, align, n);
+  if (rc) errno = rc;
+  return rc ? NULL : p;
+}
+
+// glibc memalign: alignments below the minimum are raised, non-powers of two rounded up, and an
+// alignment above SIZE_MAX/2+1 is EINVAL.
+void *nd_synth_memalign(size_t align, size_t n) {
+  if (align > SIZE_MAX / 2 + 1) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (align & (align - 1)) {
+    size_t a = 1;
+    while (a < align) a <<= 1;
+    align = a;
+  }
+  return aligned_via_family(align, n);
+}
+
+void *nd_synth_aligned_alloc(size_t align, size_t n) { return nd_synth_memalign(align, n); }
+
+void *nd_synth_valloc(size_t n) { return nd_synth_memalign((size_t)sysconf(_SC_PAGESIZE), n); }
+
+void *nd_synth_pvalloc(size_t n) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (n > SIZE_MAX - page) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t rounded = n ? (n + page - 1) & ~(page - 1) : page;
+  return nd_synth_memalign(page, rounded);
+}
+
+int nd_synth_posix_memalign(void **out, size_t align, size_t n) {
+  if (!align || (align & (align - 1)) || align % sizeof(void *)) return EINVAL;
+  int saved = errno;
+  nd_fallback(&nd_tls, NDMEM_FB_SYNTHESIZED);
+  void *p = nd_real.memalign(align, n);
+  errno = saved;
+  if (!p) return ENOMEM;
+  *out = p;
   return 0;
 }

@@ -79,6 +79,7 @@ typedef struct nd_real {
   void (*(*signal)(int, void (*)(int)))(int);
   void (*exit_)(int) __attribute__((noreturn)); // _exit
   int (*pipe2)(int *, int);
+  int is_glibc; // the next allocator is glibc's malloc
 } nd_real_t;
 
 // init.c
@@ -90,7 +91,11 @@ void nd_fallback(nd_tls_t *t, int fb);
 void *nd_boot_alloc(size_t size, size_t align);
 size_t nd_boot_usable(const void *p);
 uint64_t nd_boot_take_count(void); // blocks the pool served (once: then 0)
-int nd_resolve_next(int *next_is_glibc); // resolve.c: 0, 1 (accounting impossible), -1 (none)
+int nd_resolve_next(void); // resolve.c: 0, 1 (accounting impossible), -1 (none)
+// libunwind's text, found at start-up (nd_sites_init); whether a return address lies in it (the
+// hooks leave libunwind's own calls, made inside ndmem, out of the program's books).
+void nd_unwinder_is(uintptr_t lo, uintptr_t hi);
+int nd_unwinder_owns(const void *ra);
 extern char nd_boot_pool[];
 #define ND_BOOT_POOL_SIZE (256 * 1024)
 ND_INLINE int nd_boot_owns(const void *p) {
@@ -105,6 +110,9 @@ void nd_summary_atfork_child(void);
 // The end of accounting, once: final trace flush and summary. how: enum nd_exit_how
 // (trace_format.h); code: the exit status or the signal.
 void nd_finish(int how, int code);
+// Set by nd_finish where the ending thread was inside ndmem (a handler that interrupted a hook
+// called _exit): the unwinder and the loader may be mid-change on this very thread.
+extern int nd_finish_inside;
 int nd_accounting_on(void);
 extern int nd_child; // enum nd_child
 extern int nd_parent_unread; // ND_EXEC_CHILD only by assumption: the parent could not be read
@@ -112,8 +120,6 @@ int nd_prints_summary(void); // this process prints its summary (the one the use
 int nd_quiet(void);          // a child: ndmem's own remarks stay out of its stderr
 
 // alloc.c
-// Whether glibc's chunk headers give the usable size (alloc.c); checked once, after resolve().
-void nd_glibc_heads_check(void);
 // ra: the caller's return address (the workspace symbol of a routed allocation)
 void *nd_malloc(size_t n, void *ra);
 void *nd_calloc(size_t n, size_t m, void *ra);
@@ -152,8 +158,5 @@ struct nd_range;
 void nd_mmap_each_live(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
 // The same with every other thread stopped (reach.c): -1 (and no call) when one holds the table.
 int nd_mmap_each_live_stopped(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
-// Reads which pages of the large mappings are resident (mincore) into nd_lim.untouched; returns it.
-// Only from a thread that holds none of ndmem's locks.
-int64_t nd_mmap_untouched_read(void);
 
 #endif

@@ -13,6 +13,7 @@ nd_real_t nd_real;
 nd_config_t nd_cfg;
 int nd_state;
 int nd_child; // ND_ROOT, ND_EXEC_CHILD or ND_FORK_CHILD
+int nd_finish_inside;
 
 _Alignas(64) char nd_boot_pool[ND_BOOT_POOL_SIZE];
 static size_t nd_boot_used;

@@ -8,7 +8,7 @@
 #include "common/os.h"
 #include "common/trace_format.h"
 #include "runtime/module.h"
-#include "stacks/names.h"
+#include "runtime/kinds.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -15,7 +15,7 @@
 
 #include "common/os.h"
 #include "runtime/shim.h"
-#include "hooks/dlsym.h"
+#include "runtime/lookup.h"
 
 #include <dlfcn.h>
 #include <link.h>

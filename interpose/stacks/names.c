@@ -12,22 +12,6 @@
 
 nd_namers_t nd_namers;
 
-const char *nd_fn_name(int fn) {
-  static const char *const names[NDMEM_FN_COUNT] = {
-      "malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
-      "valloc", "pvalloc", "free", "free_sized", "free_aligned_sized", "mmap", "munmap", "mremap"};
-  return fn >= 0 && fn < NDMEM_FN_COUNT ? names[fn] : "?";
-}
-
-void nd_buf_kind(nd_buf_t *b, int kind) {
-  static const char *const names[NDMEM_KIND_DEVICE0] = {"heap", "mmap", "pinned", "managed"};
-  if (kind < NDMEM_KIND_DEVICE0) {
-    nd_buf_str(b, names[kind]);
-    return;
-  }
-  nd_buf_str(b, "device");
-  nd_buf_u64(b, (uint64_t)(kind - NDMEM_KIND_DEVICE0));
-}
 
 // A Python frame's qualname and file from the code table; empty where it has none.
 static void py_names(uint64_t ip, const char **q, size_t *ql, const char **f, size_t *fl) {

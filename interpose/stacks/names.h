@@ -7,6 +7,7 @@
 #define ND_NAMES_H
 
 #include "common/fmt.h"
+#include "runtime/kinds.h" // the kinds' and functions' names
 
 #include <stddef.h>
 #include <stdint.h>
@@ -27,8 +28,6 @@ extern nd_namers_t nd_namers;
 #define ND_PY_QUAL_MAX 80  // a Python frame's qualname
 #define ND_PY_FILE_MAX 60  // its file's base name
 
-const char *nd_fn_name(int fn);          // enum ndmem_fn: "malloc", ..., "mremap"
-void nd_buf_kind(nd_buf_t *b, int kind); // "heap", "mmap", "pinned", "managed", "device3"
 // One frame: "function+0xOFF (module)" (demangled), "module+0xOFF" (no symbol: a static
 // function), "0xIP" (no module), a Python frame "qualname (file.py:LINE)" (its file's base name).
 void nd_buf_frame(nd_buf_t *b, uintptr_t ip);

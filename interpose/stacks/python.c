@@ -20,7 +20,7 @@
 #include "common/fmt.h"
 #include "common/os.h"
 #include "runtime/shim.h"
-#include "hooks/dlsym.h"
+#include "runtime/lookup.h"
 #include "common/trace_format.h"
 
 #include <dlfcn.h>
@@ -501,7 +501,7 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int 
   return k;
 }
 
-int nd_py_rewrite(const uintptr_t *ips, int n, uintptr_t *out) {
+int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out) {
   if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) return -1;
   __atomic_fetch_add(&py.stacks, 1, __ATOMIC_RELAXED);
   if (!py.initialized()) return -1;
@@ -526,7 +526,7 @@ int nd_py_rewrite(const uintptr_t *ips, int n, uintptr_t *out) {
       continue;
     }
     if (in_interp(ip - 1)) continue; // the interpreter's own frames
-    if (nat < nd_sites_depth) out[k++] = ip, nat++;
+    if (nat < depth) out[k++] = ip, nat++;
     else cut = 1;
   }
   // The thread's Python frames beyond the native frames captured (NDMEM_DEPTH reached, or the

@@ -21,13 +21,13 @@
 // excepted), so a stale pointer faults and is named.
 #include "ws/ws.h"
 
-#include "heap/allocstat.h"
+#include "runtime/allocstat.h"
 #include "common/fmt.h"
 #include "limits/limits.h"
 #include "common/os.h"
 #include "runtime/shim.h"
 #include "account/sites.h"
-#include "limits/sysmem.h"
+#include "runtime/sysmem.h"
 #include "common/trace_format.h"
 #include "workspace.h"
 

@@ -4,7 +4,7 @@
 // keeps the default; AT_SECURE ignores the environment. `test_config --list` prints the table.
 #include "../check.h"
 #include "runtime/config.h"
-#include "limits/sysmem.h"
+#include "runtime/sysmem.h"
 #include "trace_format.h"
 
 #include <sys/stat.h>

@@ -13,9 +13,6 @@
 // enum nd_exit_how. Fills *rec; returns 1 when it ran (ND_SCAN_DONE): the other threads are then
 // still stopped, and the live blocks are the ones nd_reach_each gives, until nd_reach_release.
 int nd_reach_scan(int how, nd_rec_scan_t *rec);
-// Set by nd_finish where the ending thread was inside ndmem (a handler that interrupted a hook
-// called _exit): the unwinder and the loader may be mid-change on this very thread, so no scan.
-extern int nd_reach_inside;
 // Which table a live block is of (its BLOCK record is built from it).
 enum nd_reach_from { ND_REACH_FROM_BLOCKS = 0, ND_REACH_FROM_MAPS = 1, ND_REACH_FROM_DEVICE = 2 };
 typedef struct nd_reach_block {

@@ -12,7 +12,7 @@
 // pointer is the one the kernel shows). The handler stays installed after the scan: a thread
 // that had the signal blocked takes it later and returns, where SIG_DFL would end the process.
 // Nothing here allocates or takes a lock: raw system calls and one raw mapping.
-#include "account/stopworld.h"
+#include "scan/stopworld.h"
 
 #include "common/os.h"
 #include "runtime/shim.h"

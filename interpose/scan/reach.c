@@ -37,9 +37,9 @@
 //
 // Nothing here allocates or takes a lock a stopped thread may hold: raw system calls, raw
 // mappings (holes in the roots themselves), a radix sort.
-#include "account/reach.h"
+#include "scan/reach.h"
 
-#include "heap/allocstat.h"
+#include "runtime/allocstat.h"
 #include "runtime/config.h"
 #include "account/counters.h"
 #include "device/cuda_hooks.h"
@@ -48,7 +48,7 @@
 #include "heap/regions.h"
 #include "runtime/shim.h"
 #include "account/sites.h"
-#include "account/stopworld.h"
+#include "scan/stopworld.h"
 
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
@@ -706,7 +706,6 @@ static unsigned reach_of(const node_t *n) {
   }
 }
 
-int nd_reach_inside;
 
 int nd_reach_scan(int how, nd_rec_scan_t *rec) {
   memset(&graph.rec, 0, sizeof graph.rec);
@@ -714,7 +713,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
   graph.pm_fd = -1;
   graph.done = graph.held = 0;
   if (!nd_cfg.leak_scan) graph.rec.status = ND_SCAN_OFF;
-  else if ((how != ND_EXIT_NORMAL && how != ND_EXIT_UNDERSCORE) || nd_reach_inside)
+  else if ((how != ND_EXIT_NORMAL && how != ND_EXIT_UNDERSCORE) || nd_finish_inside) // (shim.h): no scan
     graph.rec.status = ND_SCAN_NOT_AT_END;
   if (graph.rec.status != ND_SCAN_DONE) goto out;
   pid_t self = nd_os_gettid();

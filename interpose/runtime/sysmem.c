@@ -4,7 +4,7 @@
 // /proc/self/cgroup, made relative to its hierarchy's mount root from /proc/self/mountinfo (inside
 // a cgroup namespace the root is the cgroup itself). The limit is the smallest one on the way up
 // to the mount point, because a parent's limit binds its children too.
-#include "limits/sysmem.h"
+#include "runtime/sysmem.h"
 #include "runtime/module.h"
 
 #include "common/os.h"

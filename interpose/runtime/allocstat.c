@@ -18,10 +18,10 @@
 // bytes that are not resident: the free bytes of that first answer (given back, or freed since),
 // lowered by every later answer below it (free bytes taken by allocations are touched again).
 // The report counts only the free bytes above it: a lower bound of what is held resident.
-#include "heap/allocstat.h"
+#include "runtime/allocstat.h"
 
 #include "common/os.h"
-#include "limits/sysmem.h"
+#include "runtime/sysmem.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
