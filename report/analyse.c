@@ -482,7 +482,7 @@ static void ws_effect(report_t *r) {
   const nd_trace_t *t = r->t;
   nd_ws_effect_t *e = &r->ws_effect;
   memset(e, 0, sizeof *e);
-  if (t->hdr.version < 10) return;
+  if (!t->has.ws_served) return;
   e->known = true;
   for (size_t i = 0; i < t->nws; i++) {
     const nd_rec_workspace_t *w = &t->ws[i];
@@ -677,7 +677,7 @@ static bool torch_cuda_loaded(const nd_trace_t *t) {
 }
 
 int nd_rep_torch(const nd_trace_t *t) {
-  if (!t->have_cuda || t->hdr.version < 11) return ND_REP_TORCH_NONE;
+  if (!t->have_cuda || !t->has.device_ws) return ND_REP_TORCH_NONE;
   uint64_t c = t->cuda.torch_conf;
   if (c & ND_TORCH_CONF_ASYNC) return ND_REP_TORCH_ASYNC;
   return (c & ND_TORCH_CONF_SET) || torch_cuda_loaded(t) ? ND_REP_TORCH_NATIVE : ND_REP_TORCH_NONE;

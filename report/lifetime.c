@@ -213,7 +213,7 @@ static bool cache(const run_t *r, const nd_leak_t *l, const nd_site_t *s, nd_lif
 static void judge(const run_t *r, nd_life_judged_t *j) {
   static const uint64_t steps[] = {10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000};
   const nd_trace_t *t = r->t;
-  if (t->hdr.version < 5) return;
+  if (!t->has.site_history) return;
   j->known = true;
   j->by_births = r->by_cycles;
   if (r->steady) {

@@ -452,8 +452,8 @@ static int html_workspaces(FILE *o, report_t *r) {
           "<th>re-learns</th><th>deviations</th><th>arena</th><th>plan peak</th>"
           "<th>plan sum</th><th>sum/peak</th><th>hits</th><th>spills</th><th>spilled</th>"
           "<th>escapes</th><th>pinned</th><th>outlived</th>", o);
-    bool v10 = t->hdr.version >= 10; // what it served, and what its learning trims gave back
-    if (v10) fputs("<th>served</th><th>learning trims</th><th>gave back</th><th>at most</th>", o);
+    bool served = t->has.ws_served; // what it served, and what its learning trims gave back
+    if (served) fputs("<th>served</th><th>learning trims</th><th>gave back</th><th>at most</th>", o);
     fputs("</tr>\n", o);
     for (size_t i = 0; i < t->nws; i++) {
       const nd_rec_workspace_t *w = &t->ws[r->ws[i]];
@@ -477,7 +477,7 @@ static int html_workspaces(FILE *o, report_t *r) {
       fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">", (unsigned long long)w->escapes);
       nd_html_bytes(o, w->pinned_bytes, false);
       fprintf(o, "</td><td class=\"n\">%llu</td>", (unsigned long long)w->outlived);
-      if (v10) {
+      if (served) {
         fputs("<td class=\"n\">", o);
         nd_html_bytes(o, w->hit_bytes, false);
         fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">",

@@ -228,7 +228,7 @@ static void json_ws_effect(FILE *o, const report_t *r) {
           e->served || e->held ? "\"ndmem run --no-workspaces\"" : "null");
 }
 
-static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool v10, bool more) {
+static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool served, bool more) {
   char ratio[64];
   nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
   fprintf(o, "      {\"tid\": %u, \"name\": ", w->tid);
@@ -247,8 +247,8 @@ static void json_workspace(FILE *o, const nd_rec_workspace_t *w, bool v10, bool 
   json_u64(o, "outlived", w->outlived, true);
   json_u64(o, "relearns", w->relearns, true);
   json_u64(o, "deviations", w->deviations, true);
-  json_u64(o, "pinned_bytes", w->pinned_bytes, v10);
-  if (v10) { // version 10: the bytes it served, what its learning trims gave back
+  json_u64(o, "pinned_bytes", w->pinned_bytes, served);
+  if (served) { // the bytes it served, what its learning trims gave back (nd_trace_has_t)
     json_u64(o, "hit_bytes", w->hit_bytes, true);
     json_u64(o, "learning_trims", w->learn_trims, true);
     json_u64(o, "learning_trim_bytes", w->learn_trim_bytes, true);
@@ -268,12 +268,12 @@ static int json_ws(FILE *o, report_t *r, bool last) {
   json_u64(o, "hits", r->ws_hits, true);
   json_u64(o, "spills", r->ws_spills, true);
   json_u64(o, "spill_bytes", r->ws_spill_bytes, true);
-  if (t->hdr.version >= 10) json_u64(o, "hit_bytes", r->ws_effect.hit_bytes, true);
+  if (t->has.ws_served) json_u64(o, "hit_bytes", r->ws_effect.hit_bytes, true);
   json_u64(o, "escapes", r->ws_escapes, !r->o->brief);
   if (!r->o->brief) {
     fprintf(o, "\"list\": [%s", t->nws ? "\n" : "");
     for (size_t i = 0; i < t->nws; i++)
-      json_workspace(o, &t->ws[r->ws[i]], t->hdr.version >= 10, i + 1 < t->nws);
+      json_workspace(o, &t->ws[r->ws[i]], t->has.ws_served, i + 1 < t->nws);
     fputs(t->nws ? "    ]" : "]", o);
   }
   fputs("},\n  \"leaked_workspace_pointers\": {", o);
@@ -433,7 +433,7 @@ static int json_devices(FILE *o, report_t *r) {
       json_u64(o, "dropped", v->cupti_dropped, false);
       fputs("}", o);
     }
-    if (t->hdr.version >= 11 && json_device11(o, r, d)) return -1;
+    if (t->has.device_ws && json_device11(o, r, d)) return -1;
     fputs(d < last ? "},\n" : "}\n", o);
   }
   fprintf(o, "%s],\n  \"cuda\": ", last >= 0 ? "  " : "");
@@ -443,15 +443,15 @@ static int json_devices(FILE *o, report_t *r) {
   }
   const nd_rec_cuda_t *c = &t->cuda;
   fputs("{\"calls\": {", o);
-  int nfn = t->hdr.version >= 11 ? ND_CUDA_FN_USED : ND_CUDA_FN_USED_V10;
-  for (int f = 0; f < nfn; f++) json_u64(o, nd_rep_cuda_fn_names[f], c->calls[f], f + 1 < nfn);
+  for (uint32_t f = 0; f < t->has.cuda_fns; f++)
+    json_u64(o, nd_rep_cuda_fn_names[f], c->calls[f], f + 1 < t->has.cuda_fns);
   fputs("}, ", o);
   json_u64(o, "answered_dlsym", c->answered_dlsym, true);
   json_u64(o, "answered_proc", c->answered_proc, true);
   json_u64(o, "unhooked", c->unhooked, true);
   json_u64(o, "unknown_frees", c->unknown_frees, true);
   json_u64(o, "untracked", c->untracked, false);
-  if (t->hdr.version >= 11) { // PyTorch's CUDA allocator: null, "native" or "async"
+  if (t->has.device_ws) { // PyTorch's CUDA allocator: null, "native" or "async"
     static const char *const torch[3] = {"null", "\"native\"", "\"async\""};
     fprintf(o, ", \"torch_allocator\": %s, \"torch_tensors_by_ndmem\": %s",
             torch[nd_rep_torch(t)], t->cuda.torch_conf & ND_TORCH_CONF_BY_NDMEM ? "true" : "false");
@@ -482,7 +482,7 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     json_u64(o, "cgroup_bytes", l->cgroup_bytes, true);
     fprintf(o, "\"percent_of\": \"%s\", \"aborted\": %s", nd_rep_pct_of_cgroup(l) ? "cgroup" : "ram",
             l->flags & ND_LIMITS_ABORTED ? "true" : "false");
-    if (t->hdr.version >= 10) { // how large mappings counted, a stop on a retry loop, unread limits
+    if (t->has.limit_details) { // how large mappings counted, a stop on a retry loop, unread limits
       fprintf(o, ", \"mappings\": \"%s\", ",
               l->flags & ND_LIMITS_MAPPINGS_WHOLE ? "whole" : "touched");
       json_u64(o, "untouched_bytes", l->untouched, true);
@@ -523,15 +523,15 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     fprintf(o, "\"tid\": %u, \"limit\": \"%s\", \"action\": \"%s\", \"function\": \"%s\", ",
             b->tid, nd_rep_limit_keys[b->limit], nd_rep_action_names[b->action],
             nd_rep_breach_fn(b));
-    if (t->hdr.version >= 6) { // the device of a device limit's breach (version 6 reports)
+    if (t->has.devices) { // the device of a device limit's breach
       if (b->limit == ND_LIMIT_DEVICE) fprintf(o, "\"device\": %u, ", b->device);
       else fputs("\"device\": null, ", o);
     }
     json_u64(o, "requested", b->requested, true);
     json_u64(o, "value", b->value, true);
     json_u64(o, "limit_bytes", b->limit_bytes, true);
-    json_u64(o, "count", b->count, t->hdr.version >= 10);
-    if (t->hdr.version >= 10) { // the refused request's stack, and a retry loop's length
+    json_u64(o, "count", b->count, t->has.limit_details);
+    if (t->has.limit_details) { // the refused request's stack, and a retry loop's length
       if (b->flags & ND_BREACH_RETRY_LOOP) {
         fputs("\"retry_loop\": {", o);
         json_u64(o, "retries", b->retries, true);
@@ -797,7 +797,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
   else
     fputs("\"last_flush\": null},\n", o);
   if (r->o->workspaces || r->o->limits) {
-    if (r->o->workspaces && h->version >= 10) json_ws_effect(o, r);
+    if (r->o->workspaces && t->has.ws_served) json_ws_effect(o, r);
     if ((r->o->workspaces && json_ws(o, r, !r->o->limits)) ||
         (r->o->limits && json_limits(o, r, true)))
       return -1;
@@ -805,7 +805,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
     return 0;
   }
   fprintf(o, "  \"process\": {\"pid\": %llu", (unsigned long long)h->pid);
-  if (h->version >= 12) nd_rep_json_job(o, h); // where the process stands in its job
+  if (t->has.job) nd_rep_json_job(o, h); // where the process stands in its job
   fputs(", \"exe\": ", o);
   nd_rep_json_str(o, t->exe);
   fputs(", \"host\": ", o);
@@ -824,7 +824,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
     fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u}", how[t->exit.how],
             t->exit.code, t->exit.tid);
   }
-  if (h->version >= 12) { // the traces of its descendants beside it (running.h)
+  if (t->has.job) { // the traces of its descendants beside it (running.h)
     fputs(", \"descendants\": [", o);
     for (size_t i = 0; i < r->family.n; i++) {
       const nd_kin_t *k = &r->family.v[i];
@@ -871,11 +871,13 @@ int nd_rep_json_report(FILE *o, report_t *r) {
     }
     fputs("    ]\n  },\n", o);
   }
-  if (h->version >= 2 && json_ws(o, r, false)) return -1; // absent from version 1 reports
-  if (h->version >= 3 && json_limits(o, r, false)) return -1; // and from version 2 reports
-  if (h->version >= 6 && json_devices(o, r)) return -1;
-  if (h->version >= 7) json_python(o, t);
-  if (h->version >= 8) { // anonymous resident memory (RESIDENT records), null without one
+  // A part whose records the trace's version had no room for is absent, as from the reports of
+  // that version (nd_trace_has_t); one it had room for is there, null where none was written.
+  if (t->has.workspaces && json_ws(o, r, false)) return -1;
+  if (t->has.limits && json_limits(o, r, false)) return -1;
+  if (t->has.devices && json_devices(o, r)) return -1;
+  if (t->has.python) json_python(o, t);
+  if (t->has.resident) { // anonymous resident memory (RESIDENT records), null without one
     if (!t->have_resident) {
       fputs("  \"resident\": null,\n", o);
     } else {
@@ -885,8 +887,8 @@ int nd_rep_json_report(FILE *o, report_t *r) {
       fputs("},\n", o);
     }
   }
-  if (h->version >= 9) json_retention(o, &r->retention);
-  if (h->version >= 10) json_ws_effect(o, r);
+  if (t->has.allocator_view) json_retention(o, &r->retention);
+  if (t->has.ws_served) json_ws_effect(o, r);
   if (!r->o->brief) {
     size_t n = nd_rep_list_len(r, t->nsites);
     fprintf(o, "  \"sites\": {\n    \"count\": %zu,\n", t->nsites);
@@ -894,7 +896,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
         json_sites(o, r, "by_total", r->by_total, n, true))
       return -1;
     fputs("  },\n", o);
-    if (h->version >= 7) json_py_lines(o, r);
+    if (t->has.python) json_py_lines(o, r);
   }
   if (json_growth(o, r)) return -1;
   fputs("  ", o);

@@ -525,7 +525,7 @@ static void text_python_line(FILE *o, const nd_trace_t *t) {
             (unsigned long long)p->with_python, (unsigned long long)p->stacks,
             plural(p->stacks, "allocation", "allocations"));
     if (p->dropped)
-      fprintf(o, t->hdr.version >= 12 ? "; %llu Python %s left out (past NDMEM_PY_DEPTH, or "
+      fprintf(o, t->has.py_depth ? "; %llu Python %s left out (past NDMEM_PY_DEPTH, or "
                                         "unreadable)"
                                       : "; %llu %s left out (the depth limit, or unreadable)",
               (unsigned long long)p->dropped, plural(p->dropped, "frame", "frames"));
@@ -723,7 +723,7 @@ static void text_summary(FILE *o, report_t *r) {
     // action): what remains is SIGKILL, the OOM killer, or a crash the shim could not see.
     fprintf(o, "  %-10s  NOT normal: ", "exit");
     if (nd_rep_aborted(t)) fputs("no END record (aborted on a breach of a limit)", o);
-    else if (t->hdr.version < 4) fputs("no END record (killed, crashed or _exit)", o);
+    else if (!t->has.exit_record) fputs("no END record (killed, crashed or _exit)", o);
     else fputs("ended without an END record: killed (SIGKILL, the OOM killer) or crashed", o);
     if (r->running == ND_RUN_UNKNOWN && !nd_rep_aborted(t)) {
       fputs(", unless it still runs on ", o);
@@ -870,7 +870,7 @@ static void text_ws_name(FILE *o, const char *name, uint32_t tid) {
   fprintf(o, "] on thread %u", tid);
 }
 
-static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w, bool v10) {
+static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w, bool served) {
   char ratio[64];
   nd_rep_format_ratio(ratio, sizeof ratio, w->plan_sum_bytes, w->plan_peak_bytes);
   fprintf(o, "#%-3zu ", rank);
@@ -901,7 +901,7 @@ static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w, bo
             "      outlived %llu (kept valid, no longer routed)\n"
             "      ndmem's misprediction of the automatic cycle, not the program's error\n",
             (unsigned long long)w->outlived);
-  if (!v10) return; // version 10: the bytes it served, what its learning trims gave back
+  if (!served) return; // the bytes it served, what its learning trims gave back (ws_served)
   fputs("      served ", o);
   print_bytes(o, w->hit_bytes, false);
   fprintf(o, "; learning trims %llu: resident memory fell by ", (unsigned long long)w->learn_trims);
@@ -938,7 +938,7 @@ static int text_workspaces(FILE *o, report_t *r) {
     fprintf(o, "\n== workspaces: %zu (per thread and name%s)\n", t->nws,
             t->ended ? "" : "; as last written, no normal exit");
     for (size_t i = 0; i < t->nws; i++)
-      text_workspace(o, i + 1, &t->ws[r->ws[i]], t->hdr.version >= 10);
+      text_workspace(o, i + 1, &t->ws[r->ws[i]], t->has.ws_served);
   }
   uint64_t nrec = nd_rep_esc_records(t);
   if (!nrec) {
@@ -1035,7 +1035,7 @@ static void text_limit_settings(FILE *o, const nd_trace_t *t) {
           (unsigned long long)l->snapshots, (unsigned long long)t->snap_records);
   if (t->snap_records > t->nsnaps)
     fprintf(o, ", the first and the last %zu kept", t->nsnaps - 1);
-  bool touched = t->hdr.version >= 10 && !(l->flags & ND_LIMITS_MAPPINGS_WHOLE);
+  bool touched = t->has.limit_details && !(l->flags & ND_LIMITS_MAPPINGS_WHOLE);
   fprintf(o, "\n  %-16s  tracked = heap usable bytes + anonymous mmaps%s + workspace arenas; "
              "physical = anonymous resident memory (resident - shared)\n",
           "measures", touched ? " (of 4 MiB or more: their touched pages)" : "");

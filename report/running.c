@@ -108,7 +108,7 @@ void nd_family_free(nd_family_t *f) {
 int nd_trace_family(const nd_trace_t *t, const char *path, nd_family_t *out) {
   out->v = NULL;
   out->n = 0;
-  if (!path || t->hdr.version < 12 || !t->hdr.pid) return 0;
+  if (!path || !t->has.job || !t->hdr.pid) return 0;
   const char *slash = strrchr(path, '/');
   size_t dl = slash ? (size_t)(slash - path) + 1 : 0; // the folder as the path names it, with '/'
   char dir[4096];

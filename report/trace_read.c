@@ -180,7 +180,7 @@ static int on_stack(nd_trace_t *t, uint64_t off, const char *p, uint32_t size) {
   // Version 7: a Python frame names a PYCODE record written before the stack, so that the
   // renderers never meet a frame they cannot name.
   bool python = false;
-  for (uint32_t i = 0; t->hdr.version >= 7 && i < n; i++) {
+  for (uint32_t i = 0; t->has.python && i < n; i++) {
     uint64_t ip;
     memcpy(&ip, p + sizeof s + (size_t)i * 8, sizeof ip);
     if (!nd_is_pyframe(ip)) continue;
@@ -255,7 +255,7 @@ static int on_pycode(nd_trace_t *t, uint64_t off, const char *p, uint32_t size) 
 static int on_python(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_python_t py;
   memcpy(&py, p, sizeof py);
-  if (py.state > (t->hdr.version >= 12 ? ND_PY_LAYOUT_DIFFERS : ND_PY_OFF))
+  if (py.state > (t->has.py_depth ? ND_PY_LAYOUT_DIFFERS : ND_PY_OFF))
     return fail(t, off, "PYTHON state %u out of range", py.state);
   t->python = py; // the latest wins
   t->have_python = true;
@@ -374,7 +374,7 @@ static int on_block(nd_trace_t *t, uint64_t off, const char *p) {
   // child inherited it (the shim dates the child's own births after the fork). Kept apart.
   bool inherited = t->hdr.origin == ND_ORIGIN_FORK && b.mono_ns && b.mono_ns <= t->hdr.start_mono_ns;
   // Version 14: the reachability scan's class (0: not scanned), one entry per class.
-  unsigned reach = t->hdr.version >= 14 ? nd_block_reach(b.flags) : ND_REACH_NONE;
+  unsigned reach = t->has.reach ? nd_block_reach(b.flags) : ND_REACH_NONE;
   if (reach > ND_REACH_MAX)
     return fail(t, off, "BLOCK with an unknown reachability class (%u)", reach);
   uint64_t key = site_key(b.stack_id, b.kind) | (uint64_t)inherited << 63 | (uint64_t)reach << 60;
@@ -588,10 +588,10 @@ static int on_limits(nd_trace_t *t, uint64_t off, const char *p) {
 static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_breach_t b;
   memcpy(&b, p, sizeof b);
-  int device = b.limit == ND_LIMIT_DEVICE && t->hdr.version >= 6;
+  int device = b.limit == ND_LIMIT_DEVICE && t->has.devices;
   if (b.limit >= ND_LIMIT_COUNT && !device)
     return fail(t, off, "BREACH limit %u out of range", b.limit);
-  if (b.action > (device && t->hdr.version >= 11 ? ND_ON_LIMIT_HOST : ND_ON_LIMIT_ABORT))
+  if (b.action > (device && t->has.device_ws ? ND_ON_LIMIT_HOST : ND_ON_LIMIT_ABORT))
     return fail(t, off, "BREACH action %u out of range", b.action);
   if (b.fn >= (device ? ND_CUDA_FN_USED : ND_TRACE_FNS))
     return fail(t, off, "BREACH function %u out of range", b.fn);
@@ -1117,6 +1117,27 @@ static int fill_fail(nd_trace_t *t, uint64_t off, const nd_in_t *in) {
   return fail(t, off, "read error: %s", strerror(errno));
 }
 
+// What a trace of `version` has room for (nd_trace_has_t): the one place that maps version
+// numbers to the facts the rest of ndmemreport tests.
+static void version_facts(nd_trace_has_t *has, uint32_t version) {
+  *has = (nd_trace_has_t){
+      .workspaces = version >= 2,
+      .limits = version >= 3,
+      .exit_record = version >= 4,
+      .site_history = version >= 5,
+      .devices = version >= 6,
+      .python = version >= 7,
+      .resident = version >= 8,
+      .allocator_view = version >= 9,
+      .ws_served = version >= 10,
+      .limit_details = version >= 10,
+      .device_ws = version >= 11,
+      .job = version >= 12,
+      .py_depth = version >= 12,
+      .reach = version >= 14,
+      .cuda_fns = version >= 11 ? ND_CUDA_FN_USED : ND_CUDA_FN_USED_V10};
+}
+
 static int read_header(nd_trace_t *t, nd_in_t *in) {
   if (fill(in, sizeof t->hdr)) return fill_fail(t, 0, in);
   size_t have = in->len;
@@ -1134,6 +1155,7 @@ static int read_header(nd_trace_t *t, nd_in_t *in) {
   if (t->hdr.version < 1 || t->hdr.version > ND_TRACE_VERSION)
     return fail(t, 8, "unsupported trace version %u (this reader knows 1 to %u)", t->hdr.version,
                 ND_TRACE_VERSION);
+  version_facts(&t->has, t->hdr.version);
   // A later writer may append header fields: skip them, within reason.
   uint32_t least = t->hdr.version >= 12 ? sizeof t->hdr : ND_TRACE_HEADER_V11_SIZE;
   if (t->hdr.header_size < least || t->hdr.header_size > ND_TRACE_MAX_RECORD)

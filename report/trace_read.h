@@ -189,9 +189,39 @@ typedef struct nd_map {
   size_t cap, len;
 } nd_map_t;
 
+// What the trace's version gave it room for, set once from its header (nd_trace_read): the
+// analysis and the renderers test these facts, never a version number. A fact that is false says
+// the format had no place for the records or fields it names, so a report leaves its part out or
+// words it as the reports of that version did; it never says the process had none.
+typedef struct nd_trace_has {
+  bool workspaces;    // WORKSPACE and WS_ESCAPE records (version 2)
+  bool limits;        // LIMITS, BREACH, SNAPSHOT and SNAP_SITE records (version 3)
+  bool exit_record;   // an EXIT record, and an END record wherever the shim could write one, so
+                      // that a trace without END was killed or crashed (version 4)
+  bool site_history;  // SITE floors and cycle clocks, BLOCK births, FLUSH windows and GROWTH
+                      // records: what growth is judged by (version 5)
+  bool devices;       // DEVICE and CUDA records; a device limit's breach names its device (6)
+  bool python;        // Python frames in stacks, PYCODE and PYTHON records (version 7)
+  bool resident;      // RESIDENT records (version 8)
+  bool allocator_view; // RESIDENT records carry the allocator's own account (version 9)
+  bool ws_served;     // WORKSPACE records carry the bytes served and ndmem's learning trims (10)
+  bool limit_details; // LIMITS: large mappings by their touched pages, a stop on a retry loop,
+                      // values that could not be read; BREACH: the refused request's stack and a
+                      // retry loop (version 10)
+  bool device_ws;     // DEVICE_WS and DEVICE_SPILL records; the CUDA record's stream functions
+                      // and PyTorch's allocator settings (version 11)
+  bool job;           // the header's job fields (parent, origin, rank), so that the traces of
+                      // descendants beside it can be found (version 12)
+  bool py_depth;      // Python frames cut at NDMEM_PY_DEPTH, the marker of native frames cut at
+                      // NDMEM_DEPTH, the PYTHON record's later states (version 12)
+  bool reach;         // SCAN records, BLOCK records classed by the reachability scan (14)
+  uint32_t cuda_fns;  // the calls a CUDA record counts (ND_CUDA_FN_USED_V10 before device_ws)
+} nd_trace_has_t;
+
 typedef struct nd_trace {
   const char *path;
   nd_trace_header_t hdr;
+  nd_trace_has_t has; // what hdr.version gave the trace room for
   char host[sizeof(((nd_trace_header_t *)0)->host) + 1]; // header strings, NUL-terminated
   char exe[sizeof(((nd_trace_header_t *)0)->exe) + 1];
 
@@ -335,16 +365,15 @@ long nd_trace_site_of(const nd_trace_t *t, uint32_t stack_id, uint16_t kind);
 // or NULL. Valid after a successful nd_trace_read or nd_trace_update.
 const nd_module_t *nd_trace_module_of(const nd_trace_t *t, uint64_t ip);
 
-// Whether a frame of the trace is a Python frame: bit 63 means one only from version 7 (in older
-// traces it is part of an address).
+// Whether a frame of the trace is a Python frame: bit 63 means one only where the trace has
+// Python frames (in older traces it is part of an address).
 static inline bool nd_trace_is_pyframe(const nd_trace_t *t, uint64_t ip) {
-  return t->hdr.version >= 7 && nd_is_pyframe(ip);
+  return t->has.python && nd_is_pyframe(ip);
 }
 
-// Whether a frame is the marker of native frames cut at NDMEM_DEPTH, Python frames after it
-// (version 12).
+// Whether a frame is the marker of native frames cut at NDMEM_DEPTH, Python frames after it.
 static inline bool nd_trace_is_cut(const nd_trace_t *t, uint64_t ip) {
-  return t->hdr.version >= 12 && ip == ND_FRAME_CUT;
+  return t->has.py_depth && ip == ND_FRAME_CUT;
 }
 
 // The code object of a Python frame (nd_trace_is_pyframe), or NULL. The reader has checked that
