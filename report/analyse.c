@@ -1,112 +1,12 @@
 // SPDX-License-Identifier: MIT
-// analyse.c: ndmemreport's model (report.h) before rendering: the name tables, the formatting
-// both renderers share (start time, ratios), the site, leak and workspace orderings
-// (nd_rep_analyse), the suppression rule a leak's stack matches (suppressed_by) and the
-// predicates on a trace that the text and JSON renderers both ask (leaks known, limits recorded,
-// escape records, snapshots), and a stack's stable key (nd_rep_stack_key), which diff matches on.
-#include "report.h"
+// analyse.c: the analysis of a read trace before any rendering (nd_rep_analyse, analyse.h): the
+// site, leak and workspace orderings, the escapes grouped by (workspace, stack), the suppression
+// rule a leak's stack matches (suppressed_by), the sites by Python line, and what resident memory
+// did beside tracked memory (retention) and what workspaces did to it (ws_effect).
+#include "analyse.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-const char *const nd_rep_kind_names[ND_TRACE_KINDS] = {
-    "heap",     "mmap",     "pinned",   "managed",  "device0",  "device1",  "device2",
-    "device3",  "device4",  "device5",  "device6",  "device7",  "device8",  "device9",
-    "device10", "device11", "device12", "device13", "device14", "device15"};
-const char *const nd_rep_fn_names[ND_TRACE_FNS] = {
-    "malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
-    "valloc", "pvalloc", "free",   "free_sized",   "free_aligned_sized", "mmap", "munmap",
-    "mremap"};
-const char *const nd_rep_fb_names[4] = {"bootstrap", "synthesized", "late-thread",
-                                        "untracked-free"};
-// Limits by their JavaCPP names in text, snake case in JSON; actions by NDMEM_ON_LIMIT's values.
-const char *const nd_rep_limit_names[ND_LIMIT_DEVICE + 1] = {"maxBytes", "maxPhysicalBytes",
-                                                              "maxDeviceBytes"};
-const char *const nd_rep_limit_keys[ND_LIMIT_DEVICE + 1] = {"max_bytes", "max_physical_bytes",
-                                                             "max_device_bytes"};
-const char *nd_rep_base_name(const char *path) {
-  const char *b = strrchr(path, '/');
-  return b ? b + 1 : path;
-}
-
-const char *const nd_rep_cuda_fn_names[ND_CUDA_FN_USED] = {ND_CUDA_FN_NAMES};
-const char *const nd_rep_dev_class_names[ND_DEV_CLASSES] = {"cuMemAlloc", "stream-ordered",
-                                                            "cuMemCreate"};
-const char *const nd_rep_action_names[4] = {"fail", "warn", "abort", "host"};
-
-// ---------------------------------------------------------------- formatting: both renderers
-
-void nd_rep_format_start(char *out, size_t n, uint64_t realtime_ns) {
-  time_t sec = (time_t)(realtime_ns / 1000000000u);
-  struct tm tm;
-  if (!gmtime_r(&sec, &tm) || !strftime(out, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
-    snprintf(out, n, "?");
-}
-
-// sum / peak to two decimals, rounded half up ("4.00"), or "n/a" for a zero peak.
-void nd_rep_format_pct(char *out, size_t n, uint64_t v, uint64_t limit) {
-  u128 m = (u128)v * 1000 / (limit ? limit : 1);
-  if (m > (u128)UINT64_MAX) m = UINT64_MAX;
-  snprintf(out, n, "%llu.%u %%", (unsigned long long)(m / 10), (unsigned)(m % 10));
-}
-
-void nd_rep_print_secs(FILE *o, uint64_t ns) {
-  fprintf(o, "%llu.%03llu s", (unsigned long long)(ns / 1000000000u),
-          (unsigned long long)(ns % 1000000000u / 1000000u));
-}
-
-void nd_rep_format_ratio(char *out, size_t n, uint64_t sum, uint64_t peak) {
-  if (!peak) {
-    snprintf(out, n, "n/a");
-    return;
-  }
-  u128 h = ((u128)sum * 100 + peak / 2) / peak;
-  snprintf(out, n, "%llu.%02u", (unsigned long long)(h / 100), (unsigned)(h % 100));
-}
-
-// A frame's name: the one rule for the text report and merge (report.h, ND_NAME_*).
-void nd_rep_loc_text(sbuf_t *b, const nd_frame_t *f, const nd_loc_t *l, unsigned how) {
-  bool base = how & ND_NAME_BASE;
-  const char *module = base ? nd_rep_base_name(f->module) : f->module;
-  if (l->function && l->file && (how & ND_NAME_MODULE)) {
-    sb_put(b, module, strlen(module));
-    sb_put(b, "!", 1);
-  }
-  if (l->function) {
-    sb_put(b, l->function, strlen(l->function));
-    sb_put(b, " (", 2);
-  }
-  if (l->file) {
-    const char *file = base ? nd_rep_base_name(l->file) : l->file;
-    sb_put(b, file, strlen(file));
-    sb_fmt(b, ":%d", l->line);
-  } else {
-    sb_put(b, module, strlen(module));
-    sb_fmt(b, "+0x%llx", (unsigned long long)f->offset);
-  }
-  if (l->function) sb_put(b, ")", 1);
-}
-
-void nd_rep_frame_text(sbuf_t *b, const nd_frame_t *f, unsigned how) {
-  sb_put(b, "", 0);
-  if (f->python) {
-    const char *fn = f->at.function && *f->at.function ? f->at.function : "?";
-    const char *file = f->at.file && *f->at.file ? f->at.file : "?";
-    if (how & ND_NAME_PY) sb_put(b, "py ", 3);
-    sb_put(b, fn, strlen(fn));
-    sb_put(b, " (", 2);
-    sb_put(b, file, strlen(file));
-    if (f->at.line) sb_fmt(b, ":%d", f->at.line);
-    sb_put(b, ")", 1);
-  } else if (f->module) {
-    nd_rep_loc_text(b, f, &f->at, how);
-  } else if (f->at.function) { // no module: the mark of native frames cut at NDMEM_DEPTH
-    sb_put(b, f->at.function, strlen(f->at.function));
-  } else {
-    sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
-  }
-}
 
 // ---------------------------------------------------------------- analysis
 
@@ -114,10 +14,6 @@ static uint64_t round_count(double x) {
   if (!(x > 0)) return 0;
   if (x >= 18446744073709549568.0) return UINT64_MAX;
   return (uint64_t)(x + 0.5);
-}
-
-uint64_t nd_rep_site_live(const nd_rec_site_t *s) {
-  return s->alloc_bytes > s->free_bytes ? s->alloc_bytes - s->free_bytes : 0;
 }
 
 static uint64_t leak_bytes(const nd_leak_t *l) { return l->exact_bytes + l->est_bytes; }
@@ -163,14 +59,6 @@ static int by_leak(const void *a, const void *b, void *arg) {
   uint32_t sx = t->stacks[x->stack].id, sy = t->stacks[y->stack].id;
   if (sx != sy) return sx < sy ? -1 : 1;
   return (x->kind > y->kind) - (x->kind < y->kind);
-}
-
-uint64_t nd_rep_sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
-
-uint64_t nd_rep_peak_cap(const nd_trace_t *t, uint16_t kind, uint64_t v, bool est, bool *most) {
-  int64_t peak = kind < ND_TRACE_KINDS ? t->counters.kind[kind].peak_bytes : 0;
-  *most = est && t->have_counters && peak >= 0 && v > (uint64_t)peak;
-  return *most ? (uint64_t)peak : v;
 }
 
 // Workspaces: by thread id, then name (NUL-padded, so memcmp orders as strcmp does).
@@ -275,24 +163,7 @@ static const char *suppressed_by(void *ctx, uint32_t stack) {
   return rule->reason ? rule->text : rule->name;
 }
 
-// ---------------------------------------------------------------- Python lines (version 7)
-
-long nd_rep_py_innermost(const nd_trace_t *t, const nd_stack_t *s) {
-  const uint64_t *ips = nd_stack_frames(t, s);
-  for (size_t i = 0; i < s->depth; i++)
-    if (nd_trace_is_pyframe(t, ips[i])) return (long)i;
-  return -1;
-}
-
-bool nd_rep_py_library(const char *file) {
-  return !file || !strncmp(file, "<frozen ", 8) || strstr(file, "/site-packages/") ||
-         strstr(file, "/dist-packages/") || strstr(file, "/lib/python3.") ||
-         strstr(file, "/lib/pypy");
-}
-
-bool nd_rep_python_only(const report_t *r, const nd_stack_t *s) {
-  return r->o->python_only && nd_rep_py_innermost(r->t, s) >= 0;
-}
+// ---------------------------------------------------------------- Python lines
 
 // A site with a Python frame and its innermost one's (code, line), for grouping.
 typedef struct py_site {
@@ -366,10 +237,6 @@ static int analyse_py_lines(report_t *r) {
 }
 
 // ---------------------------------------------------------------- allocator retention
-
-const char *const nd_rep_allocator_names[ND_ALLOCATOR_MAX + 1] = {"an unknown allocator",
-                                                                  "glibc malloc", "jemalloc"};
-const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1] = {"unknown", "glibc", "jemalloc"};
 
 // Resident growth worth naming: 64 MiB (ND_RETAIN_MIN_BYTES, trace_format.h), and a quarter of
 // the resident memory at the reference keeps a large job's noise out. Tracked memory "stayed
@@ -558,230 +425,18 @@ int nd_rep_analyse(report_t *r) {
   return 0;
 }
 
-// ---------------------------------------------------------------- stable stack identity
-
-// FNV-1a 64 over what a frame is, never its address: a trace's stack ids and its modules' load
-// addresses change from run to run (ASLR), the symbolized frames do not. Every field ends in a
-// byte no string holds (0) so that ("ab", "c") and ("a", "bc") differ.
-#define FNV_OFF 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
-
-static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * FNV_PRIME;
-  return h;
-}
-
-static uint64_t fnv_str(uint64_t h, const char *s) {
-  if (s) h = fnv_bytes(h, s, strlen(s) + 1);
-  else h = fnv_bytes(h, "\1", 2); // NULL: unknown, unlike ""
-  return h;
-}
-
-static uint64_t fnv_u64(uint64_t h, uint64_t v) {
-  unsigned char b[8];
-  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i)); // little-endian everywhere
-  return fnv_bytes(h, b, sizeof b);
-}
-
-// A native position: its function, then file:line when known, else the module offset.
-static uint64_t key_loc(uint64_t h, const nd_loc_t *l, uint64_t offset) {
-  h = fnv_str(h, l->function);
-  if (l->file) return fnv_u64(fnv_str(fnv_bytes(h, "L", 1), l->file), (uint64_t)l->line);
-  return fnv_u64(fnv_bytes(h, "O", 1), offset);
-}
-
-int nd_rep_stack_key(report_t *r, uint32_t stack, uint64_t *key) {
-  const nd_stack_t *s = &r->t->stacks[stack];
-  const uint64_t *ips = nd_stack_frames(r->t, s);
-  uint64_t h = FNV_OFF;
-  for (size_t i = 0; i < s->depth; i++) {
-    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
-    if (!f) return -1;
-    if (f->python) { // qualname, file (as a path, normalised), line
-      char file[4096];
-      h = fnv_str(fnv_bytes(h, "P", 1), f->at.function);
-      h = fnv_str(h, f->at.file ? nd_sym_path_norm(file, sizeof file, f->at.file) : NULL);
-      h = fnv_u64(h, (uint64_t)f->at.line);
-    } else if (!f->module) { // outside every module: only the address is known (not stable)
-      h = fnv_u64(fnv_bytes(h, "A", 1), f->ip);
-    } else {
-      h = fnv_str(fnv_bytes(h, "N", 1), nd_rep_base_name(f->module));
-      h = key_loc(h, &f->at, f->offset);
-      for (size_t k = 0; k < f->ninlined; k++) h = key_loc(h, &f->inlined_into[k], f->offset);
-    }
-  }
-  *key = fnv_u64(h, s->depth);
-  return 0;
-}
-
-// Entries of a list shown: --top (0: all, as --frames 0 is every frame), 5 with --brief.
-size_t nd_rep_list_len(const report_t *r, size_t n) {
-  size_t top = r->o->brief ? 5 : r->o->top;
-  return top && top < n ? top : n;
-}
-
-// Escape records seen, kept or not.
-uint64_t nd_rep_esc_records(const nd_trace_t *t) {
-  return nd_rep_sat_add(t->nescapes, t->escapes_dropped);
-}
-
-// ---------------------------------------------------------------- Python: shared by text and JSON
-
-const char *const nd_rep_py_states[ND_PY_LAYOUT_DIFFERS + 1] = {"none", "on", "unsupported", "off",
-                                                                 "free-threaded", "layout-differs"};
-
-// PY_VERSION_HEX: major, minor, micro, then the release level (0xA alpha, 0xB beta, 0xC release
-// candidate, 0xF final) and serial in the low byte.
-void nd_rep_format_pyversion(char *out, size_t n, uint32_t hex) {
-  if (!hex) {
-    snprintf(out, n, "?");
-    return;
-  }
-  unsigned level = hex >> 4 & 0xf, serial = hex & 0xf;
-  const char *tag = level == 0xa ? "a" : level == 0xb ? "b" : level == 0xc ? "rc" : NULL;
-  int k = snprintf(out, n, "%u.%u.%u", hex >> 24, hex >> 16 & 0xff, hex >> 8 & 0xff);
-  if (tag && k >= 0 && (size_t)k < n) snprintf(out + k, n - (size_t)k, "%s%u", tag, serial);
-}
-
-// ---------------------------------------------------------------- limits: shared by text and JSON
-
-// Any record of limits: the LIMITS record is written with the totals, so a trace cut short may
-// hold breaches and snapshots without one.
-bool nd_rep_has_limits(const nd_trace_t *t) {
-  return t->have_limits || t->nbreaches || t->breaches_dropped || t->snap_records;
-}
-
-const char *nd_rep_breach_fn(const nd_rec_breach_t *b) {
-  return b->limit == ND_LIMIT_DEVICE ? nd_rep_cuda_fn_names[b->fn] : nd_rep_fn_names[b->fn];
-}
-
-// A device whose limit is `bytes`, or -1.
-static int device_limited_at(const nd_trace_t *t, uint64_t bytes) {
-  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
-    if ((t->have_device >> d & 1) && t->devices[d].limit_bytes == bytes) return d;
-  return -1;
-}
-
-bool nd_rep_has_devices(const nd_trace_t *t) { return t->have_device || t->have_cuda; }
-
-const char *const nd_rep_dws_modes[5] = {ND_DWS_MODE_NAMES};
-const char *const nd_rep_dws_syncs[2] = {"free", "ordered"};
-const char *const nd_rep_dws_streams[3] = {"one stream", "several streams", "non-blocking streams"};
-
-// PyTorch's CUDA library among the modules: the job used PyTorch on a GPU.
-static bool torch_cuda_loaded(const nd_trace_t *t) {
-  for (size_t i = 0; i < t->nmods; i++)
-    if (t->mods[i].path && strstr(t->mods[i].path, "libtorch_cuda")) return true;
-  return false;
-}
-
-int nd_rep_torch(const nd_trace_t *t) {
-  if (!t->have_cuda || !t->has.device_ws) return ND_REP_TORCH_NONE;
-  uint64_t c = t->cuda.torch_conf;
-  if (c & ND_TORCH_CONF_ASYNC) return ND_REP_TORCH_ASYNC;
-  return (c & ND_TORCH_CONF_SET) || torch_cuda_loaded(t) ? ND_REP_TORCH_NATIVE : ND_REP_TORCH_NONE;
-}
-
-const char *nd_rep_torch_text(const nd_trace_t *t) {
-  uint64_t c = t->have_cuda ? t->cuda.torch_conf : 0;
-  switch (nd_rep_torch(t)) {
-  case ND_REP_TORCH_ASYNC:
-    return c & ND_TORCH_CONF_BY_NDMEM
-               ? "PyTorch: backend:cudaMallocAsync (set by ndmem run --torch-tensors): device "
-                 "sites are its tensors by Python line"
-               : "PyTorch: backend:cudaMallocAsync (PYTORCH_CUDA_ALLOC_CONF): device sites are "
-                 "its tensors by Python line";
-  case ND_REP_TORCH_NATIVE:
-    return c & ND_TORCH_CONF_EXPANDABLE
-               ? "PyTorch: its caching allocator, expandable segments: device sites are its "
-                 "segments, not tensors (ndmem run --torch-tensors shows tensors)"
-               : "PyTorch: its caching allocator: device sites are its segments, not tensors "
-                 "(ndmem run --torch-tensors shows tensors)";
-  default: return NULL;
-  }
-}
-
-bool nd_rep_device_limited(const nd_trace_t *t) {
-  for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++)
-    if ((t->have_device >> d & 1) && (t->devices[d].limit_bytes || t->devices[d].breaches)) return true;
-  return false;
-}
-
-// Whether what was live at the end is a leak: the program ended on its own (exit, a return from
-// main, _exit). A fatal signal or NDMEM_ON_LIMIT=abort ends it before it could free anything.
-bool nd_rep_leaks_known(const nd_trace_t *t) {
-  return t->ended &&
-         !(t->have_exit && (t->exit.how == ND_EXIT_SIGNAL || t->exit.how == ND_EXIT_LIMIT_ABORT));
-}
-
-bool nd_rep_aborted(const nd_trace_t *t) {
-  return t->have_limits && (t->limits.flags & ND_LIMITS_ABORTED);
-}
-
-// Percentages of memory ("75%") are of RAM or of the cgroup's limit, whichever is smaller.
-bool nd_rep_pct_of_cgroup(const nd_rec_limits_t *l) {
-  return l->cgroup_bytes && (!l->ram_bytes || l->cgroup_bytes < l->ram_bytes);
-}
-
-// The limit a breach snapshot was taken for, by its threshold; -1 when it cannot be told.
-int nd_rep_snap_limit(const nd_trace_t *t, const nd_rec_snapshot_t *s) {
-  const nd_rec_limits_t *l = &t->limits;
-  if (s->reason != ND_SNAP_BREACH || !s->threshold) return -1;
-  bool b = t->have_limits && s->threshold == l->max_bytes;
-  bool p = t->have_limits && s->threshold == l->max_physical_bytes;
-  bool d = device_limited_at(t, s->threshold) >= 0;
-  if (b + p + d != 1) return -1;
-  return b ? ND_LIMIT_BYTES : p ? ND_LIMIT_PHYSICAL : ND_LIMIT_DEVICE;
-}
-
-uint64_t nd_rep_since_start(const nd_trace_t *t, uint64_t ns) {
-  return ns > t->hdr.start_mono_ns ? ns - t->hdr.start_mono_ns : 0;
-}
-
-// The live bytes of a snapshot's kept sites; *est: some are estimates.
-uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est) {
-  uint64_t sum = 0;
-  *est = false;
-  for (size_t i = 0; i < s->nsites; i++) {
-    sum = nd_rep_sat_add(sum, s->sites[i].rec.live_bytes);
-    if (s->sites[i].rec.flags & ND_SITE_SAMPLED) *est = true;
-  }
-  return sum;
-}
-
-// CUPTI's records against the hooks': cuMemAlloc/cuMemAllocPitch against CUPTI's device memory
-// outside pools (with cuMemCreate's physical allocations too, where CUPTI's records include
-// them: whether they do is the driver's choice), stream-ordered allocations against pool-served
-// ones.
-static bool same_class(const nd_rec_dev_class_t *a, const nd_rec_dev_class_t *b) {
-  return a->allocs == b->allocs && a->alloc_bytes == b->alloc_bytes && a->frees == b->frees &&
-         a->free_bytes == b->free_bytes;
-}
-
-bool nd_rep_cupti_differs(const nd_rec_device_t *d, char *why, size_t n) {
-  if (!(d->flags & ND_DEV_CUPTI)) return false;
-  const nd_rec_dev_class_t *h = &d->cls[ND_DEV_PLAIN], *a = &d->cls[ND_DEV_ASYNC];
-  const nd_rec_dev_class_t *v = &d->cls[ND_DEV_VMM];
-  const nd_rec_dev_class_t *c = &d->cupti, *p = &d->cupti_pool;
-  nd_rec_dev_class_t hv = {h->allocs + v->allocs, h->frees + v->frees,
-                           h->alloc_bytes + v->alloc_bytes, h->free_bytes + v->free_bytes};
-  if (!same_class(h, c) && !same_class(&hv, c)) {
-    snprintf(why, n,
-             "device memory: hooks %llu allocations of %llu B, %llu frees of %llu B; CUPTI %llu of "
-             "%llu B, %llu of %llu B",
-             (unsigned long long)h->allocs, (unsigned long long)h->alloc_bytes,
-             (unsigned long long)h->frees, (unsigned long long)h->free_bytes,
-             (unsigned long long)c->allocs, (unsigned long long)c->alloc_bytes,
-             (unsigned long long)c->frees, (unsigned long long)c->free_bytes);
-    return true;
-  }
-  if (a->allocs != p->allocs || a->alloc_bytes != p->alloc_bytes) {
-    snprintf(why, n,
-             "stream-ordered: hooks %llu allocations of %llu B; CUPTI %llu of %llu B",
-             (unsigned long long)a->allocs, (unsigned long long)a->alloc_bytes,
-             (unsigned long long)p->allocs, (unsigned long long)p->alloc_bytes);
-    return true;
-  }
-  return false;
+void nd_rep_analysis_free(report_t *r) {
+  nd_lifetimes_free(&r->life);
+  free(r->by_peak);
+  free(r->by_total);
+  free(r->live);
+  free(r->leaks);
+  free(r->py_lines);
+  free(r->ws);
+  free(r->groups);
+  free(r->group_order);
+  free(r->spill_order);
+  r->by_peak = r->by_total = r->live = r->leaks = r->ws = r->group_order = r->spill_order = NULL;
+  r->py_lines = NULL;
+  r->groups = NULL;
 }

@@ -4,8 +4,8 @@
 // ids and, under ASLR, other addresses, but the same symbolized frames. Sites of one trace with
 // the same key and kind are summed. The sites that changed are listed by the absolute change of
 // one measure (--by: peak live bytes, bytes allocated, live at the end), as text or JSON.
-#include "ndmemreport.h"
-#include "report.h"
+#include "cmd.h"
+#include "render.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -47,12 +47,12 @@ static int64_t delta(const dent_t *e, int w) {
 
 static uint64_t mag(int64_t d) { return d < 0 ? 0 - (uint64_t)d : (uint64_t)d; }
 
-static enum nd_weight sort_by;
-// The largest change of --by first, then of the other measures, then by key and kind.
-static int by_change(const void *a, const void *b) {
+// The largest change of --by (`arg`) first, then of the other measures, then by key and kind.
+static int by_change(const void *a, const void *b, void *arg) {
   const dent_t *x = a, *y = b;
+  enum nd_weight by = *(const enum nd_weight *)arg;
   for (int i = 0; i < ND_WEIGHTS; i++) {
-    int w = (sort_by + i) % ND_WEIGHTS;
+    int w = (by + i) % ND_WEIGHTS;
     uint64_t p = mag(delta(x, w)), q = mag(delta(y, w));
     if (p != q) return p > q ? -1 : 1;
   }
@@ -87,7 +87,8 @@ static int names_of(side_t *sd, const dent_t *e, char ***names, size_t *n) {
 }
 
 static int render(FILE *o, side_t *sd, const char *const *files, dent_t *v, size_t n, size_t shown,
-                  const opts_t *opt, bool json, size_t only[2], size_t same) {
+                  const opts_t *opt, enum nd_weight sort_by, bool json, size_t only[2],
+                  size_t same) {
   if (json) {
     fprintf(o, "{\n  \"ndmemreport_diff\": 1,\n  \"by\": \"%s\",\n", nd_rep_weight_names[sort_by]);
     for (int s = 0; s < 2; s++) {
@@ -158,7 +159,7 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
   size_t nfiles = 0;
   bool json = false, fail_set = false;
   unsigned long long fail_bytes = 0, n = 0;
-  sort_by = ND_BY_PEAK;
+  enum nd_weight sort_by = ND_BY_PEAK;
   for (int i = 2; i < argc; i++) { // argv[1] is "diff"
     const char *a = argv[i], *eq = strchr(a, '=');
     size_t len = eq ? (size_t)(eq - a) : strlen(a);
@@ -276,9 +277,9 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
     if (changed(&v[i])) v[nchanged++] = v[i];
     else same++;
   }
-  qsort(v, nchanged, sizeof *v, by_change);
+  qsort_r(v, nchanged, sizeof *v, by_change, &sort_by);
   size_t shown = o.top && o.top < nchanged ? o.top : nchanged;
-  if (render(out, sd, files, v, nchanged, shown, &o, json, only, same)) goto oom;
+  if (render(out, sd, files, v, nchanged, shown, &o, sort_by, json, only, same)) goto oom;
   if (fflush(out) || ferror(out)) {
     fprintf(err, "ndmemreport: cannot write the report: %s\n", strerror(errno));
     rc = 2;

@@ -13,63 +13,17 @@
 
 // ---------------------------------------------------------------- the order
 
-// The comparator's context (qsort has none): the report and two buffers with room for the
-// longest name, made before sorting, so that comparing never allocates.
-static struct {
-  report_t *r;
-  sbuf_t a, b;
-} cx;
-
-// Whether the names (f, j) and (g, k) differ: the same frame and part are the same name; two
-// frames may still share a name (two return addresses in one function). <0, 0, >0 as strcmp.
-static int name_cmp(const nd_frame_t *f, size_t j, const nd_frame_t *g, size_t k) {
-  if (f == g && j == k) return 0;
-  nd_rep_frame_name(&cx.a, f, j);
-  nd_rep_frame_name(&cx.b, g, k);
-  return strcmp(cx.a.p, cx.b.p);
-}
-
-// Name by name from the outermost; a stack that another starts first. Unlike the collapsed
-// lines' order (a byte order of the joined text), this keeps the sites that share a name at a
-// depth together: "a;b" and "a;b;c" are never split by "a;b+0x10".
-static int by_names(const void *pa, const void *pb) {
-  const nd_site_t *x = &cx.r->t->sites[*(const uint32_t *)pa];
-  const nd_site_t *y = &cx.r->t->sites[*(const uint32_t *)pb];
-  if (x->stack != y->stack) {
-    nd_rep_walk_t u, v;
-    nd_rep_walk_init(&u, cx.r, x->stack);
-    nd_rep_walk_init(&v, cx.r, y->stack);
-    for (;;) {
-      const nd_frame_t *f, *g;
-      size_t j, k;
-      bool more_u = nd_rep_walk_next(&u, &f, &j), more_v = nd_rep_walk_next(&v, &g, &k);
-      if (!more_u || !more_v) {
-        if (more_u != more_v) return more_u - more_v;
-        break;
-      }
-      int c = name_cmp(f, j, g, k);
-      if (c) return c;
-    }
-  }
-  // The same names: a fixed order (qsort is not stable), by index.
+// Name by name from the outermost (nd_rep_names_cmp, by whole names): the sites that share a
+// name at a depth stay together. Unlike the collapsed lines' order (a byte order of the joined
+// text), "a;b" and "a;b;c" are never split by "a;b+0x10".
+static int by_names(const void *pa, const void *pb, void *arg) {
+  nd_rep_names_t *names = arg;
   uint32_t i = *(const uint32_t *)pa, m = *(const uint32_t *)pb;
+  const nd_site_t *x = &names->r->t->sites[i], *y = &names->r->t->sites[m];
+  int c = nd_rep_names_cmp(names, x->stack, y->stack, false);
+  if (c) return c;
+  // The same names: a fixed order (qsort is not stable), by index.
   return i < m ? -1 : i > m;
-}
-
-// Symbolizes every frame of the sites (so that the walks after it never allocate) and makes room
-// in cx's buffers for the longest name. -1 when out of memory.
-static int prepare(report_t *r, const uint32_t *v, size_t n) {
-  size_t longest = 11; // "[no frames]"
-  for (size_t i = 0; i < n; i++) {
-    if (nd_rep_longest_name(r, r->t->sites[v[i]].stack, &cx.a, &longest)) return -1;
-  }
-  for (int i = 0; i < 2; i++) {
-    sbuf_t *b = i ? &cx.b : &cx.a;
-    b->len = 0;
-    while (b->len <= longest) sb_put(b, "[no frames]", 11); // room, then emptied by each use
-    if (b->oom) return -1;
-  }
-  return 0;
 }
 
 void nd_flame_order_free(nd_flame_order_t *o) {
@@ -91,9 +45,13 @@ int nd_flame_order(report_t *r, nd_flame_order_t *o) {
     const nd_rec_site_t *s = &t->sites[i].rec;
     if (s->alloc_bytes || s->peak_live_bytes || nd_rep_site_live(s)) o->site[o->n++] = (uint32_t)i;
   }
-  cx.r = r;
-  int rc = prepare(r, o->site, o->n);
-  if (!rc) qsort(o->site, o->n, sizeof *o->site, by_names);
+  // Every frame symbolized and room for the longest name first: comparing never allocates.
+  nd_rep_names_t names;
+  nd_rep_names_init(&names, r);
+  int rc = 0;
+  for (size_t i = 0; !rc && i < o->n; i++)
+    rc = nd_rep_names_fit(&names, t->sites[o->site[i]].stack);
+  if (!rc) qsort_r(o->site, o->n, sizeof *o->site, by_names, &names);
   for (size_t i = 0; !rc && i < o->n; i++) {
     // Its names, and those it shares with the one before.
     nd_rep_walk_t u, v;
@@ -104,16 +62,15 @@ int nd_flame_order(report_t *r, nd_flame_order_t *o) {
     const nd_frame_t *f, *g;
     size_t j, k;
     while (nd_rep_walk_next(&u, &f, &j)) {
-      if (same && (!nd_rep_walk_next(&v, &g, &k) || name_cmp(f, j, g, k))) same = false;
+      if (same && (!nd_rep_walk_next(&v, &g, &k) || nd_rep_names_differ(&names, f, j, g, k)))
+        same = false;
       if (same) lcp++;
       len++;
     }
     o->len[i] = len;
     o->lcp[i] = lcp;
   }
-  free(cx.a.p);
-  free(cx.b.p);
-  cx.a = cx.b = (sbuf_t){0};
+  nd_rep_names_free(&names);
   return rc;
 }
 
@@ -165,11 +122,6 @@ uint64_t nd_flame_weight(const nd_trace_t *t, const nd_flame_cap_t *c, size_t si
   return (uint64_t)((double)v * c->scale[s->kind]);
 }
 
-void nd_flame_total(uint64_t v, bool est, bool most, char *out, size_t n) {
-  char h[48];
-  nd_rep_human(h, sizeof h, v);
-  snprintf(out, n, "%s%s", most ? "at most " : est ? "~" : "", h);
-}
 
 static uint64_t weight(const build_t *b, size_t a, size_t e) {
   u128 w = b->pre[e] - b->pre[a];
@@ -277,19 +229,4 @@ bool nd_flame_runtime_module(const char *path) {
   return false;
 }
 
-void nd_flame_colour(const nd_flame_node_t *n, const char *name, char c[8]) {
-  uint32_t h = 2166136261u; // FNV-1a: stable across runs and machines
-  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 16777619u;
-  unsigned v = h % 64, u = (h >> 8) % 64;
-  if (!n->depth) snprintf(c, 8, "#%02x%02x%02x", 0xc8, 0xc8, 0xd0);
-  else if (n->f && n->f->python) snprintf(c, 8, "#%02x%02x%02x", 0x50 + v, 0xb4 + u / 2, 0x5a + v);
-  else if (n->f && n->f->module && nd_flame_runtime_module(n->f->module))
-    snprintf(c, 8, "#%02x%02x%02x", 0xb0 + v / 2, 0xb0 + v / 2, 0xb0 + v / 2);
-  else snprintf(c, 8, "#%02x%02x%02x", 0xe6 + v / 4, 0x64 + 2 * u, 0x37 + v / 2);
-}
 
-const char *nd_flame_measure(const report_t *r, enum nd_weight by) {
-  return by == ND_BY_TOTAL ? "bytes allocated"
-         : by == ND_BY_LIVE ? r->t->ended ? "live at exit" : "live at the last flush"
-                            : "peak live bytes";
-}

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// flame.h: the flame tree both flame graphs draw (render_svg.c, render_html_flame.c): the sites'
+// flame.h: the flame tree both flame graphs draw (svg.c, the HTML page's flame graphs): the sites'
 // stacks merged from the outermost frame by name (the names --format collapsed prints, Python
 // frames among them), each node weighted by a measure (enum nd_weight). Nodes narrower than a
 // fraction of the root are left out with everything under them, so the tree and the picture stay
@@ -8,7 +8,7 @@
 #ifndef ND_FLAME_H
 #define ND_FLAME_H
 
-#include "report.h"
+#include "frames.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -64,8 +64,6 @@ void nd_flame_weigh(const nd_trace_t *t, nd_flame_cap_t *c);
 double nd_flame_scale(uint64_t exact, uint64_t sampled, uint64_t total);
 uint64_t nd_flame_weight(const nd_trace_t *t, const nd_flame_cap_t *c, size_t site,
                          enum nd_weight by);
-// A total as the pictures print it: "~X" for an estimate, "at most X" for a capped one.
-void nd_flame_total(uint64_t v, bool est, bool most, char *out, size_t n);
 
 #define ND_FLAME_MAX 20000 // nodes kept at most, whatever the fraction lets through
 
@@ -82,19 +80,5 @@ void nd_flame_name(const nd_flame_node_t *n, sbuf_t *b);
 // The C and C++ runtimes and ndmem itself (by a module's base name): their frames are allocation
 // wrappers (malloc, operator new, strdup), not where a site's memory is wanted.
 bool nd_flame_runtime_module(const char *path);
-// A colour for a node: Python frames green, the C and C++ runtimes and ndmem grey, other native
-// frames red to yellow by a hash of the name (the same name, the same colour), "#rrggbb" in c[8].
-void nd_flame_colour(const nd_flame_node_t *n, const char *name, char c[8]);
-// The measure's words in a heading: "peak live bytes", "bytes allocated", "live at exit".
-const char *nd_flame_measure(const report_t *r, enum nd_weight by);
-
-// Drawing (render_svg.c): the tree's frames as an icicle (the root on top, callees below), for
-// an <svg> of `width` px that the caller opens and closes, from `top` px down: each frame a
-// <g class="fr"> holding a <title> (name, weight, share, sites), a <rect> and its name cut to
-// fit, with data-i (its index), data-p (its parent's), data-x and data-w (its offset and weight,
-// in bytes) and data-s (the site whose stack it shows) for the page's script and for tests. -1
-// when out of memory.
-int nd_flame_frames(FILE *o, const nd_flame_t *f, int width, int top);
-#define ND_FLAME_ROW 18 // px per depth
 
 #endif

@@ -16,11 +16,9 @@
 // in GONE_REFRESHES refreshes in a row ends the view too: the job was killed and the trace will
 // never be completed. Both conditions are needed: a writer in another pid namespace on the same
 // host looks gone, but its trace still grows.
+#include "cmd.h"
+
 #include "fmt.h"
-#include "ndmemreport.h"
-#include "report.h"
-#include "running.h"
-#include "trace_read.h"
 
 #include <errno.h>
 #include <signal.h>

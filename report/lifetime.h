@@ -132,7 +132,7 @@ typedef struct nd_lifetimes {
   // Live at exit by the exact counters but in no entry: small blocks the sampler did not pick.
   uint64_t untracked_blocks;
   // Heap blocks live at exit by the exact counters without a BLOCK record (exact or sampled):
-  // nothing tells whose they are, so --fail-on-leak cannot pass them (ndmemreport.c). Bytes are
+  // nothing tells whose they are, so --fail-on-leak cannot pass them (load.c). Bytes are
   // an upper bound: the counters' usable sizes less the records' requested sizes. An estimate
   // may claim some of them; that is a guess, not a check.
   uint64_t unrecorded_blocks, unrecorded_bytes;

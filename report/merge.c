@@ -8,12 +8,8 @@
 // between processes), with per-process min / median / max and the processes far above the median
 // named. A process's workers count in its column. The traces are read one at a time; only the
 // aggregated sites stay in memory.
-#include "ndmemreport.h"
-#include "report.h"
-#include "sbuf.h"
-#include "running.h"
-#include "symbolize.h"
-#include "trace_read.h"
+#include "cmd.h"
+#include "render.h"
 
 #include <errno.h>
 #include <stdarg.h>

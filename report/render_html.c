@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// render_html.c: ndmemreport's HTML report (nd_rep_html_report, report.h): one self-contained
+// render_html.c: ndmemreport's HTML report (nd_rep_html_report, render.h): one self-contained
 // page, readable offline with no network or font, and with scripts off: the first screen
 // (render_html_glance.c), the flame graphs (render_html_flame.c), memory over time
 // (render_html_timeline.c), then the details: the text summary's facts as a table, the top sites
@@ -8,68 +8,13 @@
 // (render_html_assets.c) only adds zoom, search, the stack panel and the timeline's cursor to
 // what the server-rendered SVG and tables already show. Every string from the trace is
 // HTML-escaped to strict UTF-8 (nd_html_esc).
-#include "flame.h"
 #include "render_html.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-// ---------------------------------------------------------------- escaping and units
-
-// Text from the trace, HTML-escaped. What HTML calls a parse error in its input stream is shown
-// as \xNN per byte (as text shows control bytes), never raw: control characters (C0, DEL, C1),
-// noncharacters, and bytes that are not well-formed UTF-8. The page is then strict UTF-8 and
-// parses as XML would.
-void nd_html_esc(FILE *o, const char *s) { nd_html_esc_chars(o, s, SIZE_MAX); }
-
-// The character at p: its bytes (*n, at least 1) and whether it is shown as \xNN per byte.
-static bool html_bad(const unsigned char *p, int *n) {
-  uint32_t cp;
-  int k = nd_rep_utf8_len(p, &cp);
-  *n = k ? k : 1;
-  return !k || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xfdd0 && cp <= 0xfdef) ||
-         (cp & 0xfffe) == 0xfffe;
-}
-
-// Widths count what is shown: a character, or 4 for each byte shown as \xNN.
-void nd_html_esc_chars(FILE *o, const char *s, size_t max) {
-  size_t chars = 0;
-  for (const unsigned char *p = (const unsigned char *)s; *p;) {
-    int n;
-    bool bad = html_bad(p, &n);
-    size_t w = bad ? 4 * (size_t)n : 1;
-    if (max != SIZE_MAX && chars + w > max) {
-      fputs("..", o);
-      return;
-    }
-    chars += w;
-    if (bad) {
-      for (int i = 0; i < n; i++) fprintf(o, "\\x%02x", p[i]);
-      p += n;
-      continue;
-    }
-    switch (*p) {
-    case '&': fputs("&amp;", o); break;
-    case '<': fputs("&lt;", o); break;
-    case '>': fputs("&gt;", o); break;
-    case '"': fputs("&quot;", o); break;
-    case '\'': fputs("&#39;", o); break;
-    default: fwrite(p, 1, (size_t)n, o);
-    }
-    p += n;
-  }
-}
-
-size_t nd_html_chars(const char *s) {
-  size_t chars = 0;
-  for (const unsigned char *p = (const unsigned char *)s; *p;) {
-    int n;
-    chars += html_bad(p, &n) ? 4 * (size_t)n : 1;
-    p += n;
-  }
-  return chars;
-}
+// ---------------------------------------------------------------- units
 
 // "28.23 MiB" with the exact bytes as its title; `est` prefixes '~'.
 void nd_html_bytes(FILE *o, uint64_t v, bool est) {
@@ -431,7 +376,7 @@ static int html_growth(FILE *o, report_t *r) {
   if (l->untracked_blocks)
     fprintf(o, "<p>Untracked: %llu small %s live at exit in no entry above (sampled).</p>\n",
             (unsigned long long)l->untracked_blocks, l->untracked_blocks == 1 ? "block" : "blocks");
-  if (l->unrecorded_blocks) { // the blocks --fail-on-leak cannot check (ndmemreport.c)
+  if (l->unrecorded_blocks) { // the blocks --fail-on-leak cannot check (load.c)
     fprintf(o, "<p>Unrecorded: %llu heap %s live at exit, at most ",
             (unsigned long long)l->unrecorded_blocks,
             l->unrecorded_blocks == 1 ? "block" : "blocks");

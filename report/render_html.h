@@ -7,7 +7,7 @@
 #ifndef ND_RENDER_HTML_H
 #define ND_RENDER_HTML_H
 
-#include "report.h"
+#include "render.h"
 
 #include <stdbool.h>
 #include <stdint.h>

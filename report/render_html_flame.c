@@ -5,7 +5,6 @@
 // switch shows one at a time, each frame's <title> gives its name and bytes. The script adds zoom,
 // search and the panel with a frame's heaviest site: its full stack, lifetime class and numbers,
 // which this file writes once per site shown, hidden, for the script to show.
-#include "flame.h"
 #include "render_html.h"
 
 #include <stdlib.h>

@@ -5,7 +5,6 @@
 // then, among the details, the kinds' lines with the resident memory and the top sites' lines.
 // The sites' values come from one second read of the trace (nd_html_series_read), as the first
 // keeps only each site's latest totals.
-#include "flame.h"
 #include "render_html.h"
 
 #include <stdlib.h>

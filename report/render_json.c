@@ -1,32 +1,11 @@
 // SPDX-License-Identifier: MIT
-// render_json.c: ndmemreport's JSON report (nd_rep_json_report, report.h): one document, keys in
+// render_json.c: ndmemreport's JSON report (nd_rep_json_report, render.h): one document, keys in
 // a fixed order; strings escaped and kept valid UTF-8 (nd_rep_json_str).
-#include "report.h"
-#include "scan.h"
-#include "running.h"
+#include "render.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-// ---------------------------------------------------------------- formatting helpers
-
-int nd_rep_utf8_len(const unsigned char *p, uint32_t *cp) {
-  unsigned c = p[0];
-  int n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4
-                                                                                            : 0;
-  *cp = c;
-  if (n <= 1) return n;
-  *cp = c & (0x7fu >> n);
-  for (int i = 1; i < n; i++) { // a NUL ends the string before any byte past it is read
-    if ((p[i] & 0xc0) != 0x80) return 0;
-    *cp = *cp << 6 | (p[i] & 0x3f);
-  }
-  static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (*cp < least[n] || (*cp >= 0xd800 && *cp <= 0xdfff) || *cp > 0x10ffff) return 0;
-  return n;
-}
-
-// JSON string: escapes, and valid UTF-8 only (an invalid byte becomes U+FFFD).
 void nd_rep_json_classes(FILE *o, const uint64_t *bytes, const uint64_t *blocks,
                          const uint64_t *stacks, const bool *est, const char *sep) {
   for (int c = 0; c < ND_LIFE_CLASSES; c++)
@@ -35,40 +14,6 @@ void nd_rep_json_classes(FILE *o, const uint64_t *bytes, const uint64_t *blocks,
             c ? sep : "", nd_life_keys[c], (unsigned long long)bytes[c],
             (unsigned long long)blocks[c], (unsigned long long)stacks[c],
             est[c] ? "true" : "false");
-}
-
-void nd_rep_json_str(FILE *o, const char *s) {
-  if (!s) {
-    fputs("null", o);
-    return;
-  }
-  fputc('"', o);
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    unsigned c = *p;
-    if (c == '"' || c == '\\') {
-      fputc('\\', o);
-      fputc((int)c, o);
-      p++;
-    } else if (c < 0x20 || c == 0x7f) {
-      fprintf(o, "\\u%04x", c);
-      p++;
-    } else if (c < 0x80) {
-      fputc((int)c, o);
-      p++;
-    } else {
-      uint32_t cp;
-      int n = nd_rep_utf8_len(p, &cp);
-      if (n) {
-        fwrite(p, 1, (size_t)n, o);
-        p += n;
-      } else {
-        fputs("\\ufffd", o);
-        p++;
-      }
-    }
-  }
-  fputc('"', o);
 }
 
 static void json_hex(FILE *o, uint64_t v) { fprintf(o, "\"0x%llx\"", (unsigned long long)v); }

@@ -4,8 +4,7 @@
 // report's flame graphs are drawn with (nd_flame_frames). An icicle: the root ("all") on top,
 // each frame's callees below it, as wide as their share of --flame-by (peak live bytes, bytes
 // allocated, or live at exit); hovering a frame shows its <title>: name, bytes, share, sites.
-#include "flame.h"
-#include "render_html.h"
+#include "render.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,29 @@ enum { MARGIN = 10, CHAR_PX = 7 }; // 12 px monospace: ~7.2 px a character, 7 le
 
 static double xpx(const nd_flame_t *f, uint64_t v, int width) {
   return f->total ? (double)v / (double)f->total * (width - 2 * MARGIN) : 0;
+}
+
+void nd_flame_total(uint64_t v, bool est, bool most, char *out, size_t n) {
+  char h[48];
+  nd_rep_human(h, sizeof h, v);
+  snprintf(out, n, "%s%s", most ? "at most " : est ? "~" : "", h);
+}
+
+void nd_flame_colour(const nd_flame_node_t *n, const char *name, char c[8]) {
+  uint32_t h = 2166136261u; // FNV-1a: stable across runs and machines
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 16777619u;
+  unsigned v = h % 64, u = (h >> 8) % 64;
+  if (!n->depth) snprintf(c, 8, "#%02x%02x%02x", 0xc8, 0xc8, 0xd0);
+  else if (n->f && n->f->python) snprintf(c, 8, "#%02x%02x%02x", 0x50 + v, 0xb4 + u / 2, 0x5a + v);
+  else if (n->f && n->f->module && nd_flame_runtime_module(n->f->module))
+    snprintf(c, 8, "#%02x%02x%02x", 0xb0 + v / 2, 0xb0 + v / 2, 0xb0 + v / 2);
+  else snprintf(c, 8, "#%02x%02x%02x", 0xe6 + v / 4, 0x64 + 2 * u, 0x37 + v / 2);
+}
+
+const char *nd_flame_measure(const report_t *r, enum nd_weight by) {
+  return by == ND_BY_TOTAL ? "bytes allocated"
+         : by == ND_BY_LIVE ? r->t->ended ? "live at exit" : "live at the last flush"
+                            : "peak live bytes";
 }
 
 int nd_flame_frames(FILE *o, const nd_flame_t *f, int width, int top) {

@@ -1,24 +1,14 @@
 // SPDX-License-Identifier: MIT
-// render_text.c: ndmemreport's text report (nd_rep_text_report_80, report.h): the summary, the
+// render_text.c: ndmemreport's text report (nd_rep_text_report_80, render.h): the summary, the
 // site lists, what was live at exit by class, the workspaces and limits views, through the
 // 80-column stream (textwrap.h); and the helpers only text uses (human sizes, plural, seconds).
-#include "fmt.h"
-#include "report.h"
-#include "scan.h"
-#include "running.h"
+#include "render.h"
+#include "textwrap.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 // ---------------------------------------------------------------- formatting helpers
-
-const char *nd_rep_human(char *out, size_t n, uint64_t v) {
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  nd_buf_ubytes(&b, v);
-  snprintf(out, n, "%s", nd_buf_cstr(&b));
-  return out;
-}
 
 // "28.23 MiB (29606488 B)", or "512 B" below 1 KiB; `est` prefixes both numbers with '~'.
 static void print_bytes(FILE *o, uint64_t v, bool est) {
@@ -35,19 +25,6 @@ static void print_sbytes(FILE *o, int64_t v) {
     print_bytes(o, (uint64_t)0 - (uint64_t)v, false);
   } else {
     print_bytes(o, (uint64_t)v, false);
-  }
-}
-
-void nd_rep_no_controls(char *s) {
-  for (unsigned char *c = (unsigned char *)s; *c; c++)
-    if (*c < 0x20 || *c == 0x7f) *c = '?';
-}
-
-// Text from the trace (paths, host names) with control bytes shown as \xNN.
-void nd_rep_print_text(FILE *o, const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p < 0x20 || *p == 0x7f) fprintf(o, "\\x%02x", *p);
-    else fputc(*p, o);
   }
 }
 
@@ -478,7 +455,7 @@ static int text_lifetimes(FILE *o, report_t *r) {
     at += n;
   }
   // What the counters show live beyond the entries, and beyond every record: the blocks
-  // --fail-on-leak cannot check (the figures of its stderr line, ndmemreport.c)
+  // --fail-on-leak cannot check (the figures of its stderr line, load.c)
   if (l->untracked_blocks || l->unrecorded_blocks) {
     const nd_trace_header_t *h = &r->t->hdr;
     any = true;

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
-// scan.c: the reachability scan's record in words (see scan.h and interpose/reach.c).
-#include "scan.h"
-
-#include "report.h"
+// scan.c: the reachability scan's record in words (see render.h and interpose/reach.c).
+#include "render.h"
 
 static const char *const status_text[ND_SCAN_STATUS_MAX + 1] = {
     "done",
