@@ -14,8 +14,8 @@
 // report and what they share with it (reading a trace, the suppressions, the report run on a read
 // trace) in cmd.h's; this file parses the arguments and runs the report, diff, merge or --follow.
 #include "ndmemreport.h"
-#include "cmd.h"
-#include "frames.h"
+#include "cmd/cmd.h"
+#include "analyse/frames.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -120,7 +120,7 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
       if (w < 0) return usage_error(err, "--collapsed-by takes peak, total or live, not '%s'",
                                     v ? v : "");
       o->collapsed_by = (enum nd_weight)w;
-    } else if (IS("--flame-by")) { // what --format svg's flame graph weighs (render_svg.c)
+    } else if (IS("--flame-by")) { // what --format svg's flame graph weighs (render/svg.c)
       const char *v = VALUE();
       int w = nd_rep_parse_weight(v);
       if (w < 0) return usage_error(err, "--flame-by takes peak, total or live, not '%s'",

@@ -6,7 +6,7 @@
 // exit status 2 and one line naming it. ndmemreport, diff and merge pass ND_PROGRESS_MIN
 // (256 MiB), a size a test does not write: that they call this function is what the code shows.
 // usage: t_progress TRACE (over 4 MiB, named progress.trace: gen_trace many-escapes writes one)
-#include "cmd.h"
+#include "cmd/cmd.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -5,9 +5,9 @@
 // It does what the report's leak section (analyse.c, suppressed_by) does with the rules, for
 // t_suppress.sh.
 // usage: supp_stacks TRACE [SUPPRESSIONS...]
-#include "suppress.h"
-#include "symbolize.h"
-#include "trace_read.h"
+#include "analyse/suppress.h"
+#include "analyse/symbolize.h"
+#include "read/trace_read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 // are the program's own leaks. Python frames: a file's rule matches their function (qualified
 // name) and file; no built-in matches a Python function that shares a C function's name.
 #include "../check.h"
-#include "suppress.h"
+#include "analyse/suppress.h"
 
 #include <unistd.h>
 

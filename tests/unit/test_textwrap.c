@@ -4,7 +4,7 @@
 // raw text (frames) alone, never cuts a word wider than the line, and writes an unended last
 // line as it is.
 #include "../check.h"
-#include "textwrap.h"
+#include "render/textwrap.h"
 
 // `in` written through the stream (raw between the markers "<raw>" and "</raw>"); the result.
 static char *wrapped(const char *in) {
