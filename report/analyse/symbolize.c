@@ -40,9 +40,7 @@ struct nd_sym {
   // nd_sym_free): no allocation per frame, and no array of pointers beside them.
   nd_frame_t **chunks;
   size_t nframes, nchunks, chunks_cap;
-  uint64_t *keys; // ip cache: open addressing, value = index + 1
-  uint32_t *vals;
-  size_t slots;
+  nd_map_t cache; // ip -> index of its frame
 };
 
 static char *debuginfo_path; // NULL: libdwfl's default search path
@@ -82,7 +80,7 @@ static void forget(nd_sym_t *s) {
     free(f->inlined_into);
   }
   s->nframes = 0;
-  if (s->vals) memset(s->vals, 0, s->slots * sizeof *s->vals);
+  nd_map_clear(&s->cache);
 }
 
 void nd_sym_trim(nd_sym_t *s, size_t max_frames) {
@@ -98,8 +96,7 @@ void nd_sym_free(nd_sym_t *s) {
   forget(s);
   for (size_t i = 0; i < s->nchunks; i++) free(s->chunks[i]);
   free(s->chunks);
-  free(s->keys);
-  free(s->vals);
+  nd_map_free(&s->cache);
   free(s->mods);
   free(s);
 }
@@ -580,44 +577,13 @@ char *nd_sym_path_norm(char *out, size_t cap, const char *path) {
   return out;
 }
 
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
-}
-
 static nd_frame_t *frame_at(const nd_sym_t *s, size_t i) {
   return &s->chunks[i / FRAME_CHUNK][i % FRAME_CHUNK];
 }
 
 const nd_frame_t *nd_sym_frame(nd_sym_t *s, uint64_t ip) {
-  if (s->slots) {
-    for (size_t i = mix64(ip) & (s->slots - 1); s->vals[i]; i = (i + 1) & (s->slots - 1))
-      if (s->keys[i] == ip) return frame_at(s, s->vals[i] - 1);
-  }
-  if ((s->nframes + 1) * 2 > s->slots) {
-    size_t n = s->slots ? s->slots * 2 : 256;
-    uint64_t *k = malloc(n * sizeof *k);
-    uint32_t *v = calloc(n, sizeof *v);
-    if (!k || !v) {
-      free(k);
-      free(v);
-      return NULL;
-    }
-    for (size_t j = 0; j < s->slots; j++) {
-      if (!s->vals[j]) continue;
-      size_t i = mix64(s->keys[j]) & (n - 1);
-      while (v[i]) i = (i + 1) & (n - 1);
-      k[i] = s->keys[j];
-      v[i] = s->vals[j];
-    }
-    free(s->keys);
-    free(s->vals);
-    s->keys = k;
-    s->vals = v;
-    s->slots = n;
-  }
+  long known = nd_map_get(&s->cache, ip);
+  if (known >= 0) return frame_at(s, (size_t)known);
   if (s->nframes >= UINT32_MAX - 1) return NULL; // the cache's values are 32-bit
   if (s->nframes == s->nchunks * FRAME_CHUNK) {
     if (s->nchunks == s->chunks_cap) {
@@ -630,12 +596,9 @@ const nd_frame_t *nd_sym_frame(nd_sym_t *s, uint64_t ip) {
     if (!(s->chunks[s->nchunks] = malloc(FRAME_CHUNK * sizeof(nd_frame_t)))) return NULL;
     s->nchunks++;
   }
-  nd_frame_t *f = frame_at(s, s->nframes);
+  if (nd_map_put(&s->cache, ip, (uint32_t)s->nframes)) return NULL;
+  nd_frame_t *f = frame_at(s, s->nframes++);
   *f = (nd_frame_t){.ip = ip};
-  resolve(s, f);
-  size_t i = mix64(ip) & (s->slots - 1);
-  while (s->vals[i]) i = (i + 1) & (s->slots - 1);
-  s->keys[i] = ip;
-  s->vals[i] = (uint32_t)++s->nframes;
+  resolve(s, f); // never fails: a frame is named as far as it can be
   return f;
 }

@@ -9,14 +9,16 @@
 // objects that Python frames name and the latest PYTHON record; and the live bytes per kind at
 // each COUNTERS record (a time series of at most ND_TRACE_MAX_POINTS points). Memory grows with distinct
 // modules, stacks, sites, workspaces and code objects, never with file size, so a trace larger
-// than RAM can be read. Versions 1 to 7 are read; a record is rejected in a trace older than its
-// version.
+// than RAM can be read. Versions 1 to ND_TRACE_VERSION are read, the older ones as the latest
+// (normalise.c: nd_trace_has_t says what a trace's version had room for); a record is rejected in
+// a trace older than its version.
 // A trace still being written can be read on as it grows (nd_trace_update): the state is what
 // one read of the longer file gives, and each update costs what was appended.
 // Malformed input gives an error with its offset, never UB.
 #ifndef ND_TRACE_READ_H
 #define ND_TRACE_READ_H
 
+#include "read/keymap.h"
 #include "trace_format.h"
 
 #include <stdbool.h>
@@ -182,17 +184,6 @@ typedef struct nd_pycode {
   char *qualname, *filename;
 } nd_pycode_t;
 
-// An open-addressing table from a 64-bit key to an index; internal to the reader.
-typedef struct nd_map {
-  uint64_t *keys;
-  uint32_t *vals; // index + 1; 0 is an empty slot
-  size_t cap, len;
-} nd_map_t;
-
-// What the trace's version gave it room for, set once from its header (nd_trace_read): the
-// analysis and the renderers test these facts, never a version number. A fact that is false says
-// the format had no place for the records or fields it names, so a report leaves its part out or
-// words it as the reports of that version did; it never says the process had none.
 typedef struct nd_trace_has {
   bool workspaces;    // WORKSPACE and WS_ESCAPE records (version 2)
   bool limits;        // LIMITS, BREACH, SNAPSHOT and SNAP_SITE records (version 3)
