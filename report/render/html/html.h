@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // html.h: what the HTML report's files share (private to render/html/): page.c assembles the
-// page from the summary, the tables and the sections of glance.c (the first screen),
-// flamegraphs.c (the flame graphs), timeline.c (memory over time) and assets.c (the inline CSS
-// and script). Every string from the trace reaches the page through nd_html_esc (render.h).
+// page from the summary and the sections of glance.c (the first screen), flamegraphs.c (the
+// flame graphs), timeline.c (memory over time), sites.c, workspaces.c, devices.c and limits.c
+// (the details), with assets.c's inline CSS and script; common.c holds what the sections print
+// with. Every string from the trace reaches the page through nd_html_esc (render.h).
 #ifndef ND_HTML_H
 #define ND_HTML_H
 
@@ -12,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// Units and escaping (page.c): at most `max` bytes of a string escaped ('...' after a cut, at a
+// Units and escaping (common.c): at most `max` bytes of a string escaped ('...' after a cut, at a
 // character); "28.23 MiB" with the exact bytes as its title, `est` prefixing '~'; an estimate
 // capped at a bound the counters prove, "at most".
 void nd_html_esc_max(FILE *o, const char *s, size_t max);
@@ -68,5 +69,17 @@ int nd_html_glance(FILE *o, report_t *r);
 // The page's inline style and script (assets.c), each in pieces, NULL after the last.
 extern const char *const nd_html_css[];
 extern const char *const nd_html_js[];
+
+// The details (sites.c, workspaces.c, devices.c, limits.c), each a section of the page, empty
+// where the trace has nothing of it; -1 when out of memory. The sites by peak (peak_rank NULL:
+// stacks shown) or by total (a site already listed by peak links there, by its rank in
+// peak_rank); the sites by Python line; the sites found growing and what was live at exit.
+int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const char *title,
+                  const char *id, const uint32_t *peak_rank);
+void nd_html_py_lines(FILE *o, const report_t *r);
+int nd_html_growth(FILE *o, report_t *r);
+int nd_html_workspaces(FILE *o, report_t *r);
+int nd_html_devices(FILE *o, report_t *r);
+int nd_html_limits(FILE *o, report_t *r);
 
 #endif
