@@ -150,9 +150,14 @@ extern const char *const nd_rep_allocator_keys[ND_ALLOCATOR_MAX + 1];
 
 // What follows the last '/' of a path (all of it without one).
 const char *nd_rep_base_name(const char *path);
-// A sampled estimate of live bytes of `kind` (a GROWTH record's floor) held to the most that the
-// exact counters show the kind ever held, its peak: *most when that lowered it ("at most").
-uint64_t nd_rep_peak_cap(const nd_trace_t *t, uint16_t kind, uint64_t v, bool est, bool *most);
+// A GROWTH record's base and lowest floor as every format gives them: a sampled estimate (est)
+// held to the most that the exact counters show its kind ever held, its peak (most_base,
+// most_floor: that lowered it, "at most").
+typedef struct nd_rep_growth {
+  uint64_t base, lowest;
+  bool est, most_base, most_floor;
+} nd_rep_growth_t;
+nd_rep_growth_t nd_rep_growth(const nd_trace_t *t, const nd_rec_growth_t *g);
 // Entries of a list shown: --top (0: all), 5 with --brief.
 size_t nd_rep_list_len(const report_t *r, size_t n);
 uint64_t nd_rep_site_live(const nd_rec_site_t *s);

@@ -39,10 +39,19 @@ uint64_t nd_rep_site_live(const nd_rec_site_t *s) {
 
 uint64_t nd_rep_sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
-uint64_t nd_rep_peak_cap(const nd_trace_t *t, uint16_t kind, uint64_t v, bool est, bool *most) {
+// A sampled estimate of live bytes of `kind` held to the most that the exact counters show the
+// kind ever held, its peak: *most when that lowered it.
+static uint64_t peak_cap(const nd_trace_t *t, uint16_t kind, uint64_t v, bool est, bool *most) {
   int64_t peak = kind < ND_TRACE_KINDS ? t->counters.kind[kind].peak_bytes : 0;
   *most = est && t->have_counters && peak >= 0 && v > (uint64_t)peak;
   return *most ? (uint64_t)peak : v;
+}
+
+nd_rep_growth_t nd_rep_growth(const nd_trace_t *t, const nd_rec_growth_t *g) {
+  nd_rep_growth_t x = {.est = g->flags & ND_SITE_SAMPLED};
+  x.base = peak_cap(t, g->kind, g->base_bytes, x.est, &x.most_base);
+  x.lowest = peak_cap(t, g->kind, g->floor_bytes, x.est, &x.most_floor);
+  return x;
 }
 
 // ---------------------------------------------------------------- Python frames

@@ -155,6 +155,15 @@ oom:
   return -1;
 }
 
+size_t nd_rep_frames_shown(const report_t *r, const nd_stack_t *s, bool *py_only, size_t *show) {
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  size_t n = 0;
+  *py_only = nd_rep_python_only(r, s);
+  for (size_t i = 0; i < s->depth; i++) n += !*py_only || nd_trace_is_pyframe(r->t, ips[i]);
+  *show = r->o->frames && r->o->frames < n ? r->o->frames : n;
+  return n;
+}
+
 // ---------------------------------------------------------------- walks, outermost first
 
 void nd_rep_walk_init(nd_rep_walk_t *w, report_t *r, uint32_t stack) {

@@ -46,6 +46,10 @@ uint64_t nd_rep_site_weight(const nd_rec_site_t *s, enum nd_weight w);
 // array of malloc'd strings (nd_rep_free_names), or -1 when out of memory.
 int nd_rep_frame_names(report_t *r, uint32_t stack, char ***names, size_t *n);
 void nd_rep_free_names(char **names, size_t n);
+// The frames of stack `s` a format shows: --python-only keeps only the Python frames of a stack
+// that has one (*py_only); their number, and of them *show under --frames (0: all).
+size_t nd_rep_frames_shown(const report_t *r, const nd_stack_t *s, bool *py_only, size_t *show);
+
 // The same names one at a time, outermost first, without allocating (the flame tree and the
 // collapsed lines walk stacks with them): a frame has nd_rep_frame_parts names (its inlined
 // functions, then itself); part j of frame f into `b` (emptied first; f NULL: "[no frames]"). A

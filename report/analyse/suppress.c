@@ -92,7 +92,11 @@ typedef struct builtin {
   int nalt;
 } builtin_t;
 
+// A frame's function anywhere in the stack; the same in a module (a path's part); the same at the
+// stack's innermost frame only.
 #define ANY(fn) {{{.function = (fn)}}, 1, false}
+#define IN(fn, mod) {{{.function = (fn), .module = (mod)}}, 1, false}
+#define INNERMOST(fn) {{{.function = (fn)}}, 1, true}
 
 // Each built-in is an allocation glibc, libstdc++ or CPython makes once (or once per thread) and
 // keeps until exit, with the stacks it was observed with under the shim (Debian 12: glibc 2.36 with
@@ -162,10 +166,10 @@ static const builtin_t builtins[] = {
     {"libc-nss",
      "glibc's NSS state (nsswitch.conf, modules) and getpwnam-style reused result buffers",
      {ANY("^__nss_*_lookup2$"),
-      {{{.function = "^getpwnam$"}}, 1, true},
-      {{{.function = "^getpwuid$"}}, 1, true},
-      {{{.function = "^getgrnam$"}}, 1, true},
-      {{{.function = "^getgrgid$"}}, 1, true}},
+      INNERMOST("^getpwnam$"),
+      INNERMOST("^getpwuid$"),
+      INNERMOST("^getgrnam$"),
+      INNERMOST("^getgrgid$")},
      5},
     // localtime(&t) with TZ=Europe/Paris, and with TZ=UTC0 (no file):
     //   #0 __tzfile_read (time/tzfile.c:279)  #1 tzset_internal  #2 __tz_convert  #3 main
@@ -189,8 +193,7 @@ static const builtin_t builtins[] = {
     // itself) and hands out nothing but these buffers, which the program never sees.
     {"openblas-buffers",
      "OpenBLAS's work buffers (blas_memory_alloc), one per thread that calls it, kept for reuse",
-     {{{{.function = "^blas_memory_alloc$", .module = "/libopenblas"}}, 1, false},
-      {{{.function = "^blas_memory_alloc$", .module = "/libblas.so"}}, 1, false}},
+     {IN("^blas_memory_alloc$", "/libopenblas"), IN("^blas_memory_alloc$", "/libblas.so")},
      2},
     // CPython 3.11 (Debian's /usr/bin/python3.11, exported names) ending a PyTorch loop; 1 MiB
     // allocated while the interpreter was torn down and left for exit:
@@ -213,8 +216,7 @@ static const builtin_t builtins[] = {
     // __run_exit_handlers is named with libc6-dbg), never a program's function of that name.
     {"exit-handlers",
      "what exit() runs after the program's work: atexit handlers and static destructors",
-     {{{{.function = "^exit$", .module = "/libc.so"}}, 1, false},
-      {{{.function = "^__run_exit_handlers$", .module = "/libc.so"}}, 1, false}},
+     {IN("^exit$", "/libc.so"), IN("^__run_exit_handlers$", "/libc.so")},
      2},
     // PyTorch 1.13's DataLoader (python3-torch): the main process rebuilds every storage a fork
     // worker shared (file_descriptor strategy), and torch.multiprocessing's SharedCache keeps a

@@ -720,6 +720,11 @@ static void text_report(FILE *o, const merge_t *m) {
 
 // ---------------------------------------------------------------- JSON
 
+// A site's value in each column, ", " between them.
+static void json_cols(FILE *o, const uint64_t *v, size_t n) {
+  for (size_t c = 0; c < n; c++) fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)v[c]);
+}
+
 static void json_report(FILE *o, const merge_t *m) {
   char lab[80]; // a column's label (at most 24 bytes) and " worker N"
   fputs("{\"processes\": [", o);
@@ -780,17 +785,13 @@ static void json_report(FILE *o, const merge_t *m) {
             (unsigned long long)s->total, s->in, s->procs_in, (unsigned long long)s->min,
             (unsigned long long)s->median, (unsigned long long)s->max,
             (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes);
-    for (size_t c = 0; c < m->ncols; c++)
-      fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col[c]);
+    json_cols(o, s->col, m->ncols);
     fputs("], \"leaked_per_rank\": [", o);
-    for (size_t c = 0; c < m->ncols; c++)
-      fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col_leak[c]);
+    json_cols(o, s->col_leak, m->ncols);
     fputs("], \"startup_per_rank\": [", o);
-    for (size_t c = 0; c < m->ncols; c++)
-      fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col_startup[c]);
+    json_cols(o, s->col_startup, m->ncols);
     fputs("], \"cache_per_rank\": [", o);
-    for (size_t c = 0; c < m->ncols; c++)
-      fprintf(o, "%s%llu", c ? ", " : "", (unsigned long long)s->col_cache[c]);
+    json_cols(o, s->col_cache, m->ncols);
     fputs("],\n   \"outliers\": [", o);
     bool any = false;
     for (size_t c = 0; c < m->ncols; c++) {

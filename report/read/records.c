@@ -25,6 +25,13 @@ static int check_kind(nd_trace_t *t, uint64_t off, unsigned tag, uint16_t kind) 
   return nd_read_fail(t, off, "%s memory kind %u out of range", nd_read_tag_names[tag], kind);
 }
 
+// A device a record names (`what`: its words before the number) one the trace can hold: 0, or -1
+// with t->err set.
+static int check_device(nd_trace_t *t, uint64_t off, const char *what, uint32_t device) {
+  if (device < ND_TRACE_MAX_DEVICES) return 0;
+  return nd_read_fail(t, off, "%s %u out of range", what, device);
+}
+
 static uint64_t module_hash(uint64_t base, uint64_t lo, uint64_t hi, const char *p, size_t n) {
   uint64_t h = nd_mix64(base ^ nd_mix64(lo ^ nd_mix64(hi)));
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
@@ -503,8 +510,7 @@ static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
     return nd_read_fail(t, off, "BREACH action %u out of range", b.action);
   if (b.fn >= (device ? ND_CUDA_FN_USED : ND_TRACE_FNS))
     return nd_read_fail(t, off, "BREACH function %u out of range", b.fn);
-  if (device && b.device >= ND_TRACE_MAX_DEVICES)
-    return nd_read_fail(t, off, "BREACH device %u out of range", b.device);
+  if (device && check_device(t, off, "BREACH device", b.device)) return -1;
   long st = -1;
   if (b.flags & ND_BREACH_STACK) {
     st = stack_of(t, off, ND_REC_BREACH, b.stack_id);
@@ -526,8 +532,7 @@ static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
 static int on_device(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_device_t d;
   memcpy(&d, p, sizeof d);
-  if (d.device >= ND_TRACE_MAX_DEVICES)
-    return nd_read_fail(t, off, "DEVICE %u out of range", d.device);
+  if (check_device(t, off, "DEVICE", d.device)) return -1;
   t->devices[d.device] = d; // the latest wins; unknown flag bits are ignored
   t->have_device |= 1u << d.device;
   return 0;
@@ -538,8 +543,7 @@ static int on_device(nd_trace_t *t, uint64_t off, const char *p) {
 static int on_device_ws(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_device_ws_t w;
   memcpy(&w, p, sizeof w);
-  if (w.device >= ND_TRACE_MAX_DEVICES)
-    return nd_read_fail(t, off, "DEVICE_WS device %u out of range", w.device);
+  if (check_device(t, off, "DEVICE_WS device", w.device)) return -1;
   if (w.mode > 4 || w.sync > 1 || w.streams > 2 || w.learning > 2 || w.allocation > 1 ||
       w.spill > 2 || w.reset > 1)
     return nd_read_fail(t, off, "DEVICE_WS record with a mode or policy out of range");
@@ -554,8 +558,7 @@ static int on_device_ws(nd_trace_t *t, uint64_t off, const char *p) {
 static int on_device_spill(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_device_spill_t r;
   memcpy(&r, p, sizeof r);
-  if (r.device >= ND_TRACE_MAX_DEVICES)
-    return nd_read_fail(t, off, "DEVICE_SPILL device %u out of range", r.device);
+  if (check_device(t, off, "DEVICE_SPILL device", r.device)) return -1;
   if (r.frees > r.allocs || r.live_bytes < 0 || r.live_bytes > r.peak_bytes ||
       (uint64_t)r.peak_bytes > r.alloc_bytes || r.over_limit + r.device_full != r.allocs)
     return nd_read_fail(t, off, "DEVICE_SPILL record whose counts contradict each other");

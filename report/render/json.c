@@ -592,21 +592,19 @@ static int json_growth(FILE *o, report_t *r) {
           (unsigned long long)(t->ngrowth + t->growth_dropped), n ? "\n" : "");
   for (size_t i = 0; i < n; i++) {
     const nd_rec_growth_t *g = &t->growth[i].rec;
-    bool est = g->flags & ND_SITE_SAMPLED, most_base, most_floor; // held to the kind's peak
-    uint64_t base = nd_rep_peak_cap(t, g->kind, g->base_bytes, est, &most_base);
-    uint64_t lowest = nd_rep_peak_cap(t, g->kind, g->floor_bytes, est, &most_floor);
+    nd_rep_growth_t x = nd_rep_growth(t, g); // held to the kind's peak
     fprintf(o, "    {\"stack_id\": %u, ", g->stack_id);
     if (json_stack_key(o, r, t->growth[i].stack)) return -1;
     fprintf(o,
             "\"kind\": \"%s\", \"estimated\": %s, \"at_ns\": %llu, "
             "\"cycle\": %llu, \"base_cycle\": %llu, \"base_ns\": %llu, \"base_bytes\": %llu, "
             "\"floor_bytes\": %llu, \"bytes_at_most\": %s, \"rises\": %llu,\n     ",
-            nd_rep_kind_names[g->kind], est ? "true" : "false",
+            nd_rep_kind_names[g->kind], x.est ? "true" : "false",
             (unsigned long long)nd_rep_since_start(t, g->mono_ns), (unsigned long long)g->cycle,
             (unsigned long long)g->base_cycle,
             (unsigned long long)nd_rep_since_start(t, g->base_ns),
-            (unsigned long long)base, (unsigned long long)lowest,
-            most_base || most_floor ? "true" : "false", (unsigned long long)g->rises);
+            (unsigned long long)x.base, (unsigned long long)x.lowest,
+            x.most_base || x.most_floor ? "true" : "false", (unsigned long long)g->rises);
     if (json_stack(o, r, t->growth[i].stack, "     ")) return -1;
     fputs(i + 1 < n ? "},\n" : "}\n", o);
   }

@@ -72,6 +72,18 @@ void nd_html_esc(FILE *o, const char *s);
 void nd_html_esc_chars(FILE *o, const char *s, size_t max);
 size_t nd_html_chars(const char *s);
 
+// ---------------------------------------------------------------- phrases.c
+
+// What the text and HTML reports say in the same words, a size printed by each format's own
+// function (nd_text_bytes: "28.23 MiB (29606488 B)"; nd_html_bytes: a span with its bytes).
+typedef void (*nd_rep_bytes_fn)(FILE *o, uint64_t v, bool est);
+// "; N more not kept (over MAX)" where the reader dropped records beyond the MAX it keeps.
+void nd_rep_not_kept(FILE *o, uint64_t dropped, unsigned max);
+// A snapshot's sites: "N sites" ("R of N sites (the trace ends inside the snapshot)"), ", live X"
+// over the kept ones, " in the K kept; M more not kept (over MAX)", "; top T" when --top shows
+// fewer than are kept.
+void nd_rep_snap_sites(FILE *o, const nd_snapshot_t *s, size_t top, nd_rep_bytes_fn bytes);
+
 // ---------------------------------------------------------------- scan.c
 
 // What the reachability scan at exit did (the SCAN record), said the same way by every format:

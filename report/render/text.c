@@ -10,12 +10,18 @@
 
 // ---------------------------------------------------------------- formatting helpers
 
-void nd_text_bytes(FILE *o, uint64_t v, bool est) {
+const char *nd_text_size(char *out, uint64_t v, bool est) {
   char h[48];
   nd_rep_human(h, sizeof h, v);
   const char *t = est ? "~" : "";
-  if (v < 1024) fprintf(o, "%s%s", t, h);
-  else fprintf(o, "%s%s (%s%llu B)", t, h, t, (unsigned long long)v);
+  if (v < 1024) snprintf(out, ND_TEXT_SIZE, "%s%s", t, h);
+  else snprintf(out, ND_TEXT_SIZE, "%s%s (%s%llu B)", t, h, t, (unsigned long long)v);
+  return out;
+}
+
+void nd_text_bytes(FILE *o, uint64_t v, bool est) {
+  char b[ND_TEXT_SIZE];
+  fputs(nd_text_size(b, v, est), o);
 }
 
 void nd_text_sbytes(FILE *o, int64_t v) {
@@ -66,10 +72,8 @@ static int text_frame(FILE *o, const nd_frame_t *f, sbuf_t *b) {
 int nd_text_stack(FILE *o, report_t *r, uint32_t stack) {
   const nd_stack_t *s = &r->t->stacks[stack];
   const uint64_t *ips = nd_stack_frames(r->t, s);
-  bool py_only = nd_rep_python_only(r, s);
-  size_t n = 0;
-  for (size_t i = 0; i < s->depth; i++) n += !py_only || nd_trace_is_pyframe(r->t, ips[i]);
-  size_t show = r->o->frames && r->o->frames < n ? r->o->frames : n;
+  bool py_only;
+  size_t show, n = nd_rep_frames_shown(r, s, &py_only, &show);
   if (!n) fputs("      (no frames)\n", o);
   nd_wrap_raw(o, r->wrap, true); // frames whole
   sbuf_t b = {0};
@@ -172,13 +176,11 @@ static int text_growth(FILE *o, report_t *r) {
           nd_text_plural(all, "site", "sites"));
   for (size_t i = 0; i < n; i++) {
     const nd_rec_growth_t *g = &t->growth[i].rec;
-    bool est = g->flags & ND_SITE_SAMPLED, most_base, most_floor;
-    uint64_t base = nd_rep_peak_cap(t, g->kind, g->base_bytes, est, &most_base);
-    uint64_t lowest = nd_rep_peak_cap(t, g->kind, g->floor_bytes, est, &most_floor);
+    nd_rep_growth_t x = nd_rep_growth(t, g);
     fprintf(o, "#%-3zu %-8s ", i + 1, nd_rep_kind_names[g->kind]);
-    nd_text_amount(o, base, est, most_base);
+    nd_text_amount(o, x.base, x.est, x.most_base);
     fputs(" -> ", o);
-    nd_text_amount(o, lowest, est, most_floor);
+    nd_text_amount(o, x.lowest, x.est, x.most_floor);
     fprintf(o, " at its lowest  [stack %u]\n      ", g->stack_id);
     if (g->cycle > g->base_cycle)
       fprintf(o, "cycles %llu to %llu", (unsigned long long)g->base_cycle,

@@ -19,6 +19,9 @@
 // "28.23 MiB (29606488 B)", or "512 B" below 1 KiB; `est` prefixes both numbers with '~'. A
 // signed amount, "-" before a negative one.
 void nd_text_bytes(FILE *o, uint64_t v, bool est);
+// The same into `out` (ND_TEXT_SIZE bytes), for a sentence printed by one format string.
+#define ND_TEXT_SIZE 64
+const char *nd_text_size(char *out, uint64_t v, bool est);
 void nd_text_sbytes(FILE *o, int64_t v);
 // An estimate the exact counters capped at a bound they prove (lifetime.h): "at most", exact
 // digits, as the bound is; else an estimate's "~" or an exact figure.

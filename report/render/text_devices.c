@@ -114,11 +114,10 @@ int nd_text_devices(FILE *o, report_t *r) {
       text_class(o, "CUPTI device", &v->cupti);
       if (v->cupti_pool.allocs) text_class(o, "CUPTI pools", &v->cupti_pool);
       if (v->cupti_pool_reserved_peak) {
-        fputs("    pools reserve  ", o);
-        nd_text_bytes(o, v->cupti_pool_reserved, false);
-        fputs(" now, peak ", o);
-        nd_text_bytes(o, v->cupti_pool_reserved_peak, false);
-        fputc('\n', o);
+        char now[ND_TEXT_SIZE], peak[ND_TEXT_SIZE];
+        fprintf(o, "    pools reserve  %s now, peak %s\n",
+                nd_text_size(now, v->cupti_pool_reserved, false),
+                nd_text_size(peak, v->cupti_pool_reserved_peak, false));
       }
       if (v->cupti_dropped)
         fprintf(o, "    CUPTI dropped %llu records: its totals are short\n",

@@ -214,11 +214,10 @@ int nd_text_lifetimes(FILE *o, report_t *r) {
     else
       fputs("\n== untracked: none beyond the estimates above\n   ", o);
     if (h->track_min) {
-      fputs("blocks under ", o);
-      nd_text_bytes(o, h->track_min, false);
-      fputs(" are sampled,\n   about 1 per ", o);
-      nd_text_bytes(o, h->sample_interval, false);
-      fputs(" allocated.\n", o);
+      char under[ND_TEXT_SIZE], every[ND_TEXT_SIZE];
+      fprintf(o, "blocks under %s are sampled,\n   about 1 per %s allocated.\n",
+              nd_text_size(under, h->track_min, false),
+              nd_text_size(every, h->sample_interval, false));
     } else {
       fputs("every block was to be tracked (NDMEM_TRACK_MIN=0).\n", o);
     }

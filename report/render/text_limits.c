@@ -206,9 +206,7 @@ static int text_breaches(FILE *o, report_t *r) {
     fprintf(o, "%llu %s, ", (unsigned long long)n_all, nd_text_plural(n_all, "breach", "breaches"));
   }
   fprintf(o, "%llu logged (the 1st, 2nd, 4th, 8th, ... of each limit)", (unsigned long long)logged);
-  if (t->breaches_dropped)
-    fprintf(o, "; %llu more not kept (over %u)", (unsigned long long)t->breaches_dropped,
-            (unsigned)ND_TRACE_MAX_BREACHES);
+  nd_rep_not_kept(o, t->breaches_dropped, ND_TRACE_MAX_BREACHES);
   if (n < t->nbreaches) fprintf(o, "; first %zu", n);
   fputc('\n', o);
   for (size_t i = 0; i < n; i++)
@@ -239,20 +237,9 @@ static int text_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
           : lim < 0                      ? "limit"
                                          : nd_rep_limit_names[lim]);
   nd_text_bytes(o, x->threshold, false);
-  bool est;
-  uint64_t live = nd_rep_snap_live(s, &est);
   size_t n = nd_rep_list_len(r, s->nsites);
-  if (s->read < x->sites)
-    fprintf(o, "\n  %u of %u %s (the trace ends inside the snapshot)", s->read, x->sites,
-            nd_text_plural(x->sites, "site", "sites"));
-  else
-    fprintf(o, "\n  %u %s", x->sites, nd_text_plural(x->sites, "site", "sites"));
-  fputs(", live ", o);
-  nd_text_bytes(o, live, est);
-  if (s->nsites < s->read)
-    fprintf(o, " in the %zu kept; %llu more not kept (over %u)", s->nsites,
-            (unsigned long long)(s->read - s->nsites), (unsigned)ND_TRACE_MAX_SNAP_SITES);
-  if (n < s->nsites) fprintf(o, "; top %zu", n);
+  fputs("\n  ", o);
+  nd_rep_snap_sites(o, s, n, nd_text_bytes);
   fputc('\n', o);
   for (size_t i = 0; i < n; i++) {
     const nd_snap_site_t *e = &s->sites[i];

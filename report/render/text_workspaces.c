@@ -95,35 +95,29 @@ static void text_workspace(FILE *o, size_t rank, const nd_rec_workspace_t *w, bo
           "      arena ",
           (unsigned long long)w->cycles, (unsigned long long)w->learned_cycles,
           (unsigned long long)w->relearns, (unsigned long long)w->deviations);
-  nd_text_bytes(o, w->arena_bytes, false);
-  fputs("; learned plan peak live ", o);
-  nd_text_bytes(o, w->plan_peak_bytes, false);
-  fputs(", sum ", o);
-  nd_text_bytes(o, w->plan_sum_bytes, false);
-  fprintf(o, "; sum/peak %s%s\n", ratio, w->plan_peak_bytes ? "x" : "");
-  fprintf(o, "      hits %llu; spills %llu, ", (unsigned long long)w->hits,
-          (unsigned long long)w->spills);
-  nd_text_bytes(o, w->spill_bytes, false);
-  fprintf(o, "; escapes %llu\n      ND4J: allocated ", (unsigned long long)w->escapes);
-  nd_text_bytes(o, w->arena_bytes, false);
-  fputs(" / external (spilled) ", o);
-  nd_text_bytes(o, w->spill_bytes, false);
-  fputs(" / external (pinned) ", o);
-  nd_text_bytes(o, w->pinned_bytes, false);
-  fputc('\n', o);
+  char arena[ND_TEXT_SIZE], peak[ND_TEXT_SIZE], sum[ND_TEXT_SIZE], spilled[ND_TEXT_SIZE],
+      pinned[ND_TEXT_SIZE];
+  nd_text_size(arena, w->arena_bytes, false);
+  nd_text_size(spilled, w->spill_bytes, false);
+  fprintf(o, "%s; learned plan peak live %s, sum %s; sum/peak %s%s\n", arena,
+          nd_text_size(peak, w->plan_peak_bytes, false),
+          nd_text_size(sum, w->plan_sum_bytes, false), ratio, w->plan_peak_bytes ? "x" : "");
+  fprintf(o, "      hits %llu; spills %llu, %s; escapes %llu\n", (unsigned long long)w->hits,
+          (unsigned long long)w->spills, spilled, (unsigned long long)w->escapes);
+  fprintf(o, "      ND4J: allocated %s / external (spilled) %s / external (pinned) %s\n", arena,
+          spilled, nd_text_size(pinned, w->pinned_bytes, false));
   if (w->outlived) // only automatic workspaces have them (and only traces of version 5)
     fprintf(o,
             "      outlived %llu (kept valid, no longer routed)\n"
             "      ndmem's misprediction of the automatic cycle, not the program's error\n",
             (unsigned long long)w->outlived);
   if (!served) return; // the bytes it served, what its learning trims gave back (ws_served)
-  fputs("      served ", o);
-  nd_text_bytes(o, w->hit_bytes, false);
-  fprintf(o, "; learning trims %llu: resident memory fell by ", (unsigned long long)w->learn_trims);
-  nd_text_bytes(o, w->learn_trim_bytes, false);
-  fputs(", at most ", o);
-  nd_text_bytes(o, w->learn_trim_max_bytes, false);
-  fputs(" at once\n", o);
+  char served_b[ND_TEXT_SIZE], fell[ND_TEXT_SIZE], most[ND_TEXT_SIZE];
+  fprintf(o,
+          "      served %s; learning trims %llu: resident memory fell by %s, at most %s at once\n",
+          nd_text_size(served_b, w->hit_bytes, false), (unsigned long long)w->learn_trims,
+          nd_text_size(fell, w->learn_trim_bytes, false),
+          nd_text_size(most, w->learn_trim_max_bytes, false));
 }
 
 static int text_esc_group(FILE *o, report_t *r, size_t rank, const esc_group_t *g) {
@@ -167,9 +161,7 @@ int nd_text_workspaces(FILE *o, report_t *r) {
   nd_text_bytes(o, r->esc_bytes, false);
   fprintf(o, ", from %zu (workspace, stack) %s", r->ngroups,
           nd_text_plural(r->ngroups, "pair", "pairs"));
-  if (t->escapes_dropped)
-    fprintf(o, "; %llu more not kept (over %u)", (unsigned long long)t->escapes_dropped,
-            (unsigned)ND_TRACE_MAX_ESCAPES);
+  nd_rep_not_kept(o, t->escapes_dropped, ND_TRACE_MAX_ESCAPES);
   if (n < r->ngroups) fprintf(o, "; top %zu", n);
   fputc('\n', o);
   for (size_t i = 0; i < n; i++)

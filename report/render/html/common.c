@@ -11,10 +11,17 @@
 // ---------------------------------------------------------------- units
 
 // "28.23 MiB" with the exact bytes as its title; `est` prefixes '~'.
-void nd_html_bytes(FILE *o, uint64_t v, bool est) {
+const char *nd_html_size(char *out, uint64_t v, bool est) {
   char h[48];
   nd_rep_human(h, sizeof h, v);
-  fprintf(o, "<span title=\"%llu B\">%s%s</span>", (unsigned long long)v, est ? "~" : "", h);
+  snprintf(out, ND_HTML_SIZE, "<span title=\"%llu B\">%s%s</span>", (unsigned long long)v,
+           est ? "~" : "", h);
+  return out;
+}
+
+void nd_html_bytes(FILE *o, uint64_t v, bool est) {
+  char b[ND_HTML_SIZE];
+  fputs(nd_html_size(b, v, est), o);
 }
 
 // An estimate capped at a bound the exact counters prove (lifetime.h): "at most", no "~".
@@ -133,10 +140,8 @@ static void html_frame(FILE *o, const nd_frame_t *f) {
 int nd_html_stack(FILE *o, report_t *r, uint32_t stack) {
   const nd_stack_t *s = &r->t->stacks[stack];
   const uint64_t *ips = nd_stack_frames(r->t, s);
-  bool py_only = nd_rep_python_only(r, s);
-  size_t n = 0;
-  for (size_t i = 0; i < s->depth; i++) n += !py_only || nd_trace_is_pyframe(r->t, ips[i]);
-  size_t show = r->o->frames && r->o->frames < n ? r->o->frames : n;
+  bool py_only;
+  size_t show, n = nd_rep_frames_shown(r, s, &py_only, &show);
   if (!n) {
     fputs("<span class=\"note\">(no frames)</span>", o);
     return 0;

@@ -28,17 +28,14 @@ static int html_device11(FILE *o, report_t *r, int d) {
   const nd_trace_t *t = r->t;
   if (t->have_device_ws >> d & 1) {
     const nd_rec_device_ws_t *w = &t->device_ws[d];
+    char hit[ND_HTML_SIZE], arena[ND_HTML_SIZE], peak[ND_HTML_SIZE], sum[ND_HTML_SIZE];
     fprintf(o, "<table class=\"kv\">\n<tr><th>workspace</th><td>%s (sync=%s, %s): served %llu "
-               "allocations (",
+               "allocations (%s) from an arena of %s with no driver call; plan peak %s, sum %s",
             nd_rep_dws_modes[w->mode], nd_rep_dws_syncs[w->sync], nd_rep_dws_streams[w->streams],
-            (unsigned long long)w->hits);
-    nd_html_bytes(o, w->hit_bytes, false);
-    fputs(") from an arena of ", o);
-    nd_html_bytes(o, w->arena_bytes, false);
-    fputs(" with no driver call; plan peak ", o);
-    nd_html_bytes(o, w->plan_peak_bytes, false);
-    fputs(", sum ", o);
-    nd_html_bytes(o, w->plan_sum_bytes, false);
+            (unsigned long long)w->hits, nd_html_size(hit, w->hit_bytes, false),
+            nd_html_size(arena, w->arena_bytes, false),
+            nd_html_size(peak, w->plan_peak_bytes, false),
+            nd_html_size(sum, w->plan_sum_bytes, false));
     fprintf(o, "</td></tr>\n<tr><th>cycles</th><td>%llu (%llu learning, %llu relearned); %llu to "
                "the driver (%llu off the plan)</td></tr>\n<tr><th>reuse waits</th><td>%llu at "
                "frees (cuCtxSynchronize), %llu on the host, %llu on streams; %llu events; %llu "
@@ -114,11 +111,10 @@ int nd_html_devices(FILE *o, report_t *r) {
       if (differs) nd_html_esc(o, why);
       fputs("</td></tr>\n", o);
       if (v->cupti_pool_reserved_peak) {
-        fputs("<tr><th>pools reserve</th><td>", o);
-        nd_html_bytes(o, v->cupti_pool_reserved, false);
-        fputs(" now, peak ", o);
-        nd_html_bytes(o, v->cupti_pool_reserved_peak, false);
-        fputs("</td></tr>\n", o);
+        char now[ND_HTML_SIZE], peak[ND_HTML_SIZE];
+        fprintf(o, "<tr><th>pools reserve</th><td>%s now, peak %s</td></tr>\n",
+                nd_html_size(now, v->cupti_pool_reserved, false),
+                nd_html_size(peak, v->cupti_pool_reserved_peak, false));
       }
       if (v->cupti_dropped)
         fprintf(o, "<tr><th>CUPTI dropped</th><td>%llu records: its totals are short</td></tr>\n",

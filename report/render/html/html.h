@@ -18,6 +18,9 @@
 // capped at a bound the counters prove, "at most".
 void nd_html_esc_max(FILE *o, const char *s, size_t max);
 void nd_html_bytes(FILE *o, uint64_t v, bool est);
+// The same into `out` (ND_HTML_SIZE bytes), for a row or sentence printed by one format string.
+#define ND_HTML_SIZE 96
+const char *nd_html_size(char *out, uint64_t v, bool est);
 void nd_html_amount(FILE *o, uint64_t v, bool est, bool most);
 // A site named by its first useful frame (its innermost Python frame, else the innermost frame
 // outside the C and C++ runtimes); a stack's frames as a list (--frames of them). -1 when out of

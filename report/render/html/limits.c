@@ -27,23 +27,10 @@ static void limit_row(FILE *o, const char *name, uint64_t limit, const char *wha
 // A snapshot's sites (--top of those kept), each with its stack, folded: the text --limits
 // view's snapshot.
 static int html_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
-  const nd_rec_snapshot_t *x = &s->rec;
-  bool est;
-  uint64_t live = nd_rep_snap_live(s, &est);
   size_t n = nd_rep_list_len(r, s->nsites);
   fprintf(o, "<details id=\"snap-%llu\"><summary>S%llu: ", (unsigned long long)s->seq,
           (unsigned long long)s->seq);
-  if (s->read < x->sites)
-    fprintf(o, "%u of %u %s (the trace ends inside the snapshot)", s->read, x->sites,
-            x->sites == 1 ? "site" : "sites");
-  else
-    fprintf(o, "%u %s", x->sites, x->sites == 1 ? "site" : "sites");
-  fputs(", live ", o);
-  nd_html_bytes(o, live, est);
-  if (s->nsites < s->read)
-    fprintf(o, " in the %zu kept; %llu more not kept (over %u)", s->nsites,
-            (unsigned long long)(s->read - s->nsites), (unsigned)ND_TRACE_MAX_SNAP_SITES);
-  if (n < s->nsites) fprintf(o, "; top %zu", n);
+  nd_rep_snap_sites(o, s, n, nd_html_bytes);
   fputs("</summary>\n", o);
   if (n) {
     fputs("<table>\n<tr><th>#</th><th>kind</th><th>live</th><th>blocks</th><th>stack</th></tr>\n",
@@ -125,13 +112,10 @@ int nd_html_limits(FILE *o, report_t *r) {
       nd_rep_print_secs(o, nd_rep_since_start(t, b->mono_ns));
       fprintf(o, "</td><td class=\"n\">%u</td><td>%s", b->tid, nd_rep_breach_fn(b));
       if (b->limit == ND_LIMIT_DEVICE) fprintf(o, " (device %u)", b->device);
-      fputs("</td><td class=\"n\">", o);
-      nd_html_bytes(o, b->requested, false);
-      fputs("</td><td class=\"n\">", o);
-      nd_html_bytes(o, b->value, false);
-      fputs("</td><td class=\"n\">", o);
-      nd_html_bytes(o, b->limit_bytes, false);
-      fprintf(o, "</td><td>%s", done[b->action < 4 ? b->action : 0]);
+      char req[ND_HTML_SIZE], before[ND_HTML_SIZE], limit[ND_HTML_SIZE];
+      fprintf(o, "</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s",
+              nd_html_size(req, b->requested, false), nd_html_size(before, b->value, false),
+              nd_html_size(limit, b->limit_bytes, false), done[b->action < 4 ? b->action : 0]);
       if (b->flags & ND_BREACH_RETRY_LOOP) { // version 10: why it stopped the process
         fprintf(o, ": refused %llu times in a row over ", (unsigned long long)b->retries);
         nd_rep_print_secs(o, b->retry_ns);

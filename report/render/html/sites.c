@@ -91,13 +91,11 @@ int nd_html_growth(FILE *o, report_t *r) {
             t->ngrowth + t->growth_dropped == 1 ? "site" : "sites");
     for (size_t i = 0; i < n; i++) {
       const nd_rec_growth_t *g = &t->growth[i].rec;
-      bool est = g->flags & ND_SITE_SAMPLED, most_base, most_floor;
-      uint64_t base = nd_rep_peak_cap(t, g->kind, g->base_bytes, est, &most_base);
-      uint64_t lowest = nd_rep_peak_cap(t, g->kind, g->floor_bytes, est, &most_floor);
+      nd_rep_growth_t x = nd_rep_growth(t, g);
       fprintf(o, "<tr><td>%zu</td><td>%s</td><td class=\"n\">", i + 1, nd_rep_kind_names[g->kind]);
-      nd_html_amount(o, base, est, most_base);
+      nd_html_amount(o, x.base, x.est, x.most_base);
       fputs("</td><td class=\"n\">", o);
-      nd_html_amount(o, lowest, est, most_floor);
+      nd_html_amount(o, x.lowest, x.est, x.most_floor);
       if (g->cycle > g->base_cycle)
         fprintf(o, "</td><td>%llu to %llu</td><td>", (unsigned long long)g->base_cycle,
                 (unsigned long long)g->cycle);

@@ -86,6 +86,15 @@ static void axes(FILE *o, plot_t *p) {
           H - 6);
 }
 
+// The steady state's start (the first closed cycle) as a line across a chart, where there is one.
+static void steady_marker(FILE *o, const nd_trace_t *t, const plot_t *p) {
+  if (!t->have_flush || !t->flush.steady_ns) return;
+  double x = px(p, sec_of(t, t->flush.steady_ns));
+  fprintf(o, "<line class=\"cyc\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
+             "<text class=\"lab\" x=\"%.1f\" y=\"%d\">steady state</text>\n",
+          x, MT, x, MT + PH, x + 3, MT + 12);
+}
+
 void nd_html_timeline(FILE *o, const report_t *r, plot_t *out) {
   const nd_trace_t *t = r->t;
   fputs("<h2 id=\"timeline\">Timeline</h2>\n", o);
@@ -130,12 +139,7 @@ void nd_html_timeline(FILE *o, const report_t *r, plot_t *out) {
   fputs("<title>Live bytes per memory kind at each flush</title>\n", o);
   axes(o, &p);
   // The steady state (the first closed cycle), and each point where the cycle clock moved.
-  if (t->have_flush && t->flush.steady_ns) {
-    double x = px(&p, sec_of(t, t->flush.steady_ns));
-    fprintf(o, "<line class=\"cyc\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-               "<text class=\"lab\" x=\"%.1f\" y=\"%d\">steady state</text>\n",
-            x, MT, x, MT + PH, x + 3, MT + 12);
-  }
+  steady_marker(o, t, &p);
   uint64_t prev_cycle = 0;
   for (size_t i = 0; i < t->npoints; i++) {
     const nd_point_t *q = &t->series[i];
@@ -330,12 +334,7 @@ static int kind_limits(const nd_trace_t *t, int k, uint64_t lim[3], const char *
 // note instead, so that it does not flatten the chart: `far` says so.
 static void stack_markers(FILE *o, const report_t *r, const plot_t *p, int k, bool *far) {
   const nd_trace_t *t = r->t;
-  if (t->have_flush && t->flush.steady_ns) {
-    double x = px(p, sec_of(t, t->flush.steady_ns));
-    fprintf(o, "<line class=\"cyc\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-               "<text class=\"lab\" x=\"%.1f\" y=\"%d\">steady state</text>\n",
-            x, MT, x, MT + PH, x + 3, MT + 12);
-  }
+  steady_marker(o, t, p);
   uint64_t prev = 0;
   for (size_t i = 0; i < t->npoints; i++) {
     const nd_point_t *q = &t->series[i];

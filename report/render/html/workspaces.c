@@ -30,18 +30,17 @@ int nd_html_workspaces(FILE *o, report_t *r) {
                  "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">",
               w->tid, (unsigned long long)w->cycles, (unsigned long long)w->learned_cycles,
               (unsigned long long)w->relearns, (unsigned long long)w->deviations);
-      nd_html_bytes(o, w->arena_bytes, false);
-      fputs("</td><td class=\"n\">", o);
-      nd_html_bytes(o, w->plan_peak_bytes, false);
-      fputs("</td><td class=\"n\">", o);
-      nd_html_bytes(o, w->plan_sum_bytes, false);
-      fprintf(o, "</td><td class=\"n\">%s</td><td class=\"n\">%llu</td><td class=\"n\">%llu</td>"
-                 "<td class=\"n\">",
-              ratio, (unsigned long long)w->hits, (unsigned long long)w->spills);
-      nd_html_bytes(o, w->spill_bytes, false);
-      fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">", (unsigned long long)w->escapes);
-      nd_html_bytes(o, w->pinned_bytes, false);
-      fprintf(o, "</td><td class=\"n\">%llu</td>", (unsigned long long)w->outlived);
+      char arena[ND_HTML_SIZE], peak[ND_HTML_SIZE], sum[ND_HTML_SIZE], spilled[ND_HTML_SIZE],
+          pinned[ND_HTML_SIZE];
+      fprintf(o, "%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
+                 "<td class=\"n\">%llu</td><td class=\"n\">%llu</td><td class=\"n\">%s</td>"
+                 "<td class=\"n\">%llu</td><td class=\"n\">%s</td><td class=\"n\">%llu</td>",
+              nd_html_size(arena, w->arena_bytes, false),
+              nd_html_size(peak, w->plan_peak_bytes, false),
+              nd_html_size(sum, w->plan_sum_bytes, false), ratio, (unsigned long long)w->hits,
+              (unsigned long long)w->spills, nd_html_size(spilled, w->spill_bytes, false),
+              (unsigned long long)w->escapes, nd_html_size(pinned, w->pinned_bytes, false),
+              (unsigned long long)w->outlived);
       if (served) {
         fputs("<td class=\"n\">", o);
         nd_html_bytes(o, w->hit_bytes, false);
