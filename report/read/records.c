@@ -611,7 +611,7 @@ static int on_snapshot(nd_trace_t *t, uint64_t off, const char *p) {
   return 0;
 }
 
-// A SNAP_SITE record: check_header has made sure that a snapshot is open.
+// A SNAP_SITE record: nd_read_check has made sure that a snapshot is open.
 static int on_snap_site(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_snap_site_t x;
   memcpy(&x, p, sizeof x);

@@ -260,7 +260,7 @@ static void json_class(FILE *o, const char *key, const nd_rec_dev_class_t *c, bo
 
 // Version 11: a device's workspace ("workspace", null without one) and the device memory it got
 // from host memory ("from_host", null when none), with the sites that spilled, largest first.
-static int json_device11(FILE *o, report_t *r, int d) {
+static int json_device_ws(FILE *o, report_t *r, int d) {
   const nd_trace_t *t = r->t;
   fputs(",\n     \"workspace\": ", o);
   if (!(t->have_device_ws >> d & 1)) {
@@ -378,7 +378,7 @@ static int json_devices(FILE *o, report_t *r) {
       json_u64(o, "dropped", v->cupti_dropped, false);
       fputs("}", o);
     }
-    if (t->has.device_ws && json_device11(o, r, d)) return -1;
+    if (t->has.device_ws && json_device_ws(o, r, d)) return -1;
     fputs(d < last ? "},\n" : "}\n", o);
   }
   fprintf(o, "%s],\n  \"cuda\": ", last >= 0 ? "  " : "");

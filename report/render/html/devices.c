@@ -24,7 +24,7 @@ static void dev_class_row(FILE *o, const char *name, const nd_rec_dev_class_t *c
 
 // A device's workspace and the device memory it got from host memory (version 11), with the sites
 // that spilled: the text report's rows.
-static int html_device11(FILE *o, report_t *r, int d) {
+static int html_device_ws(FILE *o, report_t *r, int d) {
   const nd_trace_t *t = r->t;
   if (t->have_device_ws >> d & 1) {
     const nd_rec_device_ws_t *w = &t->device_ws[d];
@@ -140,7 +140,7 @@ int nd_html_devices(FILE *o, report_t *r) {
       fputs("<p class=\"note\">Stream-ordered: bytes handed out; a pool may hold more from the "
             "device.</p>\n",
             o);
-    if (html_device11(o, r, d)) return -1;
+    if (html_device_ws(o, r, d)) return -1;
   }
   if (!t->have_cuda) return 0;
   const nd_rec_cuda_t *c = &t->cuda;
