@@ -12,11 +12,5 @@
 // a malformed or unreadable trace), 3 (--fail-on-leak, no leak found, but heap blocks live at
 // exit had no record: unchecked). Keeps no state between calls.
 int nd_report_main(int argc, char **argv, FILE *out, FILE *err);
-// `ndmemreport diff [OPTIONS] A B` (diff.c; argv[1] is "diff"): 0, 1 (--fail-on-growth BYTES and
-// a site whose live bytes at the end grew by more), 2.
-int nd_report_diff(int argc, char **argv, FILE *out, FILE *err);
-
-// `ndmemreport merge TRACE...` (merge.c): argv[0] is "merge". The same exit statuses.
-int nd_report_merge(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

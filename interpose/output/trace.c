@@ -740,7 +740,7 @@ void nd_trace_flush(int final) {
 // Where the steady state begins (the first cycle closed, nd_steady_ns) the interval becomes a
 // quarter of the time since, FIRST_FLUSH_MS at least and NDMEM_FLUSH_MS at most. Growth is
 // judged by each site's floor over the flush windows of the steady state (3 at the least, and
-// its last quarter decides whether it still rose: report/lifetime.c), and a loop that runs a
+// its last quarter decides whether it still rose: report/analyse/lifetime.c), and a loop that runs a
 // second or two after a long start-up (imports, a process group, data loading) would otherwise
 // get one or two windows at the default interval and could not be judged; so every window is at
 // most a fifth of the loop so far, and a 1.5 s loop gets 10 (a long job pays about 10 flushes

@@ -33,8 +33,8 @@ for opt in $(sed -n 's/^ *\(-[-a-z|=*]*\)).*/\1/p' "$src/tools/ndmem.in" | tr '|
   has ndmem.1 "$opt" || no "ndmem(1) does not name $opt, which ndmem accepts"
 done
 # report/: IS("--x") and strcmp(a, "--x") in the argument loops
-for opt in $(grep -ho '\(IS(\|strcmp(a, \)"--[a-z][a-z-]*"' "$src"/report/ndmemreport.c "$src"/report/diff.c \
-    "$src"/report/merge.c | sed 's/.*"\(--[a-z-]*\)"/\1/' | sort -u); do
+for opt in $(grep -ho '\(IS(\|strcmp(a, \)"--[a-z][a-z-]*"' "$src"/report/ndmemreport.c "$src"/report/cmd/diff.c \
+    "$src"/report/cmd/merge.c | sed 's/.*"\(--[a-z-]*\)"/\1/' | sort -u); do
   has ndmemreport.1 "$opt" || no "ndmemreport(1) does not name $opt, which ndmemreport accepts"
 done
 for v in $("$test_config" --list); do

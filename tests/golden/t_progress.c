@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // t_progress: the progress bar every ndmemreport command shows while it reads a trace
-// (nd_rep_read_trace, ndmemreport.c). On a terminal (a pseudo-terminal here) with the size
+// (nd_rep_read_trace, load.c). On a terminal (a pseudo-terminal here) with the size
 // threshold at 0: bar lines naming the file with rising percentages, then the line cleared. Not
 // on a file, nor on the terminal for a trace under the threshold. A trace that cannot be read:
 // exit status 2 and one line naming it. ndmemreport, diff and merge pass ND_PROGRESS_MIN
 // (256 MiB), a size a test does not write: that they call this function is what the code shows.
 // usage: t_progress TRACE (over 4 MiB, named progress.trace: gen_trace many-escapes writes one)
-#include "report.h"
+#include "cmd/cmd.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // supp_stacks: for each stack with blocks live at exit in a trace, the suppression rule that
-// matches it (report/suppress.c: the built-ins, and the files given), or "-" and its innermost
+// matches it (report/analyse/suppress.c: the built-ins, and the files given), or "-" and its innermost
 // frame with a name ("function (file:line)", the file's folder left out); sorted and unique.
 // It does what the report's leak section (analyse.c, suppressed_by) does with the rules, for
 // t_suppress.sh.
 // usage: supp_stacks TRACE [SUPPRESSIONS...]
-#include "suppress.h"
-#include "symbolize.h"
-#include "trace_read.h"
+#include "analyse/suppress.h"
+#include "analyse/symbolize.h"
+#include "read/trace_read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

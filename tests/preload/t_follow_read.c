@@ -14,10 +14,7 @@
 // usage: t_follow_read DIR TRACE...
 //        t_follow_read --time BIG_TRACE COPY [CHUNK_MB [STEPS]]: times reading on a copy of
 //        BIG_TRACE grown by CHUNK_MB (default 10) per refresh after a first read (no check).
-#include "ndmemreport.h"
-#include "report.h"
-#include "running.h"
-#include "trace_read.h"
+#include "cmd/cmd.h"
 #include "trace_write.h"
 
 #include <errno.h>

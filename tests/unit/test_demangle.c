@@ -3,7 +3,7 @@
 // readable, a symbol version and a clone suffix are kept, and anything that is not a C++ name or
 // does not demangle gives NULL, so the frame keeps the name as it is.
 #include "../check.h"
-#include "symbolize.h"
+#include "analyse/symbolize.h"
 
 static void is(const char *name, const char *want) {
   char *got = nd_sym_demangle(name);

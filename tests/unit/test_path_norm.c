@@ -2,7 +2,7 @@
 // test_path_norm: the lexical normal form of a source path (symbolize.c, nd_sym_path_norm), which
 // diff and merge compare Python frames by: the same script named two ways is one file.
 #include "../check.h"
-#include "symbolize.h"
+#include "analyse/symbolize.h"
 
 static void is(const char *path, const char *want) {
   char out[64];

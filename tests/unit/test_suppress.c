@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// test_suppress: leak suppressions (report/suppress.c). The pattern matcher (wildcards, anchors,
+// test_suppress: leak suppressions (report/analyse/suppress.c). The pattern matcher (wildcards, anchors,
 // substrings, empty and NULL names), rules matching a frame's function (demangled, mangled, with
 // and without a symbol version), file or module, any frame of a stack, the first rule winning;
 // files with comments, blank lines and CRLF endings; bad lines named by file and line number;
@@ -7,7 +7,7 @@
 // are the program's own leaks. Python frames: a file's rule matches their function (qualified
 // name) and file; no built-in matches a Python function that shares a C function's name.
 #include "../check.h"
-#include "suppress.h"
+#include "analyse/suppress.h"
 
 #include <unistd.h>
 

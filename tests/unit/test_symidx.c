@@ -6,7 +6,7 @@
 // addresses drawn at random across each file's loaded segments, where symbols without a size,
 // gaps between symbols and nested symbols are met. Any difference is printed and fails.
 #include "../check.h"
-#include "symbolize.h"
+#include "analyse/symbolize.h"
 
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// test_textwrap: the 80-column stream of the text report (report/textwrap.c) breaks each kind of
+// test_textwrap: the 80-column stream of the text report (report/render/textwrap.c) breaks each kind of
 // report line where its reader expects, continues it under its value, leaves lines that fit and
 // raw text (frames) alone, never cuts a word wider than the line, and writes an unended last
 // line as it is.
 #include "../check.h"
-#include "textwrap.h"
+#include "render/textwrap.h"
 
 // `in` written through the stream (raw between the markers "<raw>" and "</raw>"); the result.
 static char *wrapped(const char *in) {

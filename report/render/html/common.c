@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+// common.c: what the HTML report's sections share (html.h): sizes with their exact bytes as a
+// title, a site named by its first useful frame, a stack as a list of frames, each site's
+// lifetime class. Every string from the trace goes through nd_html_esc (render/escape.c).
+#include "render/html/html.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------- units
+
+// "28.23 MiB" with the exact bytes as its title; `est` prefixes '~'.
+const char *nd_html_size(char *out, uint64_t v, bool est) {
+  char h[48];
+  nd_rep_human(h, sizeof h, v);
+  snprintf(out, ND_HTML_SIZE, "<span title=\"%llu B\">%s%s</span>", (unsigned long long)v,
+           est ? "~" : "", h);
+  return out;
+}
+
+void nd_html_bytes(FILE *o, uint64_t v, bool est) {
+  char b[ND_HTML_SIZE];
+  fputs(nd_html_size(b, v, est), o);
+}
+
+// An estimate capped at a bound the exact counters prove (lifetime.h): "at most", no "~".
+void nd_html_amount(FILE *o, uint64_t v, bool est, bool most) {
+  if (est && most) fputs("at most ", o);
+  nd_html_bytes(o, v, est && !most);
+}
+
+// ---------------------------------------------------------------- sites by name
+
+// As esc, for at most `max` bytes of s (cut at a character, '...' after a cut).
+void nd_html_esc_max(FILE *o, const char *s, size_t max) {
+  size_t n = strlen(s);
+  if (n <= max) {
+    nd_html_esc(o, s);
+    return;
+  }
+  char b[ND_HTML_LEGEND_NAME + 1];
+  if (max > ND_HTML_LEGEND_NAME) max = ND_HTML_LEGEND_NAME;
+  while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80) max--; // not inside a character
+  memcpy(b, s, max);
+  b[max] = 0;
+  nd_html_esc(o, b);
+  fputs("...", o);
+}
+
+// A site named by its first useful frame: its stack's innermost Python frame where it has one,
+// else its innermost frame outside the runtimes (runtime_module) with a function name, else with
+// a module, else outside every module, else frame #0; a function, else module+0xOFF (the
+// module's base name), else the address. -1 when out of memory.
+int nd_html_site_label(FILE *o, report_t *r, uint32_t stack) {
+  const nd_trace_t *t = r->t;
+  const nd_stack_t *s = &t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(t, s);
+  if (!s->depth) {
+    fputs("(no frames)", o);
+    return 0;
+  }
+  long py = nd_rep_py_innermost(t, s);
+  size_t at = py >= 0 ? (size_t)py : 0;
+  const nd_frame_t *f = NULL;
+  int best = 0; // of `at`: 3 a function, 2 a module's offset, 1 an address outside every module
+  for (size_t i = 0; i < s->depth && py < 0 && best < 3; i++) {
+    f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    if (f->module && nd_flame_runtime_module(f->module)) continue;
+    int rank = !f->module ? 1 : f->at.function ? 3 : 2;
+    if (rank > best) at = i, best = rank;
+  }
+  f = nd_sym_frame(r->sym, ips[at]);
+  if (!f) return -1;
+  char b[ND_HTML_LEGEND_NAME + 64];
+  if (f->python) {
+    nd_html_esc_max(o, f->at.function && *f->at.function ? f->at.function : "?",
+                    ND_HTML_LEGEND_NAME);
+    fputs(" (", o);
+    nd_html_esc_max(o, f->at.file && *f->at.file ? nd_rep_base_name(f->at.file) : "?",
+                    ND_HTML_LEGEND_NAME / 2);
+    if (f->at.line) fprintf(o, ":%d", f->at.line);
+    fputc(')', o);
+  } else if (!f->module) {
+    fprintf(o, "0x%llx", (unsigned long long)f->ip);
+  } else if (f->at.function) {
+    nd_html_esc_max(o, f->at.function, ND_HTML_LEGEND_NAME);
+  } else {
+    nd_html_esc_max(o, nd_rep_base_name(f->module), ND_HTML_LEGEND_NAME / 2);
+    snprintf(b, sizeof b, "+0x%llx", (unsigned long long)f->offset);
+    fputs(b, o);
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- stacks and sites
+
+static void html_loc(FILE *o, const nd_loc_t *l, const nd_frame_t *f) {
+  if (l->function) {
+    fputs("<b>", o);
+    nd_html_esc(o, l->function);
+    fputs("</b> ", o);
+  }
+  fputs("<span class=\"at\">", o);
+  if (l->file) {
+    nd_html_esc(o, l->file);
+    fprintf(o, ":%d", l->line);
+  } else {
+    nd_html_esc(o, f->module);
+    fprintf(o, "+0x%llx", (unsigned long long)f->offset);
+  }
+  fputs("</span>", o);
+}
+
+// One frame as a list item: a Python frame's function and file:line, a native one's location
+// and the functions it was inlined into, or its address where no module holds it.
+static void html_frame(FILE *o, const nd_frame_t *f) {
+  fputs("<li>", o);
+  if (f->python) {
+    fputs("<b>", o);
+    nd_html_esc(o, f->at.function ? f->at.function : "?");
+    fputs("</b> <span class=\"at\">", o);
+    nd_html_esc(o, f->at.file ? f->at.file : "?");
+    if (f->at.line) fprintf(o, ":%d", f->at.line);
+    fputs("</span> <i>py</i>", o);
+  } else if (!f->module) {
+    fprintf(o, "0x%llx", (unsigned long long)f->ip);
+  } else {
+    html_loc(o, &f->at, f);
+    for (size_t j = 0; j < f->ninlined; j++) {
+      fputs("<br>inlined into ", o);
+      html_loc(o, &f->inlined_into[j], f);
+    }
+  }
+  fputs("</li>", o);
+}
+
+// A stack's frames as a list (--frames of them; --python-only as in text).
+int nd_html_stack(FILE *o, report_t *r, uint32_t stack) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  bool py_only;
+  size_t show, n = nd_rep_frames_shown(r, s, &py_only, &show);
+  if (!n) {
+    fputs("<span class=\"note\">(no frames)</span>", o);
+    return 0;
+  }
+  fputs("<ol class=\"stack\" start=\"0\">", o);
+  for (size_t i = 0, k = 0; k < show; i++) {
+    if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    k++;
+    html_frame(o, f);
+  }
+  fputs("</ol>", o);
+  if (show < n) fprintf(o, "<span class=\"note\">(%zu more frames)</span>", n - show);
+  return 0;
+}
+
+// Every frame, innermost first, for the flame graph's panel: the full stack whatever --frames
+// says (--python-only still applies, as in every stack the page shows).
+int nd_html_stack_all(FILE *o, report_t *r, uint32_t stack) {
+  const nd_stack_t *s = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, s);
+  bool py_only = nd_rep_python_only(r, s);
+  if (!s->depth) {
+    fputs("<li>(no frames)</li>", o);
+    return 0;
+  }
+  for (size_t i = 0; i < s->depth; i++) {
+    if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) return -1;
+    html_frame(o, f);
+  }
+  return 0;
+}
+
+int *nd_html_site_classes(const report_t *r) {
+  const nd_trace_t *t = r->t;
+  int *c = malloc((t->nsites ? t->nsites : 1) * sizeof *c);
+  if (!c) return NULL;
+  for (size_t i = 0; i < t->nsites; i++) c[i] = -1;
+  if (!nd_rep_leaks_known(t)) return c;
+  for (size_t i = 0; i < r->life.n; i++) {
+    const nd_life_t *e = &r->life.v[i];
+    if (e->site >= 0 && (size_t)e->site < t->nsites) c[e->site] = e->cls;
+  }
+  return c;
+}

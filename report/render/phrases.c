@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// phrases.c: what the text and HTML reports say in the same words (render.h), each printing
+// sizes its own way (nd_rep_bytes_fn): records the reader did not keep, a snapshot's sites.
+#include "render/render.h"
+
+void nd_rep_not_kept(FILE *o, uint64_t dropped, unsigned max) {
+  if (dropped) fprintf(o, "; %llu more not kept (over %u)", (unsigned long long)dropped, max);
+}
+
+void nd_rep_snap_sites(FILE *o, const nd_snapshot_t *s, size_t top, nd_rep_bytes_fn bytes) {
+  const nd_rec_snapshot_t *x = &s->rec;
+  const char *sites = x->sites == 1 ? "site" : "sites";
+  if (s->read < x->sites)
+    fprintf(o, "%u of %u %s (the trace ends inside the snapshot)", s->read, x->sites, sites);
+  else
+    fprintf(o, "%u %s", x->sites, sites);
+  bool est;
+  uint64_t live = nd_rep_snap_live(s, &est);
+  fputs(", live ", o);
+  bytes(o, live, est);
+  if (s->nsites < s->read) {
+    fprintf(o, " in the %zu kept", s->nsites);
+    nd_rep_not_kept(o, s->read - s->nsites, ND_TRACE_MAX_SNAP_SITES);
+  }
+  if (top < s->nsites) fprintf(o, "; top %zu", top);
+}
