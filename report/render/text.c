@@ -11,7 +11,7 @@
 // ---------------------------------------------------------------- formatting helpers
 
 const char *nd_text_size(char *out, uint64_t v, bool est) {
-  char h[48];
+  char h[24]; // "1023.99 EiB" at the most
   nd_rep_human(h, sizeof h, v);
   const char *t = est ? "~" : "";
   if (v < 1024) snprintf(out, ND_TEXT_SIZE, "%s%s", t, h);
