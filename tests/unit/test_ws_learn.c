@@ -10,13 +10,26 @@
 #include "../check.h"
 #include "workspace.h"
 
+// The engine's memory, every block listed so that each test gives back what its workspaces kept
+// (instances an owner without retire holds, the recording, the detector): mem_release_all.
+static void *blocks[1024];
+static int nblocks;
 static void *mem_alloc(void *ctx, size_t bytes) {
   (void)ctx;
-  return calloc(1, bytes ? bytes : 1);
+  if (nblocks == 1024) return NULL;
+  return blocks[nblocks++] = calloc(1, bytes ? bytes : 1);
 }
 static void mem_free(void *ctx, void *p, size_t bytes) {
   (void)ctx, (void)bytes;
+  for (int i = 0; i < nblocks; i++)
+    if (blocks[i] == p) {
+      blocks[i] = blocks[--nblocks];
+      break;
+    }
   free(p);
+}
+static void mem_release_all(void) {
+  while (nblocks) free(blocks[--nblocks]);
 }
 static const ws_mem_t mem = {mem_alloc, mem_free, NULL};
 
@@ -110,6 +123,13 @@ static ws_config_t strict(void) {
   return c;
 }
 
+// A workspace with the policies c, set up (as the owners do) in zeroed memory.
+static void start(ws_learn_t *l, const ws_learn_ops_t *ops, ws_config_t c, int automatic,
+                  uint32_t arenas) {
+  memset(l, 0, sizeof *l);
+  CHECK_EQ(ws_learn_init(l, ops, &c, automatic, arenas), 0);
+}
+
 static int go(ws_learn_t *l, owner_t *o, uint64_t sym, uint64_t bytes, ws_learn_out_t *out) {
   memset(out, 0, sizeof *out);
   return ws_learn_alloc(l, o, sym, bytes, 0, out);
@@ -155,13 +175,20 @@ static void learn_abc(ws_learn_t *l, owner_t *o) {
   ws_learn_end(l, o);
 }
 
+// A declared workspace with strict policies that learned learn_abc's cycle: its plan's instance.
+static ws_inst_t *planned_abc(ws_learn_t *l, owner_t *o, const ws_learn_ops_t *ops,
+                              uint32_t arenas) {
+  start(l, ops, strict(), 0, arenas);
+  learn_abc(l, o);
+  return l->cur;
+}
+
 // ---------------------------------------------------------------- declared cycles
 
 static void test_declared(void) {
   owner_t o = {.next_arena = 0x10000};
-  ws_learn_t l = {0};
-  ws_config_t c = strict();
-  CHECK_EQ(ws_learn_init(&l, &host_ops, &c, 0, 1), 0);
+  ws_learn_t l;
+  start(&l, &host_ops, strict(), 0, 1);
   CHECK_EQ(l.mode, WS_MODE_RECORD);
   CHECK_EQ(l.recording, 0);
   learn_abc(&l, &o);
@@ -248,11 +275,8 @@ static void test_declared(void) {
 // next begin, and learning starts over (the instance kept by an owner without retire).
 static void test_changed_stream(void) {
   owner_t o = {.next_arena = 0x10000};
-  ws_learn_t l = {0};
-  ws_config_t c = strict();
-  ws_learn_init(&l, &host_ops, &c, 0, 1);
-  learn_abc(&l, &o);
-  ws_inst_t *pi = l.cur;
+  ws_learn_t l;
+  ws_inst_t *pi = planned_abc(&l, &o, &host_ops, 1);
   ws_learn_out_t out;
   ws_learn_begin(&l, &o);
   // one missing allocation is tolerated: B matches entry 1, counted as a deviation, served
@@ -279,11 +303,11 @@ static void test_changed_stream(void) {
 // over_time: 2 cycles recorded back to back, each position planned at its largest size.
 static void test_over_time(void) {
   owner_t o = {.next_arena = 0x10000};
-  ws_learn_t l = {0};
+  ws_learn_t l;
   ws_config_t c = strict();
   c.learning = WS_LEARN_OVER_TIME;
   c.cycles_before_init = 2;
-  ws_learn_init(&l, &host_ops, &c, 0, 1);
+  start(&l, &host_ops, c, 0, 1);
   ws_learn_out_t out;
   ws_learn_begin(&l, &o);
   go(&l, &o, A, 100, &out); // 128
@@ -314,10 +338,8 @@ static void test_over_time(void) {
 // every cycle, B is served. max_size cuts the same way without fit.
 static void test_fit_and_max_size(void) {
   owner_t o = {.next_arena = 0x10000, .fit_to = 256};
-  ws_learn_t l = {0};
-  ws_config_t c = strict();
-  ws_learn_init(&l, &host_ops, &c, 0, 1);
-  learn_abc(&l, &o);
+  ws_learn_t l;
+  planned_abc(&l, &o, &host_ops, 1);
   CHECK_EQ(l.st.arena_bytes, 256);
   CHECK_EQ(l.cur->size, 256);
   CHECK(l.cur->plan.offset[0] == WS_PLAN_TOO_BIG && l.cur->plan.offset[2] == WS_PLAN_TOO_BIG);
@@ -331,21 +353,28 @@ static void test_fit_and_max_size(void) {
   CHECK_EQ(l.st.deviations, 0);
   CHECK_EQ(l.st.spills, 2);
 
-  // fit to nothing: off
-  owner_t o2 = {.next_arena = 0x10000, .fit_to = 0};
-  ws_learn_t l2 = {0};
-  c.max_size = 300; // 384 planned: ND4J's size is min(need, max) = 300, a page once rounded
-  ws_learn_init(&l2, &host_ops, &c, 0, 1);
+  // max_size 500 with the device's 512-byte rounding (A at 0, B at 512, C at 0): ND4J's size
+  // min(1024, 500) makes an arena of 512, and B spills every cycle
+  owner_t o2 = {.next_arena = 0x10000};
+  ws_learn_t l2;
+  ws_config_t c = strict();
+  c.max_size = 500;
+  start(&l2, &dev_ops, c, 0, 1);
   learn_abc(&l2, &o2);
   CHECK_EQ(l2.mode, WS_MODE_PLANNED);
-  CHECK_EQ(o2.fit_want, 4096); // the page holds every entry: nothing past it
-  CHECK_EQ(l2.cur->plan.offset[0], 256);
+  CHECK_EQ(l2.st.arena_bytes, 512);
+  CHECK_EQ(l2.cur->plan.offset[0], 0);
+  CHECK(l2.cur->plan.offset[1] == WS_PLAN_TOO_BIG);
+  CHECK_EQ(l2.cur->plan.offset[2], 0);
+  ws_learn_begin(&l2, &o2);
+  CHECK_EQ(go(&l2, &o2, A, 100, &out), WS_GO_SERVED);
+  CHECK_EQ(go(&l2, &o2, B, 200, &out), WS_GO_SPILL);
+  CHECK_EQ(out.why, WS_WHY_TOO_BIG);
 
   // no arena to be had: off, the heap serves from now on
   owner_t o3 = {.next_arena = 0x10000, .refuse = 1};
-  ws_learn_t l3 = {0};
-  c.max_size = 0;
-  ws_learn_init(&l3, &host_ops, &c, 0, 1);
+  ws_learn_t l3;
+  start(&l3, &host_ops, strict(), 0, 1);
   learn_abc(&l3, &o3);
   CHECK_EQ(l3.mode, WS_MODE_OFF);
   CHECK(l3.cur == NULL);
@@ -355,11 +384,8 @@ static void test_fit_and_max_size(void) {
 // does not keep its entry's partner from being served in the other.
 static void test_two_arenas(void) {
   owner_t o = {.next_arena = 0x100000};
-  ws_learn_t l = {0};
-  ws_config_t c = strict();
-  ws_learn_init(&l, &host_ops, &c, 0, 2);
-  learn_abc(&l, &o);
-  ws_inst_t *pi = l.cur;
+  ws_learn_t l;
+  ws_inst_t *pi = planned_abc(&l, &o, &host_ops, 2);
   CHECK_EQ(o.arenas, 2);
   CHECK_EQ(l.st.arena_bytes, 8192);
   CHECK_EQ(pi->arena[0], 0x100000);
@@ -391,10 +417,8 @@ static void test_two_arenas(void) {
 // instance is retired, and REALLOCATE records the grown cycle from the next boundary.
 static void test_settle_and_retire(void) {
   owner_t o = {.next_arena = 0x10000};
-  ws_learn_t l = {0};
-  ws_config_t c = strict();
-  ws_learn_init(&l, &dev_ops, &c, 0, 1);
-  learn_abc(&l, &o);
+  ws_learn_t l;
+  planned_abc(&l, &o, &dev_ops, 1);
   // 512-byte rounding: A, B, C all 512, placed in order of allocation: A at 0, B beside it at
   // 512, C at 0 (it meets B only)
   CHECK_EQ(l.cur->plan.offset[0], 0);
@@ -442,10 +466,10 @@ static void test_automatic(int realloc_waits) {
   owner_t o = {.next_arena = 0x10000};
   ws_learn_ops_t ops = host_ops;
   ops.realloc_waits = realloc_waits;
-  ws_learn_t l = {0};
+  ws_learn_t l;
   ws_config_t c = strict();
   c.spill = WS_SPILL_REALLOCATE;
-  CHECK_EQ(ws_learn_init(&l, &ops, &c, 1, 1), 0);
+  start(&l, &ops, c, 1, 1);
   CHECK_EQ(l.mode, WS_MODE_DETECT);
   ws_learn_out_t out;
   uint64_t i = 0;
@@ -493,12 +517,14 @@ static void test_automatic(int realloc_waits) {
   }
 }
 
+static void test_automatic_host(void) { test_automatic(0); }
+static void test_automatic_device(void) { test_automatic(1); }
+
 // A stream that stops repeating drops the plan; an automatic workspace looks for its cycle again.
 static void test_automatic_relearn(void) {
   owner_t o = {.next_arena = 0x10000};
-  ws_learn_t l = {0};
-  ws_config_t c = strict();
-  ws_learn_init(&l, &host_ops, &c, 1, 1);
+  ws_learn_t l;
+  start(&l, &host_ops, strict(), 1, 1);
   ws_learn_out_t out;
   uint64_t i = 0;
   while (l.mode != WS_MODE_PLANNED && i < 100) feed(&l, &o, i++, &out, 0);
@@ -524,12 +550,12 @@ static void test_automatic_relearn(void) {
 // makes a full arena answer WS_WHY_FULL.
 static void test_bump(void) {
   owner_t o = {.next_arena = 0x40000};
-  ws_learn_t l = {0};
+  ws_learn_t l;
   ws_config_t c = strict();
   c.learning = WS_LEARN_NONE;
   c.initial_size = 1000;
   c.spill = WS_SPILL_FAIL;
-  ws_learn_init(&l, &host_ops, &c, 0, 1);
+  start(&l, &host_ops, c, 0, 1);
   CHECK_EQ(l.mode, WS_MODE_BUMP);
   ws_learn_out_t out;
   CHECK_EQ(go(&l, &o, A, 10, &out), WS_GO_HEAP); // before the first begin: not open
@@ -593,7 +619,6 @@ static void test_rtab(void) {
   ws_rtab_clear(&t);
   CHECK_EQ(t.n, 0);
   CHECK_EQ(ws_rtab_take(&t, 0x10000, &ow, &idx), 0);
-  free(t.slot);
 }
 
 static void test_symbol(void) {
@@ -604,17 +629,13 @@ static void test_symbol(void) {
 }
 
 int main(void) {
-  test_declared();
-  test_changed_stream();
-  test_over_time();
-  test_fit_and_max_size();
-  test_two_arenas();
-  test_settle_and_retire();
-  test_automatic(0);
-  test_automatic(1);
-  test_automatic_relearn();
-  test_bump();
-  test_rtab();
-  test_symbol();
+  void (*tests[])(void) = {test_declared, test_changed_stream, test_over_time,
+                           test_fit_and_max_size, test_two_arenas, test_settle_and_retire,
+                           test_automatic_host, test_automatic_device, test_automatic_relearn,
+                           test_bump, test_rtab, test_symbol};
+  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+    tests[i]();
+    mem_release_all();
+  }
   return CHECK_DONE();
 }
