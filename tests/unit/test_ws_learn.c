@@ -588,6 +588,19 @@ static void test_bump(void) {
   release(l.cur, 0x40000 + 128, 0, 224, 1);
   release(l.cur, 0x40000, 0, 128, 0);
   CHECK_EQ(l.cur->nlive, 0);
+
+  // The device's shape: the arena rounds to 512, and a range settle refuses is never handed out.
+  owner_t d = {.next_arena = 0x80000, .refuse_lo = 0x80000};
+  ws_learn_t dl;
+  start(&dl, &dev_ops, c, 0, 1);
+  ws_learn_begin(&dl, &d);
+  CHECK_EQ(go(&dl, &d, A, 100, &out), WS_GO_SPILL);
+  CHECK_EQ(out.why, WS_WHY_TAKEN);
+  CHECK_EQ(dl.st.arena_bytes, 1024);
+  CHECK_EQ(dl.cur->nb, 0);
+  CHECK_EQ(go(&dl, &d, B, 100, &out), WS_GO_SERVED); // the model bumped past the refused range
+  CHECK_EQ(out.addr, 0x80000 + 128);
+  CHECK_EQ(d.settles, 2);
 }
 
 // ---------------------------------------------------------------- the table, symbols
