@@ -346,7 +346,6 @@ static void barrier(int d) {
   else nd_drv.ctx_sync();
 }
 
-
 // ---------------------------------------------------------------- the engine's callbacks
 
 static void outlived(void *ctx, ws_learn_t *l, uint64_t addr, uint64_t size, uint64_t born) {
@@ -354,6 +353,7 @@ static void outlived(void *ctx, ws_learn_t *l, uint64_t addr, uint64_t size, uin
   W[((call_t *)ctx)->d].st.outlived++; // kept valid, never routed again
 }
 
+// The recording ended: the driver blocks it noted are no longer its (the device has one table).
 static void event(void *ctx, ws_learn_t *l, int ev) {
   (void)l;
   if (ev == WS_EV_RECORD_DONE || ev == WS_EV_RECORD_STOP) ws_rtab_clear(&W[((call_t *)ctx)->d].recorded);
