@@ -354,3 +354,11 @@ out:
   if (by_alloc) mem->free(mem->ctx, by_alloc, isz);
   return best;
 }
+
+uint32_t ws_plan_spill_past(ws_plan_t *p, const ws_req_t *reqs, uint64_t size) {
+  uint32_t spilled = 0;
+  for (uint32_t i = 0; i < p->n; i++)
+    if (p->offset[i] < WS_PLAN_TOO_BIG && p->offset[i] + reqs[i].size > size)
+      p->offset[i] = WS_PLAN_TOO_BIG, spilled++;
+  return spilled;
+}

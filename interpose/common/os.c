@@ -123,6 +123,16 @@ void nd_os_unmap(void *p, size_t size) {
   errno = saved;
 }
 
+void *nd_os_map_ctx(void *ctx, size_t size) {
+  (void)ctx;
+  return nd_os_map(size ? size : 1);
+}
+
+void nd_os_unmap_ctx(void *ctx, void *p, size_t size) {
+  (void)ctx;
+  if (p) nd_os_unmap(p, size ? size : 1);
+}
+
 const uintptr_t (*nd_os_own(size_t *n, int *busy, int *lost))[2] {
   *busy = __atomic_load_n(&own.lock, __ATOMIC_ACQUIRE) != 0;
   *lost = own.lost;

@@ -11,6 +11,10 @@
 
 void *nd_os_map(size_t size);                   // anonymous RW pages, or NULL; never the hooked mmap
 void nd_os_unmap(void *p, size_t size);
+// The same in the shape of an allocator with a context (the workspace engine's ws_mem_t): size 0
+// maps a page, unmapping NULL does nothing.
+void *nd_os_map_ctx(void *ctx, size_t size);
+void nd_os_unmap_ctx(void *ctx, void *p, size_t size);
 // ndmem's own mappings (nd_os_map's, less what nd_os_unmap took back): *n [lo, hi) ranges, in no
 // order. *busy: a thread was changing the table (read it again once it is done); *lost: some did
 // not fit in it (not all of ndmem's memory is known). For the reachability scan (reach.c).

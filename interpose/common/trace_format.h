@@ -357,11 +357,11 @@ typedef struct nd_rec_workspace {
   // version 10: what the workspace did to the process's resident memory, as far as it is measured.
   // hit_bytes: the bytes of the blocks its arena served (usable sizes, as the heap counters count
   // them): memory the allocator never held. learn_trims: ndmem's malloc_trim calls while it
-  // learned (ws.c: after large frees, and once before its arena is first used) around which
+  // learned (ws/trim.c: after large frees, and once before its arena is first used) around which
   // anonymous resident memory was read; learn_trim_bytes: by how much it fell across them in all,
   // learn_trim_max_bytes: across the one that gave back most. A fall across a trim is freed memory
   // the allocator held resident because of the program's own allocation pattern (another thread
-  // freeing or touching memory meanwhile blurs it either way: ws.c).
+  // freeing or touching memory meanwhile blurs it either way: ws/trim.c).
   uint64_t hit_bytes;
   uint64_t learn_trims;
   uint64_t learn_trim_bytes;

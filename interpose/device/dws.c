@@ -4,12 +4,13 @@
 // calls cost microseconds in the driver, the work here well under one.
 //
 // The stream of routed allocations (symbol: call site and size) goes DETECT -> RECORD ->
-// PLANNED as the host's automatic workspaces do (ws.c), with the same engine: ws_detect finds the
-// period and the low-water phase, the recorded cycle is planned by ws_plan (every allocation a
-// fixed offset, the arena about the cycle's peak live bytes) and sized by ND4J's rules
-// (ws_nd4j_size_for); learning none or reset=endofbuffer give ND4J's bump arena (ws_nd4j). The
-// arena is one cuMemAlloc, made through the driver's own function; a plan that changes gets a new
-// arena, and the old one is freed when its last block is.
+// PLANNED as the host's automatic workspaces do, by the same machine (workspace/ws_learn.c):
+// ws_detect finds the period and the low-water phase, the recorded cycle is planned by ws_plan
+// (every allocation a fixed offset, the arena about the cycle's peak live bytes) and sized by
+// ND4J's rules (ws_nd4j_size_for); learning none or reset=endofbuffer give ND4J's bump arena
+// (ws_nd4j). What is the device's own is here: the arena is one cuMemAlloc, made through the
+// driver's own function; a plan that changes gets a new arena, and the old one is freed when its
+// last block is; and before a range is handed out again, the waits below.
 //
 // The invariant, never traded for speed: no range is handed out while work that may still use
 // its previous owner can be in flight. The host side is the host workspaces' check (every plan
@@ -37,6 +38,8 @@
 //    context: the next range handed out waits for that context's device (cuCtxSynchronize).
 #include "device/dws.h"
 
+#include "device/dws.h"
+
 #include "device/cuda_hooks.h"
 #include "device/driver.h"
 #include "common/fmt.h"
@@ -49,32 +52,9 @@
 #include <string.h>
 
 #define ALIGN 512          // what cuMemAlloc aligns to, at least
-#define NONE UINT64_MAX    // plan offset: not cyclic (the driver's, by plan)
-#define TOO_BIG (UINT64_MAX - 1)
 #define PENDING 64         // pending freed ranges per device
-#define RECORD_MAX 65536   // allocations recorded in one cycle at most
 
-enum { M_OFF, M_DETECT, M_RECORD, M_PLANNED, M_BUMP };
 enum { SYNC_FREE = 0, SYNC_ORDERED = 1 };
-
-// A plan and its arena, or an ND4J bump arena. Older ones stay listed while they hold blocks.
-typedef struct inst {
-  struct inst *next;
-  nd_cu_deviceptr arena;
-  uint64_t size;
-  int bump;
-  uint32_t nlive;
-  // planned
-  uint32_t n;
-  ws_req_t *preqs;
-  ws_plan_t plan;
-  uint32_t *by_off; // entries in offset order
-  uint8_t *live, *outlived;
-  // bump: the live blocks
-  uint64_t *blo, *bsz;
-  uint8_t *bout;
-  uint32_t nb, capb;
-} inst_t;
 
 typedef struct pend { // a freed range that work may still use
   uint64_t lo, hi;
@@ -85,29 +65,21 @@ typedef struct pend { // a freed range that work may still use
 typedef struct dws {
   int lock;
   int on;   // configured on (atomic: read without the lock)
-  int mode, sync;
+  int sync;
   uint64_t min;
   ws_config_t cfg;
   nd_cu_context ctx; // the context the arenas are in
   int several;       // the program's second stream was seen here (barrier() ran)
-  ws_detect_t *det;
-  uint32_t period, phase, in_cycle;
-  ws_follow_t follow; // the detector's reports over the device's allocations
   int64_t live; // routed bytes live
-  ws_req_t *reqs;
-  uint32_t nreq, capreq, tick, rec_cycles, rec_start;
-  int recording;
-  struct rmap { uint64_t p; uint32_t idx; } *rmap; // recorded driver blocks
-  uint32_t rcap, rn;
-  inst_t *cur, *old;
-  uint32_t pos, cycle_devs, cycle_spills;
-  ws_nd4j_t nd;
+  ws_rtab_t recorded; // driver blocks the recording noted
+  ws_learn_t learn;   // the machine; learn.cur: the instance in force
+  ws_inst_t *old;     // instances replaced while they still held blocks (freed with the last)
   pend_t pend[PENDING];
   uint32_t npend;
   int limited; // an arena refused by the device limit (said once)
   int started; // the first allocation set it up
   int foreign;  // an arena block was freed in another context: the next serve waits for the device
-  ndmem_device_ws_stats_t st;
+  ndmem_device_ws_stats_t st; // the device's own counters; the learning ones are learn.st
 } dws_t;
 
 static dws_t W[NDMEM_MAX_DEVICES];
@@ -115,7 +87,8 @@ static dws_t W[NDMEM_MAX_DEVICES];
 // per thread, since other threads' allocations come between an allocation and its report.
 static __thread uint32_t pending_idx = UINT32_MAX;
 static __thread int pending_dev = -1;
-#define MEM nd_ws_mem
+// The engine's tables from ndmem's own pages.
+static const ws_mem_t pages = {nd_os_map_ctx, nd_os_unmap_ctx, NULL};
 
 static void say(int d, const char *a, const char *b, const char *c) {
   if (nd_quiet()) return;
@@ -207,7 +180,7 @@ void nd_dws_setup(void) {
     configure(d, nd_cfg.device_ws[own ? d : NDMEM_MAX_DEVICES], var, !own && d > 0);
     W[d].st.enabled = (uint32_t)W[d].on;
     W[d].st.sync = (uint32_t)W[d].sync;
-    W[d].mode = M_OFF;
+    W[d].learn.mode = WS_MODE_OFF;
   }
 }
 
@@ -215,10 +188,19 @@ int nd_dws_on(int d) { return __atomic_load_n(&W[d].on, __ATOMIC_RELAXED); }
 
 // ---------------------------------------------------------------- arenas
 
+// What the engine's callbacks get: the device, and how the allocation at hand is ordered.
+typedef struct call {
+  int d;
+  int async;         // stream-ordered on stream s, else synchronous
+  nd_cu_stream s;
+} call_t;
+
 // An arena of `size` bytes from the driver, under the device limit (it is device memory ndmem
 // holds); 0 when refused or out of memory (the allocations then go to the driver).
-static nd_cu_deviceptr arena_new(int d, uint64_t size) {
+static uint64_t arena_new(void *ctx, ws_learn_t *l, ws_inst_t *pi, int which, uint64_t size) {
+  int d = ((call_t *)ctx)->d;
   dws_t *w = &W[d];
+  (void)l, (void)pi, (void)which;
   if (nd_cuda_arena_reserve(d, size) != 0) {
     if (!w->limited++) say(d, "an arena would exceed maxDeviceBytes (NDMEM_MAX_DEVICE_BYTES); its "
                               "allocations go to the driver", NULL, NULL);
@@ -235,44 +217,33 @@ static nd_cu_deviceptr arena_new(int d, uint64_t size) {
   return p;
 }
 
-static void inst_free(int d, inst_t *pi) {
+static void inst_free(int d, ws_inst_t *pi) {
   dws_t *w = &W[d];
-  if (pi->arena) {
-    nd_drv.mem_free(pi->arena); // the driver's cuMemFree: it waits for the device first
+  uint64_t arena = pi->arena[0];
+  if (arena) {
+    nd_drv.mem_free(arena); // the driver's cuMemFree: it waits for the device first
     nd_cuda_arena_release(d, pi->size, 1);
     w->st.arena_frees++;
     w->st.arena_bytes -= pi->size;
   }
-  if (pi->bump) {
-    nd_os_unmap(pi->blo, pi->capb * sizeof *pi->blo);
-    nd_os_unmap(pi->bsz, pi->capb * sizeof *pi->bsz);
-    nd_os_unmap(pi->bout, pi->capb);
-  } else {
-    ws_plan_free(&pi->plan, &MEM);
-    nd_os_unmap(pi->preqs, pi->n * sizeof *pi->preqs);
-    nd_os_unmap(pi->by_off, pi->n * sizeof *pi->by_off);
-    nd_os_unmap(pi->live, pi->n);
-    nd_os_unmap(pi->outlived, pi->n);
-  }
   // pending ranges inside it are settled: the driver's cuMemFree waited for the device
   for (uint32_t i = 0; i < w->npend;) {
     pend_t *p = &w->pend[i];
-    if (p->lo >= pi->arena && p->hi <= pi->arena + pi->size) {
+    if (p->lo >= arena && p->hi <= arena + pi->size) {
       nd_drv_event_put(d, p->ev);
       *p = w->pend[--w->npend];
     } else {
       i++;
     }
   }
-  nd_os_unmap(pi, sizeof *pi);
+  ws_inst_free(pi, &pages);
 }
 
-// The current instance is replaced: kept on the old list while it has live blocks.
-static void retire(int d) {
+// The instance in force is replaced: kept on the old list while it has live blocks.
+static void retire(void *ctx, ws_learn_t *l, ws_inst_t *pi) {
+  int d = ((call_t *)ctx)->d;
   dws_t *w = &W[d];
-  inst_t *pi = w->cur;
-  w->cur = NULL;
-  if (!pi) return;
+  (void)l;
   if (!pi->nlive) {
     inst_free(d, pi);
     return;
@@ -323,7 +294,10 @@ static void pend_add(int d, uint64_t lo, uint64_t hi, nd_cu_stream s, nd_cu_even
 // Settles the pending ranges that overlap [lo, hi) for a new owner: synchronous (host waits) or
 // stream-ordered on stream s (s waits on the device). 0, or -1 when a wait could not be set up
 // (then the range is not handed out).
-static int settle(int d, uint64_t lo, uint64_t hi, int async, nd_cu_stream s) {
+static int settle(void *ctx, uint64_t lo, uint64_t hi) {
+  const call_t *c = ctx;
+  int d = c->d, async = c->async;
+  nd_cu_stream s = c->s;
   dws_t *w = &W[d];
   if (nd_cfg.test_dws_unfenced) return 0; // test only: the broken ndmem the tests must catch
   for (uint32_t i = 0; i < w->npend;) {
@@ -366,259 +340,44 @@ static void barrier(int d) {
   if (w->several) return;
   w->several = 1;
   w->st.streams = w->st.streams ? w->st.streams : 1;
-  if (!w->cur && !w->old) return;
+  if (!w->learn.cur && !w->old) return;
   nd_cu_event ev = record_on(d, ND_CU_STREAM_LEGACY);
   if (ev) pend_add(d, 0, UINT64_MAX, ND_CU_STREAM_LEGACY, ev);
   else nd_drv.ctx_sync();
 }
 
-// ---------------------------------------------------------------- learning
+// ---------------------------------------------------------------- the engine's callbacks
 
-static uint32_t rslot(uint64_t p, uint32_t cap) { return (uint32_t)((p >> 9) * 0x9e3779b97f4a7c15ull >> 40) & (cap - 1); }
-
-static void rmap_put(dws_t *w, uint64_t p, uint32_t idx) {
-  if ((w->rn + 1) * 2 > w->rcap) {
-    uint32_t cap = w->rcap ? w->rcap * 2 : 256;
-    struct rmap *v = nd_os_map(cap * sizeof *v);
-    if (!v) return;
-    for (uint32_t i = 0; i < w->rcap; i++)
-      if (w->rmap[i].p) {
-        uint32_t j = rslot(w->rmap[i].p, cap);
-        while (v[j].p) j = (j + 1) & (cap - 1);
-        v[j] = w->rmap[i];
-      }
-    if (w->rmap) nd_os_unmap(w->rmap, w->rcap * sizeof *v);
-    w->rmap = v;
-    w->rcap = cap;
-  }
-  uint32_t j = rslot(p, w->rcap);
-  while (w->rmap[j].p) j = (j + 1) & (w->rcap - 1);
-  w->rmap[j] = (struct rmap){p, idx};
-  w->rn++;
+static void outlived(void *ctx, ws_learn_t *l, uint64_t addr, uint64_t size, uint64_t born) {
+  (void)l, (void)addr, (void)size, (void)born;
+  W[((call_t *)ctx)->d].st.outlived++; // kept valid, never routed again
 }
 
-static int rmap_take(dws_t *w, uint64_t p, uint32_t *idx) {
-  if (!w->rcap) return 0;
-  uint32_t j = rslot(p, w->rcap);
-  for (; w->rmap[j].p; j = (j + 1) & (w->rcap - 1))
-    if (w->rmap[j].p == p) break;
-  if (!w->rmap[j].p) return 0;
-  *idx = w->rmap[j].idx;
-  uint32_t hole = j; // backward-shift deletion
-  for (uint32_t i = (j + 1) & (w->rcap - 1); w->rmap[i].p; i = (i + 1) & (w->rcap - 1)) {
-    uint32_t home = rslot(w->rmap[i].p, w->rcap);
-    if (((i - home) & (w->rcap - 1)) >= ((i - hole) & (w->rcap - 1))) {
-      w->rmap[hole] = w->rmap[i];
-      hole = i;
-    }
-  }
-  w->rmap[hole].p = 0;
-  w->rn--;
-  return 1;
+// The recording ended: the driver blocks it noted are no longer its (the device has one table).
+static void event(void *ctx, ws_learn_t *l, int ev) {
+  (void)l;
+  if (ev == WS_EV_RECORD_DONE || ev == WS_EV_RECORD_STOP) ws_rtab_clear(&W[((call_t *)ctx)->d].recorded);
 }
 
-static void rmap_clear(dws_t *w) {
-  if (w->rcap) memset(w->rmap, 0, w->rcap * sizeof *w->rmap);
-  w->rn = 0;
-}
-
-static void drop_plan(int d) {
-  dws_t *w = &W[d];
-  retire(d);
-  w->mode = M_DETECT;
-  w->st.relearns++;
-  w->pos = 0;
-  w->nreq = w->rec_cycles = w->rec_start = w->tick = 0;
-  w->recording = 0;
-  rmap_clear(w);
-  if (w->det) ws_detect_reset(w->det);
-}
-
-static void finish_recording(int d) {
-  dws_t *w = &W[d];
-  w->st.learned_cycles++;
-  uint32_t need = w->cfg.learning == WS_LEARN_OVER_TIME ? w->cfg.cycles_before_init : 1;
-  if (++w->rec_cycles < need) {
-    w->rec_start = w->nreq;
-    return;
-  }
-  w->recording = 0;
-  rmap_clear(w);
-  uint32_t n = w->nreq - w->rec_start, cycles = w->rec_cycles;
-  ws_req_t *last = w->reqs + w->rec_start;
-  if (cycles > 1 && w->nreq == n * cycles) // over_time: each position's largest size
-    for (uint32_t c = 0; c + 1 < cycles; c++)
-      for (uint32_t i = 0; i < n; i++)
-        if (w->reqs[c * n + i].key == last[i].key && w->reqs[c * n + i].size > last[i].size)
-          last[i].size = w->reqs[c * n + i].size;
-  ws_plan_t plan;
-  if (!n || ws_plan_build(last, n, ALIGN, &MEM, &plan) != 0) {
-    drop_plan(d);
-    return;
-  }
-  uint64_t want = ws_nd4j_size_for(&w->cfg, plan.arena_size);
-  want = (want + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
-  for (uint32_t i = 0; i < n; i++)
-    if (plan.offset[i] != NONE && plan.offset[i] + last[i].size > want) plan.offset[i] = TOO_BIG;
-  inst_t *pi = nd_os_map(sizeof *pi);
-  if (pi) {
-    pi->n = n;
-    pi->preqs = nd_os_map(n * sizeof *pi->preqs);
-    pi->by_off = nd_os_map(n * sizeof *pi->by_off);
-    pi->live = nd_os_map(n);
-    pi->outlived = nd_os_map(n);
-  }
-  if (!pi || !pi->preqs || !pi->by_off || !pi->live || !pi->outlived || !want ||
-      !(pi->arena = arena_new(d, want))) {
-    ws_plan_free(&plan, &MEM);
-    w->mode = M_OFF; // no memory for it: the driver serves this device from now on
-    return;
-  }
-  pi->size = want;
-  memcpy(pi->preqs, last, n * sizeof *last);
-  for (uint32_t i = 0; i < n; i++) pi->by_off[i] = i;
-  for (uint32_t i = 1; i < n; i++) { // insertion sort by offset (n is small)
-    uint32_t e = pi->by_off[i], j = i;
-    while (j > 0 && plan.offset[pi->by_off[j - 1]] > plan.offset[e]) pi->by_off[j] = pi->by_off[j - 1], j--;
-    pi->by_off[j] = e;
-  }
-  pi->plan = plan;
-  retire(d);
-  w->cur = pi;
-  w->st.plan_peak_bytes = plan.peak_live;
-  w->st.plan_sum_bytes = plan.sum;
-  w->pos = 0;
-  w->mode = M_PLANNED;
-}
-
-// A planned cycle ended: its blocks still live outlived it (kept valid, never routed again).
-static void end_cycle(int d) {
-  dws_t *w = &W[d];
-  inst_t *pi = w->cur;
-  for (uint32_t e = 0; e < pi->n; e++)
-    if (pi->live[e] && !pi->outlived[e]) {
-      pi->outlived[e] = 1;
-      w->st.outlived++;
-    }
-  if (w->cycle_spills && w->cfg.spill == WS_SPILL_REALLOCATE) {
-    drop_plan(d); // re-planned from the next cycle (same period)
-    w->st.relearns--;
-    w->mode = M_RECORD;
-  } else if (pi->n && w->cycle_devs * 2 > pi->n) {
-    drop_plan(d); // the stream changed: learn it again
-  }
-  w->pos = w->cycle_devs = w->cycle_spills = 0;
-}
+// One cuMemAlloc per plan; ranges settled before reuse; a replaced instance retired; everything
+// under the device's lock (no lock of the engine's own).
+static const ws_learn_ops_t device_ops = {
+    .mem = &pages, .align = ALIGN, .granule = ALIGN, .realloc_waits = 1,
+    .arena = arena_new, .retire = retire, .settle = settle, .outlived = outlived, .event = event};
 
 // ---------------------------------------------------------------- serving
 
-static int deviate(dws_t *w, uint64_t n, int deviation) {
-  w->st.spills++;
-  w->st.spill_bytes += n;
-  w->cycle_spills++;
-  if (deviation) {
-    w->st.deviations++;
-    w->cycle_devs++;
+// A spill (counted by the engine) goes to the driver. Spill policy fail makes the allocation fail
+// where the stream is not the plan's or ND4J's arena is full, which the device also counts as a
+// deviation; a range still taken, or an entry past the arena, goes to the driver.
+static int spilled(dws_t *w, int why) {
+  if (why == WS_WHY_FULL) {
+    w->learn.st.deviations++;
+    w->learn.cycle_devs++;
   }
-  return w->cfg.spill == WS_SPILL_FAIL && deviation ? ND_DWS_FAIL : ND_DWS_DRIVER;
-}
-
-static int entry_free_to_use(const inst_t *pi, uint32_t k) {
-  if (pi->live[k] || pi->outlived[k]) return 0;
-  for (uint32_t i = pi->plan.conflict_off[k]; i < pi->plan.conflict_off[k + 1]; i++)
-    if (pi->live[pi->plan.conflicts[i]]) return 0;
-  return 1;
-}
-
-static int planned_alloc(int d, uint64_t sym, size_t n, int async, nd_cu_stream s,
-                         nd_cu_deviceptr *dptr) {
-  dws_t *w = &W[d];
-  inst_t *pi = w->cur;
-  uint32_t k = w->pos;
-  if (!(k < pi->n && pi->preqs[k].key == sym) && k + 1 < pi->n && pi->preqs[k + 1].key == sym) {
-    w->st.deviations++; // one allocation missing: resynchronise on the next entry
-    w->cycle_devs++;
-    k++;
-  }
-  if (!(k < pi->n && pi->preqs[k].key == sym)) return deviate(w, n, 1);
-  w->pos = k + 1;
-  if (pi->plan.offset[k] == NONE) return ND_DWS_DRIVER; // outlives its cycle: the driver's
-  if (pi->plan.offset[k] == TOO_BIG) return deviate(w, n, 0);
-  if (n > pi->preqs[k].size) return deviate(w, n, 1);
-  if (!entry_free_to_use(pi, k)) return deviate(w, n, 0);
-  uint64_t lo = pi->arena + pi->plan.offset[k];
-  if (settle(d, lo, lo + pi->preqs[k].size, async, s) != 0) return deviate(w, n, 0);
-  pi->live[k] = 1;
-  pi->nlive++;
-  w->st.hits++;
-  w->st.hit_bytes += pi->preqs[k].size;
-  *dptr = lo;
-  return ND_DWS_SERVED;
-}
-
-static inst_t *bump_inst(int d, uint64_t size) {
-  inst_t *pi = nd_os_map(sizeof *pi);
-  if (!pi) return NULL;
-  pi->bump = 1;
-  pi->capb = 4096;
-  pi->blo = nd_os_map(pi->capb * sizeof *pi->blo);
-  pi->bsz = nd_os_map(pi->capb * sizeof *pi->bsz);
-  pi->bout = nd_os_map(pi->capb);
-  if (!pi->blo || !pi->bsz || !pi->bout || !(pi->arena = arena_new(d, size))) {
-    pi->arena = 0;
-    inst_free(d, pi);
-    return NULL;
-  }
-  pi->size = size;
-  return pi;
-}
-
-static void bump_cycle(int d) {
-  dws_t *w = &W[d];
-  if (w->nd.open) ws_nd4j_close(&w->nd);
-  for (inst_t *pi = w->cur; pi; pi = NULL)
-    for (uint32_t i = 0; i < pi->nb; i++)
-      if (!pi->bout[i]) {
-        pi->bout[i] = 1;
-        w->st.outlived++;
-      }
-  ws_nd4j_enter(&w->nd);
-}
-
-static int bump_alloc(int d, size_t n, int async, nd_cu_stream s, nd_cu_deviceptr *dptr) {
-  dws_t *w = &W[d];
-  uint64_t off;
-  ws_result_t r = ws_nd4j_alloc(&w->nd, n, &off);
-  if (r == WS_FULL) return deviate(w, n, 1);
-  if (r != WS_OK) return deviate(w, n, 0);
-  uint64_t size = (n + 31) & ~(uint64_t)31;
-  if (!w->cur || w->cur->size < w->nd.current_size) { // the model grew the arena
-    inst_t *pi = bump_inst(d, (w->nd.current_size + ALIGN - 1) & ~(uint64_t)(ALIGN - 1));
-    if (!pi) return deviate(w, n, 0);
-    retire(d);
-    w->cur = pi;
-  }
-  inst_t *pi = w->cur;
-  uint64_t lo = pi->arena + off, hi = lo + size;
-  int clash = pi->nb >= pi->capb || off + size > pi->size;
-  for (uint32_t i = 0; i < pi->nb && !clash; i++) clash = lo < pi->blo[i] + pi->bsz[i] && pi->blo[i] < hi;
-  if (clash || settle(d, lo, hi, async, s) != 0) return deviate(w, n, 0); // never overlap
-  pi->blo[pi->nb] = lo;
-  pi->bsz[pi->nb] = size;
-  pi->bout[pi->nb] = 0;
-  pi->nb++;
-  pi->nlive++;
-  w->st.hits++;
-  w->st.hit_bytes += size;
-  *dptr = lo;
-  return ND_DWS_SERVED;
-}
-
-static uint64_t symbol(uint64_t site, size_t n, int async) {
-  uint64_t h = site * 0x9e3779b97f4a7c15ull;
-  h ^= ((uint64_t)n + ALIGN - 1) / ALIGN * 2 + (uint64_t)async;
-  h *= 0xff51afd7ed558ccdull;
-  return (h ^ (h >> 29)) | 1;
+  return w->cfg.spill == WS_SPILL_FAIL && (why == WS_WHY_DEVIATION || why == WS_WHY_FULL)
+             ? ND_DWS_FAIL
+             : ND_DWS_DRIVER;
 }
 
 // The context the device's arenas live in, fixed by its first allocation; another one is left
@@ -647,19 +406,14 @@ int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, u
       nd_spin_unlock(&w->lock);
       return ND_DWS_UNROUTED;
     }
-    w->det = nd_os_map(sizeof *w->det);
-    if (w->det && ws_detect_init(w->det, &MEM) == 0) {
-      w->mode = M_DETECT;
-    } else {
+    if (ws_learn_init(&w->learn, &device_ops, &w->cfg, 1, 1) != 0) {
       __atomic_store_n(&w->on, 0, __ATOMIC_RELAXED);
       nd_spin_unlock(&w->lock);
       return ND_DWS_UNROUTED;
     }
-    if (w->cfg.learning == WS_LEARN_NONE || w->cfg.reset == WS_RESET_ENDOFBUFFER_REACHED)
-      ws_nd4j_init(&w->nd, &w->cfg);
   }
   int rc = ND_DWS_UNROUTED;
-  if (w->mode == M_OFF) goto out;
+  if (w->learn.mode == WS_MODE_OFF) goto out;
   if (!same_context(d)) {
     w->st.fallbacks++;
     goto out;
@@ -680,57 +434,28 @@ int nd_dws_alloc(int d, const void *real, size_t n, int async, nd_cu_stream s, u
   rc = ND_DWS_DRIVER;
   if (nd_drv_several()) barrier(d);
   if (nd_drv_nonblocking(d)) w->st.streams = 2;
-  uint64_t sym = symbol(site, n, async);
+  uint64_t sym = ws_symbol(site, ((uint64_t)n + ALIGN - 1) / ALIGN * 2 + (uint64_t)async);
   int64_t live_before = w->live;
   w->live += (int64_t)n;
-  int bump = w->cfg.learning == WS_LEARN_NONE || w->cfg.reset == WS_RESET_ENDOFBUFFER_REACHED;
-  if (w->mode == M_DETECT) {
-    uint32_t p = ws_follow_feed(w->det, &w->follow, sym, live_before, &w->phase, &w->in_cycle);
-    if (p) {
-      w->period = p;
-      w->mode = bump ? M_BUMP : M_RECORD;
-      w->nreq = w->tick = w->rec_cycles = w->rec_start = 0;
-      w->recording = 0;
-    }
-    goto out;
-  }
-  if (w->in_cycle >= w->period) { // this allocation begins a cycle
-    if (w->mode == M_RECORD && !w->recording) {
-      w->recording = 1;
-      w->nreq = w->tick = w->rec_cycles = w->rec_start = 0;
-    } else if (w->mode == M_RECORD) {
-      w->st.cycles++;
-      finish_recording(d);
-    } else if (w->mode == M_PLANNED) {
-      w->st.cycles++;
-      end_cycle(d);
-    } else if (w->mode == M_BUMP) {
-      if (w->nd.open) w->st.cycles++;
-      bump_cycle(d);
-    }
-    w->in_cycle = 0;
-  }
-  w->in_cycle++;
-  if (w->mode == M_BUMP) {
-    if (w->nd.open) rc = bump_alloc(d, n, async, s, dptr);
-  } else if (w->mode == M_RECORD) {
-    if (w->recording && w->nreq - w->rec_start < RECORD_MAX) {
-      nd_ws_reqs_reserve(&w->reqs, w->nreq, &w->capreq);
-      if (w->nreq < w->capreq) {
-        ws_req_t *r = &w->reqs[w->nreq];
-        r->key = sym;
-        r->size = (n + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
-        r->t_alloc = w->tick++;
-        r->t_free = UINT32_MAX;
-        pending_idx = w->nreq++;
-      }
-    }
-  } else if (w->mode == M_PLANNED) {
-    rc = planned_alloc(d, sym, n, async, s, dptr);
+  call_t call = {d, async, s};
+  ws_learn_out_t got;
+  switch (ws_learn_alloc(&w->learn, &call, sym, n, live_before, &got)) {
+  case WS_GO_SERVED:
+    *dptr = got.addr;
+    rc = ND_DWS_SERVED;
+    break;
+  case WS_GO_RECORDED: // the driver's, and its free is noted (nd_dws_external)
+    pending_idx = got.idx;
+    break;
+  case WS_GO_SPILL:
+    rc = spilled(w, got.why);
+    break;
+  default:
+    break;
   }
   if (rc != ND_DWS_SERVED && rc != ND_DWS_DRIVER) w->live -= (int64_t)n; // failed
 out:
-  w->st.mode = (uint32_t)w->mode;
+  w->st.mode = (uint32_t)w->learn.mode;
   nd_spin_unlock(&w->lock);
   return rc;
 }
@@ -739,9 +464,9 @@ void nd_dws_external(int d, nd_cu_deviceptr p, uint64_t n) {
   dws_t *w = &W[d];
   (void)n;
   nd_spin_lock(&w->lock);
-  if (pending_dev == d && pending_idx != UINT32_MAX && pending_idx < w->nreq && w->mode == M_RECORD &&
-      w->recording)
-    rmap_put(w, p, pending_idx);
+  if (pending_dev == d && pending_idx != UINT32_MAX && pending_idx < w->learn.nreq &&
+      w->learn.mode == WS_MODE_RECORD && w->learn.recording)
+    ws_rtab_put(&w->recorded, &pages, p, w, pending_idx);
   pending_idx = UINT32_MAX;
   nd_spin_unlock(&w->lock);
 }
@@ -751,39 +476,21 @@ void nd_dws_external_free(int d, nd_cu_deviceptr p, uint64_t n) {
   if (!nd_dws_on(d)) return;
   nd_spin_lock(&w->lock);
   w->live -= (int64_t)n;
+  void *owner;
   uint32_t idx;
-  if (w->mode == M_RECORD && rmap_take(w, p, &idx) && idx < w->nreq) w->reqs[idx].t_free = w->tick++;
+  if (ws_rtab_take(&w->recorded, p, &owner, &idx)) ws_learn_freed(&w->learn, idx);
   nd_spin_unlock(&w->lock);
 }
 
 // ---------------------------------------------------------------- frees
 
-// The instance holding p and, for a plan, its entry (-1: a bump block, index in *bi).
-static inst_t *find(dws_t *w, nd_cu_deviceptr p, int64_t *entry, uint32_t *bi) {
-  for (inst_t *pi = w->cur ? w->cur : w->old; pi; pi = pi == w->cur ? w->old : pi->next) {
-    if (p < pi->arena || p >= pi->arena + pi->size) continue;
-    if (pi->bump) {
-      for (uint32_t i = 0; i < pi->nb; i++)
-        if (pi->blo[i] == p) {
-          *bi = i;
-          *entry = -1;
-          return pi;
-        }
-      return NULL;
-    }
-    uint64_t off = p - pi->arena;
-    uint32_t lo = 0, hi = pi->n;
-    while (lo < hi) {
-      uint32_t mid = lo + (hi - lo) / 2;
-      if (pi->plan.offset[pi->by_off[mid]] < off) lo = mid + 1;
-      else hi = mid;
-    }
-    for (uint32_t i = lo; i < pi->n && pi->plan.offset[pi->by_off[i]] == off; i++)
-      if (pi->live[pi->by_off[i]]) {
-        *entry = pi->by_off[i];
-        return pi;
-      }
-    return NULL;
+// The instance holding p and its block there (entry or bump index).
+static ws_inst_t *find(dws_t *w, nd_cu_deviceptr p, int64_t *i) {
+  ws_inst_t *cur = w->learn.cur;
+  for (ws_inst_t *pi = cur ? cur : w->old; pi; pi = pi == cur ? w->old : pi->next) {
+    if (p < pi->arena[0] || p >= pi->arena[0] + pi->size) continue;
+    *i = ws_inst_find(pi, p, 0);
+    return *i >= 0 ? pi : NULL;
   }
   return NULL;
 }
@@ -791,24 +498,15 @@ static inst_t *find(dws_t *w, nd_cu_deviceptr p, int64_t *entry, uint32_t *bi) {
 void nd_dws_free(int d, nd_cu_deviceptr p, uint64_t n, int async, nd_cu_stream s) {
   dws_t *w = &W[d];
   nd_spin_lock(&w->lock);
-  int64_t e = 0;
-  uint32_t bi = 0;
-  inst_t *pi = find(w, p, &e, &bi);
+  int64_t i = 0;
+  ws_inst_t *pi = find(w, p, &i);
   if (!pi) { // the table said it was an arena block: nothing else can be (kept, said)
     nd_spin_unlock(&w->lock);
     say(d, "a free of an arena block that is not live (double free?); ignored", NULL, NULL);
     return;
   }
-  uint64_t size = e >= 0 ? pi->preqs[e].size : pi->bsz[bi];
-  if (e >= 0) {
-    pi->live[e] = 0;
-  } else {
-    uint32_t last = --pi->nb;
-    pi->blo[bi] = pi->blo[last];
-    pi->bsz[bi] = pi->bsz[last];
-    pi->bout[bi] = pi->bout[last];
-  }
-  pi->nlive--;
+  int escaped;
+  uint64_t size = ws_inst_release(pi, i, &escaped);
   w->live -= (int64_t)n;
   w->st.frees++;
   // what keeps the range from reuse while the previous owner's work may run (the file's header)
@@ -846,8 +544,8 @@ void nd_dws_free(int d, nd_cu_deviceptr p, uint64_t n, int async, nd_cu_stream s
       }
     }
   }
-  if (pi != w->cur && !pi->nlive) { // an old arena's last block
-    for (inst_t **pp = &w->old; *pp; pp = &(*pp)->next)
+  if (pi != w->learn.cur && !pi->nlive) { // an old arena's last block
+    for (ws_inst_t **pp = &w->old; *pp; pp = &(*pp)->next)
       if (*pp == pi) {
         *pp = pi->next;
         break;
@@ -890,7 +588,18 @@ int nd_dws_stats(int d, ndmem_device_ws_stats_t *out) {
   if (d < 0 || d >= NDMEM_MAX_DEVICES) return -1;
   dws_t *w = &W[d];
   nd_spin_lock(&w->lock);
+  const ws_learn_stats_t *l = &w->learn.st;
   *out = w->st;
+  out->cycles = l->cycles;
+  out->learned_cycles = l->learned_cycles;
+  out->relearns = l->relearns;
+  out->plan_peak_bytes = l->plan_peak_bytes;
+  out->plan_sum_bytes = l->plan_sum_bytes;
+  out->hits = l->hits;
+  out->hit_bytes = l->hit_bytes;
+  out->spills = l->spills;
+  out->spill_bytes = l->spill_bytes;
+  out->deviations = l->deviations;
   nd_spin_unlock(&w->lock);
   out->size = sizeof *out;
   out->device = d;
@@ -980,26 +689,24 @@ void nd_dws_atfork_child(void) {
   for (int d = 0; d < NDMEM_MAX_DEVICES; d++) {
     dws_t *w = &W[d];
     int on = w->st.enabled;
+    ws_learn_t *l = &w->learn;
     w->lock = 0;
-    w->mode = M_OFF;
-    w->cur = w->old = NULL; // the parent's device memory; nothing to free here
+    l->cur = w->old = NULL; // the parent's device memory; nothing to free here
     w->npend = 0;
     w->ctx = NULL;
     w->live = 0;
-    w->nreq = w->rec_cycles = w->rec_start = w->tick = 0;
-    w->recording = 0;
-    w->rn = 0;
-    if (w->rcap) memset(w->rmap, 0, w->rcap * sizeof *w->rmap);
-    if (w->det) ws_detect_reset(w->det);
+    l->nreq = l->rec_cycles = l->rec_start = l->tick = 0;
+    l->recording = 0;
+    ws_rtab_clear(&w->recorded);
+    ws_learn_restart(l); // the detector, the period, the position in the cycle
     memset(&w->st, 0, sizeof w->st);
+    memset(&l->st, 0, sizeof l->st);
     w->st.enabled = (uint32_t)on;
     w->st.sync = (uint32_t)w->sync;
     w->on = on;
     w->several = 0;
-    w->mode = w->started && w->det ? M_DETECT : M_OFF;
+    l->mode = w->started && l->det ? WS_MODE_DETECT : WS_MODE_OFF;
     w->limited = 0;
     w->foreign = 0;
-    w->follow = (ws_follow_t){0};
-    w->period = w->in_cycle = 0;
   }
 }

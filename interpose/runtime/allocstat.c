@@ -11,7 +11,7 @@
 // mallinfo2 would wait for (and a flush waiting for the writer would wait with it). A flush
 // copies the last answer, and gives up rather than wait for it.
 //
-// A malloc_trim (ndmem's own, ws.c and limits.c, or the program's, hooked in hooks.c) gives the
+// A malloc_trim (ndmem's own, ws/trim.c and limits.c, or the program's, hooked in hooks.c) gives the
 // pages inside free chunks back to the system, and glibc still counts those chunks free: after a
 // trim, free bytes are no evidence of resident memory. From a trim's start until the next answer
 // a flush then says "not read", and from it on the record carries `alloc_trimmed_bytes`, an upper bound on the free

@@ -30,7 +30,7 @@ int nd_statm_anon(int fd, uint64_t *bytes);
 int nd_statm_parse(const char *s, uint64_t page, uint64_t *bytes);
 // This process's anonymous resident bytes, from one /proc/self/statm descriptor kept open above the
 // program's range, opened at start-up (nd_statm_self_open) or at the first call (by whichever
-// thread comes first; one keeps its descriptor): the trace's RESIDENT readings and the workspaces' trims (ws.c) share it. A pread
+// thread comes first; one keeps its descriptor): the trace's RESIDENT readings and the workspaces' trims (ws/trim.c) share it. A pread
 // per call, errno kept: callable on a hook's path. 0, or -1 when it cannot be read.
 int nd_statm_self(uint64_t *bytes);
 // Opens that descriptor now unless it is open; raise_ok as nd_os_fd_high's (at start-up only: it

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // ws.h: workspaces in the shim: routing a thread's learned cyclic allocations into planned
-// arenas (the engine, in workspace/, decides offsets; this file owns the memory, the cycles, the
-// safety checks, escapes and guard mode).
+// arenas (the engine, in workspace/, learns the cycles and decides offsets; this room owns the
+// memory, the threads' spaces, escapes and guard mode: ws.c, arena.c, trim.c, policy.c, guard.c,
+// stats.c, sharing space.h).
 #ifndef ND_WS_H
 #define ND_WS_H
 
@@ -43,10 +44,6 @@ struct ws_config;
 // unknown key, -1 bad value. And the next item of such a list (its length; *p moves past it).
 int nd_ws_option(struct ws_config *c, const char *key, size_t keylen, const char *val);
 size_t nd_ws_next_item(const char **p, char *item, size_t cap);
-typedef struct ws_req ws_req_t;
-typedef struct ws_mem ws_mem_t;
-extern const ws_mem_t nd_ws_mem; // the engine's tables from ndmem's own pages (host and device)
-void nd_ws_reqs_reserve(ws_req_t **reqs, uint32_t n, uint32_t *cap); // room for one more
 int nd_ws_stats(void *out, int max);
 void nd_ws_atfork_prepare(void);
 void nd_ws_atfork_parent(void);

@@ -339,7 +339,7 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
 
 // What workspaces did to resident memory (version 10), over every workspace: their arenas served
 // blocks the allocator never held, and resident memory fell across ndmem's malloc_trim while they
-// learned (interpose/ws/ws.c measures each trim). Said as the shim's summary says it, on the same
+// learned (interpose/ws/trim.c measures each trim). Said as the shim's summary says it, on the same
 // threshold: `held` when the fall across one trim reached ND_RETAIN_MIN_BYTES, freed memory the
 // allocator held at once. The falls' sum is only shown: a range given back, reused and freed again
 // is in every trim that gives it back. Where workspaces served the job and resident memory did not

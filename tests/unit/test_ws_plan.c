@@ -339,7 +339,25 @@ static void test_fit_generated(void) {
   }
 }
 
+// ws_plan_spill_past: a chain (all at offset 0) cut at 250 B spills the 300 B block, then at 150
+// B the 200 B one too (the 300 B one is not counted again); the non-cyclic block keeps NONE.
+static void test_spill_past(void) {
+  ws_req_t r[] = {{1, 100, 0, 1}, {2, 200, 2, 3}, {3, 300, 4, 5}, {4, 50, 0, NF}};
+  ws_plan_t p;
+  CHECK_EQ(ws_plan_build(r, 4, 64, &mem, &p), 0);
+  CHECK(p.offset[3] == WS_PLAN_NONE);
+  CHECK_EQ(ws_plan_spill_past(&p, r, 300), 0);
+  CHECK_EQ(ws_plan_spill_past(&p, r, 250), 1);
+  CHECK(p.offset[2] == WS_PLAN_TOO_BIG);
+  CHECK_EQ(ws_plan_spill_past(&p, r, 150), 1);
+  CHECK(p.offset[1] == WS_PLAN_TOO_BIG);
+  CHECK_EQ(p.offset[0], 0);
+  CHECK(p.offset[3] == WS_PLAN_NONE);
+  ws_plan_free(&p, &mem);
+}
+
 int main(void) {
+  test_spill_past();
   test_fit_small();
   test_fit_generated();
   test_chain();
