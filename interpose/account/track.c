@@ -10,13 +10,13 @@
 #include "runtime/module.h"
 #include "common/os.h"
 #include "runtime/shim.h"
-#include "ws/ws.h" // the cycle clock
 
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
 
 size_t nd_track_min = SIZE_MAX;
+uint64_t nd_cycle_clock, nd_steady_ns;
 static int on;             // the trace is set up: blocks are tracked
 static double sample_mean; // NDMEM_SAMPLE: the mean bytes between two samples
 static int *writer_started; // the writer's (atomic), and how it is started
@@ -124,6 +124,16 @@ void nd_track_free(void *p) {
 int nd_track_take(void *p, void *out) { return nd_blocks_take((uintptr_t)p, out); }
 
 void nd_track_restore(const void *block) { nd_blocks_insert(block); }
+
+void nd_cycle_closed(uint64_t cycles) {
+  uint64_t c = __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), zero = 0;
+  while (cycles > c && !__atomic_compare_exchange_n(&nd_cycle_clock, &c, cycles, 1,
+                                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  if (!__atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED))
+    __atomic_compare_exchange_n(&nd_steady_ns, &zero, nd_os_mono_ns(), 0, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+}
 
 struct nd_site *nd_track_site_here(int kind) { return on ? nd_site_here(kind, 0) : NULL; }
 

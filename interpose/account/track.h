@@ -14,6 +14,12 @@ struct nd_block;
 // is off, so the hook's test `req >= nd_track_min` never fires.
 extern size_t nd_track_min;
 
+// The cycle clock: the most cycles any thread's workspace has closed (automatic or marked), and
+// when the first one closed (the steady state begins there; 0: not yet). Both atomic. A block
+// records the clock at its allocation.
+extern uint64_t nd_cycle_clock, nd_steady_ns;
+void nd_cycle_closed(uint64_t cycles); // a workspace closed its cycles-th cycle
+
 // Tracking starts (the trace is set up): the sampler's mean, the exact threshold, and the trace
 // writer, started by the first tracked block while *started is 0.
 void nd_track_setup(double sample_mean, size_t track_min, int *started, void (*start)(void));

@@ -17,7 +17,6 @@
 #include "account/sites.h"
 #include "runtime/sysmem.h"
 #include "common/trace_format.h"
-#include "ws/ws.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +55,7 @@ static struct {
   uint64_t retrying_ns; // atomic: when a thread in a long run of refusals was last refused
 } limits = {.statm_fd = -1, .phys = -1};
 
+int64_t nd_ws_arena_total, nd_ws_live_total;
 static int64_t (*untouched_read)(void); // heap/mmap.c's (nd_limits_untouched_reader)
 void nd_limits_untouched_reader(int64_t (*read)(void)) { untouched_read = read; }
 
@@ -417,7 +417,7 @@ static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
 
 static void relieve(nd_lim_t *c) {
   if (maps_read() && untouched_read) untouched_read();
-  uint64_t freed = nd_ws_relieve();
+  uint64_t freed = nd_modules_relieve(); // the workspaces' idle arenas
   c->relief_arenas = freed;
   c->relief_resident = 0;
   if (nd_real.trim) nd_allocstat_trim(nd_real.trim, 0, &c->relief_resident);

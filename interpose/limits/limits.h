@@ -26,7 +26,6 @@
 #define ND_LIMITS_H
 
 #include "runtime/shim.h"
-#include "ws/ws.h"
 
 #include <stdint.h>
 
@@ -57,6 +56,15 @@ extern nd_lim_hot_t nd_lim;
 static inline int64_t nd_limit_margin(void) {
   uint32_t n = nd_counters_owned();
   return n > 1 ? (int64_t)(n - 1) * 3 * ND_PUBLISH_BYTES : 0;
+}
+
+// Tracked host bytes workspaces hold beyond their live blocks (which the heap counters hold):
+// arena bytes mapped (ws/) minus bytes of live arena blocks (heap/). Both atomic.
+extern int64_t nd_ws_arena_total, nd_ws_live_total;
+static inline int64_t nd_ws_idle_bytes(void) {
+  int64_t v = __atomic_load_n(&nd_ws_arena_total, __ATOMIC_RELAXED) -
+              __atomic_load_n(&nd_ws_live_total, __ATOMIC_RELAXED);
+  return v > 0 ? v : 0;
 }
 
 // Published heap + mmap bytes, this thread's unpublished part, and idle workspace arena bytes:

@@ -101,6 +101,13 @@ void nd_modules_flush(void) {
     if (by_order[i]->flush) by_order[i]->flush();
 }
 
+uint64_t nd_modules_relieve(void) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < nmodules; i++)
+    if (by_order[i]->relieve) bytes += by_order[i]->relieve();
+  return bytes;
+}
+
 int nd_modules_writing(void) {
   for (int i = 0; i < nmodules; i++)
     if (by_order[i]->writing && by_order[i]->writing()) return 1;

@@ -33,6 +33,7 @@ typedef struct nd_module {
   void (*finish)(int how, int code);      // the end (enum nd_exit_how): what is left is written
   void (*flush)(void);                    // write what is pending now (a snapshot asked for)
   int (*writing)(void);                   // a trace is being written
+  uint64_t (*relieve)(void);              // memory held for reuse given back: its bytes
   void (*summary)(int fd);                // its lines of the exit summary
   void (*write_records)(nd_record_fn rec, void *ctx); // its records, at every flush
 } nd_module_t;
@@ -45,5 +46,6 @@ const nd_module_t *const *nd_modules(int *n);
 void nd_modules_write_records(nd_record_fn rec, void *ctx);
 void nd_modules_flush(void);  // every module's flush: what is pending is written now
 int nd_modules_writing(void); // a module writes a trace
+uint64_t nd_modules_relieve(void); // every module's relief (a limit is near): the bytes given back
 
 #endif

@@ -13,4 +13,4 @@ ND_MODULE(nd_ws_module) = {.name = "ws", .rank = 80, .order = 20, .setup = setup
                            .atfork_prepare = nd_ws_atfork_prepare,
                            .atfork_parent = nd_ws_atfork_parent, .atfork_child = atfork_child,
                            .thread_exit = nd_ws_thread_exit, .summary = nd_ws_summary,
-                           .write_records = write_records};
+                           .write_records = write_records, .relieve = nd_ws_relieve};

@@ -12,20 +12,10 @@
 
 #include <string.h>
 
-uint64_t nd_cycle_clock, nd_steady_ns;
 
 static nd_rec_ws_escape_t pending[256]; // escapes not yet written to the trace (under nd_ws_lock)
 static unsigned npending;
 
-void nd_ws_cycle_closed(uint64_t cycles) {
-  uint64_t c = __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), zero = 0;
-  while (cycles > c && !__atomic_compare_exchange_n(&nd_cycle_clock, &c, cycles, 1,
-                                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-  if (!__atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED))
-    __atomic_compare_exchange_n(&nd_steady_ns, &zero, nd_os_mono_ns(), 0, __ATOMIC_RELAXED,
-                                __ATOMIC_RELAXED);
-}
 
 // A block still live after its cycle ended (once per block): kept valid, its bytes pinned while it
 // lives. An automatic workspace counts it as outlived and says nothing: the cycle was ndmem's

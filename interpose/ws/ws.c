@@ -25,6 +25,8 @@
 // free paths. The arenas and relief are arena.c's, the learning trims trim.c's.
 #include "ws/space.h"
 
+#include "account/track.h"
+
 #include "common/fmt.h"
 #include "common/os.h"
 
@@ -33,7 +35,6 @@
 size_t nd_ws_min = SIZE_MAX;
 uintptr_t nd_ws_lo = UINTPTR_MAX, nd_ws_hi = 0;
 int nd_ws_recording;
-int64_t nd_ws_arena_total, nd_ws_live_total;
 int nd_ws_lock;
 space_t *nd_ws_spaces;
 int nd_ws_auto_spaces;
@@ -60,7 +61,7 @@ static void event(void *ctx, ws_learn_t *l, int ev) {
   space_t *s = ctx;
   switch (ev) {
   case WS_EV_CYCLE_CLOSED:
-    nd_ws_cycle_closed(l->st.cycles);
+    nd_cycle_closed(l->st.cycles);
     break;
   case WS_EV_RECORD_BEGIN:
     __atomic_fetch_add(&nd_ws_recording, 1, __ATOMIC_RELAXED);

@@ -48,21 +48,10 @@ int nd_ws_stats(void *out, int max);
 void nd_ws_atfork_prepare(void);
 void nd_ws_atfork_parent(void);
 void nd_ws_atfork_child(void);
-// Tracked host bytes held by workspaces beyond their live blocks (which the heap counters hold):
-// arena bytes mapped minus bytes of live arena blocks. Both atomic.
-extern int64_t nd_ws_arena_total, nd_ws_live_total;
-static inline int64_t nd_ws_idle_bytes(void) {
-  int64_t v = __atomic_load_n(&nd_ws_arena_total, __ATOMIC_RELAXED) -
-              __atomic_load_n(&nd_ws_live_total, __ATOMIC_RELAXED);
-  return v > 0 ? v : 0;
-}
-// Relief for the limits: unmaps the calling thread's arenas that hold no live block (a planned
-// workspace keeps its plan and maps its arena again when next used). Returns the bytes released.
+// Relief for the limits (the ws module's relieve): unmaps the calling thread's arenas that hold
+// no live block (a planned workspace keeps its plan and maps its arena again when next used).
+// Returns the bytes released.
 uint64_t nd_ws_relieve(void);
-// The cycle clock: the most cycles any thread's workspace has closed (automatic or marked), and
-// when the first one closed (the steady state begins there; 0: not yet). Both atomic.
-extern uint64_t nd_cycle_clock, nd_steady_ns;
-void nd_ws_cycle_closed(uint64_t cycles); // a space closed its cycles-th cycle
 typedef void (*nd_ws_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
 void nd_ws_write_records(nd_ws_record_fn rec, void *ctx); // for the trace writer, at each flush
 // Totals over every thread's workspaces (the metrics file, the summary): allocations served from
