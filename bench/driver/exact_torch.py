@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The PyTorch run of --exact: tests/runtime/py_torch.py, the whole process (import torch
+"""The PyTorch run of --exact: tests/runtime/python/py_torch.py, the whole process (import torch
 included), under glibc, ndmem, ndmem exact and heaptrack: wall time, the training loop's median
 step, peak RSS through the RSS helper, and the size of each tool's file."""
 import json
@@ -162,8 +162,8 @@ def bench_exact_torch(build, py, configs, steps, reps, ht, quick):
 
 def report_exact_torch(bt, names, py, tver, steps, reps):
     res, facts, full, floor = bt["res"], bt["facts"], bt["full"], bt["floor"]
-    out = ["exact: torch, tests/runtime/py_torch.py --steps %d, %s (torch %s), %d repetition%s; "
-           "the whole process (import torch included): median wall seconds and peak RSS "
+    out = ["exact: torch, tests/runtime/python/py_torch.py --steps %d, %s (torch %s), "
+           "%d repetition%s; the whole process (import torch included): median wall seconds and peak RSS "
            "(+-half range), / glibc = median of per-repetition ratios; peak RSS is wait4's "
            "ru_maxrss of the program run by a small fork+exec helper (its floor: %.1f MiB), for "
            "heaptrack the largest process of its tree" % (steps, py, tver, reps,

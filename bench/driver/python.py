@@ -97,7 +97,7 @@ def report_python_workload(res, name, steps, reps):
 
 def bench_python(args, build, shim, steps, reps, old=None):
     """The --python section: what reading Python frames costs a training job. The numpy loop
-    (examples/train_numpy.py) and a PyTorch CPU loop (tests/runtime/py_torch.py) under ndmem
+    (examples/train_numpy.py) and a PyTorch CPU loop (tests/runtime/python/py_torch.py) under ndmem
     with NDMEM_PYTHON=0 and with the default (frames read for every tracked block); with
     --compare, the PyTorch loop under the old build's shim as well."""
     tsteps = args.torch_steps or (QUICK_TORCH_STEPS if args.quick else TORCH_STEPS)

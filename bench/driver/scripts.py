@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The training scripts the driver times (examples/train_numpy.py, tests/runtime/py_torch.py):
-the interpreter that can run each, one run under the shim with its loop time and final loss,
-and every configuration run once per repetition in a rotating order."""
+"""The training scripts the driver times (examples/train_numpy.py,
+tests/runtime/python/py_torch.py): the interpreter that can run each, one run under the shim with
+its loop time and final loss, and every configuration run once per repetition in a rotating
+order."""
 import os
 import re
 import shutil
@@ -11,7 +12,7 @@ import sys
 from .common import REPO, SetupError, base_env, log, median, ratio, run, spread
 
 TRAIN = REPO / "examples" / "train_numpy.py"
-TORCH_SCRIPT = REPO / "tests" / "runtime" / "py_torch.py"
+TORCH_SCRIPT = REPO / "tests" / "runtime" / "python" / "py_torch.py"
 
 
 def find_python_with(module, script, explicit_only=True):

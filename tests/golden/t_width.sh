@@ -6,7 +6,7 @@
 # and the python trace has one over 80 columns (a Python file deep in site-packages) on purpose.
 # The stored traces are ASCII but for one Python name in python.trace, on a short line, so bytes
 # are columns. (The lifetime classes of version 5 traces are checked the same way on live runs:
-# tests/preload/t_corpus.py.)
+# tests/preload/leaks/t_corpus.py.)
 # usage: t_width.sh NDMEMREPORT NDMEM_TOOL TRACE...
 set -u
 report=$1 tool=$2

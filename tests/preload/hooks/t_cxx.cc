@@ -4,7 +4,7 @@
 // the malloc hooks while its delete reached free: "live at exit -10.60 MiB in -99998 blocks").
 // Every form (array, nothrow, aligned, sized delete) and the C++ contract: a failing new calls the
 // new_handler until it gives up, then throws std::bad_alloc; the nothrow form returns nullptr.
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <cstdint>
 #include <malloc.h>

@@ -2,7 +2,7 @@
 // t_threads: 8 threads allocate blocks and hand them to their neighbour, which frees them.
 // Per-thread counters record the flows (own allocations, neighbour's frees) and the process
 // totals come out exact: every byte allocated is freed, nothing is lost or double-counted.
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <malloc.h>
 #include <pthread.h>

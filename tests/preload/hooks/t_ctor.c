@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // t_ctor: allocations made by a library constructor before main are accounted exactly, and the
 // block can be freed from main with the counters returning exactly.
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 extern void *ctor_block;
 extern size_t ctor_usable;

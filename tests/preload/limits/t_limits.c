@@ -22,7 +22,7 @@
 //                       NDMEM_ON_LIMIT=fail): `same` the same malloc, `alternate` an mmap then a
 //                       malloc (as OpenBLAS), both stopped; `giveup` 12 tries then it gives up,
 //                       `smaller` less each time, `waits` until main frees: none stopped
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <errno.h>
 #include <fcntl.h>

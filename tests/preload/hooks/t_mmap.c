@@ -2,7 +2,7 @@
 // t_mmap: anonymous mappings are accounted page-exactly through partial munmaps (head, tail,
 // hole), mremap growth and moves, MAP_FIXED replacement; file mappings and PROT_NONE
 // reservations are not memory and are not counted.
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
 # usage: t_torch_bindings.sh LIBNDMEM BINDINGS_PY SCRIPT
 set -u
 lib=$1 bindings=$2 script=$3
-py=$(sh "$(dirname "$0")/find-python.sh" torch) || { echo "skipped" >&2; exit 77; }
+py=$(sh "$(dirname "$0")/../find-python.sh" torch) || { echo "skipped" >&2; exit 77; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1

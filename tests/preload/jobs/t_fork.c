@@ -3,7 +3,7 @@
 // the child allocates never shows in the parent and vice versa. An exec'd child with the shim
 // still in LD_PRELOAD is accounted by its own shim. With NDMEM_FOLLOW_FORK=0 ("nofollow") the
 // child is not accounted at all.
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <malloc.h>
 #include <sys/wait.h>

@@ -2,7 +2,7 @@
 // t_alloc_family: every malloc-family entry point under the shim keeps its exact semantics
 // (alignment, errno, usable size, realloc moves and in-place shrinks, overflow checks, free(NULL))
 // and is accounted to the byte: each delta equals the usable size the allocator reports.
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <errno.h>
 #include <malloc.h>

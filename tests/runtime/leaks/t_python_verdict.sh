@@ -11,7 +11,8 @@
 set -u
 tool=$1 rep=$2
 here=$(dirname "$0")
-py=$(sh "$here/find-python.sh" numpy) || { echo "skipped: no interpreter imports numpy" >&2; exit 77; }
+py=$(sh "$here/../find-python.sh" numpy) ||
+  { echo "skipped: no interpreter imports numpy" >&2; exit 77; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0

@@ -13,7 +13,7 @@
 //   policy  marks, with the shapes doubling at iteration 20 and an unplanned tensor in cycle 30;
 //           prints the statistics and what happened to the unplanned allocation, for
 //           t_ws_policies.sh to check under each NDMEM_WS_* setting
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <errno.h>
 #include <malloc.h>

@@ -3,7 +3,7 @@
 // own statistics see the bytes) while ndmem accounts them at jemalloc's usable sizes. pvalloc,
 // which jemalloc lacks, is built from jemalloc's memalign instead of falling through to glibc's
 // heap (which jemalloc's free could not take back), and is counted as a fallback.
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <dlfcn.h>
 #include <malloc.h>

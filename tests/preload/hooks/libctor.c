@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libctor: a library whose constructor allocates before main (and possibly before the shim's
 // own constructor has run). t_ctor links it and checks the block was accounted.
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <malloc.h>
 

@@ -10,7 +10,7 @@
 // and in-process: a thread that has not allocated forks; the child allocates 1 MiB and returns
 // from that thread, its only one (CPython's test_threading does this); the parent waits for its
 // exit status 0. Under the shim, both processes leave a trace (NDMEM_OUTPUT with %p).
-#include "../check.h"
+#include "../../check.h"
 
 #include <pthread.h>
 #include <signal.h>

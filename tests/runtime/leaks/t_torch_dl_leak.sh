@@ -9,7 +9,7 @@
 # usage: t_torch_dl_leak.sh NDMEM NDMEMREPORT SCRIPT
 set -u
 tool=$1 rep=$2 script=$3
-py=$(sh "$(dirname "$0")/find-python.sh" torch) || { echo "skipped" >&2; exit 77; }
+py=$(sh "$(dirname "$0")/../find-python.sh" torch) || { echo "skipped" >&2; exit 77; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # torch_loop: a healthy PyTorch (CPU) training loop, a small MLP trained by SGD: nothing grows, so
-# the corpus (tests/preload/t_corpus.py) wants --fail-on-leak to pass. Exits 77 without torch.
+# the corpus (tests/preload/leaks/t_corpus.py) wants --fail-on-leak to pass. Exits 77 without torch.
 import sys
 import time
 

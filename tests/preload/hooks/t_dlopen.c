@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // t_dlopen: a library loaded after start-up allocates through the hooks like everything else:
 // its constructor's block and its own calls are accounted exactly.
-#include "shimcheck.h"
+#include "../shimcheck.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
