@@ -5,7 +5,7 @@
 // libtorch_cpu): every symbol's first, middle and last byte, the bytes just outside it, and
 // addresses drawn at random across each file's loaded segments, where symbols without a size,
 // gaps between symbols and nested symbols are met. Any difference is printed and fails.
-#include "../check.h"
+#include "../../check.h"
 #include "analyse/symbolize.h"
 
 #include <elfutils/libdwfl.h>

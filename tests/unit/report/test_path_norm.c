@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // test_path_norm: the lexical normal form of a source path (symbolize.c, nd_sym_path_norm), which
 // diff and merge compare Python frames by: the same script named two ways is one file.
-#include "../check.h"
+#include "../../check.h"
 #include "analyse/symbolize.h"
 
 static void is(const char *path, const char *want) {

@@ -6,7 +6,7 @@
 // and each built-in rule on the stacks it was written from, and not on stacks like them that
 // are the program's own leaks. Python frames: a file's rule matches their function (qualified
 // name) and file; no built-in matches a Python function that shares a C function's name.
-#include "../check.h"
+#include "../../check.h"
 #include "analyse/suppress.h"
 
 #include <unistd.h>

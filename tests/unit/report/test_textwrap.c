@@ -3,7 +3,7 @@
 // report line where its reader expects, continues it under its value, leaves lines that fit and
 // raw text (frames) alone, never cuts a word wider than the line, and writes an unended last
 // line as it is.
-#include "../check.h"
+#include "../../check.h"
 #include "render/textwrap.h"
 
 // `in` written through the stream (raw between the markers "<raw>" and "</raw>"); the result.

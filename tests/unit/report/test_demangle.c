@@ -2,7 +2,7 @@
 // test_demangle: ndmemreport's demangling of frame names (symbolize.c): C++ linkage names become
 // readable, a symbol version and a clone suffix are kept, and anything that is not a C++ name or
 // does not demangle gives NULL, so the frame keeps the name as it is.
-#include "../check.h"
+#include "../../check.h"
 #include "analyse/symbolize.h"
 
 static void is(const char *name, const char *want) {
