@@ -121,6 +121,9 @@ int nd_modules_writing(void) {
 // the table at exit.) Modules without a lock rank where their child handler must run: resident
 // memory's descriptors (25) before the trace's; limits (15), exits (14), demangling (13) and
 // Python frames (12) after it.
+// Their orders (setup, summary lines, records, thread starts and ends): heap 0 (glibc's headers,
+// before any other setup), trace 1, track 2, keys 5, python 6, limits 10, ws 20, cuda 30,
+// demangle 35 (the live lines' namers), exits 40 (the signal handlers, last).
 static void atfork_prepare(void) {
   for (int i = 0; i < nmodules; i++)
     if (by_rank[i]->atfork_prepare) by_rank[i]->atfork_prepare();
