@@ -251,6 +251,9 @@ static void *(*own_fns[OWN_MAX])(void *);
 static int own_n;
 
 static pid_t own_tids[OWN_MAX]; // each routine's thread, once it runs
+static int own_starting;        // threads created that have not said their tid yet (atomic)
+
+int nd_os_threads_starting(void) { return __atomic_load_n(&own_starting, __ATOMIC_ACQUIRE); }
 
 int nd_os_is_own_thread(pid_t tid) {
   for (int i = 0; i < OWN_MAX; i++)
@@ -263,6 +266,7 @@ int nd_os_is_own_thread(pid_t tid) {
 
 static void *own_thread(void *slot) {
   __atomic_store_n(&own_tids[(uintptr_t)slot], nd_os_gettid(), __ATOMIC_RELEASE);
+  __atomic_fetch_sub(&own_starting, 1, __ATOMIC_ACQ_REL);
   __atomic_fetch_add(&nd_os_threads, 1, __ATOMIC_ACQ_REL);
   void *r = own_fns[(uintptr_t)slot](NULL);
   __atomic_fetch_sub(&nd_os_threads, 1, __ATOMIC_RELEASE);
@@ -271,6 +275,7 @@ static void *own_thread(void *slot) {
 
 void nd_os_threads_atfork_child(void) {
   nd_os_threads = 0;
+  own_starting = 0;
   own.lock = 0; // its holder is not in the child
   memset(own_tids, 0, sizeof own_tids);
 }
@@ -295,10 +300,13 @@ int nd_os_thread_once(int *started, void *(*fn)(void *)) {
   pthread_attr_setstacksize(&attr, 256 * 1024);
   pthread_t th;
   __atomic_store_n(&own_tids[slot], 0, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&own_starting, 1, __ATOMIC_ACQ_REL);
   int rc = pthread_create(&th, &attr, own_thread, (void *)(uintptr_t)slot) == 0 ? 0 : -1;
+  if (rc != 0) __atomic_fetch_sub(&own_starting, 1, __ATOMIC_ACQ_REL);
   pthread_attr_destroy(&attr);
   // Until it has said its tid, the thread could be taken for the program's (reach.c stops those):
-  // it says it first thing, and the wait is bounded (a loaded machine may not run it at once).
+  // it says it first thing, and the wait is bounded (a loaded machine may not run it at once: the
+  // scan then waits for it, nd_os_threads_starting).
   for (int i = 0; rc == 0 && i < 20000 && !__atomic_load_n(&own_tids[slot], __ATOMIC_ACQUIRE); i++)
     sched_yield();
   pthread_sigmask(SIG_SETMASK, &old, NULL);

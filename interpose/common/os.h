@@ -42,6 +42,8 @@ int nd_os_thread_once(int *started, void *(*fn)(void *));
 extern int nd_os_threads;
 int nd_os_is_own_thread(pid_t tid); // tid is one of those threads (started since the last fork)
 void nd_os_threads_atfork_child(void);
+// ndmem's threads created that have not yet said their tid (nd_os_is_own_thread cannot know them).
+int nd_os_threads_starting(void);
 
 // The spinlock of ndmem's rare paths (registries, tables): no allocation, fork-safe to reset by
 // storing 0, and yields rather than spins hot since its holder may be descheduled.

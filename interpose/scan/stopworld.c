@@ -174,6 +174,12 @@ void nd_stop_world(pid_t self) {
   stop.gen++;
   stop.nt = 0;
   __atomic_store_n(&stop.active, 1, __ATOMIC_RELEASE);
+  // A thread of ndmem's own that has not said its tid yet (a loaded machine has not run it since
+  // it was made) would be taken for the program's and never stop: its start is waited for, 2 s
+  // at the most.
+  for (uint64_t until = nd_os_mono_ns() + 2000000000ull;
+       nd_os_threads_starting() > 0 && nd_os_mono_ns() < until;)
+    nap_us(100);
   for (int round = 0; round < 16 && ask_all(self) > 0; round++) {
   }
   uint64_t until = nd_os_mono_ns() + 500000000ull, check = 0;
