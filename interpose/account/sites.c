@@ -47,7 +47,6 @@ static int arena_lock;
 static char *arena;
 static size_t arena_left;
 static uintptr_t self_lo, self_hi;
-static uintptr_t unw_lo, unw_hi; // libunwind's own code (exits.c refuses its pipe)
 
 
 // Sites are cache-line aligned (sites.h); chunks are whole pages.
@@ -100,6 +99,7 @@ static int find_module(struct dl_phdr_info *info, size_t size, void *ctx) {
 int nd_sites_init(int depth) {
   nd_sites_want = depth + 2 < ND_CAPTURE_MAX ? depth + 2 : ND_CAPTURE_MAX;
   find_t self = {(uintptr_t)&nd_sites_init, &self_lo, &self_hi};
+  uintptr_t unw_lo = 0, unw_hi = 0; // libunwind's own code (runtime/resolve.c keeps it)
   find_t unw = {(uintptr_t)&unw_backtrace, &unw_lo, &unw_hi};
   dl_iterate_phdr(find_module, &self);
   dl_iterate_phdr(find_module, &unw);

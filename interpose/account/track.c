@@ -46,7 +46,7 @@ static int64_t next_interval(nd_tls_t *t) {
   return v > 9e18 ? INT64_MAX : (int64_t)v + 1;
 }
 
-void nd_track_thread_init(nd_tls_t *t) {
+static void thread_init(nd_tls_t *t) { // the sampler's state
   t->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)nd_os_gettid() << 17) ^ nd_os_mono_ns();
   if (!t->rng) t->rng = 1;
   t->sample_left = on ? next_interval(t) : INT64_MAX;
@@ -137,4 +137,4 @@ void nd_cycle_closed(uint64_t cycles) {
 
 struct nd_site *nd_track_site_here(int kind) { return on ? nd_site_here(kind, 0) : NULL; }
 
-ND_MODULE(nd_track_module) = {.name = "track", .order = 2, .thread_init = nd_track_thread_init};
+ND_MODULE(nd_track_module) = {.name = "track", .order = 2, .thread_init = thread_init};

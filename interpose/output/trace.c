@@ -11,7 +11,6 @@
 // changed, the process counters, then a FLUSH record. At the end (exit, _exit, a fatal signal)
 // the live tracked blocks, an EXIT and an END record follow. The writer thread blocks all
 // signals and never allocates through the hooks.
-#include "output/trace.h"
 #include "runtime/module.h"
 #include "account/track.h"
 
@@ -82,8 +81,13 @@ static struct {
 
 // ---------------------------------------------------------------- state
 
-int nd_trace_enabled(void) { return tr.on && tr.state != TR_OFF; }
+// The trace is being written (the module's `writing`).
+static int nd_trace_enabled(void) { return tr.on && tr.state != TR_OFF; }
 
+// Creates the file now (a fork child: at its first allocation); alone: no other thread runs.
+static void nd_trace_create(int alone);
+// final: live blocks, EXIT and END (the end of accounting).
+static void nd_trace_flush(int final);
 
 static void start_thread(void);
 
@@ -454,7 +458,7 @@ static void create_locked(int alone) {
   }
 }
 
-void nd_trace_create(int alone) {
+static void nd_trace_create(int alone) {
   if (!tr.on) return;
   nd_os_mutex_lock(&tr.lock);
   create_locked(alone);
@@ -650,14 +654,15 @@ static void region_record(void *ctx, const nd_range_t *m) {
   live_record(ctx, &r);
 }
 
-void nd_trace_set_exit(int how, int code) {
+// How the process ends (enum nd_exit_how), before the final flush.
+static void nd_trace_set_exit(int how, int code) {
   tr.exit.mono_ns = nd_os_mono_ns();
   tr.exit.how = (uint32_t)how;
   tr.exit.code = code;
   tr.exit.tid = (uint32_t)nd_os_gettid();
 }
 
-void nd_trace_flush(int final) {
+static void nd_trace_flush(int final) {
   if (!tr.on) return;
   // The last words wait for a flush of the writer thread's while it works (a million sites take
   // longer than a lock's patience): running beside it would interleave two writers' records.
