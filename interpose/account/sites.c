@@ -48,7 +48,6 @@ static char *arena;
 static size_t arena_left;
 static uintptr_t self_lo, self_hi;
 
-
 // Sites are cache-line aligned (sites.h); chunks are whole pages.
 static void *arena_alloc(size_t n) {
   n = (n + 63) & ~(size_t)63;
@@ -94,7 +93,6 @@ static int find_module(struct dl_phdr_info *info, size_t size, void *ctx) {
   *f->hi = hi;
   return 1;
 }
-
 
 int nd_sites_init(int depth) {
   nd_sites_want = depth + 2 < ND_CAPTURE_MAX ? depth + 2 : ND_CAPTURE_MAX;

@@ -495,7 +495,6 @@ typedef struct nd_rec_snap_site {
 } nd_rec_snap_site_t;
 _Static_assert(sizeof(nd_rec_snap_site_t) == 24, "snapshot site record layout");
 
-
 // ---------------------------------------------------------------- device memory (version 6)
 
 // Device memory by how it was allocated: cuMemAlloc/cuMemAllocPitch, stream-ordered

@@ -24,7 +24,6 @@ int nd_cu_cupti_lock;
 struct nd_cu_blocks nd_cu_blocks;
 // ---------------------------------------------------------------- per device
 
-
 static void cu_raise_peak(int64_t *peak, int64_t v) {
   int64_t p = LD(*peak);
   while (v > p && !__atomic_compare_exchange_n(peak, &p, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -68,7 +67,6 @@ int64_t cu_dev_limit(int d, const void *real) {
 }
 
 // ---------------------------------------------------------------- live blocks
-
 
 static size_t slot_of(uint64_t key, int cls, size_t cap) {
   uint64_t h = (key ^ ((uint64_t)cls << 59)) * 0x9E3779B97F4A7C15ull;
@@ -125,7 +123,6 @@ static int tab_put(const blk_t *b, blk_t *stale) {
 }
 
 // ---------------------------------------------------------------- accounting
-
 
 void cu_enter(call_t *c, int f) {
   c->t = &nd_tls;

@@ -18,7 +18,6 @@
 
 // ---------------------------------------------------------------- the hooked functions
 
-
 const struct cu_name nd_cu_names[F_COUNT] = {
     [F_ALLOC] = {"cuMemAlloc_v2", "cuMemAlloc", ND_CU_V2_MEM_VERSION, 1 << 30},
     [F_PITCH] = {"cuMemAllocPitch_v2", "cuMemAllocPitch", ND_CU_V2_MEM_VERSION, 1 << 30},
@@ -45,9 +44,6 @@ const struct cu_name nd_cu_names[F_COUNT] = {
     [F_STREAM_PRIO] = {"cuStreamCreateWithPriority", "cuStreamCreateWithPriority", 0, 1 << 30},
     [F_STREAM_DESTROY] = {"cuStreamDestroy_v2", "cuStreamDestroy", 4000, 1 << 30},
 };
-
-
-
 
 // The driver's module as the program reached it: the handle of a dlsym that found a hooked name,
 // or the module of a function cuGetProcAddress handed out (atomic; never loaded by ndmem).

@@ -8,7 +8,6 @@
 // it runs, that thread's allocations come from the bootstrap pool (state.c).
 #include "runtime/shim.h"
 
-
 #include "common/os.h"
 #include "runtime/allocstat.h"
 #include "runtime/keys.h"
@@ -29,10 +28,6 @@ extern char **environ;
 
 static int nd_accounting; // the process accounts (config, fork policy)
 static pid_t nd_init_tid;
-
-
-
-
 
 // ---------------------------------------------------------------- per-thread state
 
@@ -188,7 +183,6 @@ static int parent_traced(void) {
   return found;
 }
 
-
 static void initialize(nd_tls_t *t) {
   unsigned char saved = t->mode;
   t->mode = ND_T_INIT;
@@ -279,8 +273,6 @@ void nd_fallback(nd_tls_t *t, int fb) {
   else nd_late_fallback(fb);
 }
 
-
-
 __attribute__((constructor)) static void nd_ctor(void) { nd_thread_prepare(&nd_tls); }
 
 // As a preloaded library ndmem is initialised before the program's libraries and so finalised
@@ -295,7 +287,6 @@ __attribute__((destructor)) static void nd_dtor(void) {
   nd_finish(ND_EXIT_NORMAL, 0);
   t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
 }
-
 
 // The end of accounting, once: the final trace flush (live blocks, EXIT, END) and the summary. From
 // exit (the destructor), NDMEM_ON_LIMIT=abort, _exit, or a fatal signal (exits.c); the last two

@@ -25,7 +25,6 @@ static int same_object(void *fn, const void *base) {
   return fn && dladdr(fn, &info) && info.dli_fbase == base;
 }
 
-
 static uintptr_t unw_lo, unw_hi;
 void nd_unwinder_is(uintptr_t lo, uintptr_t hi) { unw_lo = lo, unw_hi = hi; }
 int nd_unwinder_owns(const void *ra) { return (uintptr_t)ra >= unw_lo && (uintptr_t)ra < unw_hi; }

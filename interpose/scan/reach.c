@@ -81,7 +81,6 @@ typedef struct range {
   uintptr_t lo, hi;
 } range_t;
 
-
 #define RED_ZONE 128 // below the stack pointer, the x86-64 ABI's leaf functions keep data
 #define GLIBC_HEAP_MAX (64ull << 20) // a glibc arena heap's size and alignment (64-bit)
 #define MAX_BUFS 64
@@ -705,7 +704,6 @@ static unsigned reach_of(const node_t *n) {
   default: return ND_REACH_NONE;
   }
 }
-
 
 int nd_reach_scan(int how, nd_rec_scan_t *rec) {
   memset(&graph.rec, 0, sizeof graph.rec);

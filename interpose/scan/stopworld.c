@@ -142,7 +142,6 @@ static int ask_all(pid_t self) {
   return nd_os_each_number("/proc/self/task", ask_one, &a) < 0 ? -1 : a.added;
 }
 
-
 // /proc/self/task/T/<leaf> into buf, NUL-terminated: its length, or 0.
 static size_t task_file(pid_t tid, const char *leaf, char *buf, size_t cap) {
   char path[64];

@@ -12,7 +12,6 @@
 
 nd_namers_t nd_namers;
 
-
 // A Python frame's qualname and file from the code table; empty where it has none.
 static void py_names(uint64_t ip, const char **q, size_t *ql, const char **f, size_t *fl) {
   if (!nd_namers.py_code || nd_namers.py_code(nd_pyframe_code(ip), q, ql, f, fl) != 0)

@@ -12,10 +12,8 @@
 
 #include <string.h>
 
-
 static nd_rec_ws_escape_t pending[256]; // escapes not yet written to the trace (under nd_ws_lock)
 static unsigned npending;
-
 
 // A block still live after its cycle ended (once per block): kept valid, its bytes pinned while it
 // lives. An automatic workspace counts it as outlived and says nothing: the cycle was ndmem's

@@ -122,7 +122,6 @@ uint64_t nd_flame_weight(const nd_trace_t *t, const nd_flame_cap_t *c, size_t si
   return (uint64_t)((double)v * c->scale[s->kind]);
 }
 
-
 static uint64_t weight(const build_t *b, size_t a, size_t e) {
   u128 w = b->pre[e] - b->pre[a];
   return w > UINT64_MAX ? UINT64_MAX : (uint64_t)w;
@@ -228,5 +227,4 @@ bool nd_flame_runtime_module(const char *path) {
     if (!strncmp(b, prefixes[i], strlen(prefixes[i]))) return true;
   return false;
 }
-
 

@@ -77,7 +77,6 @@ void nd_rep_json_str(FILE *o, const char *s) {
 
 // ---------------------------------------------------------------- HTML and SVG
 
-
 // Text from the trace, HTML-escaped. What HTML calls a parse error in its input stream is shown
 // as \xNN per byte (as text shows control bytes), never raw: control characters (C0, DEL, C1),
 // noncharacters, and bytes that are not well-formed UTF-8. The page is then strict UTF-8 and

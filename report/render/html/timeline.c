@@ -250,7 +250,6 @@ void nd_html_timeline(FILE *o, const report_t *r, plot_t *out) {
   *out = p;
 }
 
-
 // ---------------------------------------------------------------- the sites' second read
 
 void nd_html_series_free(nd_html_series_t *s) {
