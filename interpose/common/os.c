@@ -304,11 +304,9 @@ int nd_os_thread_once(int *started, void *(*fn)(void *)) {
   int rc = pthread_create(&th, &attr, own_thread, (void *)(uintptr_t)slot) == 0 ? 0 : -1;
   if (rc != 0) __atomic_fetch_sub(&own_starting, 1, __ATOMIC_ACQ_REL);
   pthread_attr_destroy(&attr);
-  // Until it has said its tid, the thread could be taken for the program's (reach.c stops those):
-  // it says it first thing, and the wait is bounded (a loaded machine may not run it at once: the
-  // scan then waits for it, nd_os_threads_starting).
-  for (int i = 0; rc == 0 && i < 20000 && !__atomic_load_n(&own_tids[slot], __ATOMIC_ACQUIRE); i++)
-    sched_yield();
+  // Until it has said its tid (first thing), the thread could be taken for the program's: the
+  // exit scan (scan/stopworld.c), the one reader of own_tids, waits for it
+  // (nd_os_threads_starting), so its creator, a program thread, does not.
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
 }
