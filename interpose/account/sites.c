@@ -6,7 +6,6 @@
 // lets each thread keep a lock-free cache of the sites it used last (nd_site_frames): with every
 // block tracked (NDMEM_TRACK_MIN=0) a repeated stack then costs its unwinding, a hash and a
 // compare, and no lock shared with other threads.
-#define UNW_LOCAL_ONLY
 #include "account/sites.h"
 #include "runtime/module.h"
 #include "runtime/shim.h"
@@ -14,9 +13,9 @@
 #include "account/counters.h"
 #include "common/os.h"
 #include "stacks/python.h"
+#include "stacks/unwind.h"
 
 #include <dlfcn.h>
-#include <libunwind.h>
 #include <link.h>
 #include <string.h>
 
@@ -97,24 +96,15 @@ static int find_module(struct dl_phdr_info *info, size_t size, void *ctx) {
 int nd_sites_init(int depth) {
   nd_sites_want = depth + 2 < ND_CAPTURE_MAX ? depth + 2 : ND_CAPTURE_MAX;
   find_t self = {(uintptr_t)&nd_sites_init, &self_lo, &self_hi};
-  uintptr_t unw_lo = 0, unw_hi = 0; // libunwind's own code (runtime/resolve.c keeps it)
-  find_t unw = {(uintptr_t)&unw_backtrace, &unw_lo, &unw_hi};
   dl_iterate_phdr(find_module, &self);
-  dl_iterate_phdr(find_module, &unw);
-  nd_unwinder_is(unw_lo, unw_hi);
-  // libunwind keeps its per-thread caches in TLS: no lock shared by allocating threads.
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  // libunwind initialises at its first use; do it now, while start-up has the process to itself
-  // (the descriptors it opens are moved out of the program's range: exits.c, nd_pipe2).
-  void *one[1];
-  unw_backtrace(one, 1);
+  if (nd_unwind_init() != 0) return -1;
   return self_hi ? 0 : -1;
 }
 
 int nd_stack_capture(uintptr_t *ips, int max) {
   void *buf[ND_CAPTURE_MAX];
   int want = max + 8 < ND_CAPTURE_MAX ? max + 8 : ND_CAPTURE_MAX;
-  int n = unw_backtrace(buf, want), i = 0, d = 0;
+  int n = nd_backtrace(buf, want), i = 0, d = 0;
   while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
   for (; i < n && d < max; i++) ips[d++] = (uintptr_t)buf[i];
   return d;
@@ -290,7 +280,9 @@ static __thread cached_t site_cache[CACHE_SLOTS];
 
 static int own_frame(uintptr_t ip) { return ip >= self_lo && ip < self_hi; }
 
-nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int want) {
+nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int want,
+                          const uintptr_t *at) {
+  uintptr_t sp = at[0], rbp = at[1];
   int own = 0;
   while (own < n && own_frame(frames[own])) own++;
   if (n == want && n - own < nd_sites_depth && want < ND_CAPTURE_MAX) {
@@ -302,21 +294,25 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
     while (seen < more && !__atomic_compare_exchange_n(&nd_sites_want, &seen, more, 1,
                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     }
-    n = unw_backtrace((void **)frames, more);
+    n = nd_backtrace((void **)frames, more);
     for (own = 0; own < n && own_frame(frames[own]);) own++;
+    sp = 0; // frames[0] is this function's now: not the capture the replay would check
   }
   const uintptr_t *ips = frames + own;
   int depth = n - own;
   uintptr_t py[ND_STACK_MAX];
-  int m = nd_py_rewrite(ips, depth, nd_sites_depth, py); // python.c: a call and two loads where there is no Python
+  nd_py_trail_t trail, *tr = sp ? &trail : NULL;
+  int m = nd_py_rewrite(ips, depth, nd_sites_depth, py, tr); // python.c: a call and two loads where there is no Python
   if (m >= 0) ips = py, depth = m;
   else if (depth > nd_sites_depth) depth = nd_sites_depth;
   uint64_t h = hash_stack(kind, sampled, ips, depth);
   cached_t *slot = &site_cache[h & (CACHE_SLOTS - 1)];
   nd_site_t *s = slot->s;
-  if (s && slot->h == h && same(s, kind, sampled, ips, depth)) return s;
-  s = intern(h, kind, sampled, ips, depth);
-  if (s) *slot = (cached_t){h, s};
+  if (!(s && slot->h == h && same(s, kind, sampled, ips, depth))) {
+    s = intern(h, kind, sampled, ips, depth);
+    if (s) *slot = (cached_t){h, s};
+  }
+  if (sp) nd_replay_note(sp, rbp, (uint32_t)(kind * 2 + sampled) + 1, s, frames, n, tr);
   return s;
 }
 

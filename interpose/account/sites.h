@@ -12,6 +12,8 @@
 #define ND_SITES_H
 
 #include "runtime/config.h"
+#include "stacks/replay.h"
+#include "stacks/unwind.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -88,17 +90,29 @@ nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth
 // The site of a capture of `want` frames that returned n: ndmem's own frames skipped (captured
 // again when they left the program less than NDMEM_DEPTH), then the thread's cache of recent
 // sites (the whole stack compared: exact), then the intern table. NULL when out of memory.
-nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int want);
-int unw_backtrace(void **buffer, int size); // libunwind's (libunwind-common.h)
+// at: the stack and frame pointers of the function that captured frames (frames[0] is in it),
+// for the replay (stacks/replay.h); at[0] 0: none. (Six arguments: a seventh would be passed on
+// the stack, and the capturing function's stack pointer at the call would not be at[0].)
+nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int want,
+                          const uintptr_t *at);
 
 // Capture + intern; NULL when out of memory. Inlined into its caller, so that the unwinder starts
 // in the function that tracks the block: every frame costs the unwinder ~100 instructions, and
-// ndmem's own frames are thrown away.
+// ndmem's own frames are thrown away. A stack seen before at this stack pointer, whose saved
+// return addresses (and Python frames) are still those recorded, is replayed instead
+// (stacks/replay.h): its site without an unwind.
 static inline __attribute__((always_inline)) nd_site_t *nd_site_here(int kind, int sampled) {
+  uintptr_t sp = 0, rbp = 0;
+#if ND_REPLAY
+  __asm__ volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(sp), "=r"(rbp));
+  nd_site_t *s = (nd_site_t *)nd_replay_find(sp, rbp, (uint32_t)(kind * 2 + sampled) + 1);
+  if (s) return s;
+#endif
   uintptr_t frames[ND_CAPTURE_MAX];
   int want = __atomic_load_n(&nd_sites_want, __ATOMIC_RELAXED);
-  int n = unw_backtrace((void **)frames, want);
-  return nd_site_frames(kind, sampled, frames, n, want);
+  int n = nd_backtrace((void **)frames, want);
+  const uintptr_t at[2] = {sp, rbp};
+  return nd_site_frames(kind, sampled, frames, n, want, at);
 }
 void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes);
 void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes);

@@ -66,6 +66,9 @@ const nd_option_t nd_options[] = {
     OPT("NDMEM_PY_DEPTH", ND_OPT_INT, py_depth, 64, 1, ND_PY_DEPTH_MAX,
         "Python frames kept per allocation stack, innermost first, whatever NDMEM_DEPTH cut of "
         "the native frames around them"),
+    OPT("NDMEM_REPLAY", ND_OPT_BOOL, replay, 1, 0, 1,
+        "a stack seen again at the same stack pointer is replayed once its saved return addresses "
+        "(and Python frames) are checked, instead of unwound (x86-64); 0: every stack unwound"),
     OPT("NDMEM_WORKSPACES", ND_OPT_BOOL, workspaces, 1, 0, 1,
         "route learned cyclic allocations into planned per-thread workspaces; 0: account only"),
     OPT("NDMEM_WS_MIN", ND_OPT_SIZE, ws_min, 64 * 1024, 1, INT64_MAX,

@@ -30,6 +30,7 @@ typedef struct nd_config {
   int64_t leak_scan;   // NDMEM_LEAK_SCAN: the reachability scan at exit (reach.c)
   int64_t python;      // NDMEM_PYTHON: Python frames in the stacks of tracked blocks
   int64_t py_depth;    // NDMEM_PY_DEPTH: Python frames per stack, beside NDMEM_DEPTH's native ones
+  int64_t replay;      // NDMEM_REPLAY: repeated stacks replayed once their slots are checked
   int64_t workspaces;  // NDMEM_WORKSPACES: route learned cyclic allocations into workspaces
   int64_t ws_min;      // NDMEM_WS_MIN: blocks this large or larger are routed
   int64_t ws_learning; // NDMEM_WS_LEARNING: enum ws_learning

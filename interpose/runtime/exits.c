@@ -171,7 +171,12 @@ void nd_exit_if_alone(void) {
   for (;;) nd_os_sleep_ms(1000); // the exit ends this thread with the process
 }
 
+// Handlers the program installed, counted (atomic): libunwind's signal masking is decided again
+// after each (stacks/unwind.c reads the handlers themselves).
+unsigned nd_sig_changes;
+
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (act) __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
   if (!managed(sig)) return real_sigaction(sig, act, old);
   sigset_t mask;
   table_lock(&mask);
@@ -205,6 +210,7 @@ static void (*old_handler(const struct sigaction *sa))(int) { return sa->sa_hand
 // itself masked in its handler). For the signals ndmem manages it is built on the sigaction
 // above; a handler is installed by the real signal() so that siginterrupt's choice still holds.
 void (*nd_signal(int sig, void (*handler)(int)))(int) {
+  __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
   if (!managed(sig) || handler == SIG_ERR) {
     if (ND_UNLIKELY(!nd_real.signal)) nd_thread_prepare(&nd_tls);
     if (!nd_real.signal) return errno = ENOSYS, SIG_ERR;

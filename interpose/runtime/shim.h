@@ -96,6 +96,11 @@ int nd_resolve_next(void); // resolve.c: 0, 1 (accounting impossible), -1 (none)
 // hooks leave libunwind's own calls, made inside ndmem, out of the program's books).
 void nd_unwinder_is(uintptr_t lo, uintptr_t hi);
 int nd_unwinder_owns(const void *ra);
+// Whether the calling thread is inside a call of ndmem's into libunwind during which libunwind's
+// signal masking is skipped, and whether no signal handler may unwind with libunwind (1; 0: one
+// may; -1: not decided since a handler was installed). stacks/unwind.c decides and explains both.
+extern __thread int nd_unw_quiet __attribute__((tls_model("initial-exec")));
+extern int nd_unw_sole; // atomic
 extern char nd_boot_pool[];
 #define ND_BOOT_POOL_SIZE (256 * 1024)
 ND_INLINE int nd_boot_owns(const void *p) {
@@ -145,6 +150,8 @@ void *nd_synth_pvalloc(size_t n);
 // exits.c: a trace and a summary for every way the process ends (see the file)
 // From ndmem's threads after each nap: exit(0) when no thread of the program's is left (exits.c).
 void nd_exit_if_alone(void);
+// Handlers the program installed through these, counted (atomic; stacks/unwind.c reads it).
+extern unsigned nd_sig_changes;
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 void (*nd_signal(int sig, void (*handler)(int)))(int);
 __attribute__((noreturn)) void nd_exit_now(int status); // _exit, _Exit

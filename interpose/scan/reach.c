@@ -38,6 +38,7 @@
 // Nothing here allocates or takes a lock a stopped thread may hold: raw system calls, raw
 // mappings (holes in the roots themselves), a radix sort.
 #include "scan/reach.h"
+#include "stacks/unwind.h"
 
 #include "runtime/allocstat.h"
 #include "runtime/config.h"
@@ -637,7 +638,14 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
 // no such call found: this frame is the bound) and those registers, the roots of this thread.
 #define EXIT_REGS 8
 static uint64_t exit_regs[EXIT_REGS];
+static uintptr_t exit_caller_walk(void);
 static uintptr_t exit_caller(void) {
+  nd_unw_begin(); // libunwind's signal masking skipped where it may be (stacks/unwind.h)
+  uintptr_t sp = exit_caller_walk();
+  nd_unw_end();
+  return sp;
+}
+static uintptr_t exit_caller_walk(void) {
   unw_context_t uc;
   unw_cursor_t c;
   if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0) return 0;

@@ -14,6 +14,7 @@
 // up to NDMEM_PY_DEPTH. Code objects become PYCODE records once, by identity (a code object that
 // died and whose address was reused is a new one).
 #include "stacks/python.h"
+#include "stacks/replay.h"
 #include "runtime/module.h"
 
 #include "runtime/config.h"
@@ -344,7 +345,10 @@ void nd_py_detect(void) {
     if (ok) state = ND_PY_ON;
   }
   switch (state) {
-  case ND_PY_ON: __atomic_store_n(&nd_py_on, 1, __ATOMIC_RELEASE); break;
+  case ND_PY_ON:
+    __atomic_store_n(&nd_py_on, 1, __ATOMIC_RELEASE);
+    nd_replay_invalidate(); // stacks replayed until now were read without Python frames
+    break;
   case ND_PY_FREE_THREADED: say_not_read(" is a free-threaded build (not read)"); break;
   case ND_PY_LAYOUT_DIFFERS:
     say_not_read(" lays out its frames otherwise than its version's (_PyRuntime.debug_offsets)");
@@ -448,18 +452,41 @@ static void keep(const char *code, const char *instr, const char *start, uint64_
   else (*dropped)++;
 }
 
+// The frame record f was read (its code, instruction and owner): kept in the trail, which the
+// replay checks against the thread's records later (nd_py_trail_same).
+static uintptr_t owner_word(const char *f) {
+  const py_layout_t *L = py.layout;
+  uintptr_t w = 0;
+  if (L->fr_owner != ND_PY_NO_FIELD) w |= (unsigned char)AT(f, L->fr_owner, char);
+  if (L->fr_is_entry != ND_PY_NO_FIELD) w |= (uintptr_t)(unsigned char)AT(f, L->fr_is_entry, char) << 8;
+  return w;
+}
+static inline void visit(nd_py_trail_t *t, const char *f) {
+  if (!t || t->n < 0) return;
+  if (t->n == ND_REPLAY_PY) {
+    t->n = -1;
+    return;
+  }
+  const py_layout_t *L = py.layout;
+  uintptr_t instr = L->model == PY_FRAME_OBJECTS ? (uintptr_t)(unsigned)AT(f, L->fr_instr, int)
+                                                 : AT(f, L->fr_instr, uintptr_t);
+  t->node[t->n++] = (nd_py_node_t){(uintptr_t)f, AT(f, L->fr_code, uintptr_t), instr, owner_word(f)};
+}
+
 // One evaluator's run of Python frames, innermost first, from *fp into out (at most room; the
 // rest counted in *dropped); *fp moves past the run. 3.10: one frame object per evaluator call;
 // 3.11: the run ends with the frame the C entry pushed (is_entry); 3.12 on: at the frame the C
 // entry pushed (owned by the C stack, or the interpreter in 3.14), which is skipped. *budget
 // bounds the frames one stack's walk visits: a chain that loops (a corrupt or half-built frame)
 // ends the walk instead of the process.
-static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int *budget) {
+static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int *budget,
+               nd_py_trail_t *trail) {
   const py_layout_t *L = py.layout;
   const char *f = *fp;
   int k = 0;
   if (L->model == PY_FRAME_OBJECTS) {
     if (f && --*budget >= 0) {
+      visit(trail, f);
       const char *code = AT(f, L->fr_code, const char *);
       if (code && AT(code, 8, const void *) == py.code_type) {
         intptr_t lasti = AT(f, L->fr_instr, int); // code units; -1 before the first
@@ -472,13 +499,17 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int 
     *fp = NULL; // not a frame as expected, or a loop: stop
     return k;
   }
-  while (f && entry_frame(f)) f = AT(f, L->fr_previous, const char *);
+  while (f && entry_frame(f)) {
+    visit(trail, f);
+    f = AT(f, L->fr_previous, const char *);
+  }
   while (f) {
     if (--*budget < 0) {
       (*dropped)++;
       f = NULL;
       break;
     }
+    visit(trail, f);
     if (entry_frame(f)) {
       f = AT(f, L->fr_previous, const char *);
       break;
@@ -501,14 +532,43 @@ static int run(const char **fp, uint64_t *out, int room, uint64_t *dropped, int 
   return k;
 }
 
-int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out) {
-  if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) return -1;
+// The thread's innermost frame record (NULL: none), from its thread state.
+static const char *top_frame(const char *ts) {
+  const char *f = AT(ts, py.layout->ts_frame, const char *);
+  if (f && py.layout->cf_current != ND_PY_NO_FIELD) f = AT(f, py.layout->cf_current, const char *);
+  return f;
+}
+
+int nd_py_trail_same(const nd_replay_t *e) {
+  if (!py.initialized()) return e->py_ts == 0;
+  const char *ts = py.this_tstate();
+  if ((uintptr_t)ts != e->py_ts) return 0;
+  if (!ts) return 1;
+  const py_layout_t *L = py.layout;
+  const char *f = top_frame(ts);
+  for (int i = 0; i < e->npy; i++) {
+    const nd_py_node_t *r = &e->py[i];
+    if ((uintptr_t)f != r->f || AT(f, L->fr_code, uintptr_t) != r->code) return 0;
+    uintptr_t instr = L->model == PY_FRAME_OBJECTS ? (uintptr_t)(unsigned)AT(f, L->fr_instr, int)
+                                                   : AT(f, L->fr_instr, uintptr_t);
+    if (instr != r->instr || owner_word(f) != r->owner) return 0;
+    f = AT(f, L->fr_previous, const char *);
+  }
+  return (uintptr_t)f == e->py_end;
+}
+
+int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out, nd_py_trail_t *trail) {
+  if (trail) trail->ts = 0, trail->n = 0, trail->end = 0;
+  if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) {
+    if (trail) trail->n = -2; // no interpreter: nothing to check
+    return -1;
+  }
   __atomic_fetch_add(&py.stacks, 1, __ATOMIC_RELAXED);
   if (!py.initialized()) return -1;
   const char *ts = py.this_tstate();
+  if (trail) trail->ts = (uintptr_t)ts;
   if (!ts) return -1;
-  const char *f = AT(ts, py.layout->ts_frame, const char *);
-  if (f && py.layout->cf_current != ND_PY_NO_FIELD) f = AT(f, py.layout->cf_current, const char *);
+  const char *f = top_frame(ts);
   if (!f) return -1;
   // Native frames are kept up to NDMEM_DEPTH, Python frames up to NDMEM_PY_DEPTH, each within its
   // own bound. From the first native frame left out, only Python frames follow, after the cut
@@ -521,7 +581,7 @@ int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out) {
     if (in_eval(ip - 1)) { // a return address: the call is the byte before it
       int mark = cut && !marked;
       if (mark) out[k] = (uintptr_t)ND_FRAME_CUT;
-      int m = run(&f, (uint64_t *)out + k + mark, room - npy, &dropped, &budget);
+      int m = run(&f, (uint64_t *)out + k + mark, room - npy, &dropped, &budget, trail);
       if (m) k += m + mark, npy += m, marked |= mark;
       continue;
     }
@@ -534,10 +594,11 @@ int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out) {
   while (f) {
     int mark = !marked;
     if (mark) out[k] = (uintptr_t)ND_FRAME_CUT;
-    int m = run(&f, (uint64_t *)out + k + mark, room - npy, &dropped, &budget);
+    int m = run(&f, (uint64_t *)out + k + mark, room - npy, &dropped, &budget, trail);
     if (m) k += m + mark, npy += m, marked |= mark;
     else if (!f) break;
   }
+  if (trail) trail->end = (uintptr_t)f;
   if (npy) __atomic_fetch_add(&py.with_python, 1, __ATOMIC_RELAXED);
   __atomic_fetch_add(&py.frames, (uint64_t)npy, __ATOMIC_RELAXED);
   if (dropped) __atomic_fetch_add(&py.dropped, dropped, __ATOMIC_RELAXED);

@@ -29,8 +29,10 @@ int nd_py_state(void);   // enum nd_python_state
 // kept, and the thread's Python frames beyond them (past NDMEM_DEPTH, or where the unwinder
 // stopped) follow ND_FRAME_CUT, up to NDMEM_PY_DEPTH Python frames in all. Returns the count, or
 // -1 when the thread runs no Python (ips stand as they are).
-// depth: the native frames kept
-int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out);
+// depth: the native frames kept. trail (or NULL): the frame records read, for the replay
+// (stacks/replay.h); its n is -2 where the process runs no interpreter.
+struct nd_py_trail;
+int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out, struct nd_py_trail *trail);
 
 typedef void (*nd_py_record_fn)(void *ctx, const nd_rec_pycode_t *r, const char *strings);
 void nd_py_write_pending(nd_py_record_fn rec, void *ctx); // PYCODE records not yet written

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: MIT
+// unwind.c: libunwind as ndmem feeds it. libunwind 1.6 (Debian 12) masks every signal around
+// each search for a frame's unwind information: around its dl_iterate_phdr, and around the lock
+// of its register-state cache (its per-thread cache is compiled out since 1.6, so every step
+// takes the global one) - 8 rt_sigprocmask calls for a frame it had not seen, 649 000 in an
+// `import torch` with every block tracked. Masking keeps a signal handler that unwinds on the
+// same thread from deadlocking on that lock. While ndmem unwinds no handler of ndmem's unwinds
+// (a hook entered from a handler finds the thread BUSY and forwards), so where libunwind.so.8
+// has no other client in the process the masking is skipped: libunwind's own imports of
+// sigprocmask and dl_iterate_phdr are pointed at the functions below (its GOT entries, found
+// through its dynamic relocations; no symbol of the program's changes). The second offers the
+// objects that answered recently first: a walk costs ~12 ns an object, and torch loads ~200.
+//
+// Masking matters only where a signal handler may unwind with libunwind.so.8: one that lies in an
+// object needing it (glog's failure handler, gperftools' profiler), or any handler once the
+// program looked one of libunwind's names up. The handlers are read again after the program
+// installs one (nd_sig_changes, runtime/exits.c); until that is decided libunwind masks as it
+// always did, and one unwind decides once (nd_unw_begin). Not seen: a handler installed by a raw
+// system call, and one in another object that calls such an object.
+#define UNW_LOCAL_ONLY
+#include "stacks/unwind.h"
+#include "runtime/module.h"
+#include "runtime/shim.h"
+
+#include "common/os.h"
+
+#include <elf.h>
+#include <libunwind.h>
+#include <link.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// Function pointers are stored into the GOT as the loader stores them.
+#pragma GCC diagnostic ignored "-Wpedantic"
+
+
+static struct {
+  uintptr_t lo, hi;           // libunwind.so.8's PT_LOAD span
+  uintptr_t self_lo, self_hi; // ndmem's own
+  int patched;
+  int shared;   // atomic: the program looked libunwind's names up (never sole again)
+  uint64_t masks_skipped, masks_made, searches_recent, searches_walked; // atomic
+} unw;
+
+// ---------------------------------------------------------------- the patched imports
+
+static int quiet_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+  if (nd_unw_quiet) {
+    __atomic_fetch_add(&unw.masks_skipped, 1, __ATOMIC_RELAXED);
+    return 0; // the restore that pairs with it is skipped too (one unwind decides once)
+  }
+  __atomic_fetch_add(&unw.masks_made, 1, __ATOMIC_RELAXED);
+  return sigprocmask(how, set, old);
+}
+
+// The objects that held the addresses libunwind looked for last, most recent first, as
+// dl_iterate_phdr describes them: valid while no object is unloaded (dlpi_subs unchanged), read
+// and changed only inside dl_iterate_phdr, which holds the loader's lock (one thread at a time).
+#define RECENT 8
+static struct {
+  unsigned long long adds, subs;
+  int n;
+  size_t size[RECENT];
+  struct dl_phdr_info info[RECENT];
+} recent;
+
+typedef int (*phdr_fn)(struct dl_phdr_info *, size_t, void *);
+typedef struct search {
+  phdr_fn fn;
+  void *data;
+  int first; // the walk's first object: the loader's counts are read there
+  int tried; // recent objects already offered, not offered again
+} search_t;
+
+static int was_tried(const search_t *s, const struct dl_phdr_info *info) {
+  for (int i = 0; i < s->tried; i++)
+    if (recent.info[i].dlpi_phdr == info->dlpi_phdr) return 1;
+  return 0;
+}
+
+static void remember(int from, const struct dl_phdr_info *info, size_t size) {
+  if (size > sizeof *info) size = sizeof *info;
+  int last = from < RECENT ? from : RECENT - 1;
+  if (from >= RECENT && recent.n < RECENT) last = recent.n++;
+  memmove(&recent.info[1], &recent.info[0], (size_t)last * sizeof recent.info[0]);
+  memmove(&recent.size[1], &recent.size[0], (size_t)last * sizeof recent.size[0]);
+  struct dl_phdr_info copy;
+  memset(&copy, 0, sizeof copy);
+  memcpy(&copy, info, size);
+  recent.info[0] = copy;
+  recent.size[0] = size;
+}
+
+static int search_step(struct dl_phdr_info *info, size_t size, void *ctx) {
+  search_t *s = ctx;
+  if (s->first) {
+    s->first = 0;
+    int counts = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+    if (counts && info->dlpi_adds == recent.adds && info->dlpi_subs == recent.subs) {
+      for (int i = 0; i < recent.n; i++) {
+        struct dl_phdr_info copy = recent.info[i]; // the callee may write: never the kept one
+        int r = s->fn(&copy, recent.size[i], s->data);
+        if (r) {
+          if (i) remember(i, &recent.info[i], recent.size[i]);
+          __atomic_fetch_add(&unw.searches_recent, 1, __ATOMIC_RELAXED);
+          return r;
+        }
+      }
+      s->tried = recent.n;
+    } else {
+      recent.n = 0; // an object came or went: its copies may be stale
+      recent.adds = counts ? info->dlpi_adds : 0;
+      recent.subs = counts ? info->dlpi_subs : ~0ull;
+    }
+  }
+  if (s->tried && was_tried(s, info)) return 0;
+  int r = s->fn(info, size, s->data);
+  if (r) {
+    __atomic_fetch_add(&unw.searches_walked, 1, __ATOMIC_RELAXED);
+    remember(RECENT, info, size);
+  }
+  return r;
+}
+
+static int recent_dl_iterate_phdr(phdr_fn fn, void *data) {
+  if (!nd_unw_quiet) return dl_iterate_phdr(fn, data);
+  search_t s = {fn, data, 1, 0};
+  return dl_iterate_phdr(search_step, &s);
+}
+
+// ---------------------------------------------------------------- patching libunwind's imports
+
+// A dynamic entry's address: glibc relocates them in place where the section is writable.
+static uintptr_t dyn_ptr(uintptr_t base, uintptr_t v) { return v < base ? v + base : v; }
+
+#if defined(__x86_64__)
+#define ND_R_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define ND_R_GLOB_DAT R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define ND_R_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define ND_R_GLOB_DAT R_AARCH64_GLOB_DAT
+#endif
+
+// Points the GOT entry at slot to fn, making a page under RELRO writable for the store.
+static int put_slot(const struct dl_phdr_info *info, void **slot, void *fn) {
+  uintptr_t s = (uintptr_t)slot;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type != PT_GNU_RELRO || s < lo || s >= lo + ph->p_memsz) continue;
+    uintptr_t pg = nd_os_page_size(), a = s & ~(pg - 1);
+    if (syscall(SYS_mprotect, a, pg, PROT_READ | PROT_WRITE) != 0) return -1;
+    __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+    syscall(SYS_mprotect, a, pg, PROT_READ);
+    return 0;
+  }
+  __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static int patch_libunwind(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size, (void)ctx;
+#if defined(ND_R_JUMP_SLOT)
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  const ElfW(Dyn) *dyn = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)s;
+    if (ph->p_type != PT_LOAD) continue;
+    if (s < lo) lo = s;
+    if (s + ph->p_memsz > hi) hi = s + ph->p_memsz;
+  }
+  if (lo != unw.lo || hi != unw.hi || !dyn) return 0;
+  uintptr_t base = info->dlpi_addr, jmprel = 0, rela = 0, symtab = 0, strtab = 0;
+  size_t jmpsz = 0, relasz = 0;
+  for (; dyn->d_tag != DT_NULL; dyn++) {
+    switch (dyn->d_tag) {
+    case DT_JMPREL: jmprel = dyn_ptr(base, dyn->d_un.d_ptr); break;
+    case DT_PLTRELSZ: jmpsz = dyn->d_un.d_val; break;
+    case DT_RELA: rela = dyn_ptr(base, dyn->d_un.d_ptr); break;
+    case DT_RELASZ: relasz = dyn->d_un.d_val; break;
+    case DT_SYMTAB: symtab = dyn_ptr(base, dyn->d_un.d_ptr); break;
+    case DT_STRTAB: strtab = dyn_ptr(base, dyn->d_un.d_ptr); break;
+    default: break;
+    }
+  }
+  if (!symtab || !strtab) return 1;
+  const struct { uintptr_t at; size_t n; } tables[2] = {{jmprel, jmpsz}, {rela, relasz}};
+  for (int t = 0; t < 2; t++) {
+    const ElfW(Rela) *r = (const ElfW(Rela) *)tables[t].at;
+    for (size_t i = 0; r && i < tables[t].n / sizeof *r; i++) {
+      unsigned type = (unsigned)ELF64_R_TYPE(r[i].r_info);
+      if (type != ND_R_JUMP_SLOT && type != ND_R_GLOB_DAT) continue;
+      const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab + ELF64_R_SYM(r[i].r_info);
+      const char *name = (const char *)strtab + sym->st_name;
+      void **slot = (void **)(base + r[i].r_offset);
+      if (!strcmp(name, "sigprocmask") && !put_slot(info, slot, (void *)quiet_sigprocmask))
+        unw.patched |= 1;
+      else if (!strcmp(name, "dl_iterate_phdr") &&
+               !put_slot(info, slot, (void *)recent_dl_iterate_phdr))
+        unw.patched |= 2;
+    }
+  }
+#endif
+  return 1;
+}
+
+// ---------------------------------------------------------------- libunwind's other clients
+
+// Whether the object needs libunwind.so.8 (its DT_NEEDED entries), or is it.
+static int needs_libunwind(const struct dl_phdr_info *info, uintptr_t lo) {
+  if (lo == unw.lo) return 1;
+  const ElfW(Dyn) *dyn = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  if (!dyn) return 0;
+  uintptr_t strtab = 0;
+  for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++)
+    if (d->d_tag == DT_STRTAB) strtab = dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
+  if (!strtab) return 0;
+  for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++)
+    if (d->d_tag == DT_NEEDED && !strncmp((const char *)strtab + d->d_un.d_val, "libunwind.so", 12))
+      return 1;
+  return 0;
+}
+
+#define NSIG_MAX 65
+typedef struct handlers {
+  uintptr_t fn[NSIG_MAX];
+  int n, found;
+} handlers_t;
+
+// Whether one of the handlers lies in an object that needs libunwind (ctx: handlers_t).
+static int handler_object(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  handlers_t *h = ctx;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+    if (s < lo) lo = s;
+    if (s + ph->p_memsz > hi) hi = s + ph->p_memsz;
+  }
+  if (lo == unw.self_lo) return 0; // ndmem's own handlers never unwind
+  for (int i = 0; i < h->n; i++)
+    if (h->fn[i] >= lo && h->fn[i] < hi && needs_libunwind(info, lo)) {
+      h->found = 1;
+      return 1;
+    }
+  return 0;
+}
+
+// The handler of each signal, as the kernel has it (a raw system call: ndmem's sigaction hook
+// shows the program its own view of the fatal signals ndmem manages).
+static int read_handlers(handlers_t *h) {
+  h->n = h->found = 0;
+  for (int sig = 1; sig < NSIG_MAX; sig++) {
+    struct { uintptr_t handler; unsigned long flags; uintptr_t restorer; uint64_t mask; } k;
+    if (syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof k.mask) != 0) continue;
+    if (k.handler > 1) h->fn[h->n++] = k.handler; // not SIG_DFL (0) or SIG_IGN (1)
+  }
+  return h->n;
+}
+
+unsigned nd_unw_sig_seen; // nd_sig_changes when nd_unw_sole was last decided
+
+// Decides nd_unw_sole where it is not decided; called outside libunwind (the loader's lock is
+// taken here, as libunwind's own searches take it inside ndmem's hooks). A handler installed
+// during the decision leaves it undecided again (-1), for the next unwind.
+int nd_unwind_decide(void) {
+  int undecided = -1;
+  if (!__atomic_compare_exchange_n(&nd_unw_sole, &undecided, 0, 0, __ATOMIC_RELAXED,
+                                   __ATOMIC_RELAXED))
+    return undecided < 0 ? 0 : undecided; // another thread is deciding: mask meanwhile
+  unsigned changes = __atomic_load_n(&nd_sig_changes, __ATOMIC_ACQUIRE);
+  __atomic_store_n(&nd_unw_sig_seen, changes, __ATOMIC_RELAXED);
+  if (!unw.patched || __atomic_load_n(&unw.shared, __ATOMIC_RELAXED)) return 0;
+  handlers_t h;
+  if (read_handlers(&h)) dl_iterate_phdr(handler_object, &h);
+  int zero = 0;
+  if (!h.found && !__atomic_load_n(&unw.shared, __ATOMIC_RELAXED) &&
+      __atomic_load_n(&nd_sig_changes, __ATOMIC_ACQUIRE) == changes &&
+      __atomic_compare_exchange_n(&nd_unw_sole, &zero, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    return 1;
+  return 0;
+}
+
+int nd_unwind_sole_now(void) {
+  if (__atomic_load_n(&nd_sig_changes, __ATOMIC_RELAXED) !=
+      __atomic_load_n(&nd_unw_sig_seen, __ATOMIC_RELAXED)) {
+    int one = 1;
+    __atomic_compare_exchange_n(&nd_unw_sole, &one, -1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  }
+  int sole = __atomic_load_n(&nd_unw_sole, __ATOMIC_RELAXED);
+  return sole < 0 ? nd_unwind_decide() : sole;
+}
+
+void nd_unwind_program_lookup(const char *name) {
+  if (!name || (strncmp(name, "unw_", 4) && strncmp(name, "_UL", 3) && strncmp(name, "_Ux86", 5) &&
+                strncmp(name, "_Uaarch64", 9)))
+    return;
+  __atomic_store_n(&unw.shared, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&nd_unw_sole, 0, __ATOMIC_RELAXED);
+}
+
+// ---------------------------------------------------------------- set-up
+
+typedef struct find { uintptr_t addr, *lo, *hi; } find_t;
+static int find_object(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  find_t *f = ctx;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+    if (s < lo) lo = s;
+    if (s + ph->p_memsz > hi) hi = s + ph->p_memsz;
+  }
+  if (f->addr < lo || f->addr >= hi) return 0;
+  *f->lo = lo, *f->hi = hi;
+  return 1;
+}
+
+// libunwind's register-state cache holds 128 frames by default: an unwind that misses its
+// per-thread frame cache (a thread's first unwinds, or after the frame cache grew, which empties
+// it) then parses the frame's unwind information again. 4096 entries (about 1.5 MiB) hold the
+// frames a torch import unwinds through.
+#define RS_CACHE 4096
+
+int nd_unwind_init(void) {
+  find_t self = {(uintptr_t)&nd_unwind_init, &unw.self_lo, &unw.self_hi};
+  find_t lib = {(uintptr_t)&unw_backtrace, &unw.lo, &unw.hi};
+  dl_iterate_phdr(find_object, &self);
+  dl_iterate_phdr(find_object, &lib);
+  nd_unwinder_is(unw.lo, unw.hi);
+  if (!unw.hi) return -1;
+  dl_iterate_phdr(patch_libunwind, NULL);
+  // libunwind initialises at its first use; do it now, while start-up has the process to itself
+  // (the descriptors it opens are moved out of the program's range: exits.c, nd_pipe2), and no
+  // handler of the program's can run: quietly where it is patched.
+  nd_unw_quiet = unw.patched != 0;
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_GLOBAL);
+  unw_set_cache_size(unw_local_addr_space, RS_CACHE, 0);
+  void *one[1];
+  unw_backtrace(one, 1);
+  nd_unw_quiet = 0;
+  nd_unw_sole = -1;
+  nd_unwind_decide();
+  return 0;
+}
+
+void nd_unwind_stats(nd_unwind_stats_t *out) {
+  out->masks_skipped = __atomic_load_n(&unw.masks_skipped, __ATOMIC_RELAXED);
+  out->masks_made = __atomic_load_n(&unw.masks_made, __ATOMIC_RELAXED);
+  out->searches_recent = __atomic_load_n(&unw.searches_recent, __ATOMIC_RELAXED);
+  out->searches_walked = __atomic_load_n(&unw.searches_walked, __ATOMIC_RELAXED);
+  out->patched = unw.patched;
+  out->sole = __atomic_load_n(&nd_unw_sole, __ATOMIC_RELAXED);
+}
