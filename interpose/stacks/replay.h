@@ -62,7 +62,7 @@ typedef struct nd_replay_seen {
   uint32_t times;
   void *site;
 } nd_replay_seen_t;
-#define ND_REPLAY_AFTER 3
+#define ND_REPLAY_AFTER 8
 #define ND_REPLAY_SEEN 2
 
 typedef struct nd_replay_tab {
