@@ -283,6 +283,7 @@ static int own_frame(uintptr_t ip) { return ip >= self_lo && ip < self_hi; }
 nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int want,
                           const uintptr_t *at) {
   uintptr_t sp = at[0], rbp = at[1];
+  nd_replay_t *native = sp ? (nd_replay_t *)at[2] : NULL;
   int own = 0;
   while (own < n && own_frame(frames[own])) own++;
   if (n == want && n - own < nd_sites_depth && want < ND_CAPTURE_MAX) {
@@ -294,6 +295,7 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
     while (seen < more && !__atomic_compare_exchange_n(&nd_sites_want, &seen, more, 1,
                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     }
+    if (seen < more) nd_replay_invalidate(); // stacks recorded for fewer frames: unwound again
     n = nd_backtrace((void **)frames, more);
     for (own = 0; own < n && own_frame(frames[own]);) own++;
     sp = 0; // frames[0] is this function's now: not the capture the replay would check
@@ -312,7 +314,7 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
     s = intern(h, kind, sampled, ips, depth);
     if (s) *slot = (cached_t){h, s};
   }
-  if (sp) nd_replay_note(sp, rbp, (uint32_t)(kind * 2 + sampled) + 1, s, frames, n, tr);
+  if (sp) nd_replay_note(sp, rbp, (uint32_t)(kind * 2 + sampled) + 1, s, frames, n, tr, native);
   return s;
 }
 

@@ -91,8 +91,9 @@ nd_site_t *nd_site_intern(int kind, int sampled, const uintptr_t *ips, int depth
 // again when they left the program less than NDMEM_DEPTH), then the thread's cache of recent
 // sites (the whole stack compared: exact), then the intern table. NULL when out of memory.
 // at: the stack and frame pointers of the function that captured frames (frames[0] is in it),
-// for the replay (stacks/replay.h); at[0] 0: none. (Six arguments: a seventh would be passed on
-// the stack, and the capturing function's stack pointer at the call would not be at[0].)
+// for the replay (stacks/replay.h), and the replay's entry whose native frames these are (or 0:
+// unwound); at[0] 0: none. (Six arguments: a seventh would be passed on the stack, and the
+// capturing function's stack pointer at the call would not be at[0].)
 nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int want,
                           const uintptr_t *at);
 
@@ -103,15 +104,16 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
 // (stacks/replay.h): its site without an unwind.
 static inline __attribute__((always_inline)) nd_site_t *nd_site_here(int kind, int sampled) {
   uintptr_t sp = 0, rbp = 0;
+  nd_replay_t *native = NULL;
 #if ND_REPLAY
   __asm__ volatile("mov %%rsp, %0\n\tmov %%rbp, %1" : "=r"(sp), "=r"(rbp));
-  nd_site_t *s = (nd_site_t *)nd_replay_find(sp, rbp, (uint32_t)(kind * 2 + sampled) + 1);
+  nd_site_t *s = (nd_site_t *)nd_replay_find(sp, rbp, (uint32_t)(kind * 2 + sampled) + 1, &native);
   if (s) return s;
 #endif
   uintptr_t frames[ND_CAPTURE_MAX];
   int want = __atomic_load_n(&nd_sites_want, __ATOMIC_RELAXED);
-  int n = nd_backtrace((void **)frames, want);
-  const uintptr_t at[2] = {sp, rbp};
+  int n = native ? nd_replay_frames(native, frames) : nd_backtrace((void **)frames, want);
+  const uintptr_t at[3] = {sp, rbp, (uintptr_t)native};
   return nd_site_frames(kind, sampled, frames, n, want, at);
 }
 void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes);

@@ -43,8 +43,11 @@ void nd_replay_invalidate(void) { __atomic_fetch_add(&nd_replay_gen, 1, __ATOMIC
 
 void nd_replay_stats(nd_replay_stats_t *out) {
   out->hits = 0;
-  for (nd_replay_tab_t *t = __atomic_load_n(&replay.all, __ATOMIC_ACQUIRE); t; t = t->next_all)
+  out->native_hits = 0;
+  for (nd_replay_tab_t *t = __atomic_load_n(&replay.all, __ATOMIC_ACQUIRE); t; t = t->next_all) {
     out->hits += __atomic_load_n(&t->hits, __ATOMIC_RELAXED);
+    out->native_hits += __atomic_load_n(&t->native_hits, __ATOMIC_RELAXED);
+  }
   out->misses = __atomic_load_n(&replay.misses, __ATOMIC_RELAXED);
   out->recorded = __atomic_load_n(&replay.recorded, __ATOMIC_RELAXED);
   out->refused = __atomic_load_n(&replay.refused, __ATOMIC_RELAXED);
@@ -174,6 +177,22 @@ static int walk(nd_replay_t *e, uintptr_t sp, uintptr_t rbp, const uintptr_t *fr
   return 0;
 }
 
+// The site e stands for with the Python frames of trail (NULL or n -2: the process runs no
+// interpreter; n -1: more records than an entry holds, so only the native frames are replayed).
+static void python(nd_replay_t *e, void *site, const nd_py_trail_t *trail) {
+  e->site = site;
+  e->npy = -1;
+  if (!trail || trail->n == -2) return;
+  if (trail->n < 0) {
+    e->npy = -2;
+    return;
+  }
+  e->npy = (int16_t)trail->n;
+  e->py_ts = trail->ts;
+  e->py_end = trail->end;
+  memcpy(e->py, trail->node, (size_t)trail->n * sizeof e->py[0]);
+}
+
 static int record(nd_replay_tab_t *t, uint32_t set, uintptr_t sp, uintptr_t rbp, uint32_t what,
                    void *site, const uintptr_t *frames, int n, const nd_py_trail_t *trail) {
   int w = 0;
@@ -181,20 +200,13 @@ static int record(nd_replay_tab_t *t, uint32_t set, uintptr_t sp, uintptr_t rbp,
   if (w == ND_REPLAY_WAYS) w = t->next[set]++ % ND_REPLAY_WAYS;
   nd_replay_t *e = &t->e[set][w];
   t->key[set][w] = 0; // not found while it is written
-  if (trail && trail->n == -1) goto refused; // more Python records than an entry holds
   nd_unw_begin();
   int ok = walk(e, sp, rbp, frames, n);
   nd_unw_end();
   if (ok != 0) goto refused;
   e->what = what;
-  e->site = site;
-  e->npy = -1;
-  if (trail && trail->n >= 0) {
-    e->npy = (int16_t)trail->n;
-    e->py_ts = trail->ts;
-    e->py_end = trail->end;
-    memcpy(e->py, trail->node, (size_t)trail->n * sizeof e->py[0]);
-  }
+  e->ip0 = frames[0];
+  python(e, site, trail);
   t->key[set][w] = sp;
   __atomic_fetch_add(&replay.recorded, 1, __ATOMIC_RELAXED);
   return 0;
@@ -203,17 +215,31 @@ refused:
   return -1;
 }
 
+// The native frames' identity for the candidates: their hash.
+static uint64_t native_hash(const uintptr_t *frames, int n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
+  for (int i = 0; i < n; i++) h = (h ^ frames[i]) * 0xff51afd7ed558ccdull, h ^= h >> 29;
+  return h ? h : 1;
+}
+
 void nd_replay_note(uintptr_t sp, uintptr_t rbp, uint32_t what, void *site,
-                    const uintptr_t *frames, int n, const nd_py_trail_t *trail) {
+                    const uintptr_t *frames, int n, const nd_py_trail_t *trail,
+                    nd_replay_t *native) {
   if (!ND_REPLAY || !nd_replay_on || !site || n < 1) return;
-  __atomic_fetch_add(&replay.misses, 1, __ATOMIC_RELAXED);
   nd_replay_tab_t *t = table();
   if (!t) return;
+  if (native) { // the native frames were replayed: the entry now stands for these Python frames
+    t->native_hits++;
+    python(native, site, trail);
+    return;
+  }
+  __atomic_fetch_add(&replay.misses, 1, __ATOMIC_RELAXED);
   uint32_t set = nd_replay_set(sp);
+  uint64_t h = native_hash(frames, n);
   nd_replay_seen_t *s = t->seen[set];
   int i = 0;
-  while (i < ND_REPLAY_SEEN && !(s[i].sp == sp && s[i].what == what && s[i].site == site)) i++;
-  nd_replay_seen_t e = {sp, what, i < ND_REPLAY_SEEN ? s[i].times + 1 : 1, site};
+  while (i < ND_REPLAY_SEEN && !(s[i].sp == sp && s[i].what == what && s[i].native == h)) i++;
+  nd_replay_seen_t e = {sp, what, i < ND_REPLAY_SEEN ? s[i].times + 1 : 1, h};
   if (i == ND_REPLAY_SEEN) i--; // the least recent makes room
   memmove(&s[1], &s[0], (size_t)i * sizeof *s);
   if (e.times != ND_REPLAY_AFTER) { // not yet, or refused before (a count far past it)
@@ -226,7 +252,7 @@ void nd_replay_note(uintptr_t sp, uintptr_t rbp, uint32_t what, void *site,
     // Not replayable: stays a candidate that never reaches its count, so the walk is not tried
     // again while it is remembered.
     memmove(&s[1], &s[0], (ND_REPLAY_SEEN - 1) * sizeof *s);
-    s[0] = (nd_replay_seen_t){sp, what, UINT32_MAX / 2, site};
+    s[0] = (nd_replay_seen_t){sp, what, UINT32_MAX / 2, h};
   }
 }
 
@@ -239,13 +265,15 @@ static void summary(int fd) {
   nd_replay_stats(&r);
   nd_unwind_stats_t u;
   nd_unwind_stats(&u);
-  if (!r.hits && !r.misses) return;
+  if (!r.hits && !r.native_hits && !r.misses) return;
   nd_buf_t b;
   nd_buf_reset(&b);
-  nd_buf_fmt(&b, "ndmem[%d]: stacks: %llu replayed, %llu unwound (%llu recorded for replay, %llu "
-                 "not replayable); libunwind: %llu signal masks skipped, %llu made, %llu object "
-                 "searches answered by a recent object, %llu walked",
-             (int)nd_os_getpid(), (unsigned long long)r.hits, (unsigned long long)r.misses,
+  nd_buf_fmt(&b, "ndmem[%d]: stacks: %llu replayed, %llu with their native frames replayed, %llu "
+                 "unwound (%llu recorded for replay, %llu not replayable); libunwind: %llu signal "
+                 "masks skipped, %llu made, %llu object searches answered by a recent object, %llu "
+                 "walked",
+             (int)nd_os_getpid(), (unsigned long long)r.hits, (unsigned long long)r.native_hits,
+             (unsigned long long)r.misses,
              (unsigned long long)r.recorded, (unsigned long long)r.refused,
              (unsigned long long)u.masks_skipped, (unsigned long long)u.masks_made,
              (unsigned long long)u.searches_recent, (unsigned long long)u.searches_walked);

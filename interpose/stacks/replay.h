@@ -41,10 +41,11 @@ typedef struct nd_replay {
   uint16_t n;     // return-address slots
   uint8_t nb;     // frame-pointer slots
   uint8_t rbp_reg; // the frame pointer at the capture must be rbp
-  int16_t npy;    // Python records to check (-1: none: the process runs no interpreter)
+  int16_t npy;    // Python records to check (-1: none: no interpreter; -2: too many to keep)
   uint16_t pad;
   uintptr_t rbp;
-  void *site;
+  uintptr_t ip0;  // the capture's own frame (frames[0]): the native frames are ip0, ra[0..n)
+  void *site;     // the site of these native frames with the Python frames py[0..npy)
   uintptr_t py_ts, py_end;
   uint32_t off[ND_REPLAY_FRAMES];
   uintptr_t ra[ND_REPLAY_FRAMES];
@@ -53,14 +54,14 @@ typedef struct nd_replay {
   nd_py_node_t py[ND_REPLAY_PY];
 } nd_replay_t;
 
-// A stack seen at a stack pointer, and how often: seen ND_REPLAY_AFTER times with the same site
-// (while its slot was not taken by others), it is recorded. Two a set, so that two stacks taking
-// turns at one stack pointer are both recorded.
+// Native frames seen at a stack pointer (their hash), and how often: seen ND_REPLAY_AFTER times
+// (while its slot was not taken by others), they are recorded. Two a set, so that two stacks
+// taking turns at one stack pointer are both recorded.
 typedef struct nd_replay_seen {
   uintptr_t sp;
   uint32_t what;
   uint32_t times;
-  void *site;
+  uint64_t native;
 } nd_replay_seen_t;
 #define ND_REPLAY_AFTER 8
 #define ND_REPLAY_SEEN 2
@@ -69,6 +70,7 @@ typedef struct nd_replay_tab {
   uint32_t gen;                                  // nd_replay_gen it was filled under
   uint32_t pad;
   uint64_t hits;                                 // stacks replayed (this thread's; plain)
+  uint64_t native_hits;                          // native frames replayed, Python read again
   struct nd_replay_tab *next_free, *next_all;    // the free tables, every table
   uintptr_t key[ND_REPLAY_SETS][ND_REPLAY_WAYS]; // sp of each way (0: empty)
   uint8_t next[ND_REPLAY_SETS];                  // the way the next record replaces
@@ -92,9 +94,12 @@ static inline uint32_t nd_replay_set(uintptr_t sp) {
 }
 
 // The site replayed for a capture at stack pointer sp with frame pointer rbp (the registers where
-// the capture starts), or NULL. Inlined there.
+// the capture starts), or NULL. Where the native frames are a recorded stack's but the thread's
+// Python frames are not, *native is that entry: its native frames need no unwinding
+// (nd_replay_frames), only the Python frames are read again. Inlined where the capture starts.
 static inline __attribute__((always_inline)) void *nd_replay_find(uintptr_t sp, uintptr_t rbp,
-                                                                  uint32_t what) {
+                                                                  uint32_t what,
+                                                                  nd_replay_t **native) {
 #if ND_REPLAY
   nd_replay_tab_t *tab = nd_replay_tab;
   if (__builtin_expect(!tab, 0) ||
@@ -112,25 +117,38 @@ static inline __attribute__((always_inline)) void *nd_replay_find(uintptr_t sp, 
     for (i = 0; i < e->nb; i++)
       if (*(const uintptr_t *)(sp + e->boff[i]) != e->bval[i]) break;
     if (i < e->nb) continue;
-    if (e->npy >= 0 && !nd_py_trail_same(e)) continue;
+    if (e->npy == -2 || (e->npy >= 0 && !nd_py_trail_same(e))) {
+      *native = (nd_replay_t *)e;
+      continue;
+    }
     tab->hits++;
     return e->site;
   }
 #else
-  (void)sp, (void)rbp, (void)what;
+  (void)sp, (void)rbp, (void)what, (void)native;
 #endif
   return (void *)0;
 }
 
+// The native frames of entry e into frames (as the unwinder gave them); their count.
+static inline int nd_replay_frames(const nd_replay_t *e, uintptr_t *frames) {
+  frames[0] = e->ip0;
+  for (int i = 0; i < e->n; i++) frames[i + 1] = e->ra[i];
+  return e->n + 1;
+}
+
 // A capture at sp missed and made site from frames[0..n) (frames[0] in the capturing function,
-// whose stack pointer is sp and frame pointer rbp; the rest its callers' return addresses) and the Python frames of
-// trail: remembered, and recorded for replay the ND_REPLAY_AFTER-th time it is seen (a walk of
-// the stack for the slots: libunwind's cursor, a few times an unwind's cost).
+// whose stack pointer is sp and frame pointer rbp; the rest its callers' return addresses) and
+// the Python frames of trail: remembered, and recorded for replay the ND_REPLAY_AFTER-th time
+// its native frames are seen there (a walk of the stack for the slots: libunwind's cursor, a few
+// times an unwind's cost). native: the entry whose native frames it replayed (nd_replay_find),
+// which now stands for the Python frames of trail and site.
 void nd_replay_note(uintptr_t sp, uintptr_t rbp, uint32_t what, void *site,
-                    const uintptr_t *frames, int n, const nd_py_trail_t *trail);
+                    const uintptr_t *frames, int n, const nd_py_trail_t *trail,
+                    nd_replay_t *native);
 
 typedef struct nd_replay_stats {
-  uint64_t hits, misses, recorded, refused; // refused: a stack that could not be recorded
+  uint64_t hits, native_hits, misses, recorded, refused; // refused: could not be recorded
 } nd_replay_stats_t;
 void nd_replay_stats(nd_replay_stats_t *out);
 

@@ -3,8 +3,10 @@
 // entry recorded at a stack pointer is replayed only while every recorded slot still holds its
 // return address, for the same kind, at the same stack pointer, with the thread's Python frames
 // unchanged, and in the generation it was filled under; each slot rewritten in turn (the
-// innermost, the outermost, one between), a slot holding another stack's address, a stack pointer
-// a word off, another kind and a stale generation all miss. (The recording itself, with the real
+// innermost, the outermost, one between), a slot holding another stack's address, a frame
+// pointer moved, a stack pointer a word off, another kind and a stale generation all miss; a
+// stack whose Python frames alone changed hands its native frames back for the Python frames to
+// be read again. (The recording itself, with the real
 // unwinder, is tests/preload/stacks/t_replay.)
 #include "../check.h"
 #include "stacks/replay.h"
@@ -21,6 +23,11 @@ int nd_py_trail_same(const nd_replay_t *e) {
 }
 
 static nd_replay_tab_t tab;
+static nd_replay_t *native; // the last find's native-only entry
+static void *find(uintptr_t sp, uint32_t what) {
+  native = NULL;
+  return nd_replay_find(sp, 0, what, &native);
+}
 static uintptr_t stack[512]; // a thread's stack, grown down from its end
 static char site_a, site_b;
 
@@ -45,56 +52,82 @@ static nd_replay_t *put(int way, size_t base, int n, uintptr_t ra0, void *site, 
 int main(void) {
   size_t base = 100;
   uintptr_t sp = (uintptr_t)&stack[base];
-  CHECK(nd_replay_find(sp, 0, 3) == NULL); // no table on this thread yet
+  CHECK(find(sp, 3) == NULL); // no table on this thread yet
   nd_replay_tab = &tab;
-  CHECK(nd_replay_find(sp, 0, 3) == NULL); // an empty one
+  CHECK(find(sp, 3) == NULL); // an empty one
   nd_replay_t *e = put(0, base, 6, 0x401000, &site_a, 3);
-  CHECK(nd_replay_find(sp, 0, 3) == &site_a);
+  CHECK(find(sp, 3) == &site_a);
   CHECK_EQ(tab.hits, 1);
-  CHECK(nd_replay_find(sp, 0, 5) == NULL);      // another kind at the same stack pointer
-  CHECK(nd_replay_find(sp + 8, 0, 3) == NULL);  // a word off
-  CHECK(nd_replay_find(sp - 16, 0, 3) == NULL);
+  CHECK(find(sp, 5) == NULL);      // another kind at the same stack pointer
+  CHECK(find(sp + 8, 3) == NULL);  // a word off
+  CHECK(find(sp - 16, 3) == NULL);
 
   // Each slot rewritten in turn: the stack under sp is no longer the one recorded.
   for (int i = 0; i < e->n; i++) {
     uintptr_t *slot = (uintptr_t *)(sp + e->off[i]), was = *slot;
     *slot = was + 1;
-    CHECK(nd_replay_find(sp, 0, 3) == NULL);
+    CHECK(find(sp, 3) == NULL);
+    CHECK(native == NULL);
     *slot = 0;
-    CHECK(nd_replay_find(sp, 0, 3) == NULL);
+    CHECK(find(sp, 3) == NULL);
     *slot = was;
-    CHECK(nd_replay_find(sp, 0, 3) == &site_a);
+    CHECK(find(sp, 3) == &site_a);
   }
+
+  // A frame pointer saved in a slot, and one still in the register: each checked.
+  e->nb = 1;
+  e->boff[0] = 8;
+  e->bval[0] = (uintptr_t)&stack[base + 40];
+  stack[base + 1] = e->bval[0];
+  CHECK(find(sp, 3) == &site_a);
+  stack[base + 1] += 16; // the frame above moved: its return address slot alone cannot tell
+  CHECK(find(sp, 3) == NULL);
+  CHECK(native == NULL);
+  stack[base + 1] -= 16;
+  e->rbp_reg = 1;
+  e->rbp = 0x1234;
+  CHECK(find(sp, 3) == NULL); // find() passes rbp 0
+  CHECK(nd_replay_find(sp, 0x1234, 3, &native) == &site_a);
+  e->rbp_reg = 0;
+  e->nb = 0;
 
   // Two stacks at one stack pointer (two ways): each is found while its slots hold, the other
   // not; the words between the slots are free to change.
   nd_replay_t *f = put(1, base, 3, 0x402000, &site_b, 3);
   for (int i = 0; i < f->n; i++) *(uintptr_t *)(sp + f->off[i]) = f->ra[i];
-  CHECK(nd_replay_find(sp, 0, 3) == &site_b); // a's slots 0-2 now hold b's addresses
+  CHECK(find(sp, 3) == &site_b); // a's slots 0-2 now hold b's addresses
   for (int i = 0; i < e->n; i++) *(uintptr_t *)(sp + e->off[i]) = e->ra[i];
-  CHECK(nd_replay_find(sp, 0, 3) == &site_a);
-  stack[base + 1] = 0xdead; // not a slot
-  CHECK(nd_replay_find(sp, 0, 3) == &site_a);
+  CHECK(find(sp, 3) == &site_a);
+  stack[base + 2] = 0xdead; // not a slot
+  CHECK(find(sp, 3) == &site_a);
 
   // Python frames: asked only where the entry has them, and a changed frame misses.
   e->npy = 2;
   py_asked = 0;
-  CHECK(nd_replay_find(sp, 0, 3) == &site_a);
+  CHECK(find(sp, 3) == &site_a);
   CHECK_EQ(py_asked, 1);
   py_same = 0;
-  CHECK(nd_replay_find(sp, 0, 3) == NULL);
+  CHECK(find(sp, 3) == NULL);
+  CHECK(native == e); // its native frames still are the stack's: only Python is read again
+  uintptr_t frames[ND_REPLAY_FRAMES + 1];
+  CHECK_EQ(nd_replay_frames(e, frames), e->n + 1);
+  CHECK(frames[0] == e->ip0 && frames[1] == e->ra[0] && frames[e->n] == e->ra[e->n - 1]);
+  e->npy = -2; // more Python frames than an entry keeps: never a whole hit
+  CHECK(find(sp, 3) == NULL);
+  CHECK(native == e);
+  e->npy = 2;
   py_same = 1;
   e->npy = -1;
 
   // Filled under an older generation (the interpreter found since): nothing is replayed.
   nd_replay_gen++;
-  CHECK(nd_replay_find(sp, 0, 3) == NULL);
+  CHECK(find(sp, 3) == NULL);
   tab.gen = nd_replay_gen;
-  CHECK(nd_replay_find(sp, 0, 3) == &site_a);
+  CHECK(find(sp, 3) == &site_a);
 
   // The way's key cleared (an entry being written): not found.
   tab.key[nd_replay_set(sp)][0] = 0;
-  CHECK(nd_replay_find(sp, 0, 3) == NULL);
+  CHECK(find(sp, 3) == NULL);
 
   if (!check_failures) printf("ok: replay check\n");
   return check_failures != 0;

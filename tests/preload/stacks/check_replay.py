@@ -4,7 +4,7 @@
 (NDMEM_REPLAY=0) are the same, stack for stack, with the same allocations, frees and bytes, for
 every stack that passes through SOURCE; a line of SOURCE marked `PATH:name N` is in stacks that
 made N allocations in all, in both runs; and the `on` run's summary line says stacks were
-replayed (at least MIN_REPLAYED) and, with NOT_REPLAYABLE, that some could not be recorded.
+replayed, whole or their native frames (at least MIN_REPLAYED), and, with NOT_REPLAYABLE, that some could not be recorded.
 
     check_replay.py ON.json OFF.json SOURCE ON.stderr MIN_REPLAYED [NOT_REPLAYABLE]
 """
@@ -55,12 +55,12 @@ def main():
                               % (base, n, name, label, got, want))
     with open(stderr) as f:
         text = f.read()
-    m = re.search(r"stacks: (\d+) replayed, (\d+) unwound \((\d+) recorded for replay, (\d+) not "
-                  r"replayable\)", text)
+    m = re.search(r"stacks: (\d+) replayed, (\d+) with their native frames replayed, (\d+) "
+                  r"unwound \((\d+) recorded for replay, (\d+) not replayable\)", text)
     if not m:
         errors.append("no 'stacks:' summary line in the replay-on run's stderr:\n" + text)
     else:
-        replayed, refused = int(m.group(1)), int(m.group(4))
+        replayed, refused = int(m.group(1)) + int(m.group(2)), int(m.group(5))
         if replayed < int(min_replayed):
             errors.append("%d stacks replayed, want at least %s" % (replayed, min_replayed))
         if want_refused and refused < 1:
