@@ -171,12 +171,22 @@ void nd_exit_if_alone(void) {
   for (;;) nd_os_sleep_ms(1000); // the exit ends this thread with the process
 }
 
-// Handlers the program installed, counted (atomic): libunwind's signal masking is decided again
-// after each (stacks/unwind.c reads the handlers themselves).
+// Handlers the program installed, counted (atomic) before and after each: libunwind's signal
+// masking is decided again after each (stacks/unwind.c reads the handlers themselves), and a
+// decision that read the handlers while one was being installed is not kept.
 unsigned nd_sig_changes;
 
+static int sigaction_of(int sig, const struct sigaction *act, struct sigaction *old);
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  if (act) __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
+  if (!act) return sigaction_of(sig, act, old);
+  __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
+  int rc = sigaction_of(sig, act, old), err = errno;
+  __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
+  errno = err;
+  return rc;
+}
+
+static int sigaction_of(int sig, const struct sigaction *act, struct sigaction *old) {
   if (!managed(sig)) return real_sigaction(sig, act, old);
   sigset_t mask;
   table_lock(&mask);
@@ -209,8 +219,17 @@ static void (*old_handler(const struct sigaction *sa))(int) { return sa->sa_hand
 // glibc's signal(): BSD semantics (SA_RESTART unless siginterrupt() said otherwise, the signal
 // itself masked in its handler). For the signals ndmem manages it is built on the sigaction
 // above; a handler is installed by the real signal() so that siginterrupt's choice still holds.
+static void (*signal_of(int sig, void (*handler)(int)))(int);
 void (*nd_signal(int sig, void (*handler)(int)))(int) {
   __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
+  void (*r)(int) = signal_of(sig, handler);
+  int err = errno;
+  __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
+  errno = err;
+  return r;
+}
+
+static void (*signal_of(int sig, void (*handler)(int)))(int) {
   if (!managed(sig) || handler == SIG_ERR) {
     if (ND_UNLIKELY(!nd_real.signal)) nd_thread_prepare(&nd_tls);
     if (!nd_real.signal) return errno = ENOSYS, SIG_ERR;
