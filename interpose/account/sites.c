@@ -168,8 +168,8 @@ static int room(stripe_t *st) {
   for (size_t i = 0; i < st->cap; i++)
     if (st->v[i].p) v[free_slot(v, cap, st->v[i].hash)] = st->v[i];
   if (st->v) nd_os_unmap(st->v, st->cap * sizeof *v);
-  st->v = v;
-  st->cap = cap;
+  __atomic_store_n(&st->v, v, __ATOMIC_RELAXED); // read without the lock for a prefetch (intern)
+  __atomic_store_n(&st->cap, cap, __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -177,9 +177,8 @@ static int room(stripe_t *st) {
 // site is made, already under that site's stripe lock (lock order: stripe, then outers).
 static stripe_t outers;
 
-// The interned outer part of n frames; NULL when out of memory.
-static const nd_outer_t *outer_intern(const uintptr_t *ips, int n) {
-  uint64_t h = hash_stack(0, 0, ips, n);
+// The interned outer part of n frames, whose hash is h; NULL when out of memory.
+static const nd_outer_t *outer_intern(const uintptr_t *ips, int n, uint64_t h) {
   nd_spin_lock(&outers.lock);
   nd_outer_t *o = NULL;
   if (outers.cap) {
@@ -202,6 +201,16 @@ out:
 
 static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips, int depth) {
   stripe_t *st = &stripes[(h >> 58) % STRIPES];
+  // A new site looks its outer part up too: that slot starts loading now, while the site's own
+  // slot does (both tables are far larger than the caches: each probe is a miss to memory). A
+  // table moved meanwhile makes it a useless hint, never a fault (a prefetch does not fault).
+  uint64_t ho = 0;
+  if (depth > ND_SITE_INLINE) {
+    ho = hash_stack(0, 0, ips + ND_SITE_INLINE, depth - ND_SITE_INLINE);
+    size_t cap = __atomic_load_n(&outers.cap, __ATOMIC_RELAXED);
+    slot_t *v = __atomic_load_n(&outers.v, __ATOMIC_RELAXED);
+    if (v && cap) __builtin_prefetch(&v[ho & (cap - 1)]);
+  }
   nd_spin_lock(&st->lock);
   if (st->cap) {
     for (size_t j = h & (st->cap - 1); st->v[j].p; j = (j + 1) & (st->cap - 1))
@@ -215,7 +224,8 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
   uint32_t id = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
   if (room(st)) goto out;
   const nd_outer_t *outer = NULL;
-  if (depth > ND_SITE_INLINE && !(outer = outer_intern(ips + ND_SITE_INLINE, depth - ND_SITE_INLINE)))
+  if (depth > ND_SITE_INLINE &&
+      !(outer = outer_intern(ips + ND_SITE_INLINE, depth - ND_SITE_INLINE, ho)))
     goto out;
   int in = depth < ND_SITE_INLINE ? depth : ND_SITE_INLINE;
   s = arena_alloc(sizeof *s + (size_t)in * sizeof *ips);

@@ -393,12 +393,15 @@ typedef struct py_cached {
 #define PY_CACHE (1u << PY_CACHE_BITS) // 64 KiB a thread
 typedef struct py_tcache {
   struct py_tcache *next; // in tcaches.free
+  struct py_tcache *all;  // every cache (never freed): their counts are summed (nd_py_record)
+  uint64_t stacks, with_python, frames, dropped; // this cache's threads' (plain stores)
   py_cached_t e[PY_CACHE];
 } py_tcache_t;
 static __thread py_tcache_t *py_tc __attribute__((tls_model("initial-exec")));
 static struct {
   int lock;
   py_tcache_t *free;
+  py_tcache_t *all; // atomic
 } tcaches;
 
 static py_tcache_t *tcache(void) {
@@ -408,7 +411,12 @@ static py_tcache_t *tcache(void) {
   c = tcaches.free;
   if (c) tcaches.free = c->next;
   nd_spin_unlock(&tcaches.lock);
-  if (!c) c = nd_os_map(sizeof *c); // zero-filled; NULL: this thread reads without a cache
+  if (!c && (c = nd_os_map(sizeof *c)) != NULL) { // zero-filled; NULL: read without a cache
+    py_tcache_t *head = __atomic_load_n(&tcaches.all, __ATOMIC_RELAXED);
+    do c->all = head;
+    while (!__atomic_compare_exchange_n(&tcaches.all, &head, c, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+  }
   return py_tc = c;
 }
 
@@ -580,7 +588,9 @@ int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out, nd_py_
     if (trail) trail->n = -2; // no interpreter: nothing to check
     return -1;
   }
-  __atomic_fetch_add(&py.stacks, 1, __ATOMIC_RELAXED);
+  py_tcache_t *tc = tcache(); // its counts: no line shared with other threads
+  if (tc) ND_BUMP(tc->stacks, 1);
+  else __atomic_fetch_add(&py.stacks, 1, __ATOMIC_RELAXED);
   if (!py.initialized()) return -1;
   const char *ts = py.this_tstate();
   if (trail) trail->ts = (uintptr_t)ts;
@@ -616,9 +626,15 @@ int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out, nd_py_
     else if (!f) break;
   }
   if (trail) trail->end = (uintptr_t)f;
-  if (npy) __atomic_fetch_add(&py.with_python, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&py.frames, (uint64_t)npy, __ATOMIC_RELAXED);
-  if (dropped) __atomic_fetch_add(&py.dropped, dropped, __ATOMIC_RELAXED);
+  if (tc) {
+    ND_BUMP(tc->with_python, npy != 0);
+    ND_BUMP(tc->frames, (uint64_t)npy);
+    ND_BUMP(tc->dropped, dropped);
+  } else {
+    if (npy) __atomic_fetch_add(&py.with_python, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&py.frames, (uint64_t)npy, __ATOMIC_RELAXED);
+    if (dropped) __atomic_fetch_add(&py.dropped, dropped, __ATOMIC_RELAXED);
+  }
   return npy ? k : -1; // no Python frame: the native frames as they were
 }
 
@@ -630,6 +646,12 @@ void nd_py_record(nd_rec_python_t *r) {
   r->with_python = LDU(&py.with_python);
   r->frames = LDU(&py.frames);
   r->dropped = LDU(&py.dropped);
+  for (const py_tcache_t *c = __atomic_load_n(&tcaches.all, __ATOMIC_ACQUIRE); c; c = c->all) {
+    r->stacks += LDU(&c->stacks);
+    r->with_python += LDU(&c->with_python);
+    r->frames += LDU(&c->frames);
+    r->dropped += LDU(&c->dropped);
+  }
   r->codes = __atomic_load_n(&codes.n, __ATOMIC_ACQUIRE);
 }
 
