@@ -89,6 +89,9 @@ typedef struct range {
 static struct {
   node_t *v;
   size_t n, cap;
+  uintptr_t *los; // the nodes' addresses alone, for find's binary search (NULL: read from v)
+  uintptr_t *top; // every TOP_STEP-th of them (top[k] = los[k * TOP_STEP]): the search's start
+  size_t ntop;
   node_t *cont; // never classed: nodes that held others (an allocator's mappings), device blocks
   size_t ncont, ccap;
   range_t *holes;
@@ -224,13 +227,37 @@ static void node_device(void *ctx, const nd_cuda_block_t *b) {
 
 static uint64_t extent(const node_t *n) { return n->size ? n->size : 1; }
 
-// The node holding address a, or SIZE_MAX.
+// The node holding address a, or SIZE_MAX. Every word read that falls in the nodes' span asks
+// (a heap's words are mostly such pointers): the search runs over the addresses alone, 8 bytes
+// a node where the nodes are 40 and more, first over every TOP_STEP-th (an `import torch`'s
+// 50 000 nodes: 6 KiB, in the first-level cache), then within the TOP_STEP after it, so that its
+// steps stay in the caches.
+#define TOP_STEP 64
 static inline size_t find(uintptr_t a) {
   size_t lo = 0, hi = graph.n;
-  while (hi - lo > 1) {
-    size_t mid = (lo + hi) / 2;
-    if (graph.v[mid].lo <= a) lo = mid;
-    else hi = mid;
+  const uintptr_t *los = graph.los;
+  if (los) {
+    if (graph.top) {
+      size_t tl = 0, th = graph.ntop;
+      while (th - tl > 1) {
+        size_t mid = (tl + th) / 2;
+        if (graph.top[mid] <= a) tl = mid;
+        else th = mid;
+      }
+      lo = tl * TOP_STEP;
+      hi = lo + TOP_STEP < graph.n ? lo + TOP_STEP : graph.n;
+    }
+    while (hi - lo > 1) {
+      size_t mid = (lo + hi) / 2;
+      if (los[mid] <= a) lo = mid;
+      else hi = mid;
+    }
+  } else {
+    while (hi - lo > 1) {
+      size_t mid = (lo + hi) / 2;
+      if (graph.v[mid].lo <= a) lo = mid;
+      else hi = mid;
+    }
   }
   return a >= graph.v[lo].lo && a - graph.v[lo].lo < extent(&graph.v[lo]) ? lo : SIZE_MAX;
 }
@@ -255,6 +282,11 @@ static int sort_nodes(void) {
     graph.v[k++] = *n;
   }
   graph.n = k;
+  graph.los = raw_map(graph.n * sizeof *graph.los + 1);
+  for (size_t i = 0; graph.los && i < graph.n; i++) graph.los[i] = graph.v[i].lo;
+  graph.ntop = (graph.n + TOP_STEP - 1) / TOP_STEP;
+  graph.top = graph.los && graph.ntop ? raw_map(graph.ntop * sizeof *graph.top) : NULL;
+  for (size_t k = 0; graph.top && k < graph.ntop; k++) graph.top[k] = graph.los[k * TOP_STEP];
   graph.min = graph.n ? graph.v[0].lo : 0;
   graph.span = graph.n ? graph.v[graph.n - 1].lo + extent(&graph.v[graph.n - 1]) - graph.min : 0;
   return 0;
@@ -748,6 +780,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
     uint64_t t0 = nd_os_mono_ns();
     stop_world(self);
     graph.n = graph.nh = graph.nm = graph.sn = graph.ncont = 0;
+    graph.los = graph.top = NULL;
     graph.oom = 0;
     int64_t *c = graph.rec.live_count, *b = graph.rec.live_bytes;
     int ok = own_table_quiet() && nd_counters_live_stopped(NDMEM_KIND_HEAP, &c[0], &b[0]) == 0 &&
