@@ -352,6 +352,7 @@ int nd_unwind_init(void) {
   void *one[1];
   unw_backtrace(one, 1);
   nd_unw_quiet = 0;
+  __atomic_store_n(&unw.masks_skipped, 0, __ATOMIC_RELAXED); // the counts are the run's
   nd_unw_sole = -1;
   nd_unwind_decide();
   return 0;
