@@ -4,6 +4,7 @@
 
     python3 bench/run.py --build build [--reps 5] [--quick] [--report] [--workspace] [--limits] [--stress]
                          [--exact | --exact-only] [--python | --python-only] [--compare OLD_BUILD]
+                         [--every | --every-only] [--every-reps N] [--no-cnn]
 
 --report adds the ndmemreport benchmark: a synthetic trace of 1 GiB (and one a quarter of that
 size) is written to a temporary directory, read by ndmemreport in text and JSON, and deleted.
@@ -21,6 +22,12 @@ run's peak RSS (see rss_run in driver/rss.py).
 import torch included: wall time, peak RSS and the size of each tool's file) under glibc, ndmem,
 ndmem with every block tracked (NDMEM_TRACK_MIN=0) and heaptrack --raw (record only);
 --exact-only runs just that.
+--every adds what tracking every block costs: churn, a PyTorch MLP and import torch (whole
+processes), threads made and ended every round (stress) and a CNN with 2 DataLoader workers, each
+under plain, the shim's default settings, NDMEM_TRACK_MIN=8192 (sampled), NDMEM_TRACK_MIN=0
+(every block) and heaptrack --raw: wall time and peak RSS, ratios to plain and the goals of every
+block; --every-only runs just that (--every-reps N, --no-cnn; with --compare OLD_BUILD, OLD_BUILD's
+shim with every block tracked is one more column).
 --python adds the cost of Python frames: the numpy loop and a PyTorch CPU loop under ndmem with
 NDMEM_PYTHON=0 and with the default (Python frames read); --python-only runs just that.
 --compare OLD_BUILD runs another checkout's shim (OLD_BUILD/interpose/libndmem.so) as one more
@@ -45,6 +52,7 @@ from driver.churn import CHURN_OPS, QUICK_OPS, churn_section
 from driver.common import QUICK_REPS, SetupError, command_line, log
 from driver.compare import old_shim
 from driver.exact import bench_exact
+from driver.every import EVERY_OPS, QUICK_EVERY_OPS, bench_every
 from driver.exact_torch import EXACT_TORCH_STEPS
 from driver.limits import bench_limits
 from driver.numpy_loop import QUICK_STEPS, TRAIN_STEPS, numpy_section
@@ -60,8 +68,9 @@ def main():
     ap.add_argument("--reps", type=int, help="repetitions (default 5, or %d with --quick)"
                     % QUICK_REPS)
     ap.add_argument("--quick", action="store_true", help="short smoke run: fewer ops, steps, reps")
-    ap.add_argument("--ops", type=int, help="churn ops per thread (default %d, or %d with --quick)"
-                    % (CHURN_OPS, QUICK_OPS))
+    ap.add_argument("--ops", type=int, help="churn ops per thread (default %d, or %d with --quick;"
+                    " --every's churn row: %d, or %d)" % (CHURN_OPS, QUICK_OPS, EVERY_OPS,
+                                                        QUICK_EVERY_OPS))
     ap.add_argument("--steps", type=int, help="train_numpy.py steps (default %d, or %d with "
                     "--quick)" % (TRAIN_STEPS, QUICK_STEPS))
     ap.add_argument("--jemalloc", metavar="PATH", help="libjemalloc.so.2 to use ('' to skip)")
@@ -85,16 +94,25 @@ def main():
                     "numpy under glibc, ndmem, ndmem with every block tracked (NDMEM_TRACK_MIN=0) "
                     "and heaptrack (record only)")
     ap.add_argument("--exact-only", action="store_true", help="run only the --exact section")
+    ap.add_argument("--every", action="store_true", help="also benchmark tracking every block: "
+                    "churn, a PyTorch MLP, import torch, threads made every round and a CNN with "
+                    "2 DataLoader workers under plain, the shim (default settings, "
+                    "NDMEM_TRACK_MIN=8192, NDMEM_TRACK_MIN=0) and heaptrack --raw: wall time and "
+                    "peak RSS of the whole process")
+    ap.add_argument("--every-only", action="store_true", help="run only the --every section")
+    ap.add_argument("--every-reps", type=int, help="repetitions of --every (default --reps: 5, "
+                    "or %d with --quick)" % QUICK_REPS)
+    ap.add_argument("--no-cnn", action="store_true", help="skip the CNN row of --every")
     ap.add_argument("--python", action="store_true", help="also benchmark Python frames: the "
                     "numpy loop and a PyTorch CPU loop under ndmem with NDMEM_PYTHON=0 against "
                     "the default (frames read)")
     ap.add_argument("--python-only", action="store_true", help="run only the --python section")
     ap.add_argument("--torch-steps", type=int, help="PyTorch loop steps for --python (default "
-                    "%d, or %d with --quick) and for --exact (default %d)"
+                    "%d, or %d with --quick) and for --exact and --every (default %d)"
                     % (TORCH_STEPS, QUICK_TORCH_STEPS, EXACT_TORCH_STEPS))
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch run of --exact")
     ap.add_argument("--heaptrack", metavar="PATH", help="heaptrack to compare with under --exact "
-                    "(default: heaptrack on PATH; '' skips it)")
+                    "and --every (default: heaptrack on PATH; '' skips it)")
     ap.add_argument("--ws-iters", type=int, help="tensor_loop iterations for --workspace "
                     "(default: tensor_loop's own, 12; %d with --quick)" % WS_ITERS_QUICK)
     ap.add_argument("--ws-warmup", type=int, help="tensor_loop iterations left out of its "
@@ -111,12 +129,17 @@ def main():
         args.exact = True
     if args.python_only:
         args.python = True
-    only = args.exact_only or args.python_only  # the default churn and numpy sections are left out
+    if args.every_only:
+        args.every = True
+    # the default churn and numpy sections are left out
+    only = args.exact_only or args.python_only or args.every_only
     reps = args.reps or (QUICK_REPS if args.quick else 5)
     ops = args.ops or (QUICK_OPS if args.quick else CHURN_OPS)
     steps = args.steps or (QUICK_STEPS if args.quick else TRAIN_STEPS)
     if reps < 1 or ops < 1 or steps < 1 or (args.torch_steps is not None and args.torch_steps < 1):
         ap.error("--reps, --ops, --steps and --torch-steps must be positive")
+    if args.every_reps is not None and args.every_reps < 1:
+        ap.error("--every-reps must be positive")
     if args.ws_warmup is not None and args.ws_warmup < 0:
         ap.error("--ws-warmup must not be negative")
     if args.ws_iters is not None and args.ws_iters <= (5 if args.ws_warmup is None
@@ -180,6 +203,12 @@ def main():
         report += lines
         summary += lines2
 
+    every_ok = True
+    if args.every:
+        lines, lines2, every_ok = bench_every(args, build, shim, old)
+        report += lines
+        summary += lines2
+
     python_ok = True
     if args.python:
         lines, lines2, python_ok = bench_python(args, build, shim, steps, reps, old)
@@ -201,7 +230,8 @@ def main():
     load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print("host: %s, %.2f at end; %s UTC, %.0f s; %d repetitions%s" % (
         host, load_end, time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
-        time.time() - started, reps, ", --quick" if args.quick else ""))
+        time.time() - started, args.every_reps or reps if args.every_only else reps,
+        ", --quick" if args.quick else ""))
     print("\n".join(summary))
     print("-----------------------------")
     if not loss_ok:
@@ -213,6 +243,8 @@ def main():
     if not exact_ok:
         raise SetupError("train_numpy.py computes a different final loss in exact mode or under "
                          "heaptrack")
+    if not every_ok:
+        raise SetupError("a PyTorch workload of --every computes a different loss under a tool")
     if not python_ok:
         raise SetupError("a training loop computes a different final loss with Python frames on")
 

@@ -4,14 +4,14 @@ the default settings and heaptrack --raw, on churn and the numpy loop; the PyTor
 exact_torch.py. Each run under exact mode or heaptrack is checked to have recorded."""
 import json
 import os
-import shutil
 
 from .churn import churn_reps, churn_cmd, verify_churn_config
 from .common import (NOISY, THREADS, SetupError, base_env, log, median, ndmem_lines, paired, ratio,
                      run, spread, trace_dir, verdict)
 from .configs import Config
 from .exact_torch import EXACT_TORCH_STEPS, bench_exact_torch, report_exact_torch
-from .heaptrack import EXACT_PAIRS, exact_configs, heaptrack_events, heaptrack_version
+from .heaptrack import (EXACT_PAIRS, exact_configs, find_heaptrack, heaptrack_events,
+                        heaptrack_version)
 from .report import measured
 from .scripts import (TRAIN, find_numpy_python, find_torch_python, interleaved, loop_and_loss,
                       skip)
@@ -255,11 +255,7 @@ def report_exact_numpy(res, names, py, npver, steps, reps, st):
 def bench_exact(args, build, shim, churn, ops, steps, reps):
     """The --exact section: churn and the numpy loop under glibc, ndmem (default settings), ndmem
     with every block tracked (NDMEM_TRACK_MIN=0) and heaptrack recording (--raw: no analysis)."""
-    ht = None
-    if args.heaptrack != "":
-        ht = args.heaptrack or shutil.which("heaptrack")
-        if args.heaptrack and not os.access(ht, os.X_OK):
-            raise SetupError("heaptrack not found at %s" % ht)
+    ht = find_heaptrack(args)
     htver = heaptrack_version(ht) if ht else None
     configs = exact_configs(shim, ht)
     report, summary, ok = [], [], True

@@ -17,6 +17,17 @@ def heaptrack_out():
     return os.path.join(trace_dir(), "heaptrack")
 
 
+def find_heaptrack(args):
+    """The heaptrack to run: --heaptrack PATH (which must be executable), '' for none, else
+    heaptrack on PATH (None when there is none)."""
+    if args.heaptrack == "":
+        return None
+    ht = args.heaptrack or shutil.which("heaptrack")
+    if args.heaptrack and not os.access(ht, os.X_OK):
+        raise SetupError("heaptrack not found at %s" % ht)
+    return ht
+
+
 def heaptrack_version(ht):
     try:
         p = subprocess.run([ht, "--version"], capture_output=True, text=True, timeout=60)
