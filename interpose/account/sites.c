@@ -16,7 +16,6 @@
 #include "stacks/unwind.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <string.h>
 
 #define STRIPES 64
@@ -68,35 +67,9 @@ static void *arena_alloc(size_t n) {
   return p;
 }
 
-void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
-  *lo = UINTPTR_MAX;
-  *hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
-    if (s < *lo) *lo = s;
-    if (e > *hi) *hi = e;
-  }
-}
-
-// The loaded object holding an address: its PT_LOAD span into lo/hi.
-typedef struct find { uintptr_t addr, *lo, *hi; } find_t;
-static int find_module(struct dl_phdr_info *info, size_t size, void *ctx) {
-  (void)size;
-  find_t *f = ctx;
-  uintptr_t lo, hi;
-  nd_module_range(info, &lo, &hi);
-  if (f->addr < lo || f->addr >= hi) return 0;
-  *f->lo = lo;
-  *f->hi = hi;
-  return 1;
-}
-
 int nd_sites_init(int depth) {
   nd_sites_want = depth + 2 < ND_CAPTURE_MAX ? depth + 2 : ND_CAPTURE_MAX;
-  find_t self = {(uintptr_t)&nd_sites_init, &self_lo, &self_hi};
-  dl_iterate_phdr(find_module, &self);
+  nd_object_of((uintptr_t)&nd_sites_init, &self_lo, &self_hi);
   if (nd_unwind_init() != 0) return -1;
   return self_hi ? 0 : -1;
 }

@@ -79,9 +79,6 @@ _Static_assert(sizeof(nd_site_t) + ND_SITE_INLINE * sizeof(uintptr_t) == 128, "t
 _Static_assert(ND_STACK_MAX <= 255, "a site's depth is a uint8_t");
 
 // sites.c: stacks and interning
-struct dl_phdr_info;
-// [lo, hi) spanned by a loaded object's PT_LOAD segments (hi == 0: none)
-void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 extern int nd_sites_depth;                        // NDMEM_DEPTH
 extern int nd_sites_want; // frames asked of the unwinder: NDMEM_DEPTH + ndmem's own frames seen
 int nd_sites_init(int depth);                     // libunwind setup, our own text range

@@ -15,6 +15,7 @@
 // died and whose address was reused is a new one).
 #include "stacks/python.h"
 #include "stacks/replay.h"
+#include "stacks/unwind.h"
 #include "runtime/module.h"
 
 #include "runtime/config.h"
@@ -254,14 +255,8 @@ static int extent(const void *f, uintptr_t *lo, uintptr_t *hi) {
 static int range_of(struct dl_phdr_info *info, size_t size, void *ctx) {
   (void)size;
   uintptr_t *r = ctx;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
-    if (s < lo) lo = s;
-    if (e > hi) hi = e;
-  }
+  uintptr_t lo, hi;
+  nd_module_range(info, &lo, &hi);
   if (r[0] >= lo && r[0] < hi) {
     r[1] = lo, r[2] = hi;
     return 1;

@@ -46,6 +46,18 @@ static struct {
   uint64_t masks_skipped, masks_made, searches_recent, searches_walked; // atomic
 } unw;
 
+void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
+  *lo = UINTPTR_MAX;
+  *hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+    if (s < *lo) *lo = s;
+    if (e > *hi) *hi = e;
+  }
+}
+
 // ---------------------------------------------------------------- the patched imports
 
 static int quiet_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
@@ -137,6 +149,14 @@ static int recent_dl_iterate_phdr(phdr_fn fn, void *data) {
 // A dynamic entry's address: glibc relocates them in place where the section is writable.
 static uintptr_t dyn_ptr(uintptr_t base, uintptr_t v) { return v < base ? v + base : v; }
 
+// The object's dynamic section, or NULL.
+static const ElfW(Dyn) *dynamic_of(const struct dl_phdr_info *info) {
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      return (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  return NULL;
+}
+
 #if defined(__x86_64__)
 #define ND_R_JUMP_SLOT R_X86_64_JUMP_SLOT
 #define ND_R_GLOB_DAT R_X86_64_GLOB_DAT
@@ -165,16 +185,9 @@ static int put_slot(const struct dl_phdr_info *info, void **slot, void *fn) {
 static int patch_libunwind(struct dl_phdr_info *info, size_t size, void *ctx) {
   (void)size, (void)ctx;
 #if defined(ND_R_JUMP_SLOT)
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  const ElfW(Dyn) *dyn = NULL;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t s = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)s;
-    if (ph->p_type != PT_LOAD) continue;
-    if (s < lo) lo = s;
-    if (s + ph->p_memsz > hi) hi = s + ph->p_memsz;
-  }
+  uintptr_t lo, hi;
+  nd_module_range(info, &lo, &hi);
+  const ElfW(Dyn) *dyn = dynamic_of(info);
   if (lo != unw.lo || hi != unw.hi || !dyn) return 0;
   uintptr_t base = info->dlpi_addr, jmprel = 0, rela = 0, symtab = 0, strtab = 0;
   size_t jmpsz = 0, relasz = 0;
@@ -215,10 +228,7 @@ static int patch_libunwind(struct dl_phdr_info *info, size_t size, void *ctx) {
 // Whether the object needs libunwind.so.8 (its DT_NEEDED entries), or is it.
 static int needs_libunwind(const struct dl_phdr_info *info, uintptr_t lo) {
   if (lo == unw.lo) return 1;
-  const ElfW(Dyn) *dyn = NULL;
-  for (int i = 0; i < info->dlpi_phnum; i++)
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  const ElfW(Dyn) *dyn = dynamic_of(info);
   if (!dyn) return 0;
   uintptr_t strtab = 0;
   for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++)
@@ -240,14 +250,8 @@ typedef struct handlers {
 static int handler_object(struct dl_phdr_info *info, size_t size, void *ctx) {
   (void)size;
   handlers_t *h = ctx;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t s = info->dlpi_addr + ph->p_vaddr;
-    if (s < lo) lo = s;
-    if (s + ph->p_memsz > hi) hi = s + ph->p_memsz;
-  }
+  uintptr_t lo, hi;
+  nd_module_range(info, &lo, &hi);
   if (lo == unw.self_lo) return 0; // ndmem's own handlers never unwind
   for (int i = 0; i < h->n; i++)
     if (h->fn[i] >= lo && h->fn[i] < hi && needs_libunwind(info, lo)) {
@@ -316,17 +320,17 @@ typedef struct find { uintptr_t addr, *lo, *hi; } find_t;
 static int find_object(struct dl_phdr_info *info, size_t size, void *ctx) {
   (void)size;
   find_t *f = ctx;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t s = info->dlpi_addr + ph->p_vaddr;
-    if (s < lo) lo = s;
-    if (s + ph->p_memsz > hi) hi = s + ph->p_memsz;
-  }
+  uintptr_t lo, hi;
+  nd_module_range(info, &lo, &hi);
   if (f->addr < lo || f->addr >= hi) return 0;
   *f->lo = lo, *f->hi = hi;
   return 1;
+}
+
+int nd_object_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi) {
+  find_t f = {addr, lo, hi};
+  *lo = *hi = 0;
+  return dl_iterate_phdr(find_object, &f) ? 0 : -1;
 }
 
 // libunwind's register-state cache holds 128 frames by default: an unwind that misses its
@@ -336,10 +340,8 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *ctx) {
 #define RS_CACHE 4096
 
 int nd_unwind_init(void) {
-  find_t self = {(uintptr_t)&nd_unwind_init, &unw.self_lo, &unw.self_hi};
-  find_t lib = {(uintptr_t)&unw_backtrace, &unw.lo, &unw.hi};
-  dl_iterate_phdr(find_object, &self);
-  dl_iterate_phdr(find_object, &lib);
+  nd_object_of((uintptr_t)&nd_unwind_init, &unw.self_lo, &unw.self_hi);
+  nd_object_of((uintptr_t)&unw_backtrace, &unw.lo, &unw.hi);
   nd_unwinder_is(unw.lo, unw.hi);
   if (!unw.hi) return -1;
   dl_iterate_phdr(patch_libunwind, NULL);

@@ -10,6 +10,12 @@
 
 int unw_backtrace(void **buffer, int size); // libunwind's (libunwind-common.h)
 
+struct dl_phdr_info;
+// [lo, hi) spanned by a loaded object's PT_LOAD segments (hi == 0: none)
+void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
+// The PT_LOAD span of the loaded object that holds addr: 0, or -1 (none: lo, hi 0).
+int nd_object_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+
 // nd_unw_quiet (the calling thread is inside one of ndmem's own unwinds during which libunwind's
 // signal masking may be skipped: set by nd_unw_begin) and nd_unw_sole (no signal handler may
 // unwind with libunwind.so.8: 1 none may, 0 one may, -1 not decided since a handler was
