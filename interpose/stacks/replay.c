@@ -25,6 +25,8 @@
 #include "stacks/unwind.h"
 
 #include <libunwind.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <string.h>
 
 __thread nd_replay_tab_t *nd_replay_tab __attribute__((tls_model("initial-exec")));
@@ -62,6 +64,31 @@ static void empty(nd_replay_tab_t *t) {
   memset(t->seen, 0, sizeof t->seen);
 }
 
+// The calling thread's stack, [lo, hi): a stack is recorded only where the capture's stack
+// pointer and every slot lie in it, so that a slot is read only in memory that stays mapped as
+// long as the thread lives (a coroutine's stack, which the program may free and map again
+// otherwise, is never recorded). The main thread's is bounded above by where the program's
+// stack began (__libc_stack_end) and below by its size limit; another thread's is its own.
+extern void *__libc_stack_end __attribute__((weak));
+static void thread_stack(uintptr_t *lo, uintptr_t *hi) {
+  *lo = *hi = 0;
+  if (nd_os_gettid() == nd_os_getpid()) {
+    struct rlimit r;
+    if (!&__libc_stack_end || !__libc_stack_end || getrlimit(RLIMIT_STACK, &r) != 0) return;
+    uint64_t size = r.rlim_cur == RLIM_INFINITY || r.rlim_cur > (1ull << 30) ? 1ull << 30
+                                                                            : r.rlim_cur;
+    *hi = (uintptr_t)__libc_stack_end;
+    *lo = *hi > size ? *hi - size : 0;
+    return;
+  }
+  pthread_attr_t a;
+  void *addr;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &a) != 0) return;
+  if (pthread_attr_getstack(&a, &addr, &size) == 0) *lo = (uintptr_t)addr, *hi = *lo + size;
+  pthread_attr_destroy(&a);
+}
+
 static nd_replay_tab_t *table(void) {
   nd_replay_tab_t *t = nd_replay_tab;
   uint32_t gen = __atomic_load_n(&nd_replay_gen, __ATOMIC_ACQUIRE);
@@ -84,6 +111,7 @@ static nd_replay_tab_t *table(void) {
                                         __ATOMIC_RELAXED));
   }
   t->gen = gen;
+  thread_stack(&t->stk_lo, &t->stk_hi);
   return nd_replay_tab = t;
 }
 
@@ -109,7 +137,8 @@ static void thread_exit(nd_tls_t *thr) {
 // below the caller's stack pointer (push rbp; mov rsp, rbp), or, for a stack realigned with a
 // dynamic realignment pointer (GCC's DRAP), just above the caller's stack pointer saved at -8,
 // which is checked as well. 0 and e filled, or -1.
-static int walk(nd_replay_t *e, uintptr_t sp, uintptr_t rbp, const uintptr_t *frames, int n) {
+static int walk(nd_replay_t *e, uintptr_t sp, uintptr_t rbp, const uintptr_t *frames, int n,
+                uintptr_t hi) {
   unw_context_t uc;
   unw_cursor_t c;
   if (n - 1 > ND_REPLAY_FRAMES || unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
@@ -140,8 +169,10 @@ static int walk(nd_replay_t *e, uintptr_t sp, uintptr_t rbp, const uintptr_t *fr
       return -1;
     if (unw_get_save_loc(&c, UNW_X86_64_RIP, &loc) != 0 || loc.type != UNW_SLT_MEMORY) return -1;
     uintptr_t at = (uintptr_t)loc.u.addr;
-    // A slot above the capture's stack pointer, within 4 GiB of it, holding the address now.
-    if (at <= sp || at - sp > UINT32_MAX || *(const uintptr_t *)at != ip) return -1;
+    // A slot above the capture's stack pointer, in the thread's stack, holding the address now.
+    if (at <= sp || at + sizeof(uintptr_t) > hi || at - sp > UINT32_MAX ||
+        *(const uintptr_t *)at != ip)
+      return -1;
     e->off[k] = (uint32_t)(at - sp);
     e->ra[k] = ip;
     k++;
@@ -154,7 +185,8 @@ static int walk(nd_replay_t *e, uintptr_t sp, uintptr_t rbp, const uintptr_t *fr
     if (fp) {
       uintptr_t b = (uintptr_t)bloc.u.addr;
       if (bloc.type == UNW_SLT_MEMORY && b > sp) {
-        if (nb + 2 > ND_REPLAY_FRAMES || b - sp > UINT32_MAX || *(const uintptr_t *)b != fbp)
+        if (nb + 2 > ND_REPLAY_FRAMES || b + sizeof(uintptr_t) > hi || b - sp > UINT32_MAX ||
+            *(const uintptr_t *)b != fbp)
           return -1;
         e->boff[nb] = (uint32_t)(b - sp);
         e->bval[nb++] = fbp;
@@ -164,6 +196,7 @@ static int walk(nd_replay_t *e, uintptr_t sp, uintptr_t rbp, const uintptr_t *fr
         e->rbp = fbp;
       }
       if (drap) { // a realigned frame: the caller's stack pointer saved below the frame pointer
+        if (fbp > hi) return -1;
         e->boff[nb] = (uint32_t)(fbp - 8 - sp);
         e->bval[nb++] = csp;
       }
@@ -201,7 +234,7 @@ static int record(nd_replay_tab_t *t, uint32_t set, uintptr_t sp, uintptr_t rbp,
   nd_replay_t *e = &t->e[set][w];
   t->key[set][w] = 0; // not found while it is written
   nd_unw_begin();
-  int ok = walk(e, sp, rbp, frames, n);
+  int ok = walk(e, sp, rbp, frames, n, t->stk_hi);
   nd_unw_end();
   if (ok != 0) goto refused;
   e->what = what;
@@ -234,6 +267,7 @@ void nd_replay_note(uintptr_t sp, uintptr_t rbp, uint32_t what, void *site,
     return;
   }
   __atomic_fetch_add(&replay.misses, 1, __ATOMIC_RELAXED);
+  if (sp < t->stk_lo || sp >= t->stk_hi) return; // not on the thread's own stack
   uint32_t set = nd_replay_set(sp);
   uint64_t h = native_hash(frames, n);
   nd_replay_seen_t *s = t->seen[set];

@@ -72,6 +72,7 @@ typedef struct nd_replay_tab {
   uint64_t hits;                                 // stacks replayed (this thread's; plain)
   uint64_t native_hits;                          // native frames replayed, Python read again
   struct nd_replay_tab *next_free, *next_all;    // the free tables, every table
+  uintptr_t stk_lo, stk_hi;                      // the owning thread's stack (0, 0: unknown)
   uintptr_t key[ND_REPLAY_SETS][ND_REPLAY_WAYS]; // sp of each way (0: empty)
   uint8_t next[ND_REPLAY_SETS];                  // the way the next record replaces
   nd_replay_seen_t seen[ND_REPLAY_SETS][ND_REPLAY_SEEN]; // [0]: the one seen last

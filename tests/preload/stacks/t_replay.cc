@@ -15,6 +15,8 @@
 //   signal    allocations in signal handlers, on the thread's stack and on an alternate one:
 //             stacks through a signal frame are never recorded
 //   threads   4 threads at a time, 3 rounds (a thread's table goes to the next one emptied)
+//   coroutine allocations on stacks of the program's own (makecontext), one freed and another of
+//             another size made in its place: never recorded (a slot could lie past the new one)
 #include <alloca.h>
 #include <csetjmp>
 #include <csignal>
@@ -22,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <pthread.h>
+#include <ucontext.h>
 #include <stdexcept>
 
 #define N 200
@@ -169,6 +172,30 @@ NOINLINE int threads(void) {
   return 0;
 }
 
+// ---- coroutine
+static ucontext_t main_ctx, co_ctx;
+NOINLINE static void co_body(void) {
+  for (int i = 0; i < N / 4; i++) {
+    leaf(72); // PATH:co_body 100
+    swapcontext(&co_ctx, &main_ctx);
+  }
+}
+NOINLINE int coroutines(void) {
+  for (int round = 0; round < 2; round++) {
+    size_t size = round ? 48 * 1024 : 64 * 1024; // the second stack smaller, maybe in the first's place
+    char *stack = (char *)malloc(size);
+    if (!stack || getcontext(&co_ctx) != 0) return -1;
+    co_ctx.uc_stack.ss_sp = stack;
+    co_ctx.uc_stack.ss_size = size;
+    co_ctx.uc_link = &main_ctx;
+    makecontext(&co_ctx, co_body, 0);
+    for (int i = 0; i < N / 4 + 1; i++)
+      if (swapcontext(&main_ctx, &co_ctx) != 0) return -1;
+    free(stack);
+  }
+  return 0;
+}
+
 } // extern "C"
 
 int main(void) {
@@ -177,7 +204,7 @@ int main(void) {
   shifted();
   jumps();
   throws();
-  if (signals() != 0 || threads() != 0) {
+  if (signals() != 0 || threads() != 0 || coroutines() != 0) {
     perror("t_replay");
     return 1;
   }

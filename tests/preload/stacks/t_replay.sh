@@ -3,7 +3,8 @@
 # t_replay: with every block tracked, a replayed stack is the stack it stands for. t_replay (C++:
 # callers taking turns at one stack pointer, paths differing far up, a frame of variable length
 # shifting the slots under the same stack pointer, longjmp, exceptions, signal handlers on the
-# thread's stack and an alternate one, threads in rounds) and t_replay.py (Python lines reaching
+# thread's stack and an alternate one, threads in rounds, coroutines on stacks of the program's
+# own) and t_replay.py (Python lines reaching
 # malloc by the same native path) each run with NDMEM_REPLAY=1 and =0: the sites through the
 # program's source must be the same, count for count, and match the marked counts
 # (check_replay.py); the replay-on run must have replayed stacks, and refused the signal frames'.
