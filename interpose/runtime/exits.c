@@ -171,16 +171,23 @@ void nd_exit_if_alone(void) {
   for (;;) nd_os_sleep_ms(1000); // the exit ends this thread with the process
 }
 
-// Handlers the program installed, counted (atomic) before and after each: libunwind's signal
-// masking is decided again after each (stacks/unwind.c reads the handlers themselves), and a
+// Handlers the program installed, counted (atomic) before and after each, and each signal's
+// latest: libunwind's signal masking is decided again after each (stacks/unwind.c), and a
 // decision that read the handlers while one was being installed is not kept.
 unsigned nd_sig_changes;
+uintptr_t nd_sig_handlers[ND_NSIG];
+
+static void handler_set(int sig, void (*fn)(int)) {
+  if (sig > 0 && sig < ND_NSIG)
+    __atomic_store_n(&nd_sig_handlers[sig], (uintptr_t)fn, __ATOMIC_RELEASE);
+}
 
 static int sigaction_of(int sig, const struct sigaction *act, struct sigaction *old);
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   if (!act) return sigaction_of(sig, act, old);
   __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
   int rc = sigaction_of(sig, act, old), err = errno;
+  if (rc == 0) handler_set(sig, act->sa_handler); // sa_sigaction shares its storage
   __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
   errno = err;
   return rc;
@@ -224,6 +231,7 @@ void (*nd_signal(int sig, void (*handler)(int)))(int) {
   __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
   void (*r)(int) = signal_of(sig, handler);
   int err = errno;
+  if (r != SIG_ERR) handler_set(sig, handler);
   __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE);
   errno = err;
   return r;

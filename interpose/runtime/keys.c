@@ -55,11 +55,13 @@ int nd_keys_thread_atexit(void (*fn)(void *), void *arg) {
 // libunwind's destructor may put its value back to be called again (1.6 does, until the last of
 // glibc's PTHREAD_DESTRUCTOR_ITERATIONS rounds, so that later destructors can still unwind): it
 // is called as glibc would call it, until it sets nothing.
-// Called quietly where no handler may unwind (nd_unw_sole; stacks/unwind.c): its pool's lock
-// masks signals otherwise.
+// Called quietly where no handler may unwind (nd_unw_sole, decided since the last handler was
+// installed; stacks/unwind.c): its pool's lock masks signals otherwise.
 static void thread_exit(nd_tls_t *t) {
   (void)t;
-  nd_unw_quiet = __atomic_load_n(&nd_unw_sole, __ATOMIC_RELAXED) == 1;
+  nd_unw_quiet = __atomic_load_n(&nd_unw_sole, __ATOMIC_ACQUIRE) == 1 &&
+                 __atomic_load_n(&nd_sig_changes, __ATOMIC_ACQUIRE) ==
+                     __atomic_load_n(&nd_unw_sig_seen, __ATOMIC_RELAXED);
   for (int i = 0; i < PTHREAD_DESTRUCTOR_ITERATIONS && unw_value && unw_destructor; i++) {
     void *v = unw_value;
     unw_value = NULL;

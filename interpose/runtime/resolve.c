@@ -29,6 +29,7 @@ static uintptr_t unw_lo, unw_hi;
 void nd_unwinder_is(uintptr_t lo, uintptr_t hi) { unw_lo = lo, unw_hi = hi; }
 __thread int nd_unw_quiet __attribute__((tls_model("initial-exec")));
 int nd_unw_sole = -1;
+unsigned nd_unw_sig_seen;
 int nd_unwinder_owns(const void *ra) { return (uintptr_t)ra >= unw_lo && (uintptr_t)ra < unw_hi; }
 
 int nd_resolve_next(void) {

@@ -150,8 +150,13 @@ void *nd_synth_pvalloc(size_t n);
 // exits.c: a trace and a summary for every way the process ends (see the file)
 // From ndmem's threads after each nap: exit(0) when no thread of the program's is left (exits.c).
 void nd_exit_if_alone(void);
-// Handlers the program installed through these, counted (atomic; stacks/unwind.c reads it).
-extern unsigned nd_sig_changes;
+// Handlers the program installed through these: counted before and after each (atomic), and each
+// signal's handler as the program last set it (0 SIG_DFL, 1 SIG_IGN; atomic). stacks/unwind.c
+// reads both (which handlers may unwind with libunwind), and keeps nd_unw_sig_seen: the count it
+// decided at.
+#define ND_NSIG 65
+extern unsigned nd_sig_changes, nd_unw_sig_seen;
+extern uintptr_t nd_sig_handlers[ND_NSIG];
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 void (*nd_signal(int sig, void (*handler)(int)))(int);
 __attribute__((noreturn)) void nd_exit_now(int status); // _exit, _Exit

@@ -578,7 +578,7 @@ int nd_py_trail_same(const nd_replay_t *e) {
 }
 
 int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out, nd_py_trail_t *trail) {
-  if (trail) trail->ts = 0, trail->n = 0, trail->end = 0;
+  if (trail) trail->ts = 0, trail->n = 0, trail->end = 0, trail->frames = trail->dropped = 0;
   if (!__atomic_load_n(&nd_py_on, __ATOMIC_ACQUIRE)) {
     if (trail) trail->n = -2; // no interpreter: nothing to check
     return -1;
@@ -620,7 +620,11 @@ int nd_py_rewrite(const uintptr_t *ips, int n, int depth, uintptr_t *out, nd_py_
     if (m) k += m + mark, npy += m, marked |= mark;
     else if (!f) break;
   }
-  if (trail) trail->end = (uintptr_t)f;
+  if (trail) {
+    trail->end = (uintptr_t)f;
+    trail->frames = (uint16_t)npy;
+    trail->dropped = dropped > UINT16_MAX ? UINT16_MAX : (uint16_t)dropped;
+  }
   if (tc) {
     ND_BUMP(tc->with_python, npy != 0);
     ND_BUMP(tc->frames, (uint64_t)npy);
@@ -647,6 +651,9 @@ void nd_py_record(nd_rec_python_t *r) {
     r->frames += LDU(&c->frames);
     r->dropped += LDU(&c->dropped);
   }
+  uint64_t rp[4]; // the replayed stacks: read once, counted as read each time
+  nd_replay_py_counts(rp);
+  r->stacks += rp[0], r->with_python += rp[1], r->frames += rp[2], r->dropped += rp[3];
   r->codes = __atomic_load_n(&codes.n, __ATOMIC_ACQUIRE);
 }
 

@@ -26,7 +26,8 @@
 
 #include <libunwind.h>
 #include <pthread.h>
-#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <string.h>
 
 __thread nd_replay_tab_t *nd_replay_tab __attribute__((tls_model("initial-exec")));
@@ -42,6 +43,16 @@ static struct {
 } replay;
 
 void nd_replay_invalidate(void) { __atomic_fetch_add(&nd_replay_gen, 1, __ATOMIC_RELEASE); }
+
+void nd_replay_py_counts(uint64_t out[4]) {
+  out[0] = out[1] = out[2] = out[3] = 0;
+  for (nd_replay_tab_t *t = __atomic_load_n(&replay.all, __ATOMIC_ACQUIRE); t; t = t->next_all) {
+    out[0] += __atomic_load_n(&t->py_stacks, __ATOMIC_RELAXED);
+    out[1] += __atomic_load_n(&t->py_with, __ATOMIC_RELAXED);
+    out[2] += __atomic_load_n(&t->py_frames, __ATOMIC_RELAXED);
+    out[3] += __atomic_load_n(&t->py_dropped, __ATOMIC_RELAXED);
+  }
+}
 
 void nd_replay_stats(nd_replay_stats_t *out) {
   out->hits = 0;
@@ -67,18 +78,27 @@ static void empty(nd_replay_tab_t *t) {
 // The calling thread's stack, [lo, hi): a stack is recorded only where the capture's stack
 // pointer and every slot lie in it, so that a slot is read only in memory that stays mapped as
 // long as the thread lives (a coroutine's stack, which the program may free and map again
-// otherwise, is never recorded). The main thread's is bounded above by where the program's
-// stack began (__libc_stack_end) and below by its size limit; another thread's is its own.
+// otherwise, is never recorded). Another thread's is its own (pthread_getattr_np). The main
+// thread's ends where the program's stack began (__libc_stack_end) and begins where the mapping
+// under the calling stack pointer does now (mincore: the kernel keeps a gap below a stack, so no
+// other mapping joins it; the stack may grow below that later, and is then not recorded there).
 extern void *__libc_stack_end __attribute__((weak));
+static int mapped(uintptr_t lo, uintptr_t hi) {
+  static unsigned char vec[1 << 16]; // 256 MiB of pages at most (called once, by the main thread)
+  size_t pg = nd_os_page_size();
+  if ((hi - lo) / pg > sizeof vec) return 0;
+  return syscall(SYS_mincore, lo, hi - lo, vec) == 0;
+}
 static void thread_stack(uintptr_t *lo, uintptr_t *hi) {
   *lo = *hi = 0;
   if (nd_os_gettid() == nd_os_getpid()) {
-    struct rlimit r;
-    if (!&__libc_stack_end || !__libc_stack_end || getrlimit(RLIMIT_STACK, &r) != 0) return;
-    uint64_t size = r.rlim_cur == RLIM_INFINITY || r.rlim_cur > (1ull << 30) ? 1ull << 30
-                                                                            : r.rlim_cur;
+    if (!&__libc_stack_end || !__libc_stack_end) return;
+    uintptr_t pg = nd_os_page_size(), top = (uintptr_t)&pg & ~(pg - 1), step = pg, low = top;
+    while (step <= (1ul << 27) && low >= step && mapped(low - step, low)) low -= step, step *= 2;
+    for (; step >= pg; step /= 2) // the rest, halving
+      if (low >= step && mapped(low - step, low)) low -= step;
+    *lo = low;
     *hi = (uintptr_t)__libc_stack_end;
-    *lo = *hi > size ? *hi - size : 0;
     return;
   }
   pthread_attr_t a;
@@ -133,10 +153,9 @@ static void thread_exit(nd_tls_t *thr) {
 // it was saved, which must be frames[1..n) one for one. A frame whose size is not fixed (alloca,
 // arrays of variable length, a realigned stack) finds its caller by its frame pointer, so that is
 // checked too: in the slot it was saved in, or, where no frame from the capture's up saved it, in
-// the register at the capture (rbp). Such a frame pointer points into its own frame, 16 bytes
-// below the caller's stack pointer (push rbp; mov rsp, rbp), or, for a stack realigned with a
-// dynamic realignment pointer (GCC's DRAP), just above the caller's stack pointer saved at -8,
-// which is checked as well. 0 and e filled, or -1.
+// the register at the capture (rbp). A frame whose caller is found by another register, or by
+// memory that is neither, is not told apart from one of a fixed size: GCC and Clang make none
+// (hand-written assembly or a JIT's code with such unwind rules could). 0 and e filled, or -1.
 static int walk(nd_replay_t *e, uintptr_t sp, uintptr_t rbp, const uintptr_t *frames, int n,
                 uintptr_t hi) {
   unw_context_t uc;
@@ -176,12 +195,14 @@ static int walk(nd_replay_t *e, uintptr_t sp, uintptr_t rbp, const uintptr_t *fr
     e->off[k] = (uint32_t)(at - sp);
     e->ra[k] = ip;
     k++;
-    // The callee's frame pointer, where it points into the callee's own frame [fsp, csp) as the
-    // two frame layouts that find the caller by it have it (below); elsewhere the register holds
-    // some other value, which does not place the caller.
+    // The callee's frame pointer, wherever it points into the callee's own frame [fsp, csp):
+    // a frame that finds its caller by it has it there (16 bytes below the caller's stack pointer
+    // after push rbp; mov rsp, rbp, or elsewhere with other prologues), and one that uses the
+    // register for something else and leaves it pointing into its frame is checked too (an extra
+    // miss at worst, never a false replay). A frame realigned with a dynamic realignment pointer
+    // (GCC's DRAP) keeps the caller's stack pointer just below its frame pointer: checked too.
     int fp = i > 1 && fbp >= fsp && fbp < csp;
-    int drap = fp && fbp + 16 != csp; // not push rbp; mov rsp, rbp
-    if (drap && (fbp < fsp + 8 || *(const uintptr_t *)(fbp - 8) != csp)) fp = drap = 0;
+    int drap = fp && fbp + 16 != csp && fbp >= fsp + 8 && *(const uintptr_t *)(fbp - 8) == csp;
     if (fp) {
       uintptr_t b = (uintptr_t)bloc.u.addr;
       if (bloc.type == UNW_SLT_MEMORY && b > sp) {
@@ -196,7 +217,6 @@ static int walk(nd_replay_t *e, uintptr_t sp, uintptr_t rbp, const uintptr_t *fr
         e->rbp = fbp;
       }
       if (drap) { // a realigned frame: the caller's stack pointer saved below the frame pointer
-        if (fbp > hi) return -1;
         e->boff[nb] = (uint32_t)(fbp - 8 - sp);
         e->bval[nb++] = csp;
       }
@@ -221,6 +241,8 @@ static void python(nd_replay_t *e, void *site, const nd_py_trail_t *trail) {
     return;
   }
   e->npy = (int16_t)trail->n;
+  e->pyn = trail->frames;
+  e->pydrop = trail->dropped;
   e->py_ts = trail->ts;
   e->py_end = trail->end;
   memcpy(e->py, trail->node, (size_t)trail->n * sizeof e->py[0]);
@@ -258,6 +280,7 @@ static uint64_t native_hash(const uintptr_t *frames, int n) {
 void nd_replay_note(uintptr_t sp, uintptr_t rbp, uint32_t what, void *site,
                     const uintptr_t *frames, int n, const nd_py_trail_t *trail,
                     nd_replay_t *native) {
+  if (!native) __atomic_fetch_add(&replay.misses, 1, __ATOMIC_RELAXED); // unwound
   if (!ND_REPLAY || !nd_replay_on || !site || n < 1) return;
   nd_replay_tab_t *t = table();
   if (!t) return;
@@ -266,7 +289,6 @@ void nd_replay_note(uintptr_t sp, uintptr_t rbp, uint32_t what, void *site,
     python(native, site, trail);
     return;
   }
-  __atomic_fetch_add(&replay.misses, 1, __ATOMIC_RELAXED);
   if (sp < t->stk_lo || sp >= t->stk_hi) return; // not on the thread's own stack
   uint32_t set = nd_replay_set(sp);
   uint64_t h = native_hash(frames, n);
@@ -299,18 +321,23 @@ static void summary(int fd) {
   nd_replay_stats(&r);
   nd_unwind_stats_t u;
   nd_unwind_stats(&u);
-  if (!r.hits && !r.native_hits && !r.misses) return;
+  int stacks = r.hits || r.native_hits || r.misses;
+  int masks = u.masks_skipped || u.masks_made || u.searches_recent || u.searches_walked;
+  if (!stacks && !masks) return;
   nd_buf_t b;
   nd_buf_reset(&b);
-  nd_buf_fmt(&b, "ndmem[%d]: stacks: %llu replayed, %llu with their native frames replayed, %llu "
-                 "unwound (%llu recorded for replay, %llu not replayable); libunwind: %llu signal "
-                 "masks skipped, %llu made, %llu object searches answered by a recent object, %llu "
-                 "walked",
-             (int)nd_os_getpid(), (unsigned long long)r.hits, (unsigned long long)r.native_hits,
-             (unsigned long long)r.misses,
-             (unsigned long long)r.recorded, (unsigned long long)r.refused,
-             (unsigned long long)u.masks_skipped, (unsigned long long)u.masks_made,
-             (unsigned long long)u.searches_recent, (unsigned long long)u.searches_walked);
+  nd_buf_fmt(&b, "ndmem[%d]: ", (int)nd_os_getpid());
+  if (stacks)
+    nd_buf_fmt(&b, "stacks: %llu replayed, %llu with their native frames replayed, %llu unwound "
+                   "(%llu recorded for replay, %llu not replayable)%s",
+               (unsigned long long)r.hits, (unsigned long long)r.native_hits,
+               (unsigned long long)r.misses, (unsigned long long)r.recorded,
+               (unsigned long long)r.refused, masks ? "; " : "");
+  if (masks)
+    nd_buf_fmt(&b, "libunwind: %llu signal masks skipped, %llu made, %llu object searches answered "
+                   "by a recent object, %llu walked",
+               (unsigned long long)u.masks_skipped, (unsigned long long)u.masks_made,
+               (unsigned long long)u.searches_recent, (unsigned long long)u.searches_walked);
   nd_buf_line(&b, fd);
 }
 

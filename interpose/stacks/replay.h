@@ -30,6 +30,7 @@ typedef struct nd_py_trail {
   uintptr_t ts;   // the thread state read (0: the thread runs no Python)
   int n;          // records visited; -1: more than ND_REPLAY_PY (not replayable)
   uintptr_t end;  // where the reading stopped (the next record, or 0)
+  uint16_t frames, dropped; // the Python frames the stack kept, and those past NDMEM_PY_DEPTH
   nd_py_node_t node[ND_REPLAY_PY];
 } nd_py_trail_t;
 
@@ -43,6 +44,8 @@ typedef struct nd_replay {
   uint8_t rbp_reg; // the frame pointer at the capture must be rbp
   int16_t npy;    // Python records to check (-1: none: no interpreter; -2: too many to keep)
   uint16_t pad;
+  uint16_t pyn, pydrop; // the site's Python frames, and those it left out (for the counts)
+  uint32_t pad2;
   uintptr_t rbp;
   uintptr_t ip0;  // the capture's own frame (frames[0]): the native frames are ip0, ra[0..n)
   void *site;     // the site of these native frames with the Python frames py[0..npy)
@@ -71,6 +74,9 @@ typedef struct nd_replay_tab {
   uint32_t pad;
   uint64_t hits;                                 // stacks replayed (this thread's; plain)
   uint64_t native_hits;                          // native frames replayed, Python read again
+  // What the Python reading of the replayed stacks counted (python.c adds them to its own):
+  // stacks of a process with an interpreter, those with Python frames, frames, frames left out
+  uint64_t py_stacks, py_with, py_frames, py_dropped;
   struct nd_replay_tab *next_free, *next_all;    // the free tables, every table
   uintptr_t stk_lo, stk_hi;                      // the owning thread's stack (0, 0: unknown)
   uintptr_t key[ND_REPLAY_SETS][ND_REPLAY_WAYS]; // sp of each way (0: empty)
@@ -123,6 +129,12 @@ static inline __attribute__((always_inline)) void *nd_replay_find(uintptr_t sp, 
       continue;
     }
     tab->hits++;
+    if (e->npy >= 0) {
+      tab->py_stacks++;
+      tab->py_with += e->pyn != 0;
+      tab->py_frames += e->pyn;
+      tab->py_dropped += e->pydrop;
+    }
     return e->site;
   }
 #else
@@ -152,5 +164,8 @@ typedef struct nd_replay_stats {
   uint64_t hits, native_hits, misses, recorded, refused; // refused: could not be recorded
 } nd_replay_stats_t;
 void nd_replay_stats(nd_replay_stats_t *out);
+// The replayed stacks' Python counts, summed over the threads: stacks, with Python frames,
+// frames, frames left out (python.c's PYTHON record adds them).
+void nd_replay_py_counts(uint64_t out[4]);
 
 #endif

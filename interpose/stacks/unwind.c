@@ -13,10 +13,12 @@
 //
 // Masking matters only where a signal handler may unwind with libunwind.so.8: one that lies in an
 // object needing it (glog's failure handler, gperftools' profiler), or any handler once the
-// program looked one of libunwind's names up. The handlers are read again after the program
-// installs one (nd_sig_changes, runtime/exits.c); until that is decided libunwind masks as it
-// always did, and one unwind decides once (nd_unw_begin). Not seen: a handler installed by a raw
-// system call, and one in another object that calls such an object.
+// program looked one of libunwind's names up. The handlers are classed again after the program
+// installs one (nd_sig_changes, nd_sig_handlers: runtime/exits.c); until that is decided
+// libunwind masks as it always did, and one unwind decides once (nd_unw_begin). Not seen: a
+// handler installed by a raw system call or by glibc's sigset, sysv_signal and bsd_signal (they
+// call its sigaction within libc), a dlvsym of libunwind's names, and a handler in another
+// object that calls such an object.
 #define UNW_LOCAL_ONLY
 #include "stacks/unwind.h"
 #include "runtime/module.h"
@@ -94,15 +96,17 @@ static int was_tried(const search_t *s, const struct dl_phdr_info *info) {
   return 0;
 }
 
+// Puts the object first: from its place in the list (from < RECENT), or new (from RECENT). It is
+// copied before the list moves: info may be one of the list's own entries.
 static void remember(int from, const struct dl_phdr_info *info, size_t size) {
   if (size > sizeof *info) size = sizeof *info;
+  struct dl_phdr_info copy;
+  memset(&copy, 0, sizeof copy);
+  memcpy(&copy, info, size);
   int last = from < RECENT ? from : RECENT - 1;
   if (from >= RECENT && recent.n < RECENT) last = recent.n++;
   memmove(&recent.info[1], &recent.info[0], (size_t)last * sizeof recent.info[0]);
   memmove(&recent.size[1], &recent.size[0], (size_t)last * sizeof recent.size[0]);
-  struct dl_phdr_info copy;
-  memset(&copy, 0, sizeof copy);
-  memcpy(&copy, info, size);
   recent.info[0] = copy;
   recent.size[0] = size;
 }
@@ -165,14 +169,18 @@ static const ElfW(Dyn) *dynamic_of(const struct dl_phdr_info *info) {
 #define ND_R_GLOB_DAT R_AARCH64_GLOB_DAT
 #endif
 
-// Points the GOT entry at slot to fn, making a page under RELRO writable for the store.
+// Points the GOT entry at slot to fn. A page the loader made read-only after relocation (RELRO:
+// glibc protects the pages from the segment's start down to the page its end falls in, which
+// stays writable) is made writable for the store and read-only again; no other page is touched.
 static int put_slot(const struct dl_phdr_info *info, void **slot, void *fn) {
-  uintptr_t s = (uintptr_t)slot;
+  uintptr_t s = (uintptr_t)slot, pg = nd_os_page_size();
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type != PT_GNU_RELRO || s < lo || s >= lo + ph->p_memsz) continue;
-    uintptr_t pg = nd_os_page_size(), a = s & ~(pg - 1);
+    if (ph->p_type != PT_GNU_RELRO) continue;
+    uintptr_t lo = (info->dlpi_addr + ph->p_vaddr) & ~(pg - 1);
+    uintptr_t hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) & ~(pg - 1);
+    if (s < lo || s >= hi) continue;
+    uintptr_t a = s & ~(pg - 1);
     if (syscall(SYS_mprotect, a, pg, PROT_READ | PROT_WRITE) != 0) return -1;
     __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
     syscall(SYS_mprotect, a, pg, PROT_READ);
@@ -240,69 +248,76 @@ static int needs_libunwind(const struct dl_phdr_info *info, uintptr_t lo) {
   return 0;
 }
 
-#define NSIG_MAX 65
-typedef struct handlers {
-  uintptr_t fn[NSIG_MAX];
-  int n, found;
-} handlers_t;
+// Handler addresses already classed (whether their object needs libunwind): a program installs
+// few distinct handlers, often again and again (libcurl ignores SIGPIPE around each call).
+#define KNOWN 16
+static struct {
+  uintptr_t fn[KNOWN];
+  uint8_t risky[KNOWN];
+  unsigned next;
+} known;
 
-// Whether one of the handlers lies in an object that needs libunwind (ctx: handlers_t).
+typedef struct classing {
+  uintptr_t fn;
+  int risky, found;
+} classing_t;
+
+// Whether the handler lies in an object that needs libunwind (ctx: classing_t).
 static int handler_object(struct dl_phdr_info *info, size_t size, void *ctx) {
   (void)size;
-  handlers_t *h = ctx;
+  classing_t *c = ctx;
   uintptr_t lo, hi;
   nd_module_range(info, &lo, &hi);
-  if (lo == unw.self_lo) return 0; // ndmem's own handlers never unwind
-  for (int i = 0; i < h->n; i++)
-    if (h->fn[i] >= lo && h->fn[i] < hi && needs_libunwind(info, lo)) {
-      h->found = 1;
-      return 1;
-    }
-  return 0;
+  if (c->fn < lo || c->fn >= hi) return 0;
+  c->found = 1;
+  c->risky = lo != unw.self_lo && needs_libunwind(info, lo); // ndmem's own handlers never unwind
+  return 1;
 }
 
-// The handler of each signal, as the kernel has it (a raw system call: ndmem's sigaction hook
-// shows the program its own view of the fatal signals ndmem manages).
-static int read_handlers(handlers_t *h) {
-  h->n = h->found = 0;
-  for (int sig = 1; sig < NSIG_MAX; sig++) {
-    struct { uintptr_t handler; unsigned long flags; uintptr_t restorer; uint64_t mask; } k;
-    if (syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof k.mask) != 0) continue;
-    if (k.handler > 1) h->fn[h->n++] = k.handler; // not SIG_DFL (0) or SIG_IGN (1)
-  }
-  return h->n;
+// Whether a handler at fn may unwind with libunwind; called outside libunwind, one thread at a
+// time (the decider), with the loader's lock taken as libunwind's own searches take it.
+static int risky(uintptr_t fn) {
+  for (int i = 0; i < KNOWN; i++)
+    if (known.fn[i] == fn) return known.risky[i];
+  classing_t c = {fn, 0, 0};
+  dl_iterate_phdr(handler_object, &c);
+  unsigned k = known.next++ % KNOWN;
+  known.fn[k] = fn;
+  known.risky[k] = (uint8_t)c.risky; // an address in no object (a JIT's) cannot link libunwind
+  return c.risky;
 }
 
-unsigned nd_unw_sig_seen; // nd_sig_changes when nd_unw_sole was last decided
-
-// Decides nd_unw_sole where it is not decided; called outside libunwind (the loader's lock is
-// taken here, as libunwind's own searches take it inside ndmem's hooks). A handler installed
-// during the decision leaves it undecided again (-1), for the next unwind.
+// Decides nd_unw_sole where it is undecided, from the handlers the program installed
+// (nd_sig_handlers, runtime/exits.c: every sigaction and signal; those set before ndmem started
+// were read from the kernel at start-up). One thread decides at a time; a handler installed (or
+// a lookup made) while it decides leaves the decision undecided again (-1) for the next unwind.
 int nd_unwind_decide(void) {
   int undecided = -1;
-  if (!__atomic_compare_exchange_n(&nd_unw_sole, &undecided, 0, 0, __ATOMIC_RELAXED,
+  if (!__atomic_compare_exchange_n(&nd_unw_sole, &undecided, 0, 0, __ATOMIC_ACQUIRE,
                                    __ATOMIC_RELAXED))
     return undecided < 0 ? 0 : undecided; // another thread is deciding: mask meanwhile
   unsigned changes = __atomic_load_n(&nd_sig_changes, __ATOMIC_ACQUIRE);
   __atomic_store_n(&nd_unw_sig_seen, changes, __ATOMIC_RELAXED);
-  if (!unw.patched || __atomic_load_n(&unw.shared, __ATOMIC_RELAXED)) return 0;
-  handlers_t h;
-  if (read_handlers(&h)) dl_iterate_phdr(handler_object, &h);
-  int zero = 0;
-  if (!h.found && !__atomic_load_n(&unw.shared, __ATOMIC_RELAXED) &&
-      __atomic_load_n(&nd_sig_changes, __ATOMIC_ACQUIRE) == changes &&
-      __atomic_compare_exchange_n(&nd_unw_sole, &zero, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-    return 1;
-  return 0;
+  int sole = unw.patched && !__atomic_load_n(&unw.shared, __ATOMIC_ACQUIRE);
+  for (int sig = 1; sole && sig < ND_NSIG; sig++) {
+    uintptr_t fn = __atomic_load_n(&nd_sig_handlers[sig], __ATOMIC_ACQUIRE);
+    if (fn > 1 && risky(fn)) sole = 0; // not SIG_DFL (0) or SIG_IGN (1)
+  }
+  // Kept only where nothing moved meanwhile; else undecided again (the next unwind decides).
+  int now = __atomic_load_n(&nd_sig_changes, __ATOMIC_ACQUIRE) == changes ? sole : -1;
+  if (now == 1 && __atomic_load_n(&unw.shared, __ATOMIC_ACQUIRE)) now = 0;
+  __atomic_store_n(&nd_unw_sole, now, __ATOMIC_RELEASE);
+  return now == 1;
 }
 
 int nd_unwind_sole_now(void) {
-  if (__atomic_load_n(&nd_sig_changes, __ATOMIC_RELAXED) !=
+  if (__atomic_load_n(&nd_sig_changes, __ATOMIC_ACQUIRE) !=
       __atomic_load_n(&nd_unw_sig_seen, __ATOMIC_RELAXED)) {
-    int one = 1;
-    __atomic_compare_exchange_n(&nd_unw_sole, &one, -1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    int was = __atomic_load_n(&nd_unw_sole, __ATOMIC_RELAXED);
+    if (was >= 0) // decided before the change: undecided now (a decider running keeps its claim)
+      __atomic_compare_exchange_n(&nd_unw_sole, &was, -1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   }
-  int sole = __atomic_load_n(&nd_unw_sole, __ATOMIC_RELAXED);
+  int sole = __atomic_load_n(&nd_unw_sole, __ATOMIC_ACQUIRE);
   return sole < 0 ? nd_unwind_decide() : sole;
 }
 
@@ -310,8 +325,19 @@ void nd_unwind_program_lookup(const char *name) {
   if (!name || (strncmp(name, "unw_", 4) && strncmp(name, "_UL", 3) && strncmp(name, "_Ux86", 5) &&
                 strncmp(name, "_Uaarch64", 9)))
     return;
-  __atomic_store_n(&unw.shared, 1, __ATOMIC_RELAXED);
-  __atomic_store_n(&nd_unw_sole, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&unw.shared, 1, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&nd_sig_changes, 1, __ATOMIC_RELEASE); // a decision made meanwhile is redone
+  __atomic_store_n(&nd_unw_sole, 0, __ATOMIC_RELEASE);
+}
+
+// The handlers installed before ndmem started (by another library's constructor), read from the
+// kernel once; the hooks keep the table from then on.
+static void read_handlers(void) {
+  for (int sig = 1; sig < ND_NSIG; sig++) {
+    struct { uintptr_t handler; unsigned long flags; uintptr_t restorer; uint64_t mask; } k;
+    if (syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof k.mask) == 0)
+      __atomic_store_n(&nd_sig_handlers[sig], k.handler, __ATOMIC_RELEASE);
+  }
 }
 
 // ---------------------------------------------------------------- set-up
@@ -355,10 +381,15 @@ int nd_unwind_init(void) {
   unw_backtrace(one, 1);
   nd_unw_quiet = 0;
   __atomic_store_n(&unw.masks_skipped, 0, __ATOMIC_RELAXED); // the counts are the run's
+  read_handlers();
   nd_unw_sole = -1;
   nd_unwind_decide();
   return 0;
 }
+
+// A fork child's list of recent objects may have been cut mid-move by the fork: it starts empty.
+static void atfork_child(nd_tls_t *t) { (void)t, recent.n = 0; }
+ND_MODULE(nd_unwind_module) = {.name = "unwind", .rank = 14, .atfork_child = atfork_child};
 
 void nd_unwind_stats(nd_unwind_stats_t *out) {
   out->masks_skipped = __atomic_load_n(&unw.masks_skipped, __ATOMIC_RELAXED);

@@ -22,7 +22,6 @@ int nd_object_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 // installed) live in runtime/ (shim.h), whose thread teardown calls libunwind too.
 int nd_unwind_decide(void);   // decides it (the handlers read, their objects found), returns it
 int nd_unwind_sole_now(void); // nd_unw_sole, decided again where a handler was installed since
-extern unsigned nd_unw_sig_seen; // nd_sig_changes when nd_unw_sole was decided
 
 // libunwind's set-up, once at start-up: its caching, its register-state cache's size, the
 // patches of its imports (unwind.c), its first unwind (which opens its descriptors while

@@ -15,6 +15,8 @@
 //   signal    allocations in signal handlers, on the thread's stack and on an alternate one:
 //             stacks through a signal frame are never recorded
 //   threads   4 threads at a time, 3 rounds (a thread's table goes to the next one emptied)
+//   odd_fp    the same with a frame whose caller is found at its frame pointer + 24, not + 16 (x86-64
+//             assembly with its unwind rules: rbx pushed before rbp)
 //   coroutine allocations on stacks of the program's own (makecontext), one freed and another of
 //             another size made in its place: never recorded (a slot could lie past the new one)
 #include <alloca.h>
@@ -83,6 +85,57 @@ NOINLINE void shifted(void) {
                      // address slot lands in the alloca area, which nothing writes
   }
 }
+
+// ---- odd_fp: odd_frame(k, fn) makes a frame of k bytes and more whose CFA is rbp + 24, calls fn
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl odd_frame\n"
+        ".type odd_frame, @function\n"
+        "odd_frame:\n"
+        "  .cfi_startproc\n"
+        "  push %rbx\n"
+        "  .cfi_def_cfa_offset 16\n"
+        "  .cfi_offset rbx, -16\n"
+        "  push %rbp\n"
+        "  .cfi_def_cfa_offset 24\n"
+        "  .cfi_offset rbp, -24\n"
+        "  mov %rsp, %rbp\n"
+        "  .cfi_def_cfa_register rbp\n"
+        "  sub %rdi, %rsp\n"
+        "  and $-16, %rsp\n"
+        "  call *%rsi\n"
+        "  mov %rbp, %rsp\n"
+        "  pop %rbp\n"
+        "  .cfi_def_cfa rsp, 16\n"
+        "  pop %rbx\n"
+        "  .cfi_def_cfa_offset 8\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        ".size odd_frame, .-odd_frame\n");
+void odd_frame(long k, void (*fn)(void));
+NOINLINE void odd_leaf(void) { leaf(80); }
+NOINLINE void odd_a(int k) {
+  volatile char *pad = (volatile char *)alloca((size_t)(128 - k));
+  pad[0] = 0;
+  odd_frame(k, odd_leaf); // PATH:odd_a 120
+}
+NOINLINE void odd_b(int k) {
+  volatile char *pad = (volatile char *)alloca((size_t)(128 - k));
+  pad[0] = 0;
+  odd_frame(k, odd_leaf); // PATH:odd_b 80
+}
+NOINLINE void odd_fp(void) {
+  for (int i = 0; i < N; i++) {
+    int b = i >= 120;
+    void (*w)(int) = b ? odd_b : odd_a;
+    w(b ? 112 : 16);
+  }
+}
+#else
+NOINLINE void odd_fp(void) {
+  for (int i = 0; i < N; i++) leaf(80);
+}
+#endif
 
 // ---- longjmp
 static jmp_buf env;
@@ -202,6 +255,7 @@ int main(void) {
   turns();
   far();
   shifted();
+  odd_fp();
   jumps();
   throws();
   if (signals() != 0 || threads() != 0 || coroutines() != 0) {
