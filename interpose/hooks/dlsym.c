@@ -11,7 +11,7 @@
 // What the stub asks before it forwards: 1 and *out when the lookup is answered here.
 int nd_dlsym_ask(void *handle, const char *name, void **out);
 int nd_dlsym_ask(void *handle, const char *name, void **out) {
-  if (name && (name[0] == 'u' || name[0] == '_')) nd_unwind_program_lookup(name);
+  nd_unwind_program_lookup(name);
   return nd_dlsym_filter(handle, name, out);
 }
 

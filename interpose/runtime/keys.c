@@ -59,9 +59,7 @@ int nd_keys_thread_atexit(void (*fn)(void *), void *arg) {
 // installed; stacks/unwind.c): its pool's lock masks signals otherwise.
 static void thread_exit(nd_tls_t *t) {
   (void)t;
-  nd_unw_quiet = __atomic_load_n(&nd_unw_sole, __ATOMIC_ACQUIRE) == 1 &&
-                 __atomic_load_n(&nd_sig_changes, __ATOMIC_ACQUIRE) ==
-                     __atomic_load_n(&nd_unw_sig_seen, __ATOMIC_RELAXED);
+  nd_unw_quiet = nd_unw_sole_decided();
   for (int i = 0; i < PTHREAD_DESTRUCTOR_ITERATIONS && unw_value && unw_destructor; i++) {
     void *v = unw_value;
     unw_value = NULL;

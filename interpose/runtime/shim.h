@@ -157,6 +157,12 @@ void nd_exit_if_alone(void);
 #define ND_NSIG 65
 extern unsigned nd_sig_changes, nd_unw_sig_seen;
 extern uintptr_t nd_sig_handlers[ND_NSIG];
+// No handler may unwind with libunwind, as decided since the last handler was installed.
+static inline int nd_unw_sole_decided(void) {
+  return __atomic_load_n(&nd_unw_sole, __ATOMIC_ACQUIRE) == 1 &&
+         __atomic_load_n(&nd_sig_changes, __ATOMIC_ACQUIRE) ==
+             __atomic_load_n(&nd_unw_sig_seen, __ATOMIC_RELAXED);
+}
 int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 void (*nd_signal(int sig, void (*handler)(int)))(int);
 __attribute__((noreturn)) void nd_exit_now(int status); // _exit, _Exit

@@ -236,28 +236,20 @@ static uint64_t extent(const node_t *n) { return n->size ? n->size : 1; }
 static inline size_t find(uintptr_t a) {
   size_t lo = 0, hi = graph.n;
   const uintptr_t *los = graph.los;
-  if (los) {
-    if (graph.top) {
-      size_t tl = 0, th = graph.ntop;
-      while (th - tl > 1) {
-        size_t mid = (tl + th) / 2;
-        if (graph.top[mid] <= a) tl = mid;
-        else th = mid;
-      }
-      lo = tl * TOP_STEP;
-      hi = lo + TOP_STEP < graph.n ? lo + TOP_STEP : graph.n;
+  if (graph.top) { // made only with los
+    size_t tl = 0, th = graph.ntop;
+    while (th - tl > 1) {
+      size_t mid = (tl + th) / 2;
+      if (graph.top[mid] <= a) tl = mid;
+      else th = mid;
     }
-    while (hi - lo > 1) {
-      size_t mid = (lo + hi) / 2;
-      if (los[mid] <= a) lo = mid;
-      else hi = mid;
-    }
-  } else {
-    while (hi - lo > 1) {
-      size_t mid = (lo + hi) / 2;
-      if (graph.v[mid].lo <= a) lo = mid;
-      else hi = mid;
-    }
+    lo = tl * TOP_STEP;
+    hi = lo + TOP_STEP < graph.n ? lo + TOP_STEP : graph.n;
+  }
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    if ((los ? los[mid] : graph.v[mid].lo) <= a) lo = mid;
+    else hi = mid;
   }
   return a >= graph.v[lo].lo && a - graph.v[lo].lo < extent(&graph.v[lo]) ? lo : SIZE_MAX;
 }

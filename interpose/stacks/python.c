@@ -481,16 +481,19 @@ static uintptr_t owner_word(const char *f) {
   if (L->fr_is_entry != ND_PY_NO_FIELD) w |= (uintptr_t)(unsigned char)AT(f, L->fr_is_entry, char) << 8;
   return w;
 }
+static uintptr_t instr_word(const char *f) {
+  const py_layout_t *L = py.layout;
+  return L->model == PY_FRAME_OBJECTS ? (uintptr_t)(unsigned)AT(f, L->fr_instr, int)
+                                      : AT(f, L->fr_instr, uintptr_t);
+}
 static inline void visit(nd_py_trail_t *t, const char *f) {
   if (!t || t->n < 0) return;
   if (t->n == ND_REPLAY_PY) {
     t->n = -1;
     return;
   }
-  const py_layout_t *L = py.layout;
-  uintptr_t instr = L->model == PY_FRAME_OBJECTS ? (uintptr_t)(unsigned)AT(f, L->fr_instr, int)
-                                                 : AT(f, L->fr_instr, uintptr_t);
-  t->node[t->n++] = (nd_py_node_t){(uintptr_t)f, AT(f, L->fr_code, uintptr_t), instr, owner_word(f)};
+  t->node[t->n++] = (nd_py_node_t){(uintptr_t)f, AT(f, py.layout->fr_code, uintptr_t),
+                                   instr_word(f), owner_word(f)};
 }
 
 // One evaluator's run of Python frames, innermost first, from *fp into out (at most room; the
@@ -568,10 +571,9 @@ int nd_py_trail_same(const nd_replay_t *e) {
   const char *f = top_frame(ts);
   for (int i = 0; i < e->npy; i++) {
     const nd_py_node_t *r = &e->py[i];
-    if ((uintptr_t)f != r->f || AT(f, L->fr_code, uintptr_t) != r->code) return 0;
-    uintptr_t instr = L->model == PY_FRAME_OBJECTS ? (uintptr_t)(unsigned)AT(f, L->fr_instr, int)
-                                                   : AT(f, L->fr_instr, uintptr_t);
-    if (instr != r->instr || owner_word(f) != r->owner) return 0;
+    if ((uintptr_t)f != r->f || AT(f, L->fr_code, uintptr_t) != r->code ||
+        instr_word(f) != r->instr || owner_word(f) != r->owner)
+      return 0;
     f = AT(f, L->fr_previous, const char *);
   }
   return (uintptr_t)f == e->py_end;

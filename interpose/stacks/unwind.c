@@ -259,7 +259,7 @@ static struct {
 
 typedef struct classing {
   uintptr_t fn;
-  int risky, found;
+  int risky;
 } classing_t;
 
 // Whether the handler lies in an object that needs libunwind (ctx: classing_t).
@@ -269,7 +269,6 @@ static int handler_object(struct dl_phdr_info *info, size_t size, void *ctx) {
   uintptr_t lo, hi;
   nd_module_range(info, &lo, &hi);
   if (c->fn < lo || c->fn >= hi) return 0;
-  c->found = 1;
   c->risky = lo != unw.self_lo && needs_libunwind(info, lo); // ndmem's own handlers never unwind
   return 1;
 }
@@ -279,7 +278,7 @@ static int handler_object(struct dl_phdr_info *info, size_t size, void *ctx) {
 static int risky(uintptr_t fn) {
   for (int i = 0; i < KNOWN; i++)
     if (known.fn[i] == fn) return known.risky[i];
-  classing_t c = {fn, 0, 0};
+  classing_t c = {fn, 0};
   dl_iterate_phdr(handler_object, &c);
   unsigned k = known.next++ % KNOWN;
   known.fn[k] = fn;
@@ -291,7 +290,7 @@ static int risky(uintptr_t fn) {
 // (nd_sig_handlers, runtime/exits.c: every sigaction and signal; those set before ndmem started
 // were read from the kernel at start-up). One thread decides at a time; a handler installed (or
 // a lookup made) while it decides leaves the decision undecided again (-1) for the next unwind.
-int nd_unwind_decide(void) {
+static int decide(void) {
   int undecided = -1;
   if (!__atomic_compare_exchange_n(&nd_unw_sole, &undecided, 0, 0, __ATOMIC_ACQUIRE,
                                    __ATOMIC_RELAXED))
@@ -318,7 +317,7 @@ int nd_unwind_sole_now(void) {
       __atomic_compare_exchange_n(&nd_unw_sole, &was, -1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   }
   int sole = __atomic_load_n(&nd_unw_sole, __ATOMIC_ACQUIRE);
-  return sole < 0 ? nd_unwind_decide() : sole;
+  return sole < 0 ? decide() : sole;
 }
 
 void nd_unwind_program_lookup(const char *name) {
@@ -383,7 +382,7 @@ int nd_unwind_init(void) {
   __atomic_store_n(&unw.masks_skipped, 0, __ATOMIC_RELAXED); // the counts are the run's
   read_handlers();
   nd_unw_sole = -1;
-  nd_unwind_decide();
+  decide();
   return 0;
 }
 
@@ -396,6 +395,4 @@ void nd_unwind_stats(nd_unwind_stats_t *out) {
   out->masks_made = __atomic_load_n(&unw.masks_made, __ATOMIC_RELAXED);
   out->searches_recent = __atomic_load_n(&unw.searches_recent, __ATOMIC_RELAXED);
   out->searches_walked = __atomic_load_n(&unw.searches_walked, __ATOMIC_RELAXED);
-  out->patched = unw.patched;
-  out->sole = __atomic_load_n(&nd_unw_sole, __ATOMIC_RELAXED);
 }

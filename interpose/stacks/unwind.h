@@ -20,22 +20,17 @@ int nd_object_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 // signal masking may be skipped: set by nd_unw_begin) and nd_unw_sole (no signal handler may
 // unwind with libunwind.so.8: 1 none may, 0 one may, -1 not decided since a handler was
 // installed) live in runtime/ (shim.h), whose thread teardown calls libunwind too.
-int nd_unwind_decide(void);   // decides it (the handlers read, their objects found), returns it
 int nd_unwind_sole_now(void); // nd_unw_sole, decided again where a handler was installed since
 
 // libunwind's set-up, once at start-up: its caching, its register-state cache's size, the
 // patches of its imports (unwind.c), its first unwind (which opens its descriptors while
 // start-up has the process to itself). 0, or -1 when libunwind is not found.
 int nd_unwind_init(void);
-// An unwind of ndmem's own starts and ends: the thread's flag follows whether libunwind has
-// another client, decided once for the whole unwind so that a masking libunwind skipped is
-// never restored (nor the reverse).
+// An unwind of ndmem's own starts and ends: the thread's flag follows whether a handler may
+// unwind with libunwind, decided once for the whole unwind so that a masking libunwind skipped
+// is never restored (nor the reverse).
 static inline void nd_unw_begin(void) {
-  int sole = __atomic_load_n(&nd_unw_sole, __ATOMIC_RELAXED);
-  if (__builtin_expect(sole != 1, 0) ||
-      __builtin_expect(__atomic_load_n(&nd_sig_changes, __ATOMIC_RELAXED) != nd_unw_sig_seen, 0))
-    sole = nd_unwind_sole_now();
-  nd_unw_quiet = sole;
+  nd_unw_quiet = __builtin_expect(nd_unw_sole_decided(), 1) ? 1 : nd_unwind_sole_now();
 }
 static inline void nd_unw_end(void) { nd_unw_quiet = 0; }
 // unw_backtrace inside nd_unw_begin/nd_unw_end.
@@ -53,8 +48,6 @@ void nd_unwind_program_lookup(const char *name);
 // and made, and its object searches (answered by a recent object, or by a full walk).
 typedef struct nd_unwind_stats {
   uint64_t masks_skipped, masks_made, searches_recent, searches_walked;
-  int patched; // the imports patched (a bit each: 1 sigprocmask, 2 dl_iterate_phdr)
-  int sole;    // nd_unw_sole now
 } nd_unwind_stats_t;
 void nd_unwind_stats(nd_unwind_stats_t *out);
 
