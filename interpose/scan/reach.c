@@ -646,7 +646,13 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
   for (const char *c = graph.text; *c;) {
     map_line_t m;
     c = parse_line(c, &m);
-    if (is_root_map(&m) && (m.path[0] != '/' || elf_data(m.lo, m.hi))) scan_root(m.lo, m.hi);
+    if (!is_root_map(&m) || (m.path[0] == '/' && !elf_data(m.lo, m.hi))) continue;
+    // An int in a loaded object's image is a constant of its build (CPython's deep-frozen code
+    // objects hold hundreds): never an address, but one that may fall in a heap below 4 GiB.
+    uint64_t py_long = graph.py_long;
+    if (m.path[0] == '/') graph.py_long = 0;
+    scan_root(m.lo, m.hi);
+    graph.py_long = py_long;
   }
   graph.phase = PH_ROOT;
   for (size_t i = 0; i < graph.nt; i++)
