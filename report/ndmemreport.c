@@ -58,7 +58,8 @@ static int parse_count(FILE *err, const char *opt, const char *v, size_t *out) {
 
 // 0: run; 2: bad usage (reported); -1: --help was printed.
 static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
-  *o = (opts_t){.symbols = true, .top = 10, .frames = 8, .builtin_supp = true, .follow_ms = 1000};
+  *o = (opts_t){.symbols = true, .top = 10, .frames = 8, .builtin_supp = true, .follow_ms = 1000,
+                .collapsed_by = ND_BY_PEAK, .flame_by = ND_BY_PEAK};
   bool dashdash = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -81,8 +82,10 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "%s\n\n"
               "Reports what a program allocated, from the trace libndmem.so wrote.\n\n"
               "  --format FORMAT             text | json | html | svg | collapsed [text]\n"
-              "  --collapsed-by WEIGHT       collapsed's weight: peak | total | live [peak]\n"
-              "  --flame-by WEIGHT           svg's weight: peak | total | live [peak]\n"
+              "  --collapsed-by WEIGHT       collapsed's weight: peak (live at the process's\n"
+              "                              peak) | site-peak | total | live [peak]\n"
+              "  --flame-by WEIGHT           svg's weight: peak | site-peak | total | live\n"
+              "                              [peak]\n"
               "  --top N                     entries per list [10]; 0 all\n"
               "  --frames N                  frames per stack in text [8]; 0 all\n"
               "  --brief                     summary, largest leaks, first breach\n"

@@ -6,6 +6,7 @@
 #include "account/counters.h"
 
 #include "common/os.h"
+#include "common/trace_format.h"
 
 #include <string.h>
 
@@ -55,6 +56,42 @@ nd_shard_t *nd_shard_acquire(pid_t tid) {
   return s;
 }
 
+nd_peaks_t nd_peaks;
+_Static_assert(ND_PEAK_GROUPS == ND_TRACE_PEAK_GROUPS && NDMEM_KIND_DEVICE0 == 4,
+               "the trace's peak groups are the shim's");
+
+// A publish that may have moved a group's peak (counters.h): rare, so a lock keeps the moment's
+// fields and its epoch together.
+static void peak_moment(int kind) {
+  int grp = nd_peak_group(kind);
+  int64_t total = 0;
+  if (grp) {
+    total = ND_LOAD(nd_pub.live[kind]);
+  } else {
+    for (int i = 0; i < NDMEM_KIND_DEVICE0; i++) total += ND_LOAD(nd_pub.live[i]);
+  }
+  nd_peak_moment_t *m = &nd_peaks.at[grp];
+  if (total <= ND_LOAD(m->max)) return;
+  nd_spin_lock(&nd_peaks.lock);
+  if (total > m->max) ND_STORE(m->max, total);
+  int64_t step = m->bytes / 1024 > ND_PUBLISH_BYTES ? m->bytes / 1024 : ND_PUBLISH_BYTES;
+  uint16_t e = nd_peaks.epoch[grp];
+  if ((total > m->bytes + step || !e) && e < UINT16_MAX) {
+    ND_STORE(m->bytes, total);
+    ND_STORE(m->mono_ns, nd_os_mono_ns());
+    __atomic_store_n(&nd_peaks.epoch[grp], (uint16_t)(e + 1), __ATOMIC_RELEASE);
+  }
+  nd_spin_unlock(&nd_peaks.lock);
+}
+
+uint16_t nd_peak_read(int group, nd_peak_moment_t *out) {
+  nd_spin_lock(&nd_peaks.lock);
+  *out = nd_peaks.at[group];
+  uint16_t e = nd_peaks.epoch[group];
+  nd_spin_unlock(&nd_peaks.lock);
+  return e;
+}
+
 void nd_shard_publish(nd_shard_t *s, int kind) {
   nd_kstat_t *k = &s->k[kind];
   int64_t before = __atomic_fetch_add(&nd_pub.live[kind], k->pending, __ATOMIC_RELAXED);
@@ -64,6 +101,7 @@ void nd_shard_publish(nd_shard_t *s, int kind) {
          !__atomic_compare_exchange_n(&g.peak[kind], &peak, cand, 1, __ATOMIC_RELAXED,
                                       __ATOMIC_RELAXED)) {
   }
+  if (k->pending > 0) peak_moment(kind);
   ND_STORE(k->pending, 0);
   k->pending_hi = 0;
 }
@@ -216,9 +254,11 @@ void nd_counters_atfork_child(nd_shard_t *keep) {
   }
   nd_pub.owned = keep ? 1 : 0;
   g.lock = 0;
+  memset(&nd_peaks, 0, sizeof nd_peaks); // the child's own moment (its sites count from the fork)
 }
 
 void nd_counters_reset_for_tests(void) {
   memset(&g, 0, sizeof g);
+  memset(&nd_peaks, 0, sizeof nd_peaks);
   memset(&nd_pub, 0, sizeof nd_pub);
 }

@@ -42,6 +42,36 @@ typedef struct nd_shard {
 #define ND_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define ND_BUMP(x, v) ND_STORE(x, (x) + (v))
 
+// The moment of the peak, for "live at the peak" (memray's high-water mark), without a snapshot:
+// kinds are grouped as the memory they compete for (host: heap, mmap, pinned and managed; each
+// device on its own). When a publish finds a group's published total above its peak moment's
+// by more than max(ND_PUBLISH_BYTES, 1/1024 of it), the moment moves there and its epoch goes up;
+// each site notes its live bytes as they stood then at the first change it sees after
+// (sites.c), so a site's bytes at the moment are those it noted, or, if it has not changed
+// since, those it holds. The moment's total is within ND_PUBLISH_BYTES per allocating thread
+// and 1/1024 of the highest total published; the epoch stops at 65535 (that many moves take
+// 16 GiB of new peaks by the smallest step and far more by the relative one).
+#define ND_PEAK_GROUPS (1 + NDMEM_MAX_DEVICES)
+typedef struct nd_peak_moment {
+  uint64_t mono_ns; // when the moment was taken (0: none yet)
+  int64_t bytes;    // the group's published live bytes then
+  int64_t max;      // the highest published total seen (>= bytes)
+} nd_peak_moment_t;
+typedef struct nd_peaks {
+  uint16_t epoch[ND_PEAK_GROUPS]; // atomic; 0: no moment yet
+  nd_peak_moment_t at[ND_PEAK_GROUPS];
+  int lock;
+} nd_peaks_t;
+extern nd_peaks_t nd_peaks;
+static inline int nd_peak_group(int kind) {
+  return kind >= NDMEM_KIND_DEVICE0 ? 1 + kind - NDMEM_KIND_DEVICE0 : 0;
+}
+static inline uint16_t nd_peak_epoch(int kind) {
+  return __atomic_load_n(&nd_peaks.epoch[nd_peak_group(kind)], __ATOMIC_RELAXED);
+}
+// A group's moment and epoch, read together (the trace writer).
+uint16_t nd_peak_read(int group, nd_peak_moment_t *out);
+
 // counters.c
 nd_shard_t *nd_shard_acquire(pid_t tid);   // a zeroed shard owned by tid, or NULL (no memory)
 void nd_shard_release(nd_shard_t *s);      // thread exit: folds into the retired totals

@@ -40,6 +40,7 @@ typedef struct stripe {
 
 static stripe_t stripes[STRIPES];
 static nd_site_t **dir[DIR_MAX];
+static int64_t *at_peak[DIR_MAX]; // nd_site_at_peak, a chunk per chunk of dir (made on first use)
 static uint32_t nsites; // atomic
 static int arena_lock;
 static char *arena;
@@ -213,6 +214,7 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
   s->kind = (uint16_t)kind;
   s->sampled = (uint8_t)sampled;
   s->depth = (uint8_t)depth;
+  s->pk_epoch = nd_peak_epoch(kind); // it held nothing at the moment (its noted bytes: 0)
   s->outer = outer;
   memcpy(s->ips, ips, (size_t)in * sizeof *ips);
   nd_site_t **chunk = __atomic_load_n(&dir[id / DIR_CHUNK], __ATOMIC_ACQUIRE);
@@ -301,7 +303,40 @@ nd_site_t *nd_site_frames(int kind, int sampled, uintptr_t *frames, int n, int w
   return s;
 }
 
+int64_t nd_site_at_peak(const nd_site_t *s) {
+  int64_t *chunk = __atomic_load_n(&at_peak[s->id / DIR_CHUNK], __ATOMIC_ACQUIRE);
+  return chunk ? __atomic_load_n(&chunk[s->id % DIR_CHUNK], __ATOMIC_RELAXED) : 0;
+}
+
+// The first change since its group's peak moment moved (counters.h): the bytes it held then.
+// Two threads may both note them; both read what the site held before either changed it, give
+// or take the other's change in flight.
+static __attribute__((noinline)) void peak_note(nd_site_t *s, uint16_t e) {
+  int64_t **slot = &at_peak[s->id / DIR_CHUNK];
+  int64_t *chunk = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!chunk) {
+    int64_t *fresh = nd_os_map(DIR_CHUNK * sizeof *fresh), *expect = NULL;
+    if (!fresh) return; // out of memory: noted at the next change
+    if (__atomic_compare_exchange_n(slot, &expect, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      chunk = fresh;
+    else {
+      nd_os_unmap(fresh, DIR_CHUNK * sizeof *fresh);
+      chunk = expect;
+    }
+  }
+  int64_t live = (int64_t)(__atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED) -
+                           __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED));
+  __atomic_store_n(&chunk[s->id % DIR_CHUNK], live, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->pk_epoch, e, __ATOMIC_RELEASE);
+}
+
+static inline void peak_check(nd_site_t *s) {
+  uint16_t e = nd_peak_epoch(s->kind);
+  if (__builtin_expect(__atomic_load_n(&s->pk_epoch, __ATOMIC_RELAXED) != e, 0)) peak_note(s, e);
+}
+
 void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes) {
+  peak_check(s);
   __atomic_fetch_add(&s->allocs, count, __ATOMIC_RELAXED);
   uint64_t a = __atomic_add_fetch(&s->alloc_bytes, bytes, __ATOMIC_RELAXED);
   int64_t live = (int64_t)(a - __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED));
@@ -313,6 +348,7 @@ void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes) {
 }
 
 void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes) {
+  peak_check(s);
   __atomic_fetch_add(&s->frees, count, __ATOMIC_RELAXED);
   uint64_t f = __atomic_add_fetch(&s->free_bytes, bytes, __ATOMIC_RELAXED);
   // Live bytes only fall at a free: the window's floor is the lowest value seen after one.
@@ -349,6 +385,7 @@ void nd_sites_atfork_rebase(void) {
     s->g = NULL; // the parent's growth state (growth.c's pages, left as they are)
     s->close_win = 0;
     s->written = 0, s->dirty = 0;
+    s->pk_epoch = 0; // the child's moments start again (counters.c)
   }
 }
 

@@ -61,7 +61,7 @@ typedef struct nd_site {
   uint32_t close_win; // before that: the last close it held nothing at (0: none yet)
   uint8_t dirty;      // atomic: changed since the last flush
   uint8_t written;    // its STACK record is in the trace
-  uint8_t pad_[2];
+  uint16_t pk_epoch;  // atomic: the peak epoch of its group (counters.h) it last changed in
   uint32_t id;        // identity: constant once created
   uint16_t kind;
   uint8_t sampled;
@@ -113,6 +113,10 @@ static inline __attribute__((always_inline)) nd_site_t *nd_site_here(int kind, i
   const uintptr_t at[3] = {sp, rbp, (uintptr_t)native};
   return nd_site_frames(kind, sampled, frames, n, want, at);
 }
+// Its live bytes at its group's peak moment, when it changed since (pk_epoch is the moment's
+// epoch); otherwise it holds what it held then. In ndmem's own pages beside the sites (a site's
+// first line is full): written once per site per moment, read by the trace writer.
+int64_t nd_site_at_peak(const nd_site_t *s);
 void nd_site_add(nd_site_t *s, uint64_t count, uint64_t bytes);
 void nd_site_sub(nd_site_t *s, uint64_t count, uint64_t bytes);
 // Closes the site's window and returns its floor (lowest live bytes since the window began); the

@@ -45,8 +45,11 @@
 // record's offset is then its offset in the decompressed stream, the header counted.
 // 14 added the reachability scan at exit: a SCAN record (how it went) before the BLOCK records,
 // and each BLOCK's class in its flags (ND_BLOCK_REACH_*; 0 before: not scanned).
-// Readers accept 1 to 14.
-#define ND_TRACE_VERSION 14
+// 15 added the peak moment: a PEAK record per memory group at each flush (when its total last
+// moved to a new peak) and, after a SITE record, a SITE_PEAK record with the site's live bytes
+// at that moment where it changed since.
+// Readers accept 1 to 15.
+#define ND_TRACE_VERSION 15
 #define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
 #define ND_TRACE_MAX_STACK 255 // frames in one STACK record from version 12 (before: 128)
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
@@ -139,6 +142,8 @@ enum nd_rec_tag {
   ND_REC_DEVICE_WS = 21, // nd_rec_device_ws_t: one device's workspace (latest wins; version 11)
   ND_REC_DEVICE_SPILL = 22, // nd_rec_device_spill_t: device memory served from host (version 11)
   ND_REC_SCAN = 23,     // nd_rec_scan_t: the reachability scan at exit (version 14)
+  ND_REC_PEAK = 24,     // nd_rec_peak_t: a memory group's peak moment (latest wins; version 15)
+  ND_REC_SITE_PEAK = 25, // nd_rec_site_peak_t: a site's live bytes at its group's peak moment
   ND_REC_TAG_MAX
 };
 
@@ -300,6 +305,34 @@ typedef struct nd_rec_scan {
   int64_t live_count[2], live_bytes[2];
 } nd_rec_scan_t;
 _Static_assert(sizeof(nd_rec_scan_t) == 112, "scan record layout");
+
+// The peak moment of a group of memory kinds (host: heap, mmap, pinned, managed; each device on
+// its own): the shim moves it when a publish of the exact counters finds the group's total above
+// it by more than max(256 KiB, 1/1024 of it) (counters.h). A site's live bytes at the moment are
+// its latest SITE_PEAK of the same epoch, or, where it has none, its live bytes in its latest
+// SITE record (it has not changed since). Written at each flush, before the SITE records.
+typedef struct nd_rec_peak {
+  uint16_t group;   // 0: host; 1 + N: device N
+  uint16_t epoch;   // moves so far (1 ..)
+  uint32_t reserved;
+  uint64_t mono_ns; // when
+  uint64_t bytes;   // the group's live bytes then (exact counters, usable sizes)
+  uint64_t max;     // the highest total the counters published (>= bytes)
+} nd_rec_peak_t;
+_Static_assert(sizeof(nd_rec_peak_t) == 32, "peak record layout");
+#define ND_PEAK_HOST 0
+#define ND_PEAK_GROUP(kind) ((kind) >= 4 ? 1 + (kind) - 4 : 0) // enum ndmem_kind: DEVICE0 is 4
+#define ND_TRACE_PEAK_GROUPS (ND_TRACE_KINDS - 3)
+
+// A site's live bytes (requested sizes; a sampled site's estimate) at its group's peak moment of
+// `epoch`, written after its SITE record when it changed since that moment.
+typedef struct nd_rec_site_peak {
+  uint32_t stack_id;
+  uint16_t kind;
+  uint16_t epoch;
+  uint64_t live_bytes;
+} nd_rec_site_peak_t;
+_Static_assert(sizeof(nd_rec_site_peak_t) == 16, "site peak record layout");
 
 typedef struct nd_rec_flush {
   uint64_t mono_ns;

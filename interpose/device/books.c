@@ -183,6 +183,7 @@ void cu_track_at(call_t *c, uint64_t key, int cls, int kind, uint64_t size, nd_s
     ADD(nd_cu_calls.unknown_frees, 1);
     cu_untrack(c, &stale);
   }
+  if (site) nd_site_add(site, 1, size); // before the count (heap/alloc.c account_block's order)
   cu_count(c, kind, 1, size);
   // The device's classes count what reached the driver (what CUPTI sees too): a workspace's
   // arenas, not the blocks it served (its hits), and nothing served from host memory.
@@ -192,7 +193,6 @@ void cu_track_at(call_t *c, uint64_t key, int cls, int kind, uint64_t size, nd_s
     struct dev *v = &nd_cu_devs[kind - NDMEM_KIND_DEVICE0];
     cu_raise_peak(&v->peak, __atomic_add_fetch(&v->granted, (int64_t)size, __ATOMIC_RELAXED));
   }
-  if (site) nd_site_add(site, 1, size);
 }
 
 void cu_track(call_t *c, uint64_t key, int cls, int kind, uint64_t size) {

@@ -101,11 +101,12 @@ ND_INLINE size_t heap_req(int fn, size_t a, size_t b) {
 }
 
 // Counts a heap block of `usable` bytes (a workspace block: its planned size) and one call of fn;
-// tracks the block when it is large, or when the byte sampler's countdown runs out.
+// tracks the block when it is large, or when the byte sampler's countdown runs out. The site
+// first: a count that moves the peak moment (counters.h) then finds the block in its site.
 ND_INLINE void account_block(nd_tls_t *t, int fn, void *p, size_t req, uint64_t usable) {
-  nd_count_alloc(t->shard, NDMEM_KIND_HEAP, usable);
   if (ND_UNLIKELY(req >= nd_track_min || (t->sample_left -= (int64_t)req) < 0))
     nd_track_alloc(t, p, req, NDMEM_KIND_HEAP);
+  nd_count_alloc(t->shard, NDMEM_KIND_HEAP, usable);
   ND_BUMP(t->shard->calls[fn], 1);
 }
 

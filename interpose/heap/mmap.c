@@ -93,12 +93,12 @@ static void track(nd_tls_t *t, uintptr_t s, uintptr_t e, uint64_t fresh) {
   if (nd_regions_add_born(&maps, s, e, site, site ? nd_os_mono_ns() : 0,
                           __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED), untouched) != 0)
     return;
+  if (site) nd_site_add(site, 1, e - s); // before the count (account_block's order)
   map_acct(t, 1, e - s, 0, 0, NDMEM_FN_MMAP);
   if (untouched) {
     if (t->shard) nd_shard_publish(t->shard, NDMEM_KIND_MMAP);
     untouched_add((int64_t)untouched);
   }
-  if (site) nd_site_add(site, 1, e - s);
 }
 
 static int64_t untouched_read(void) {

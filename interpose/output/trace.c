@@ -572,6 +572,16 @@ static void write_sites(void) {
   if (close) tr.win_flushes = 0;
   tr.win_cycle = clock;
   uint32_t win = close ? nd_growth_close(clock, now) : 0;
+  // The peak moments, read before the sites: a site that changed since the one read here has
+  // noted its bytes at it (a moment that moves during the loop is written at the next flush).
+  uint16_t epoch[ND_PEAK_GROUPS];
+  for (int grp = 0; grp < ND_PEAK_GROUPS; grp++) {
+    nd_peak_moment_t m;
+    epoch[grp] = nd_peak_read(grp, &m);
+    if (!epoch[grp]) continue;
+    nd_rec_peak_t p = {(uint16_t)grp, epoch[grp], 0, m.mono_ns, (uint64_t)m.bytes, (uint64_t)m.max};
+    nd_tw_record(&tr.w, ND_REC_PEAK, &p, sizeof p, NULL, 0);
+  }
   uint32_t n = nd_sites_count();
   for (uint32_t i = 0; i < n; i++) {
     // (nd_trace_flush; the sites are what takes long: modules, Python code objects and the other
@@ -602,6 +612,12 @@ static void write_sites(void) {
       r.floor_bytes = f > 0 ? (uint64_t)f : 0;
     }
     nd_tw_record(&tr.w, ND_REC_SITE, &r, sizeof r, NULL, 0);
+    uint16_t e = epoch[nd_peak_group(s->kind)];
+    if (e && __atomic_load_n(&s->pk_epoch, __ATOMIC_ACQUIRE) == e) {
+      int64_t at = nd_site_at_peak(s);
+      nd_rec_site_peak_t sp = {s->id, s->kind, e, at > 0 ? (uint64_t)at : 0};
+      nd_tw_record(&tr.w, ND_REC_SITE_PEAK, &sp, sizeof sp, NULL, 0);
+    }
     nd_rec_growth_t g;
     if (close && nd_growth_window(s, win, r.floor_bytes, r.allocs - r.frees, clock, now,
                                   (uint64_t)nd_cfg.growth_cycles, nd_quiet() ? -1 : 2, &g)) {

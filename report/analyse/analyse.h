@@ -18,8 +18,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// What a site weighs: its peak live bytes, bytes allocated, or live bytes at the end.
-enum nd_weight { ND_BY_PEAK, ND_BY_TOTAL, ND_BY_LIVE, ND_WEIGHTS };
+// What a site weighs: its own peak of live bytes (sites peak at different times: summed, more than
+// ever existed), bytes allocated, live bytes at the end, or live bytes at the process's peak
+// moment (its group's, trace_format.h PEAK: memory that existed together; the flame graphs' and
+// collapsed's default). diff compares sites by the first three (ND_DIFF_WEIGHTS): two traces'
+// moments are not the same moment.
+enum nd_weight { ND_BY_SITE_PEAK, ND_BY_TOTAL, ND_BY_LIVE, ND_BY_PEAK, ND_WEIGHTS };
+#define ND_DIFF_WEIGHTS 3
 
 // --format.
 enum nd_format { ND_FMT_TEXT, ND_FMT_JSON, ND_FMT_HTML, ND_FMT_COLLAPSED, ND_FMT_SVG, ND_FORMATS };

@@ -85,25 +85,34 @@ typedef struct build {
   nd_flame_t *out;
 } build_t;
 
+static uint64_t sat64(u128 v) { return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v; }
+
 void nd_flame_weigh(const nd_trace_t *t, nd_flame_cap_t *c) {
   u128 exact[ND_TRACE_KINDS] = {0}, sampled[ND_TRACE_KINDS] = {0};
-  c->capped = false;
+  u128 pexact[ND_TRACE_PEAK_GROUPS] = {0}, psampled[ND_TRACE_PEAK_GROUPS] = {0};
+  *c = (nd_flame_cap_t){.capped = false};
   for (int k = 0; k < ND_TRACE_KINDS; k++) c->scale[k] = 1;
+  for (int g = 0; g < ND_TRACE_PEAK_GROUPS; g++) c->peak_scale[g] = 1;
   if (!t->have_counters) return;
   for (size_t i = 0; i < t->nsites; i++) {
-    const nd_rec_site_t *s = &t->sites[i].rec;
-    if (s->kind >= ND_TRACE_KINDS) continue;
-    uint64_t v = nd_rep_site_weight(s, ND_BY_LIVE);
-    if (s->flags & ND_SITE_SAMPLED) sampled[s->kind] += v;
-    else exact[s->kind] += v;
+    const nd_site_t *s = &t->sites[i];
+    unsigned k = s->rec.kind;
+    if (k >= ND_TRACE_KINDS) continue;
+    bool smp = s->rec.flags & ND_SITE_SAMPLED;
+    uint64_t v = nd_rep_site_weight(t, s, ND_BY_LIVE);
+    *(smp ? &sampled[k] : &exact[k]) += v;
+    if (nd_rep_peak_known(t, k)) *(smp ? &psampled : &pexact)[ND_PEAK_GROUP(k)] += nd_rep_site_at_peak(t, s);
   }
   for (int k = 0; k < ND_TRACE_KINDS; k++) {
     int64_t live = t->counters.kind[k].live_bytes;
-    uint64_t sat = UINT64_MAX;
-    c->scale[k] = nd_flame_scale(exact[k] > sat ? sat : (uint64_t)exact[k],
-                                 sampled[k] > sat ? sat : (uint64_t)sampled[k],
-                                 live > 0 ? (uint64_t)live : 0);
+    c->scale[k] = nd_flame_scale(sat64(exact[k]), sat64(sampled[k]), live > 0 ? (uint64_t)live : 0);
     c->capped |= c->scale[k] < 1;
+  }
+  // At the moment: within the group's exact total then.
+  for (int g = 0; g < ND_TRACE_PEAK_GROUPS; g++) {
+    if (!t->peak[g].epoch) continue;
+    c->peak_scale[g] = nd_flame_scale(sat64(pexact[g]), sat64(psampled[g]), t->peak[g].bytes);
+    c->peak_capped |= c->peak_scale[g] < 1;
   }
 }
 
@@ -115,11 +124,15 @@ double nd_flame_scale(uint64_t exact, uint64_t sampled, uint64_t total) {
 uint64_t nd_flame_weight(const nd_trace_t *t, const nd_flame_cap_t *c, size_t site,
                          enum nd_weight by) {
   const nd_rec_site_t *s = &t->sites[site].rec;
-  uint64_t v = nd_rep_site_weight(s, by);
-  if (by != ND_BY_LIVE || !(s->flags & ND_SITE_SAMPLED) || s->kind >= ND_TRACE_KINDS ||
-      c->scale[s->kind] >= 1)
-    return v;
-  return (uint64_t)((double)v * c->scale[s->kind]);
+  uint64_t v = nd_rep_site_weight(t, &t->sites[site], by);
+  if (!(s->flags & ND_SITE_SAMPLED) || s->kind >= ND_TRACE_KINDS) return v;
+  // A moment's estimates are lowered to the group's total then; where the trace has none for
+  // the group, the measure is live at the end, lowered as that is.
+  double f = by == ND_BY_LIVE ? c->scale[s->kind]
+             : by != ND_BY_PEAK ? 1
+             : nd_rep_peak_known(t, s->kind) ? c->peak_scale[ND_PEAK_GROUP(s->kind)]
+                                            : c->scale[s->kind];
+  return f >= 1 ? v : (uint64_t)((double)v * f);
 }
 
 static uint64_t weight(const build_t *b, size_t a, size_t e) {
@@ -187,7 +200,7 @@ int nd_flame_build(report_t *r, const nd_flame_order_t *o, enum nd_weight by, ui
   *out = (nd_flame_t){.by = by};
   build_t b = {.r = r, .o = o, .by = by, .out = out};
   nd_flame_weigh(r->t, &b.cap);
-  out->most = by == ND_BY_LIVE && b.cap.capped;
+  out->most = (by == ND_BY_LIVE && b.cap.capped) || (by == ND_BY_PEAK && b.cap.peak_capped);
   b.pre = malloc((o->n + 1) * sizeof *b.pre);
   if (!b.pre) return -1;
   b.pre[0] = 0;

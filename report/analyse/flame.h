@@ -57,6 +57,8 @@ typedef struct nd_flame {
 typedef struct nd_flame_cap {
   double scale[ND_TRACE_KINDS]; // applied to sampled sites' live bytes (1: no cap)
   bool capped;                  // some kind's were lowered
+  double peak_scale[ND_TRACE_PEAK_GROUPS]; // the same for live at a group's peak moment, against
+  bool peak_capped;                        // the group's exact total then (PEAK record)
 } nd_flame_cap_t;
 void nd_flame_weigh(const nd_trace_t *t, nd_flame_cap_t *c);
 // The factor on sampled bytes that keeps exact + sampled within the exact counters' total (1

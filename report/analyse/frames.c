@@ -11,7 +11,7 @@
 
 // ---------------------------------------------------------------- weights
 
-const char *const nd_rep_weight_names[ND_WEIGHTS] = {"peak", "total", "live"};
+const char *const nd_rep_weight_names[ND_WEIGHTS] = {"site-peak", "total", "live", "peak"};
 
 int nd_rep_parse_weight(const char *word) {
   for (int i = 0; word && i < ND_WEIGHTS; i++)
@@ -19,9 +19,28 @@ int nd_rep_parse_weight(const char *word) {
   return -1;
 }
 
-uint64_t nd_rep_site_weight(const nd_rec_site_t *s, enum nd_weight w) {
-  return w == ND_BY_TOTAL ? s->alloc_bytes : w == ND_BY_LIVE ? nd_rep_site_live(s)
-                                                             : s->peak_live_bytes;
+uint64_t nd_rep_site_weight(const nd_trace_t *t, const nd_site_t *site, enum nd_weight w) {
+  const nd_rec_site_t *s = &site->rec;
+  switch (w) {
+  case ND_BY_TOTAL: return s->alloc_bytes;
+  case ND_BY_LIVE: return nd_rep_site_live(s);
+  case ND_BY_PEAK: return nd_rep_site_at_peak(t, site);
+  default: return s->peak_live_bytes;
+  }
+}
+
+bool nd_rep_peak_known(const nd_trace_t *t, unsigned kind) {
+  return kind < ND_TRACE_KINDS && t->peak[ND_PEAK_GROUP(kind)].epoch;
+}
+
+uint64_t nd_rep_site_at_peak(const nd_trace_t *t, const nd_site_t *s) {
+  // Without a SITE_PEAK of the moment's epoch the site has not changed since: what it holds.
+  // Without a moment (a trace before version 15, or a group whose total never passed the
+  // counters' first publish): what it holds at the end (nd_flame_measure says so).
+  if (nd_rep_peak_known(t, s->rec.kind) &&
+      s->at_peak_epoch == t->peak[ND_PEAK_GROUP(s->rec.kind)].epoch)
+    return s->at_peak;
+  return nd_rep_site_live(&s->rec);
 }
 
 // ---------------------------------------------------------------- the text report's names

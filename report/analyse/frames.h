@@ -38,7 +38,11 @@ int nd_rep_stack_key(report_t *r, uint32_t stack, uint64_t *key);
 // weight in each.
 extern const char *const nd_rep_weight_names[ND_WEIGHTS];
 int nd_rep_parse_weight(const char *word); // -1: none of them
-uint64_t nd_rep_site_weight(const nd_rec_site_t *s, enum nd_weight w);
+uint64_t nd_rep_site_weight(const nd_trace_t *t, const nd_site_t *s, enum nd_weight w);
+// A site's live bytes at its group's peak moment (trace_format.h, PEAK); where the trace has no
+// moment for its group (nd_rep_peak_known false), its live bytes at the end.
+uint64_t nd_rep_site_at_peak(const nd_trace_t *t, const nd_site_t *s);
+bool nd_rep_peak_known(const nd_trace_t *t, unsigned kind);
 
 // The frames of a stack named as in text on one line each (function, module+0xOFF, 0xIP;
 // Python: "qualname (file.py:LINE)"; an inlined call one name per function, the innermost first;

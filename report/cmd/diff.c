@@ -27,7 +27,7 @@ typedef struct dent {
   uint64_t key;
   uint16_t kind;
   bool in[2];
-  uint64_t v[2][ND_WEIGHTS]; // per side: peak, total, live (summed)
+  uint64_t v[2][ND_DIFF_WEIGHTS]; // per side: peak, total, live (summed)
   uint32_t stack[2];         // per side: the first site's stack
   int side;                  // while collecting: which trace
 } dent_t;
@@ -51,8 +51,8 @@ static uint64_t mag(int64_t d) { return d < 0 ? 0 - (uint64_t)d : (uint64_t)d; }
 static int by_change(const void *a, const void *b, void *arg) {
   const dent_t *x = a, *y = b;
   enum nd_weight by = *(const enum nd_weight *)arg;
-  for (int i = 0; i < ND_WEIGHTS; i++) {
-    int w = (by + i) % ND_WEIGHTS;
+  for (int i = 0; i < ND_DIFF_WEIGHTS; i++) {
+    int w = (by + i) % ND_DIFF_WEIGHTS;
     uint64_t p = mag(delta(x, w)), q = mag(delta(y, w));
     if (p != q) return p > q ? -1 : 1;
   }
@@ -62,7 +62,7 @@ static int by_change(const void *a, const void *b, void *arg) {
 
 static bool changed(const dent_t *e) {
   if (!e->in[0] || !e->in[1]) return true;
-  for (int w = 0; w < ND_WEIGHTS; w++)
+  for (int w = 0; w < ND_DIFF_WEIGHTS; w++)
     if (delta(e, w)) return true;
   return false;
 }
@@ -73,11 +73,11 @@ static void json_vals(FILE *o, const dent_t *e, int s) {
     return;
   }
   fprintf(o, "{\"peak_live_bytes\": %llu, \"alloc_bytes\": %llu, \"live_bytes\": %llu}",
-          (unsigned long long)e->v[s][ND_BY_PEAK], (unsigned long long)e->v[s][ND_BY_TOTAL],
+          (unsigned long long)e->v[s][ND_BY_SITE_PEAK], (unsigned long long)e->v[s][ND_BY_TOTAL],
           (unsigned long long)e->v[s][ND_BY_LIVE]);
 }
 
-static const char *measure_words[ND_WEIGHTS] = {"peak live bytes", "bytes allocated",
+static const char *measure_words[ND_DIFF_WEIGHTS] = {"peak live bytes", "bytes allocated",
                                                 "live bytes at the end"};
 
 // The entry's frames (from B where it is there, else A): a malloc'd array (nd_rep_free_names).
@@ -90,7 +90,8 @@ static int render(FILE *o, side_t *sd, const char *const *files, dent_t *v, size
                   const opts_t *opt, enum nd_weight sort_by, bool json, size_t only[2],
                   size_t same) {
   if (json) {
-    fprintf(o, "{\n  \"ndmemreport_diff\": 1,\n  \"by\": \"%s\",\n", nd_rep_weight_names[sort_by]);
+    fprintf(o, "{\n  \"ndmemreport_diff\": 1,\n  \"by\": \"%s\",\n",
+            sort_by == ND_BY_SITE_PEAK ? "peak" : nd_rep_weight_names[sort_by]);
     for (int s = 0; s < 2; s++) {
       fprintf(o, "  \"%c\": {\"file\": ", "ab"[s]);
       nd_rep_json_str(o, files[s]);
@@ -122,7 +123,7 @@ static int render(FILE *o, side_t *sd, const char *const *files, dent_t *v, size
       json_vals(o, e, 1);
       fprintf(o, ",\n     \"delta\": {\"peak_live_bytes\": %lld, \"alloc_bytes\": %lld, "
                  "\"live_bytes\": %lld},\n     \"frames\": [",
-              (long long)delta(e, ND_BY_PEAK), (long long)delta(e, ND_BY_TOTAL),
+              (long long)delta(e, ND_BY_SITE_PEAK), (long long)delta(e, ND_BY_TOTAL),
               (long long)delta(e, ND_BY_LIVE));
       for (size_t k = 0; k < nn; k++) {
         fputs(k ? ", " : "", o);
@@ -159,7 +160,7 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
   size_t nfiles = 0;
   bool json = false, fail_set = false;
   unsigned long long fail_bytes = 0, n = 0;
-  enum nd_weight sort_by = ND_BY_PEAK;
+  enum nd_weight sort_by = ND_BY_SITE_PEAK;
   for (int i = 2; i < argc; i++) { // argv[1] is "diff"
     const char *a = argv[i], *eq = strchr(a, '=');
     size_t len = eq ? (size_t)(eq - a) : strlen(a);
@@ -192,8 +193,10 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
       else return diff_usage(err, "--format takes text or json, not", v);
     } else if (IS("--by")) {
       const char *v = VALUE();
-      int w = nd_rep_parse_weight(v);
-      if (w < 0) return diff_usage(err, "--by takes peak, total or live, not", v);
+      // A site's own peak: diff's "peak" (a moment of one trace is not one of the other).
+      int w = v && !strcmp(v, "peak") ? ND_BY_SITE_PEAK : nd_rep_parse_weight(v);
+      if (w < 0 || w >= ND_DIFF_WEIGHTS)
+        return diff_usage(err, "--by takes peak, total or live, not", v);
       sort_by = (enum nd_weight)w;
     } else if (IS("--top") || IS("--frames")) {
       bool top = IS("--top");
@@ -246,8 +249,8 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
       if (nd_rep_stack_key(&sd[s].r, x->stack, &e->key)) goto oom;
       e->in[s] = true;
       e->stack[s] = x->stack;
-      for (int w = 0; w < ND_WEIGHTS; w++)
-        e->v[s][w] = nd_rep_site_weight(&x->rec, (enum nd_weight)w);
+      for (int w = 0; w < ND_DIFF_WEIGHTS; w++)
+        e->v[s][w] = nd_rep_site_weight(t, x, (enum nd_weight)w);
     }
     nd_sym_free(sd[s].sym);
     if (!(sd[s].sym = nd_sym_new(t, o.symbols))) goto oom;
@@ -262,7 +265,7 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
       int s = v[i].side;
       if (!d->in[s]) d->stack[s] = v[i].stack[s];
       d->in[s] = true;
-      for (int w = 0; w < ND_WEIGHTS; w++) d->v[s][w] = nd_rep_sat_add(d->v[s][w], v[i].v[s][w]);
+      for (int w = 0; w < ND_DIFF_WEIGHTS; w++) d->v[s][w] = nd_rep_sat_add(d->v[s][w], v[i].v[s][w]);
     } else {
       v[m++] = v[i];
     }

@@ -59,6 +59,8 @@ uint32_t nd_read_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_DEVICE_WS: return sizeof(nd_rec_device_ws_t);
   case ND_REC_DEVICE_SPILL: return sizeof(nd_rec_device_spill_t);
   case ND_REC_SCAN: return sizeof(nd_rec_scan_t);
+  case ND_REC_PEAK: return sizeof(nd_rec_peak_t);
+  case ND_REC_SITE_PEAK: return sizeof(nd_rec_site_peak_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -98,6 +100,9 @@ int nd_read_check(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
   if (t->hdr.version < 14 && r->tag == ND_REC_SCAN)
     return nd_read_fail(t, off, "SCAN record in a version %u trace (version 14 introduced it)",
                 t->hdr.version);
+  if (t->hdr.version < 15 && (r->tag == ND_REC_PEAK || r->tag == ND_REC_SITE_PEAK))
+    return nd_read_fail(t, off, "%s record in a version %u trace (version 15 introduced it)",
+                        nd_read_tag_names[r->tag], t->hdr.version);
   if (r->tag == ND_REC_EXIT && t->have_exit) return nd_read_fail(t, off, "a second EXIT record");
   if (r->tag == ND_REC_SCAN && t->have_scan) return nd_read_fail(t, off, "a second SCAN record");
   if (r->size > ND_TRACE_MAX_RECORD)

@@ -280,6 +280,36 @@ static int on_site(nd_trace_t *t, uint64_t off, const char *p) {
   return 0;
 }
 
+static void saw_time(nd_trace_t *t, uint64_t ns);
+
+static int on_peak(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_peak_t m;
+  memcpy(&m, p, sizeof m);
+  if (m.group >= ND_TRACE_PEAK_GROUPS)
+    return nd_read_fail(t, off, "PEAK record for an unknown group of kinds (%u)", m.group);
+  if (!m.epoch || m.bytes > m.max)
+    return nd_read_fail(t, off, "PEAK record with %s", m.epoch ? "more bytes than its maximum"
+                                                               : "epoch 0");
+  if (m.epoch < t->peak[m.group].epoch)
+    return nd_read_fail(t, off, "PEAK record going back (epoch %u after %u)", m.epoch,
+                        t->peak[m.group].epoch);
+  t->peak[m.group] = m;
+  saw_time(t, m.mono_ns);
+  return 0;
+}
+
+static int on_site_peak(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_site_peak_t sp;
+  memcpy(&sp, p, sizeof sp);
+  if (check_kind(t, off, ND_REC_SITE_PEAK, sp.kind)) return -1;
+  long i = nd_map_get(&t->site_keys, site_key(sp.stack_id, sp.kind));
+  if (i < 0) return nd_read_fail(t, off, "SITE_PEAK record before its site's SITE record");
+  if (!sp.epoch) return nd_read_fail(t, off, "SITE_PEAK record with epoch 0");
+  t->sites[i].at_peak_epoch = sp.epoch;
+  t->sites[i].at_peak = sp.live_bytes;
+  return 0;
+}
+
 long nd_trace_site_of(const nd_trace_t *t, uint32_t stack_id, uint16_t kind) {
   return nd_map_get((nd_map_t *)&t->site_keys, site_key(stack_id, kind));
 }
@@ -699,6 +729,8 @@ int nd_read_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p
     saw_time(t, t->scan.mono_ns);
     return 0;
   case ND_REC_GROWTH: return on_growth(t, off, p);
+  case ND_REC_PEAK: return on_peak(t, off, p);
+  case ND_REC_SITE_PEAK: return on_site_peak(t, off, p);
   case ND_REC_DEVICE: return on_device(t, off, p);
   case ND_REC_CUDA: return on_cuda(t, p);
   case ND_REC_DEVICE_WS: return on_device_ws(t, off, p);

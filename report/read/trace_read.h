@@ -85,6 +85,8 @@ typedef struct nd_site_hist {
 typedef struct nd_site {
   uint32_t stack; // index into nd_trace_t.stacks
   nd_rec_site_t rec; // the latest SITE record of (stack id, kind)
+  uint16_t at_peak_epoch; // its latest SITE_PEAK (version 15; 0: none): its live bytes at its
+  uint64_t at_peak;       // group's peak moment of that epoch (nd_rep_site_at_peak reads them)
   nd_site_hist_t h;
 } nd_site_t;
 
@@ -237,6 +239,9 @@ typedef struct nd_trace {
   nd_rec_end_t end;
   bool have_exit;     // an EXIT record (version 4): how the process ended
   nd_rec_exit_t exit;
+  // The latest PEAK record of each group of kinds (version 15; epoch 0: none): the moment its
+  // total last moved to a new peak.
+  nd_rec_peak_t peak[ND_TRACE_PEAK_GROUPS];
   bool have_scan;     // a SCAN record (version 14): the reachability scan at exit
   nd_rec_scan_t scan;
   bool have_counters;

@@ -44,8 +44,10 @@ int nd_rep_collapsed_report(FILE *o, report_t *r) {
   line_t *v = malloc((t->nsites ? t->nsites : 1) * sizeof *v);
   if (!v) return -1;
   size_t n = 0, m = 0;
+  nd_flame_cap_t cap; // the flame graphs' weights, sampled estimates lowered as they are there
+  nd_flame_weigh(t, &cap);
   for (size_t i = 0; i < t->nsites; i++) {
-    uint64_t w = nd_rep_site_weight(&t->sites[i].rec, r->o->collapsed_by);
+    uint64_t w = nd_flame_weight(t, &cap, i, r->o->collapsed_by);
     if (w) v[n++] = (line_t){t->sites[i].stack, w};
   }
   // Every frame symbolized and room for the longest name first: comparing never allocates.

@@ -104,6 +104,9 @@ void nd_flame_total(uint64_t v, bool est, bool most, char *out, size_t n);
 void nd_flame_colour(const nd_flame_node_t *n, const char *name, char c[8]);
 // The measure's words in a heading: "peak live bytes", "bytes allocated", "live at exit".
 const char *nd_flame_measure(const report_t *r, enum nd_weight by);
+// When the host memory's peak moment was, and what it held then, into out (or why the trace
+// has none).
+void nd_flame_moment(const report_t *r, char *out, size_t n);
 // The tree's frames as an icicle (the root on top, callees below), for an <svg> of `width` px
 // that the caller opens and closes, from `top` px down: each frame a <g class="fr"> holding a
 // <title> (name, weight, share, sites), a <rect> and its name cut to fit, with data-i (its

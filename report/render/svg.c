@@ -33,9 +33,35 @@ void nd_flame_colour(const nd_flame_node_t *n, const char *name, char c[8]) {
 }
 
 const char *nd_flame_measure(const report_t *r, enum nd_weight by) {
-  return by == ND_BY_TOTAL ? "bytes allocated"
-         : by == ND_BY_LIVE ? r->t->ended ? "live at exit" : "live at the last flush"
-                            : "peak live bytes";
+  bool end = r->t->ended;
+  switch (by) {
+  case ND_BY_TOTAL: return "bytes allocated";
+  case ND_BY_LIVE: return end ? "live at exit" : "live at the last flush";
+  case ND_BY_SITE_PEAK: return "each site's own peak";
+  default:
+    if (r->t->peak[ND_PEAK_HOST].epoch) return "live at the peak";
+    return end ? "live at exit (the trace has no peak moment)"
+               : "live at the last flush (the trace has no peak moment)";
+  }
+}
+
+void nd_flame_moment(const report_t *r, char *out, size_t n) {
+  const nd_trace_t *t = r->t;
+  const nd_rec_peak_t *m = &t->peak[ND_PEAK_HOST];
+  if (!m->epoch) {
+    snprintf(out, n, "%s", t->hdr.version < 15 ? "traces before version 15 do not record it"
+                                               : "the host memory never passed 256 KiB");
+    return;
+  }
+  char a[48], b[48];
+  nd_rep_human(a, sizeof a, m->bytes);
+  nd_rep_human(b, sizeof b, m->max);
+  double s = m->mono_ns > t->hdr.start_mono_ns ? (m->mono_ns - t->hdr.start_mono_ns) / 1e9 : 0;
+  if (m->max > m->bytes)
+    snprintf(out, n, "%.2f s after the start, when heap and mappings held %s (their highest: %s)",
+             s, a, b);
+  else
+    snprintf(out, n, "%.2f s after the start, when heap and mappings held %s", s, a);
 }
 
 int nd_flame_frames(FILE *o, const nd_flame_t *f, int width, int top) {
@@ -88,7 +114,8 @@ static void sum_of(const nd_trace_t *t, enum nd_weight by, char *out, size_t n) 
     s = nd_rep_sat_add(s, v);
     est |= v && (t->sites[i].rec.flags & ND_SITE_SAMPLED);
   }
-  nd_flame_total(s, est, by == ND_BY_LIVE && cap.capped, out, n);
+  nd_flame_total(s, est, (by == ND_BY_LIVE && cap.capped) || (by == ND_BY_PEAK && cap.peak_capped),
+                 out, n);
 }
 
 int nd_rep_svg_report(FILE *o, report_t *r) {
@@ -120,17 +147,26 @@ int nd_rep_svg_report(FILE *o, report_t *r) {
           (unsigned long long)t->hdr.pid, MARGIN);
   nd_html_esc_chars(o, t->exe[0] ? t->exe : "?", 100);
   fprintf(o, " (pid %llu)</text>\n", (unsigned long long)t->hdr.pid);
-  // The measure and the totals of all three, so the picture says what its widths are.
-  char a[64], b[64], c[64];
+  // The measure and the totals of every one, so the picture says what its widths are.
+  char a[64], b[64], c[64], d[64], when[160];
   nd_flame_total(f.total, f.est, f.most, a, sizeof a);
-  fprintf(o, "<text class=\"s\" x=\"%d\" y=\"46\">Width: %s, %s over %zu %s%s. ", MARGIN,
+  nd_flame_moment(r, when, sizeof when);
+  fprintf(o, "<text class=\"s\" x=\"%d\" y=\"46\">Width: %s, %s over %zu %s%s", MARGIN,
           nd_flame_measure(r, by), a, f.nsites, f.nsites == 1 ? "site" : "sites",
-          by == ND_BY_PEAK ? " (each site's own peak, summed)" : "");
+          by == ND_BY_SITE_PEAK ? " (summed: sites peak at different times)" : "");
+  if (by == ND_BY_PEAK && t->peak[ND_PEAK_HOST].epoch) {
+    fputs(" (", o);
+    nd_html_esc(o, when);
+    fputc(')', o);
+  }
   sum_of(t, ND_BY_PEAK, a, sizeof a);
-  sum_of(t, ND_BY_TOTAL, b, sizeof b);
-  sum_of(t, ND_BY_LIVE, c, sizeof c);
-  fprintf(o, "All sites: sum of their peaks %s, allocated %s, %s %s.</text>\n", a, b,
-          t->ended ? "live at exit" : "live at the last flush", c);
+  sum_of(t, ND_BY_SITE_PEAK, b, sizeof b);
+  sum_of(t, ND_BY_TOTAL, c, sizeof c);
+  sum_of(t, ND_BY_LIVE, d, sizeof d);
+  fputs(". All sites: ", o);
+  if (t->peak[ND_PEAK_HOST].epoch) fprintf(o, "live at the peak %s, ", a);
+  fprintf(o, "their own peaks summed %s, allocated %s, %s %s.</text>\n", b, c,
+          t->ended ? "live at exit" : "live at the last flush", d);
   fprintf(o, "<text class=\"n\" x=\"%d\" y=\"66\">Callers above callees; green: Python, grey: "
              "C/C++ runtime and ndmem, warm: other native code. ", MARGIN);
   if (f.cut_nodes) {

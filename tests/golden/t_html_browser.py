@@ -225,7 +225,8 @@ def check_page(b, name, html, frame_js, stack_texts):
         return len(b.send("DOM.querySelectorAll", {"nodeId": doc, "selector": sel},
                           session=s)["nodeIds"])
     want(count("svg.flamesvg g.fr rect") > 1, f"{tag}: no flame graph")
-    want(count(".fg-peak svg.flamesvg") == 1, f"{tag}: no flame graph by peak")
+    want(count(".fg-live svg.flamesvg") == 1, f"{tag}: no flame graph of live memory")
+    want(count(".fg-site-peak svg.flamesvg") == 1, f"{tag}: no flame graph by each site's peak")
     want(count("table") >= 3, f"{tag}: fewer than 3 tables")
     want(count("svg.stack polygon.band") >= 1, f"{tag}: no stacked timeline")
     want(count(".ftools[hidden]") == 1, f"{tag}: the script ran (its tools are shown)")
@@ -265,17 +266,19 @@ b = Browser()
 try:
     b.send("Target.setDiscoverTargets", {"discover": False})
     check_page(b, "python", py_page,
-               "[...document.querySelectorAll('.fg-peak g.fr')].find(g => g.querySelector("
+               # (a trace before the peak moment: live at exit is its first graph)
+               "[...document.querySelectorAll('.fg-live g.fr')].find(g => g.querySelector("
                "'title').textContent.startsWith('load_table (/nonexistent/app/data.py:15)'))",
                ["load_table (/nonexistent/app/data.py:15)", "load_table",
                 "/nonexistent/app/data.py:15", "<module>", "/nonexistent/app/train.py:9",
-                "live at exit", "peak live"])
+                "live at exit", "its own peak"])
     if np_page:
         # The loop's own frame: main() at the line that runs the steps, from train_numpy.py.
         check_page(b, "numpy", np_page,
                    "[...document.querySelectorAll('.fg-peak g.fr')].find(g => /^main \\(.*"
                    "train_numpy\\.py:\\d+\\)/.test(g.querySelector('title').textContent))",
-                   ["main", os.path.abspath(train) + ":", "py", "peak live"])
+                   ["main", os.path.abspath(train) + ":", "py", "live at the peak",
+                    "its own peak"])
 except Exception as e:  # noqa: BLE001 (a protocol failure is a test failure, with its reason)
     fails.append(f"DevTools: {type(e).__name__}: {e}")
 finally:

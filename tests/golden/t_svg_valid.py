@@ -6,6 +6,9 @@
 # of the picture's width less its margins); every frame's <rect> as wide as its share of it; a
 # child never wider than its parent, the children together no wider either, each inside its
 # parent's span and one row below it; every frame has a <title>, and a label only where it fits.
+# The default measure (live at the process's peak moment, or at the end where a trace has no
+# moment) is memory that existed: the SVG's and the HTML page's default width are at most the sum
+# of the kinds' exact peaks (the JSON report's counters), on every trace.
 # usage: t_svg_valid.py NDMEMREPORT TRACE...
 import subprocess
 import sys
@@ -81,8 +84,33 @@ def check(name, data):
     return errs
 
 
+import json
+import re
+
+
+def kinds_peak(trace):
+    out = subprocess.run([report, "--format", "json", trace], capture_output=True, text=True)
+    c = json.loads(out.stdout).get("counters") or {}
+    return sum(k["peak_bytes"] for k in c.get("kinds") or [])
+
+
 for trace in traces:
-    for by in ("peak", "total", "live"):
+    bound = kinds_peak(trace)
+    svg = subprocess.run([report, "--format", "svg", trace], capture_output=True, text=True).stdout
+    html = subprocess.run([report, "--format", "html", trace], capture_output=True,
+                          text=True).stdout
+    m = re.search(r'data-by="([a-z-]+)" data-total="(\d+)"', svg)
+    if not m or m.group(1) != "peak" or int(m.group(2)) > bound:
+        fails.append(f"{trace}: the SVG's default {m and m.groups()}, want peak within {bound}")
+    # Live at the peak, or live at the end where the trace has no moment (no peak tab then).
+    m = re.search(r'id="fm-([a-z-]+)"[^>]*checked', html)
+    moment = 'id="fm-peak"' in html
+    w = m and re.search(r'data-by="%s" data-total="(\d+)"' % m.group(1), html)
+    if "No allocation site" not in html and (not m or m.group(1) != ("peak" if moment else "live")
+                                             or not w or int(w.group(1)) > bound):
+        fails.append(f"{trace}: the HTML page's default {m and m.group(1)}, "
+                     f"{w and w.group(1)}, want peak within {bound}")
+    for by in ("peak", "site-peak", "total", "live"):
         out = subprocess.run([report, "--format", "svg", "--flame-by", by, trace],
                              capture_output=True)
         name = f"{trace} --flame-by {by}"
@@ -93,6 +121,6 @@ for trace in traces:
 for f in fails:
     print("FAIL:", f)
 if not fails:
-    print(f"ok: {len(traces)} traces x 3 measures, {frames_seen} frames: XML, self-contained, "
+    print(f"ok: {len(traces)} traces x 4 measures, {frames_seen} frames: XML, self-contained, "
           "widths add up")
 sys.exit(1 if fails else 0)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // flamegraphs.c: the HTML report's flame graphs: the sites' stacks merged from the
-// outermost frame (flame.h) by peak live bytes, bytes allocated and live at exit, one icicle each,
+// outermost frame (flame.h) by live bytes at the process's peak (the first), each site's own peak,
+// bytes allocated and live at exit, one icicle each,
 // drawn on the server (svg.c's frames) so that they read without a script: a CSS-only
 // switch shows one at a time, each frame's <title> gives its name and bytes. The script adds zoom,
 // search and the panel with a frame's heaviest site: its full stack, lifetime class and numbers,
@@ -12,7 +13,12 @@
 
 enum { FLAME_W = 1200, FLAME_DETAILS = 2000 }; // px; sites whose details the panel can show
 
-static const char *const measure_ids[ND_WEIGHTS] = {"peak", "total", "live"};
+static const char *const measure_ids[ND_WEIGHTS] = {"site-peak", "total", "live", "peak"};
+// The tabs' order: live at the peak first (the default), then each site's own peak. A trace
+// without a peak moment has no first tab (it would be live at exit again): live at exit is its
+// default.
+static const enum nd_weight tab_order[ND_WEIGHTS] = {ND_BY_PEAK, ND_BY_SITE_PEAK, ND_BY_TOTAL,
+                                                     ND_BY_LIVE};
 
 // The details of site i for the panel: its name, kind, lifetime class, numbers and full stack.
 static int site_details(FILE *o, report_t *r, uint32_t i, const int *cls) {
@@ -28,7 +34,11 @@ static int site_details(FILE *o, report_t *r, uint32_t i, const int *cls) {
   if (cls[i] >= 0) fputs(nd_life_names[cls[i]], o);
   else if (!nd_rep_leaks_known(t)) fputs("unknown (no normal exit)", o);
   else fputs(nd_rep_site_live(x) ? "live (no class)" : "nothing live", o);
-  fputs("</td></tr><tr><th>peak live</th><td>", o);
+  if (nd_rep_peak_known(t, x->kind)) {
+    fputs("</td></tr><tr><th>live at the peak</th><td>", o);
+    nd_html_bytes(o, nd_rep_site_at_peak(t, s), est);
+  }
+  fputs("</td></tr><tr><th>its own peak</th><td>", o);
   nd_html_bytes(o, x->peak_live_bytes, est);
   fputs("</td></tr><tr><th>allocated</th><td>", o);
   nd_html_bytes(o, x->alloc_bytes, est);
@@ -56,35 +66,52 @@ int nd_html_flame(FILE *o, report_t *r) {
   if (!rc && !(cls = nd_html_site_classes(r))) rc = -1;
   if (!rc && !(shown = calloc(t->nsites ? t->nsites : 1, sizeof *shown))) rc = -1;
   if (rc) goto out;
-  if (!f[ND_BY_TOTAL].total && !f[ND_BY_PEAK].total) {
+  if (!f[ND_BY_TOTAL].total && !f[ND_BY_SITE_PEAK].total) {
     fputs("<p>No allocation site in the trace.</p>\n", o);
     goto out;
   }
+  // Which moment the default width is.
+  char when[160];
+  nd_flame_moment(r, when, sizeof when);
+  fputs("<p class=\"note\" id=\"fmoment\">", o);
+  if (t->peak[ND_PEAK_HOST].epoch) {
+    fputs("Live at the peak: what the sites held together at the process's peak, ", o);
+    nd_html_esc(o, when);
+    fputs(". Each site's own peak, summed, is more than ever existed at once: sites peak at "
+          "different times.</p>\n", o);
+  } else {
+    fprintf(o, "No peak moment in this trace (");
+    nd_html_esc(o, when);
+    fprintf(o, "): shown first, what was %s.</p>\n",
+            t->ended ? "live at exit" : "live at the last flush");
+  }
   fputs("<div class=\"flame\">\n", o);
   // The switch: radio buttons that CSS alone turns into tabs (no script needed).
-  for (int m = 0; m < ND_WEIGHTS; m++) {
+  bool moment = t->peak[ND_PEAK_HOST].epoch;
+  enum nd_weight first = moment ? ND_BY_PEAK : ND_BY_LIVE;
+  for (int k = !moment; k < ND_WEIGHTS; k++) {
+    enum nd_weight m = tab_order[k];
     char h[64];
     nd_flame_total(f[m].total, f[m].est, f[m].most, h, sizeof h);
-    // The peak tab's total is each site's own peak summed (sites peak at different times), not
-    // the process's peak: its title says so.
     fprintf(o, "<input type=\"radio\" name=\"fm\" id=\"fm-%s\" value=\"%s\"%s><label "
                "for=\"fm-%s\"%s>%s <small>%s</small></label>\n",
-            measure_ids[m], measure_ids[m], m == ND_BY_PEAK ? " checked=\"checked\"" : "",
+            measure_ids[m], measure_ids[m], m == first ? " checked=\"checked\"" : "",
             measure_ids[m],
-            m == ND_BY_PEAK ? " title=\"the sites' own peaks summed: they peak at different "
-                              "times, so this is not the process's peak\"" : "",
-            nd_flame_measure(r, (enum nd_weight)m), h);
+            m == ND_BY_SITE_PEAK ? " title=\"the sites' own peaks summed: they peak at different "
+                                   "times, so this is more than the process ever held\"" : "",
+            nd_flame_measure(r, m), h);
   }
   fputs("<span class=\"ftools\" hidden=\"hidden\"><input type=\"search\" id=\"fsearch\" "
         "placeholder=\"search frames (text or /regex/)\" aria-label=\"search frames\"> "
         "<span id=\"fmatch\"></span> <button type=\"button\" id=\"freset\">reset zoom</button></span>\n", o);
-  for (int m = 0; m < ND_WEIGHTS && !rc; m++) {
+  for (int k = !moment; k < ND_WEIGHTS && !rc; k++) {
+    enum nd_weight m = tab_order[k];
     int height = ((int)f[m].depth + 1) * ND_FLAME_ROW + 4;
     fprintf(o, "<div class=\"fg fg-%s\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
                "class=\"flamesvg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
                "aria-label=\"flame graph by %s\" data-by=\"%s\" data-total=\"%llu\">\n",
             measure_ids[m], FLAME_W, height, FLAME_W, height,
-            nd_flame_measure(r, (enum nd_weight)m), measure_ids[m],
+            nd_flame_measure(r, m), measure_ids[m],
             (unsigned long long)f[m].total);
     rc = nd_flame_frames(o, &f[m], FLAME_W, 2);
     fputs("</svg>\n", o);
@@ -105,8 +132,8 @@ int nd_html_flame(FILE *o, report_t *r) {
   // The panel's contents, one per site a frame shows (the first FLAME_DETAILS).
   fputs("<div id=\"fsites\" hidden=\"hidden\">\n", o);
   size_t details = 0;
-  for (int m = 0; m < ND_WEIGHTS && !rc; m++)
-    for (size_t i = 0; i < f[m].n && !rc && details < FLAME_DETAILS; i++) {
+  for (int k = !moment; k < ND_WEIGHTS && !rc; k++)
+    for (size_t i = 0, m = tab_order[k]; i < f[m].n && !rc && details < FLAME_DETAILS; i++) {
       uint32_t s = f[m].v[i].site;
       if (s >= t->nsites || shown[s]) continue;
       shown[s] = true;
