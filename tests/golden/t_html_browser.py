@@ -3,9 +3,10 @@
 # t_html_browser: the HTML report as a user gets it, in a real browser. Headless Chromium
 # (Debian's `chromium`) is driven over the DevTools protocol on a pipe (--remote-debugging-pipe:
 # JSON messages ending in NUL, commands on fd 3, answers on fd 4; the standard library only) for
-# two pages: (a) the report of a real numpy run, made here (examples/train_numpy.py under the
-# built libndmem.so with the interpreter that has numpy), and (b) the stored trace with Python
-# frames (python.trace). At 1366x900 and 390x844 (a narrow window; mobile emulation's zoom-to-fit
+# three pages: (a) the report of a real numpy run, made here (examples/train_numpy.py under the
+# built libndmem.so with the interpreter that has numpy), (b) the stored trace with Python
+# frames (python.trace), and (c) the report of a real torch run (examples/torch_leak.py, where an
+# interpreter imports torch; skipped, said, where none does). At 1366x900 and 390x844 (a narrow window; mobile emulation's zoom-to-fit
 # would move elements off the coordinates they report) each page must: load with no exception and no
 # console error; show a non-blank first screen (png_pixels.py); hold the flame graphs and the
 # stacked timeline; on a click (Input.dispatchMouseEvent at the frame's place on screen) of a
@@ -256,12 +257,36 @@ def numpy_page():
     return page
 
 
+def torch_page():
+    """The report of examples/torch_leak.py (a CPU training loop that keeps an activation a step)
+    under the shim, or None when no interpreter imports torch."""
+    r = subprocess.run([find_python, "torch"], capture_output=True, text=True)
+    if r.returncode:
+        print("SKIP (c): " + r.stderr.strip())
+        return None
+    for old in glob.glob(os.path.join(tmp, "torch.*.trace")):
+        os.unlink(old)
+    env = {k: v for k, v in os.environ.items() if k != "NDMEM_HTML_SHOT_DIR"}
+    env = dict(env, LD_PRELOAD=os.path.abspath(lib), NDMEM_SUMMARY="0",
+               NDMEM_OUTPUT=os.path.join(tmp, "torch.%p.trace"), OMP_NUM_THREADS="2")
+    subprocess.run([r.stdout.strip(), os.path.join(os.path.dirname(train), "torch_leak.py")],
+                   env=env, check=True, stdout=subprocess.DEVNULL, timeout=180)
+    traces = glob.glob(os.path.join(tmp, "torch.*.trace"))
+    if not want(len(traces) == 1, f"(c): {len(traces)} traces from the torch run, want 1"):
+        return None
+    page = os.path.join(tmp, "torch.html")
+    with open(page, "wb") as f:
+        subprocess.run([report, "--format", "html", traces[0]], stdout=f, check=True)
+    return page
+
+
 # (b) python.trace (gen_trace.c, python_trace): load_table at data.py:15, called from <module>
 # at train.py:9, holds the largest site; its panel shows those frames with their files.
 py_page = os.path.join(tmp, "python.html")
 with open(py_page, "wb") as f:
     subprocess.run([report, "--format", "html", py_trace], stdout=f, check=True)
 np_page = numpy_page()
+torch_pg = torch_page()
 b = Browser()
 try:
     b.send("Target.setDiscoverTargets", {"discover": False})
@@ -279,6 +304,12 @@ try:
                    "train_numpy\\.py:\\d+\\)/.test(g.querySelector('title').textContent))",
                    ["main", os.path.abspath(train) + ":", "py", "live at the peak",
                     "its own peak"])
+    if torch_pg:
+        # The script's own line that keeps the activations: <module> at torch_leak.py.
+        check_page(b, "torch", torch_pg,
+                   "[...document.querySelectorAll('.fg-peak g.fr')].find(g => /^<module> \\(.*"
+                   "torch_leak\\.py:\\d+\\)/.test(g.querySelector('title').textContent))",
+                   ["<module>", "torch_leak.py:", "live at the peak"])
 except Exception as e:  # noqa: BLE001 (a protocol failure is a test failure, with its reason)
     fails.append(f"DevTools: {type(e).__name__}: {e}")
 finally:
@@ -287,7 +318,8 @@ for f in fails:
     print("FAIL:", f)
 if fails:
     sys.exit(1)
-print(f"ok: {browser}: the reports of python.trace{' and a numpy run' if np_page else ''} at "
+print(f"ok: {browser}: the reports of python.trace{', a numpy run' if np_page else ''}"
+      f"{', a torch run' if torch_pg else ''} at "
       f"{' and '.join(f'{w}x{h}' for w, h in SIZES)}: flame graphs, stacked timeline, a click "
       f"to a stack, the cursor, no console error, readable with scripts off; screenshots in "
       f"{shots}")
