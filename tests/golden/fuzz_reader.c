@@ -215,7 +215,7 @@ static bool mut_field(uint8_t *d, const size_t *off, size_t k) {
 static bool mut_header(uint8_t *d, const size_t *off, size_t k) {
   size_t o = off[mut_below(k)];
   if (mut_below(2)) {
-    uint16_t tag = (uint16_t)mut_below(21); // 0 to ND_REC_TAG_MAX (20): every tag, and 2 unknown
+    uint16_t tag = (uint16_t)mut_below(ND_REC_TAG_MAX + 1); // every tag, and 2 unknown (0, MAX)
     memcpy(d + o, &tag, 2);
   } else {
     uint32_t rs;
