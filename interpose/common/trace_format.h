@@ -476,7 +476,10 @@ typedef struct nd_rec_limits {
   uint64_t failed;       // allocations that were made to fail
   uint64_t reliefs;      // relief runs (idle workspace arenas released, malloc_trim)
   uint64_t relief_bytes; // workspace arena bytes released by relief
-  uint64_t peak_tracked, peak_physical; // the highest values seen by the checks
+  uint64_t peak_tracked;   // the highest tracked total the checks saw
+  uint64_t peak_physical;  // the highest anonymous resident memory any of ndmem's readings saw
+                           // (the checks', the flushes' RESIDENT: one peak; the checks' alone
+                           // in writers before ndmemreport took the highest of both)
   uint64_t physical_reads; // readings of the anonymous resident memory
   uint64_t snapshots;      // SNAPSHOT records taken (watermark and breach)
   uint64_t untouched;      // (version 10) bytes of large mappings not counted towards maxBytes at

@@ -43,7 +43,6 @@ static struct {
   uint64_t warn_next;          // the reading at which the next watermark snapshot is taken
   // totals (atomic)
   uint64_t breaches[ND_LIMIT_COUNT], failed, reliefs, relief_bytes, snapshots, wm_snapshots;
-  int64_t peak_phys;
   uint32_t flags;
   // waiting for the trace writer, under rec_lock (a leaf)
   int rec_lock;
@@ -152,7 +151,7 @@ static int64_t phys_read(nd_tls_t *t) {
   ST(limits.phys, (int64_t)v);
   ST(nd_lim.phys_due, 0);
   ADD(limits.phys_reads, 1);
-  raise_to(&limits.peak_phys, (int64_t)v);
+  nd_statm_seen(v); // one peak with the flushes' readings (sysmem.h)
   watermark(v);
   return (int64_t)v;
 }
@@ -790,7 +789,7 @@ static void summary(int fd) {
   else nd_buf_str(&b, "none");
   if (nd_lim.phys_on) {
     nd_buf_str(&b, " (peak resident ");
-    nd_buf_bytes(&b, LD(limits.peak_phys));
+    nd_buf_ubytes(&b, nd_statm_peak());
     nd_buf_str(&b, ")");
   }
   nd_buf_fmt(&b, "; on limit %s; breaches %llu + %llu physical, %llu failed; snapshots %llu",
@@ -849,9 +848,9 @@ static void write_records(nd_record_fn rec, void *ctx) {
   r.failed = LD(limits.failed);
   r.reliefs = LD(limits.reliefs);
   r.relief_bytes = LD(limits.relief_bytes);
-  int64_t pt = LD(nd_lim.peak_tracked), pp = LD(limits.peak_phys);
+  int64_t pt = LD(nd_lim.peak_tracked);
   r.peak_tracked = (uint64_t)(pt > 0 ? pt : 0);
-  r.peak_physical = (uint64_t)(pp > 0 ? pp : 0);
+  r.peak_physical = nd_statm_peak(); // every reading's, the flushes' too (sysmem.h)
   r.physical_reads = LD(limits.phys_reads);
   r.snapshots = LD(limits.snapshots);
   rec(ctx, ND_REC_LIMITS, &r, sizeof r);

@@ -289,9 +289,23 @@ static int self_open(int raise_ok) { return kept_open(&self_fd, "/proc/self/stat
 
 void nd_statm_self_open(int raise_ok) { self_open(raise_ok); }
 
+// The highest reading of any of ndmem's (atomic): the flushes', the trims', the limit checks'.
+static uint64_t anon_peak;
+
+void nd_statm_seen(uint64_t v) {
+  uint64_t p = __atomic_load_n(&anon_peak, __ATOMIC_RELAXED);
+  while (v > p &&
+         !__atomic_compare_exchange_n(&anon_peak, &p, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+uint64_t nd_statm_peak(void) { return __atomic_load_n(&anon_peak, __ATOMIC_RELAXED); }
+
 int nd_statm_self(uint64_t *bytes) {
   int fd = self_open(0);
-  return fd < 0 ? -1 : nd_statm_anon(fd, bytes);
+  if (fd < 0 || nd_statm_anon(fd, bytes) != 0) return -1;
+  nd_statm_seen(*bytes);
+  return 0;
 }
 
 int nd_stat_threads_parse(const char *s) {

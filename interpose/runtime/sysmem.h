@@ -33,6 +33,11 @@ int nd_statm_parse(const char *s, uint64_t page, uint64_t *bytes);
 // thread comes first; one keeps its descriptor): the trace's RESIDENT readings and the workspaces' trims (ws/trim.c) share it. A pread
 // per call, errno kept: callable on a hook's path. 0, or -1 when it cannot be read.
 int nd_statm_self(uint64_t *bytes);
+// The highest anonymous resident memory any reading saw: nd_statm_self's, and those the limit
+// checks report with nd_statm_seen (they read their own descriptor). One peak for the LIMITS
+// record and the summary, never below a flush's RESIDENT reading. A fork child keeps its parent's.
+void nd_statm_seen(uint64_t v);
+uint64_t nd_statm_peak(void);
 // Opens that descriptor now unless it is open; raise_ok as nd_os_fd_high's (at start-up only: it
 // may then go above the soft limit, out of any scan a program makes).
 void nd_statm_self_open(int raise_ok);

@@ -137,8 +137,9 @@ void nd_ws_summary(int fd) {
     nd_buf_u64(&b, w.hits);
     nd_buf_str(&b, w.hits == 1 ? " allocation (" : " allocations (");
     nd_buf_ubytes(&b, w.hit_bytes);
-    nd_buf_str(&b, ") from arenas of ");
-    nd_buf_ubytes(&b, w.arena_bytes);
+    // Arenas all released by relief near a limit: said so, not "arenas of 0 B".
+    nd_buf_str(&b, w.arena_bytes ? ") from arenas of " : ") from arenas released since");
+    if (w.arena_bytes) nd_buf_ubytes(&b, w.arena_bytes);
     nd_buf_str(&b, ", blocks ");
     nd_buf_str(&b, who);
     nd_buf_str(&b, " never held: resident memory is not the job's own");

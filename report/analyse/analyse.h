@@ -78,7 +78,10 @@ typedef struct nd_retention {
   enum nd_retention_class cls;
   bool known;               // RESIDENT records at and after the reference: the figures are read
   uint64_t resident_from, resident_to;
-  int64_t tracked_to;       // host kinds' live bytes + workspace arenas at the second point
+  // Live host memory: the host kinds' live bytes (heap, mmap, pinned, managed; untouched pages
+  // of large mappings too) + workspace arenas, at the second point ("host" in every format; not
+  // maxBytes' `tracked`, which counts large mappings by their touched pages)
+  int64_t tracked_to;
   int64_t tracked_change;   // the host kinds' live bytes' change between the two
   uint32_t allocator;       // enum nd_allocator (the latest RESIDENT record's)
   bool have_free;           // the allocator's account was read by the peak

@@ -520,6 +520,15 @@ static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
   return 0;
 }
 
+// One peak of anonymous resident memory, over every reading the trace holds: the flushes'
+// (RESIDENT), the limit checks' (LIMITS: they read far more often, at allocations and on their
+// poll, and so see peaks between two flushes), a physical breach's and a snapshot's. The
+// resident line and maxPhysicalBytes' peak are this one figure (`peak resident`).
+static void saw_resident(nd_trace_t *t, uint64_t v) {
+  if (!t->have_resident_peak || v > t->resident_peak) t->resident_peak = v;
+  t->have_resident_peak = true;
+}
+
 static int on_limits(nd_trace_t *t, uint64_t off, const char *p) {
   nd_rec_limits_t l;
   memcpy(&l, p, sizeof l);
@@ -527,6 +536,7 @@ static int on_limits(nd_trace_t *t, uint64_t off, const char *p) {
     return nd_read_fail(t, off, "LIMITS action %u out of range", l.action);
   t->limits = l; // unknown flag bits are ignored, as SITE flags are
   t->have_limits = true;
+  if (l.physical_reads) saw_resident(t, l.peak_physical); // the limit checks' own readings
   return 0;
 }
 
@@ -554,6 +564,7 @@ static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
            ND_TRACE_MAX_BREACHES, &t->breaches_dropped, (void **)&slot))
     return -1;
   if (slot) *slot = (nd_breach_t){.rec = b, .stack = st};
+  if (b.limit == ND_LIMIT_PHYSICAL) saw_resident(t, b.value);
   return 0;
 }
 
@@ -638,6 +649,7 @@ static int on_snapshot(nd_trace_t *t, uint64_t off, const char *p) {
   s->read = 0;
   s->nsites = 0;
   t->snap_open = r.sites ? s : NULL;
+  if (r.physical) saw_resident(t, r.physical); // 0: no reading yet
   return 0;
 }
 
@@ -751,8 +763,7 @@ int nd_read_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p
     if (t->resident.alloc_trimmed_bytes > t->resident.alloc_free_bytes)
       return nd_read_fail(t, off, "RESIDENT record with more trimmed bytes than free bytes");
     saw_time(t, t->resident.mono_ns);
-    if (!t->have_resident || t->resident.anon_bytes > t->resident_peak)
-      t->resident_peak = t->resident.anon_bytes;
+    saw_resident(t, t->resident.anon_bytes);
     t->have_resident = true;
     return 0;
   case ND_REC_FLUSH: {

@@ -248,7 +248,10 @@ typedef struct nd_trace {
   nd_rec_counters_t counters; // the latest COUNTERS record
   bool have_resident;       // a RESIDENT record (version 8; version 9: the allocator's view)
   nd_rec_resident_t resident; // the latest
-  uint64_t resident_peak;   // the highest anonymous resident memory read
+  // The highest anonymous resident memory any reading recorded (records.c: saw_resident): the
+  // flushes', the limit checks', breaches' and snapshots'. The one `peak resident` of a report.
+  bool have_resident_peak;
+  uint64_t resident_peak;
   nd_point_t *series;       // the timeline, in trace order (ND_TRACE_MAX_POINTS at most)
   size_t npoints, series_cap;
   uint64_t series_seen;     // COUNTERS records read

@@ -138,11 +138,11 @@ static void json_retention(FILE *o, const nd_retention_t *x) {
   if (x->known) {
     json_u64(o, "resident_from_bytes", x->resident_from, true);
     json_u64(o, "resident_growth_bytes", x->resident_to - x->resident_from, true);
-    fprintf(o, "\"tracked_bytes\": %lld, \"tracked_change_bytes\": %lld, ",
+    fprintf(o, "\"host_bytes\": %lld, \"host_change_bytes\": %lld, ",
             (long long)x->tracked_to, (long long)x->tracked_change);
   } else {
     fputs("\"resident_from_bytes\": null, \"resident_growth_bytes\": null, "
-          "\"tracked_bytes\": null, \"tracked_change_bytes\": null, ", o);
+          "\"host_bytes\": null, \"host_change_bytes\": null, ", o);
   }
   if (x->known && x->have_free)
     fprintf(o, "\"allocator_free_bytes\": %llu, \"allocator_free_growth_bytes\": %lld, "
@@ -445,7 +445,9 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     json_u64(o, "reliefs", l->reliefs, true);
     json_u64(o, "relief_bytes", l->relief_bytes, true);
     json_u64(o, "peak_tracked", l->peak_tracked, true);
-    json_u64(o, "peak_physical", l->peak_physical, true);
+    // The report's one peak of resident memory, the same as "resident"'s peak_bytes (records.c).
+    if (t->have_resident_peak) json_u64(o, "peak_resident", t->resident_peak, true);
+    else fputs("\"peak_resident\": null, ", o);
     json_u64(o, "physical_reads", l->physical_reads, true);
     json_u64(o, "snapshots", l->snapshots, false);
     fputs("},\n", o);
@@ -730,9 +732,10 @@ int nd_rep_json_report(FILE *o, report_t *r) {
   nd_rep_json_str(o, t->path);
   fprintf(o,
           ",\n  \"trace\": {\"version\": %u, \"bytes\": %llu, \"records\": %llu, "
-          "\"complete\": %s, \"read_to\": %llu, ",
+          "\"complete\": %s, \"truncated\": %s, \"read_to\": %llu, ",
           h->version, (unsigned long long)t->file_size, (unsigned long long)t->records,
-          t->truncated ? "false" : "true", (unsigned long long)t->good_end);
+          t->ended ? "true" : "false", t->truncated ? "true" : "false",
+          (unsigned long long)t->good_end);
   if (t->have_flush)
     fprintf(o, "\"last_flush\": {\"seq\": %llu, \"mono_ns\": %llu, \"records_after\": %llu}},\n",
             (unsigned long long)t->flush.seq, (unsigned long long)t->flush.mono_ns,

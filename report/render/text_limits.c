@@ -21,7 +21,9 @@ static uint64_t breaches_total(const nd_rec_limits_t *l) {
   return nd_rep_sat_add(l->breaches[ND_LIMIT_BYTES], l->breaches[ND_LIMIT_PHYSICAL]);
 }
 
-// "maxBytes 64.00 MiB (peak tracked 63.99 MiB, 99.9 %)" or "maxBytes none".
+// "maxBytes 64.00 MiB (peak tracked 63.99 MiB, 99.9 %)" or "maxBytes none". maxPhysicalBytes'
+// peak is the report's one peak of resident memory (nd_trace_t.resident_peak), as the resident
+// line says it: "maxPhysicalBytes 200.00 MiB (peak resident 228.74 MiB, 114.4 %)".
 static void text_limit_short(FILE *o, int id, uint64_t limit, uint64_t peak) {
   char a[48], b[48], pct[48];
   fprintf(o, "%s ", nd_rep_limit_names[id]);
@@ -32,7 +34,7 @@ static void text_limit_short(FILE *o, int id, uint64_t limit, uint64_t peak) {
   nd_rep_human(a, sizeof a, limit);
   nd_rep_human(b, sizeof b, peak);
   nd_rep_format_pct(pct, sizeof pct, peak, limit);
-  fprintf(o, "%s (peak %s %s, %s)", a, id == ND_LIMIT_BYTES ? "tracked" : "physical", b, pct);
+  fprintf(o, "%s (peak %s %s, %s)", a, id == ND_LIMIT_BYTES ? "tracked" : "resident", b, pct);
 }
 
 // The summary's line about limits.
@@ -56,7 +58,7 @@ void nd_text_limits_line(FILE *o, const nd_trace_t *t) {
     fprintf(o, " (untouched mappings not counted: %s)", h);
   }
   fputs(", ", o);
-  text_limit_short(o, ND_LIMIT_PHYSICAL, l->max_physical_bytes, l->peak_physical);
+  text_limit_short(o, ND_LIMIT_PHYSICAL, l->max_physical_bytes, t->resident_peak);
   if (unread_limit(l, ND_LIMIT_PHYSICAL)) fputs(" (its value could not be read)", o);
   nd_rep_human(h, sizeof h, l->warn_at);
   if (l->warn_at) fprintf(o, "; warn at %s", h);
@@ -74,14 +76,15 @@ void nd_text_limits_line(FILE *o, const nd_trace_t *t) {
 }
 
 // "  maxBytes          64.00 MiB (67108864 B); peak tracked 63.99 MiB (67098214 B), 99.9 %"
-static void text_limit_full(FILE *o, const nd_rec_limits_t *l, int id) {
+static void text_limit_full(FILE *o, const nd_trace_t *t, int id) {
+  const nd_rec_limits_t *l = &t->limits;
   uint64_t limit = id == ND_LIMIT_BYTES ? l->max_bytes : l->max_physical_bytes;
-  uint64_t peak = id == ND_LIMIT_BYTES ? l->peak_tracked : l->peak_physical;
+  uint64_t peak = id == ND_LIMIT_BYTES ? l->peak_tracked : t->resident_peak;
   fprintf(o, "  %-16s  ", nd_rep_limit_names[id]);
   if (limit) nd_text_bytes(o, limit, false);
   else fputs(unread_limit(l, id) ? "none (asked for, but its value could not be read)" : "none", o);
-  fprintf(o, "; peak %s ", id == ND_LIMIT_BYTES ? "tracked" : "physical");
-  if (id == ND_LIMIT_PHYSICAL && !l->physical_reads) {
+  fprintf(o, "; peak %s ", id == ND_LIMIT_BYTES ? "tracked" : "resident");
+  if (id == ND_LIMIT_PHYSICAL && !t->have_resident_peak) {
     fputs("not read\n", o);
     return;
   }
@@ -105,8 +108,8 @@ static void text_limit_settings(FILE *o, const nd_trace_t *t) {
     return;
   }
   const nd_rec_limits_t *l = &t->limits;
-  text_limit_full(o, l, ND_LIMIT_BYTES);
-  text_limit_full(o, l, ND_LIMIT_PHYSICAL);
+  text_limit_full(o, t, ND_LIMIT_BYTES);
+  text_limit_full(o, t, ND_LIMIT_PHYSICAL);
   fprintf(o, "  %-16s  ", "warn at");
   if (l->warn_at) {
     nd_text_bytes(o, l->warn_at, false);
@@ -150,7 +153,8 @@ static void text_limit_settings(FILE *o, const nd_trace_t *t) {
     fprintf(o, ", the first and the last %zu kept", t->nsnaps - 1);
   bool touched = t->has.limit_details && !(l->flags & ND_LIMITS_MAPPINGS_WHOLE);
   fprintf(o, "\n  %-16s  tracked = heap usable bytes + anonymous mmaps%s + workspace arenas; "
-             "physical = anonymous resident memory (resident - shared)\n",
+             "physical = anonymous resident memory (resident - shared), its peak (peak "
+             "resident) the highest of every reading, limit checks' and flushes'\n",
           "measures", touched ? " (of 4 MiB or more: their touched pages)" : "");
   if (touched && l->max_bytes) {
     fprintf(o, "  %-16s  ", "untouched");

@@ -8,7 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The summary's line about the file: complete or truncated.
+// Where the figures of a trace without its END record stand: its last flush, or before any.
+static void text_flush_at(FILE *o, const nd_trace_t *t) {
+  if (t->have_flush) {
+    fprintf(o, "#%llu at ", (unsigned long long)t->flush.seq);
+    nd_rep_print_secs(o, t->flush.mono_ns > t->hdr.start_mono_ns
+                             ? t->flush.mono_ns - t->hdr.start_mono_ns
+                             : 0);
+  }
+}
+
+// The summary's line about the file. Complete only with its END record (the shim wrote its final
+// records); a running job's trace, a killed one's, is intact up to its last flush (whole batches,
+// each ending in a FLUSH), or cut short inside a record (TRUNCATED).
 void nd_text_trace_line(FILE *o, const nd_trace_t *t) {
   fprintf(o, "  %-10s  ", "trace");
   if (t->truncated)
@@ -17,12 +29,20 @@ void nd_text_trace_line(FILE *o, const nd_trace_t *t) {
             (unsigned long long)t->file_size, (unsigned long long)t->good_end,
             (unsigned long long)t->records);
   else
-    fprintf(o, "complete: %llu bytes, %llu records", (unsigned long long)t->file_size,
-            (unsigned long long)t->records);
+    fprintf(o, "%s: %llu bytes, %llu records", t->ended ? "complete" : "no END record",
+            (unsigned long long)t->file_size, (unsigned long long)t->records);
   if (t->compressed) // the offsets above are the decompressed stream's
     fprintf(o, " (zstd: %llu bytes stored)", (unsigned long long)t->stored_size);
-  if (!t->ended && t->have_flush && t->after_flush)
-    fprintf(o, " (%llu after the last flush, included)", (unsigned long long)t->after_flush);
+  if (!t->ended && t->have_flush) {
+    fputs("; intact up to its last flush (", o);
+    text_flush_at(o, t);
+    fputc(')', o);
+    if (t->after_flush)
+      fprintf(o, " and %llu %s after it, included", (unsigned long long)t->after_flush,
+              nd_text_plural(t->after_flush, "record", "records"));
+  } else if (!t->ended) {
+    fputs(t->records ? "; no flush: only the records written before one" : "; its header only", o);
+  }
   fputc('\n', o);
 }
 
@@ -107,7 +127,10 @@ static void text_retention_line(FILE *o, const nd_retention_t *x) {
   char g[48], k[48], f[48];
   nd_rep_human(g, sizeof g, x->resident_to - x->resident_from);
   nd_rep_human(k, sizeof k, x->tracked_to > 0 ? (uint64_t)x->tracked_to : 0);
-  fprintf(o, "  %-10s  resident grew %s while tracked memory stayed at %s: ", "retention", g, k);
+  // Live host memory, not maxBytes' `tracked` (which leaves untouched pages of large mappings
+  // out): the two are named apart so that a report never shows two `tracked` figures.
+  fprintf(o, "  %-10s  resident grew %s while live host memory (heap, mappings, arenas) stayed "
+             "at %s: ", "retention", g, k);
   const char *who = nd_rep_allocator_names[x->allocator];
   if (x->cls == ND_RET_ALLOCATOR) {
     nd_rep_human(f, sizeof f, x->free_bytes);
@@ -215,9 +238,8 @@ void nd_rep_text_summary(FILE *o, report_t *r) {
     fprintf(o, "  %-10s  normal (END record)\n", "exit");
   } else if (r->running == ND_RUN_YES) {
     fprintf(o, "  %-10s  none yet: the process is still running (pid %llu on this host); leaks "
-               "cannot be known yet, live figures are at the last flush",
+               "cannot be known yet, ",
             "exit", (unsigned long long)h->pid);
-    if (!t->have_flush) fputs(" (there was none yet: the trace holds its header only)", o);
   } else {
     // Version 4 writers end every trace they can (exit, _exit, fatal signals with their default
     // action): what remains is SIGKILL, the OOM killer, or a crash the shim could not see.
@@ -230,16 +252,21 @@ void nd_rep_text_summary(FILE *o, report_t *r) {
       nd_rep_print_text(o, t->host[0] ? t->host : "?");
       fputs(" (another host: not checked)", o);
     }
-    fputs("; leaks cannot be known, live figures are at the last flush", o);
-    if (!t->have_flush) fputs(" (there was none: the trace holds its header only)", o);
+    fputs("; leaks cannot be known, ", o);
   }
-  if (!t->ended && t->have_flush) {
-    fprintf(o, " (#%llu at ", (unsigned long long)t->flush.seq);
-    nd_rep_print_secs(o, t->flush.mono_ns > h->start_mono_ns ? t->flush.mono_ns - h->start_mono_ns
-                                                             : 0);
-    fputc(')', o);
+  if (!t->ended) { // where the live figures stand (the trace line says how intact it is)
+    if (t->have_flush) {
+      fputs("live figures are at the last flush (", o);
+      text_flush_at(o, t);
+      fputc(')', o);
+    } else if (t->records) {
+      fprintf(o, "and there was no flush%s: live figures are those of the %llu records read",
+              r->running == ND_RUN_YES ? " yet" : "", (unsigned long long)t->records);
+    } else {
+      fputs("and the trace holds its header only", o);
+    }
+    fputc('\n', o);
   }
-  if (!t->ended) fputc('\n', o);
   nd_text_trace_line(o, t);
   fprintf(o, "  %-10s  ", "tracking");
   char a[48], b[48];

@@ -42,9 +42,12 @@ void nd_text_ws_effect_line(FILE *o, const report_t *r, const char *label) {
   if (e->served) {
     nd_rep_human(h, sizeof h, e->hit_bytes);
     nd_rep_human(a, sizeof a, e->arena_bytes);
-    fprintf(o, "%s never held the %llu %s (%s) that workspaces served from arenas of %s",
+    // The records carry the arenas mapped at their writing: none when relief near a limit (or
+    // the end) released them all, never an arena of 0 B that served anything.
+    fprintf(o, "%s never held the %llu %s (%s) that workspaces served from arenas%s%s",
             effect_allocator(r->t), (unsigned long long)e->hits,
-            nd_text_plural(e->hits, "allocation", "allocations"), h, a);
+            nd_text_plural(e->hits, "allocation", "allocations"), h,
+            e->arena_bytes ? " of " : " released since", e->arena_bytes ? a : "");
   } else {
     fputs("workspaces served nothing, but ndmem's malloc_trim gave back freed memory while they "
           "looked for a cycle", o);

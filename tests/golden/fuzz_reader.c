@@ -370,8 +370,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         snprintf(what, sizeof what, "invalid JSON at byte %zu", (size_t)(at - out));
         broken(desc, what, out, olen, err, elen);
       }
-      // The first JSON view is the full report: "complete" as the text report's trace line.
-      if (v == 1 && (strstr(out, "\"complete\": false, \"read_to\"") != NULL) != text_truncated)
+      // The first JSON view is the full report: "truncated" as the text report's trace line.
+      if (v == 1 && (strstr(out, "\"truncated\": true, \"read_to\"") != NULL) != text_truncated)
         broken(desc, "JSON and text disagree on whether the trace is truncated", out, olen, err,
                elen);
     }

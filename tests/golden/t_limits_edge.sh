@@ -49,10 +49,13 @@ snap='
 for t in cut cut-boundary; do
   if [ $t = cut ]; then
     line='TRUNCATED: 631 bytes, the last record cut short at offset 611;
-              read the 6 whole records before it
-              (3 after the last flush, included)'
-  else
-    line='complete: 611 bytes, 6 records (3 after the last flush, included)'
+              read the 6 whole records before it;
+              intact up to its last flush
+              (#1 at 0.010 s) and 3 records after it, included'
+  else # cut at a record's end: whole, but without its END record, never called complete
+    line='no END record: 611 bytes, 6 records;
+              intact up to its last flush
+              (#1 at 0.010 s) and 3 records after it, included'
   fi
   cat >want <<EOF
 == summary

@@ -206,9 +206,9 @@ static void card_limits(FILE *o, const report_t *r) {
     const nd_rec_limits_t *l = &t->limits;
     if (l->max_bytes) limit_line(o, "maxBytes", l->max_bytes, l->peak_tracked, true);
     if (l->max_physical_bytes)
-      limit_line(o, "maxPhysicalBytes", l->max_physical_bytes, l->peak_physical,
-                 l->physical_reads > 0);
-    if (l->warn_at) limit_line(o, "watermark", l->warn_at, l->peak_physical, l->physical_reads > 0);
+      limit_line(o, "maxPhysicalBytes", l->max_physical_bytes, t->resident_peak,
+                 t->have_resident_peak);
+    if (l->warn_at) limit_line(o, "watermark", l->warn_at, t->resident_peak, t->have_resident_peak);
   }
   for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++) {
     if (!(t->have_device >> d & 1) || !t->devices[d].limit_bytes) continue;

@@ -66,10 +66,11 @@ int nd_html_limits(FILE *o, report_t *r) {
   if (t->have_limits) {
     const nd_rec_limits_t *l = &t->limits;
     limit_row(o, "maxBytes", l->max_bytes, "tracked", l->peak_tracked, true);
-    limit_row(o, "maxPhysicalBytes", l->max_physical_bytes, "physical", l->peak_physical,
-              l->physical_reads > 0);
-    limit_row(o, "warn at (watermark)", l->warn_at, "physical", l->peak_physical,
-              l->physical_reads > 0);
+    // One peak of resident memory, the summary's resident line's (records.c: saw_resident).
+    limit_row(o, "maxPhysicalBytes", l->max_physical_bytes, "anonymous resident",
+              t->resident_peak, t->have_resident_peak);
+    limit_row(o, "warn at (watermark)", l->warn_at, "anonymous resident", t->resident_peak,
+              t->have_resident_peak);
   }
   for (int d = 0; d < ND_TRACE_MAX_DEVICES; d++) {
     if (!(t->have_device >> d & 1) || !t->devices[d].limit_bytes) continue;

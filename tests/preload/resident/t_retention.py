@@ -75,8 +75,8 @@ def main():
         g = r["resident_growth_bytes"]
         check(FREED - 4 * MIB <= g <= FREED + 8 * MIB,
               "allocator: resident growth %d, the blocks were %d" % (g, FREED))
-        check(abs(r["tracked_change_bytes"]) <= MIB, "allocator: tracked change %d" %
-              r["tracked_change_bytes"])
+        check(abs(r["host_change_bytes"]) <= MIB, "allocator: host memory change %d" %
+              r["host_change_bytes"])
         check(re.search(r"^  retention +resident grew ", txt, re.M) and
               "(allocator retention/fragmentation, not a leak)" in txt and
               "glibc malloc holds" in txt, "allocator: no retention line in\n" + txt)
