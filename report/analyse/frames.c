@@ -128,6 +128,8 @@ void nd_rep_frame_name(sbuf_t *b, const nd_frame_t *f, size_t j) {
     sb_name(b, f->at.file && *f->at.file ? f->at.file : "?");
     if (f->at.line) sb_fmt(b, ":%d", f->at.line);
     sb_put(b, ")", 1);
+  } else if (!f->module && f->at.function) { // the mark of native frames cut at NDMEM_DEPTH
+    sb_name(b, f->at.function);
   } else if (!f->module) {
     sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
   } else {

@@ -226,6 +226,7 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
     h->prev_floor = h->floor;
     h->prev_cycle = h->cycle;
   }
+  if (!h->records) h->first_floor = s->floor_bytes;
   h->records++;
   h->seq = t->flushes + 1;
   if (h->records == 1) h->rise_seq = h->seq;

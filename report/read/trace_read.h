@@ -47,6 +47,7 @@ typedef struct nd_site_hist {
   uint64_t records;       // SITE records of the site
   uint64_t seq;           // the flush the latest record belongs to (1: the first)
   uint64_t floor, cycle;  // the latest record's floor and cycle clock
+  uint64_t first_floor;   // the first record's floor
   uint64_t prev_floor, prev_cycle; // the record's before it (records >= 2)
   int move;               // the latest record's floor against the one before: -1, 0, 1
   // The trailing run of falls (no rise since): how many, the floor before the first and the

@@ -12,7 +12,7 @@
 // stored; t_py_edge.sh checks `py-max`, `py-v6-bit63` and the `bad-py-*` modes at test time.
 // `html-long` (more COUNTERS records than the timeline keeps) and `html-hostile` (names with
 // markup, control bytes and malformed UTF-8) are written at test time by t_html_thin.py and
-// t_html_hostile.py.
+// t_html_hostile.py, `html-bands` (a slow leak beside large temporaries) by t_html_bands.py.
 // usage: gen_trace MODE OUT (the modes are listed in main)
 #include "trace_write.h"
 
@@ -1740,6 +1740,49 @@ static void html_hostile(void) {
   end(T0 + 150 * MS, 2);
 }
 
+// ---------------------------------------------------------------- html-bands
+
+// A slow leak beside large temporaries, for the over-time chart's bands (t_html_bands.py): a
+// job without cycles flushes every 100 ms, 10 times. Seven temporary sites T0..T6
+// (prog+0x1100 + 0x10 i) each allocate and free 8 MiB + i KiB within every window (floor 0,
+// peak 8 MiB + i KiB); the leak L keeps 256 KiB every window, never freed (its floor the
+// window's start: 256 KiB (k - 1) at flush k; 2.50 MiB at the end, in 10 blocks). L's stack was
+// cut at NDMEM_DEPTH: prog+0x2000, the cut marker, then train_step (/nonexistent/app/train.py:46)
+// and <module> (train.py:60). By peak L is 8th of the heap's 8 sites; by growth (its floor rose
+// in 9 windows by 2.25 MiB) it gets a band of its own.
+static void html_bands(void) {
+  header("/nonexistent/bin/prog", 4646, ND_TRACE_VERSION);
+  module(0, "/nonexistent/bin/prog", EXE, EXE, EXE + 0x4000);
+  pycode(1, 40, "train_step", "/nonexistent/app/train.py");
+  pycode(2, 1, "<module>", "/nonexistent/app/train.py");
+  const uint64_t leak[] = {EXE + 0x2000, ND_FRAME_CUT, nd_pyframe(1, 46), nd_pyframe(2, 60)};
+  stack(1, 4, leak);
+  for (uint32_t i = 0; i < 7; i++) {
+    const uint64_t tmp[] = {EXE + 0x1100 + 0x10 * i, EXE + 0x1000};
+    stack(10 + i, 2, tmp);
+  }
+  const uint64_t kib = 1024, leak_step = 256 * kib;
+  for (uint64_t k = 1; k <= 10; k++) {
+    for (uint32_t i = 0; i < 7; i++) {
+      uint64_t b = 8192 * kib + i * kib;
+      site5(10 + i, 0, k, k, k * b, k * b, b, 0, 0);
+    }
+    site5(1, 0, k, 0, k * leak_step, 0, k * leak_step, (k - 1) * leak_step, 0);
+    uint64_t live = k * leak_step, peak = 8192 * kib + 6 * kib + live;
+    counters(T0 + 100 * k * MS, 1, (kt_t){(int64_t)live, (int64_t)peak, (int64_t)k, 8 * k, 7 * k},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0},
+             (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 8 * k, [FREE] = 7 * k}, 0);
+    flush(k, T0 + (100 * k + 5) * MS);
+  }
+  python_rec(0x030b02f0, ND_PY_ON, 8, 1, 2, 0, 2);
+  for (uint64_t k = 1; k <= 10; k++)
+    block(1, 0, 0, 0x600000000000ull + k * leak_step, leak_step, leak_step,
+          T0 + (100 * k - 50) * MS);
+  nd_rec_exit_t x = {T0 + 1040 * MS, ND_EXIT_NORMAL, 0, 4646, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 1050 * MS, 10);
+}
+
 // ---------------------------------------------------------------- collapsed-order
 
 // Lines whose byte order differs from their frames' order name by name, for --format collapsed:
@@ -1988,7 +2031,7 @@ int main(int argc, char **argv) {
       "bad-spill-stack", "bad-spill-counts", "bad-breach-host-v10",
       "job-launcher",    "job-r0",           "job-r0s",         "job-r1",          "job-r1w1",
       "job-r1w2",        "job-bad-value",    "bad-job-from",    "bad-job-origin",
-      "bad-job-rank",    "bad-job-size",     "plateau",         "plateau-cache"};
+      "bad-job-rank",    "bad-job-size",     "plateau",         "plateau-cache",   "html-bands"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -2025,6 +2068,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "resident")) resident_trace();
   else if (!strcmp(argv[1], "html-long")) html_long();
   else if (!strcmp(argv[1], "html-hostile")) html_hostile();
+  else if (!strcmp(argv[1], "html-bands")) html_bands();
   else if (!strcmp(argv[1], "collapsed-order")) collapsed_order();
   else if (!strcmp(argv[1], "hostile")) hostile();
   else if (!strcmp(argv[1], "retention")) retention_trace(0, 0);

@@ -82,6 +82,8 @@ int nd_html_site_label(FILE *o, report_t *r, uint32_t stack) {
                     ND_HTML_LEGEND_NAME / 2);
     if (f->at.line) fprintf(o, ":%d", f->at.line);
     fputc(')', o);
+  } else if (!f->module && f->at.function) { // the mark of native frames cut at NDMEM_DEPTH
+    nd_html_esc(o, f->at.function);
   } else if (!f->module) {
     fprintf(o, "0x%llx", (unsigned long long)f->ip);
   } else if (f->at.function) {
@@ -124,6 +126,10 @@ static void html_frame(FILE *o, const nd_frame_t *f) {
     nd_html_esc(o, f->at.file ? f->at.file : "?");
     if (f->at.line) fprintf(o, ":%d", f->at.line);
     fputs("</span> <i>py</i>", o);
+  } else if (!f->module && f->at.function) { // the mark of native frames cut at NDMEM_DEPTH
+    fputs("<i>", o);
+    nd_html_esc(o, f->at.function);
+    fputs("</i>", o);
   } else if (!f->module) {
     fprintf(o, "0x%llx", (unsigned long long)f->ip);
   } else {

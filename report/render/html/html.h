@@ -41,14 +41,20 @@ typedef struct nd_html_plot {
   double tstep;      // seconds between ticks
 } nd_html_plot_t;
 // The sites drawn over time, read in one second pass over the trace (nd_trace_site_series): the
-// first `ntop` of the list by peak (the top sites' chart), then each kind's largest sites by peak
-// that are not among them (the stacked charts). rc: nd_trace_site_series's (1: a pipe, not read
-// again; -1: s.err says why), or 2: no point or no site, nothing read.
+// first `ntop` of the list by peak (the top sites' chart), then each kind's bands that are not
+// among them (the stacked charts): its sites that grew most (timeline.c's band_growth, up to
+// ND_HTML_GROWTH_SERIES, however small their peak: a slow leak beside large temporaries), the
+// rest its largest by peak. rc: nd_trace_site_series's (1: a pipe, not read again; -1: s.err
+// says why), or 2: no point or no site, nothing read.
 #define ND_HTML_TOP_SERIES 5 // sites in the top sites' chart
 #define ND_HTML_KIND_SERIES 6 // sites of a kind stacked in its chart, the rest "other"
+#define ND_HTML_GROWTH_SERIES 3 // of those, at most this many chosen by growth
+#define ND_HTML_GROWTH_RISES 2 // flush windows in which a site's floor rose, at least, to grow
 typedef struct nd_html_series {
   uint32_t *sel; // the sites read (indices into t->sites), in the order of ss.live's rows
   size_t nsel, ntop;
+  // Each kind's bands: rows of sel, the largest peak first.
+  size_t band[ND_TRACE_KINDS][ND_HTML_KIND_SERIES], nband[ND_TRACE_KINDS];
   int rc;
   nd_site_series_t ss;
 } nd_html_series_t;

@@ -258,6 +258,62 @@ void nd_html_series_free(nd_html_series_t *s) {
   *s = (nd_html_series_t){.rc = 2};
 }
 
+// How much a site grew, for choosing the bands: how far its floor (its lowest live bytes in a
+// flush window) rose above its first SITE record's, where it rose in ND_HTML_GROWTH_RISES
+// windows at least (a site filled once holds memory, it does not grow); else 0.
+static uint64_t band_growth(const nd_site_t *s) {
+  const nd_site_hist_t *h = &s->h;
+  uint64_t rises = h->rises_any + (h->records >= 2 && h->move > 0);
+  if (rises < ND_HTML_GROWTH_RISES || h->peak_floor <= h->first_floor) return 0;
+  return h->peak_floor - h->first_floor;
+}
+
+// Whether site i goes before site j among a kind's growers: a lifetime class "growing" first,
+// then the larger growth; a tie to the one first in the list by peak (pos: its place there).
+static bool grows_more(const int *cls, const uint64_t *g, const size_t *pos, uint32_t i,
+                       uint32_t j) {
+  bool gi = cls[i] == ND_LIFE_GROWING, gj = cls[j] == ND_LIFE_GROWING;
+  if (gi != gj) return gi;
+  return g[i] != g[j] ? g[i] > g[j] : pos[i] < pos[j];
+}
+
+// Kind k's bands into s->band[k] (rows of sel, sites appended to it where new): its growers
+// first (a lifetime class "growing", or band_growth), up to ND_HTML_GROWTH_SERIES, then
+// its largest by peak; drawn the largest peak first.
+static void choose_bands(report_t *r, nd_html_series_t *s, int k, const int *cls,
+                         const uint64_t *g, const size_t *pos) {
+  const nd_trace_t *t = r->t;
+  uint32_t pick[ND_HTML_KIND_SERIES];
+  size_t n = 0;
+  for (size_t j = 0; j < t->nsites; j++) { // the growers, by insertion
+    uint32_t i = r->by_peak[j];
+    if (t->sites[i].rec.kind != k || (!g[i] && cls[i] != ND_LIFE_GROWING)) continue;
+    size_t at = n < ND_HTML_GROWTH_SERIES ? n++ : n;
+    while (at && grows_more(cls, g, pos, i, pick[at - 1])) {
+      if (at < ND_HTML_GROWTH_SERIES) pick[at] = pick[at - 1];
+      at--;
+    }
+    if (at < ND_HTML_GROWTH_SERIES) pick[at] = i;
+  }
+  size_t grown = n;
+  for (size_t j = 0; j < t->nsites && n < ND_HTML_KIND_SERIES; j++) {
+    uint32_t i = r->by_peak[j];
+    if (t->sites[i].rec.kind != k || !t->sites[i].rec.peak_live_bytes) continue;
+    bool have = false;
+    for (size_t q = 0; q < grown && !have; q++) have = pick[q] == i;
+    if (!have) pick[n++] = i;
+  }
+  for (size_t q = 0; q < n; q++) {
+    size_t row = 0;
+    while (row < s->nsel && s->sel[row] != pick[q]) row++;
+    if (row == s->nsel) s->sel[s->nsel++] = pick[q];
+    size_t at = s->nband[k]++; // the largest peak first; a tie in the list's order
+    while (at && pos[s->sel[s->band[k][at - 1]]] > pos[pick[q]])
+      s->band[k][at] = s->band[k][at - 1], at--;
+    s->band[k][at] = row;
+  }
+}
+
 int nd_html_series_read(report_t *r, nd_html_series_t *s) {
   const nd_trace_t *t = r->t;
   *s = (nd_html_series_t){.rc = 2};
@@ -265,17 +321,24 @@ int nd_html_series_read(report_t *r, nd_html_series_t *s) {
   s->ntop = top < ND_HTML_TOP_SERIES ? top : ND_HTML_TOP_SERIES;
   if (!t->npoints || !t->nsites) return 0;
   s->sel = malloc((s->ntop + (size_t)ND_TRACE_KINDS * ND_HTML_KIND_SERIES) * sizeof *s->sel);
-  if (!s->sel) return -1;
-  for (size_t j = 0; j < s->ntop; j++) s->sel[s->nsel++] = r->by_peak[j];
-  // Each kind's largest by peak: its first ones in the list by peak, which holds every site.
-  int per[ND_TRACE_KINDS] = {0};
-  for (size_t j = 0; j < t->nsites; j++) {
-    uint16_t k = t->sites[r->by_peak[j]].rec.kind;
-    if (k >= ND_TRACE_KINDS || per[k] == ND_HTML_KIND_SERIES) continue;
-    if (!t->sites[r->by_peak[j]].rec.peak_live_bytes) continue;
-    per[k]++;
-    if (j >= s->ntop) s->sel[s->nsel++] = r->by_peak[j];
+  int *cls = nd_html_site_classes(r);
+  uint64_t *g = malloc(t->nsites * sizeof *g);
+  size_t *pos = malloc(t->nsites * sizeof *pos);
+  if (!s->sel || !cls || !g || !pos) {
+    free(cls), free(g), free(pos);
+    return -1;
   }
+  bool kinds[ND_TRACE_KINDS] = {false};
+  for (size_t j = 0; j < t->nsites; j++) {
+    uint32_t i = r->by_peak[j];
+    pos[i] = j;
+    g[i] = band_growth(&t->sites[i]);
+    if (t->sites[i].rec.kind < ND_TRACE_KINDS) kinds[t->sites[i].rec.kind] = true;
+  }
+  for (size_t j = 0; j < s->ntop; j++) s->sel[s->nsel++] = r->by_peak[j];
+  for (int k = 0; k < ND_TRACE_KINDS; k++)
+    if (kinds[k]) choose_bands(r, s, k, cls, g, pos);
+  free(cls), free(g), free(pos);
   s->rc = nd_trace_site_series(t, s->sel, s->nsel, &s->ss);
   return 0;
 }
@@ -511,7 +574,13 @@ static int stack_kind(FILE *o, report_t *r, const nd_html_series_t *s, const plo
       const nd_site_t *site = &t->sites[s->sel[row[b]]];
       char hb[48];
       nd_rep_human(hb, sizeof hb, site->rec.peak_live_bytes);
-      fprintf(o, "#%zu peak %s%s: ", b + 1, site->rec.flags & ND_SITE_SAMPLED ? "~" : "", hb);
+      fprintf(o, "#%zu peak %s%s", b + 1, site->rec.flags & ND_SITE_SAMPLED ? "~" : "", hb);
+      uint64_t grew = band_growth(site);
+      if (grew) {
+        nd_rep_human(hb, sizeof hb, grew);
+        fprintf(o, ", floor rose %s%s", site->rec.flags & ND_SITE_SAMPLED ? "~" : "", hb);
+      }
+      fputs(": ", o);
       rc = nd_html_site_label(o, r, site->stack);
     } else {
       fputs(b == n ? "other sites" : "all (exact counters)", o);
@@ -566,19 +635,11 @@ int nd_html_stacked(FILE *o, report_t *r, const nd_html_series_t *s) {
     bool shown = false;
     for (size_t i = 0; i < t->npoints && !shown; i++) shown = t->series[i].live[k] > 0;
     if (!shown) continue;
-    // The kind's rows, largest peak first (insertion: at most ND_HTML_KIND_SERIES).
-    size_t row[ND_HTML_KIND_SERIES], n = 0;
-    for (size_t j = 0; !s->rc && j < s->nsel; j++) {
-      const nd_rec_site_t *x = &t->sites[s->sel[j]].rec;
-      if (x->kind != k || n == ND_HTML_KIND_SERIES) continue;
-      size_t at = n++;
-      while (at && t->sites[s->sel[row[at - 1]]].rec.peak_live_bytes < x->peak_live_bytes)
-        row[at] = row[at - 1], at--;
-      row[at] = j;
-    }
-    if (stack_kind(o, r, s, &axis, k, row, n)) return -1;
+    if (stack_kind(o, r, s, &axis, k, s->band[k], s->rc ? 0 : s->nband[k])) return -1;
   }
-  fputs("<p class=\"note\">Each kind's live bytes at each flush: its largest sites by peak "
+  fputs("<p class=\"note\">Each kind's live bytes at each flush: its largest sites by peak, "
+        "and its sites that grew most however small their peak (those whose floor, their lowest "
+        "live bytes in a flush window, rose in two windows or more, or classed growing), "
         "stacked from the bottom (allocated less freed, from the SITE records; ~: estimated from "
         "samples), other sites over them (the kind's exact counters less those sites), and the "
         "counters' total as a line. Markers: the steady state and the cycle clock's moves, "
