@@ -143,6 +143,7 @@ void nd_rep_analysis_free(report_t *r);
 
 // The name tables: kinds, functions and fallbacks by index.
 extern const char *const nd_rep_kind_names[ND_TRACE_KINDS];
+#define ND_REP_KIND_MMAP 1 // NDMEM_KIND_MMAP: anonymous mappings, counted by the bytes mapped
 extern const char *const nd_rep_fn_names[ND_TRACE_FNS];
 extern const char *const nd_rep_fb_names[4];
 // Limits by their JavaCPP names in text, snake case in JSON; actions by NDMEM_ON_LIMIT's values.

@@ -39,42 +39,67 @@ static void json_pyloc(FILE *o, const char *function, const char *file, uint32_t
   else fputs(", \"line\": null", o);
 }
 
-// A stack's frames; --python-only: only the Python frames of a stack that has one. A native
-// frame's keys are those of versions before 7, unchanged; a Python frame (version 7) is
-// {"python": true, "function", "file", "line"}.
+// A frame: a native one's keys are those of versions before 7, unchanged; a Python frame (version
+// 7) is {"python": true, "function", "file", "line"}.
+static void json_frame(FILE *o, const nd_frame_t *f) {
+  fputc('{', o);
+  if (f->python) {
+    fputs("\"python\": true, ", o);
+    json_pyloc(o, f->at.function, f->at.file, (uint32_t)f->at.line);
+    fputc('}', o);
+    return;
+  }
+  fputs("\"ip\": ", o);
+  json_hex(o, f->ip);
+  fputs(", \"module\": ", o);
+  nd_rep_json_str(o, f->module);
+  fputs(", \"offset\": ", o);
+  if (f->module) json_hex(o, f->offset);
+  else fputs("null", o);
+  fputs(", ", o);
+  json_loc(o, &f->at);
+  fputs(", \"inlined_into\": [", o);
+  for (size_t k = 0; k < f->ninlined; k++) {
+    fputs(k ? ", {" : "{", o);
+    json_loc(o, &f->inlined_into[k]);
+    fputc('}', o);
+  }
+  fputs("]}", o);
+}
+
+// A stack's frames; --python-only: only the Python frames of a stack that has one. Before them
+// its place (analyse/place.h): "program_frame", the program's own innermost frame, and
+// "library_frame", the frame it called that allocated (the site's name where the program has no
+// frame), each null where there is none; "place", both in one line, as text and HTML name it.
 static int json_stack(FILE *o, report_t *r, uint32_t stack, const char *ind) {
   const nd_stack_t *s = &r->t->stacks[stack];
   const uint64_t *ips = nd_stack_frames(r->t, s);
   bool py_only = nd_rep_python_only(r, s), any = false;
-  fputs("\"frames\": [", o);
+  nd_rep_place_t p;
+  if (nd_rep_place(r, stack, &p)) return -1;
+  sbuf_t b = {0};
+  nd_rep_place_text(&b, &p);
+  if (b.oom) {
+    free(b.p);
+    return -1;
+  }
+  fputs("\"place\": ", o);
+  nd_rep_json_str(o, b.p);
+  free(b.p);
+  fputs(", \"program_frame\": ", o);
+  if (p.own) json_frame(o, p.own);
+  else fputs("null", o);
+  fputs(", \"library_frame\": ", o);
+  if (p.lib) json_frame(o, p.lib);
+  else fputs("null", o);
+  fprintf(o, ",\n%s\"frames\": [", ind);
   for (size_t i = 0; i < s->depth; i++) {
     if (py_only && !nd_trace_is_pyframe(r->t, ips[i])) continue;
     const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
     if (!f) return -1;
-    fprintf(o, "%s\n%s  {", any ? "," : "", ind);
+    fprintf(o, "%s\n%s  ", any ? "," : "", ind);
     any = true;
-    if (f->python) {
-      fputs("\"python\": true, ", o);
-      json_pyloc(o, f->at.function, f->at.file, (uint32_t)f->at.line);
-      fputc('}', o);
-      continue;
-    }
-    fputs("\"ip\": ", o);
-    json_hex(o, f->ip);
-    fputs(", \"module\": ", o);
-    nd_rep_json_str(o, f->module);
-    fputs(", \"offset\": ", o);
-    if (f->module) json_hex(o, f->offset);
-    else fputs("null", o);
-    fputs(", ", o);
-    json_loc(o, &f->at);
-    fputs(", \"inlined_into\": [", o);
-    for (size_t k = 0; k < f->ninlined; k++) {
-      fputs(k ? ", {" : "{", o);
-      json_loc(o, &f->inlined_into[k]);
-      fputc('}', o);
-    }
-    fputs("]}", o);
+    json_frame(o, f);
   }
   fprintf(o, any ? "\n%s]" : "]", ind);
   return 0;
@@ -241,7 +266,8 @@ static int json_ws(FILE *o, report_t *r, bool last) {
     json_u64(o, "first_cycle_born", g->born, true);
     json_u64(o, "first_cycle_seen", g->seen, false);
     fputs(",\n     ", o);
-    if (e->stack == UINT32_MAX) fputs("\"frames\": null", o);
+    if (e->stack == UINT32_MAX)
+      fputs("\"place\": null, \"program_frame\": null, \"library_frame\": null, \"frames\": null", o);
     else if (json_stack(o, r, e->stack, "     ")) return -1;
     fputs(i + 1 < n ? "},\n" : "}\n", o);
   }
@@ -488,7 +514,8 @@ static int json_limits(FILE *o, report_t *r, bool last) {
         fputs("\"retry_loop\": null, ", o);
       }
       if (st < 0) {
-        fputs("\"stack_id\": null, \"frames\": []", o);
+        fputs("\"stack_id\": null, \"place\": null, \"program_frame\": null, "
+              "\"library_frame\": null, \"frames\": []", o);
       } else {
         fprintf(o, "\"stack_id\": %u, ", b->stack_id);
         if (json_stack_key(o, r, (uint32_t)st) || json_stack(o, r, (uint32_t)st, "       ")) return -1;

@@ -10,6 +10,7 @@
 #include "analyse/analyse.h"
 #include "analyse/flame.h"
 #include "analyse/frames.h"
+#include "analyse/place.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -69,6 +69,27 @@ static int text_frame(FILE *o, const nd_frame_t *f, sbuf_t *b) {
   return 0;
 }
 
+int nd_text_place(FILE *o, report_t *r, uint32_t stack) {
+  nd_rep_place_t p;
+  if (nd_rep_place(r, stack, &p)) return -1;
+  const nd_stack_t *s = &r->t->stacks[stack];
+  long first = nd_rep_python_only(r, s) ? nd_rep_py_innermost(r->t, s) : 0;
+  if (!p.own || p.own_at == first) return 0; // the stack's first line names it
+  sbuf_t b = {0};
+  nd_rep_place_text(&b, &p);
+  if (b.oom) {
+    free(b.p);
+    return -1;
+  }
+  nd_wrap_raw(o, r->wrap, true); // whole, as the frames
+  fputs("      at ", o);
+  nd_rep_print_text(o, b.p);
+  fputc('\n', o);
+  nd_wrap_raw(o, r->wrap, false);
+  free(b.p);
+  return 0;
+}
+
 int nd_text_stack(FILE *o, report_t *r, uint32_t stack) {
   const nd_stack_t *s = &r->t->stacks[stack];
   const uint64_t *ips = nd_stack_frames(r->t, s);
@@ -190,7 +211,8 @@ static int text_growth(FILE *o, report_t *r) {
     fputs(", named at ", o);
     nd_rep_print_secs(o, nd_rep_since_start(t, g->mono_ns));
     fprintf(o, "; rose in %llu flush windows\n", (unsigned long long)g->rises);
-    if (nd_text_stack(o, r, t->growth[i].stack)) return -1;
+    if (nd_text_place(o, r, t->growth[i].stack) || nd_text_stack(o, r, t->growth[i].stack))
+      return -1;
   }
   return 0;
 }

@@ -46,7 +46,9 @@ try:
             # the library's base name: what follows the '/' of '</script>'
             ("the legend's library",
              f"#1 heap, peak 2.00 MiB: {H.split('&lt;/', 1)[1]}.so+0x100</text>"),
-            ("the legend's Python frame", f"#2 heap, peak 1.00 MiB: {H} (script&gt;"),
+            # the program's line first (its file's base name), its function beside it, cut
+            ("the legend's Python frame",
+             f"#2 heap, peak 1.00 MiB: {H.split('&lt;/', 1)[1]}.py:3 ({H[:40]}"),
             ("the Python lines",
              f'<td><b>{H}</b> <span class="at">/nonexistent/{H}.py:3</span></td>'),
             ("the workspaces", f"<tr><td>{WS}</td><td class=\"n\">666</td>")]:

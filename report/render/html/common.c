@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // common.c: what the HTML report's sections share (html.h): sizes with their exact bytes as a
-// title, a site named by its first useful frame, a stack as a list of frames, each site's
+// title, a site named by its place, a stack as a list of frames, each site's
 // lifetime class. Every string from the trace goes through nd_html_esc (render/escape.c).
 #include "render/html/html.h"
 
@@ -48,51 +48,19 @@ void nd_html_esc_max(FILE *o, const char *s, size_t max) {
   fputs("...", o);
 }
 
-// A site named by its first useful frame: its stack's innermost Python frame where it has one,
-// else its innermost frame outside the runtimes (runtime_module) with a function name, else with
-// a module, else outside every module, else frame #0; a function, else module+0xOFF (the
-// module's base name), else the address. -1 when out of memory.
+// A site named by its place (analyse/place.h): the program's own innermost frame first, the
+// library frame beside it, cut at ND_HTML_LEGEND_NAME bytes. -1 when out of memory.
 int nd_html_site_label(FILE *o, report_t *r, uint32_t stack) {
-  const nd_trace_t *t = r->t;
-  const nd_stack_t *s = &t->stacks[stack];
-  const uint64_t *ips = nd_stack_frames(t, s);
-  if (!s->depth) {
-    fputs("(no frames)", o);
-    return 0;
+  nd_rep_place_t p;
+  if (nd_rep_place(r, stack, &p)) return -1;
+  sbuf_t b = {0};
+  nd_rep_place_text(&b, &p);
+  if (b.oom) {
+    free(b.p);
+    return -1;
   }
-  long py = nd_rep_py_innermost(t, s);
-  size_t at = py >= 0 ? (size_t)py : 0;
-  const nd_frame_t *f = NULL;
-  int best = 0; // of `at`: 3 a function, 2 a module's offset, 1 an address outside every module
-  for (size_t i = 0; i < s->depth && py < 0 && best < 3; i++) {
-    f = nd_sym_frame(r->sym, ips[i]);
-    if (!f) return -1;
-    if (f->module && nd_flame_runtime_module(f->module)) continue;
-    int rank = !f->module ? 1 : f->at.function ? 3 : 2;
-    if (rank > best) at = i, best = rank;
-  }
-  f = nd_sym_frame(r->sym, ips[at]);
-  if (!f) return -1;
-  char b[ND_HTML_LEGEND_NAME + 64];
-  if (f->python) {
-    nd_html_esc_max(o, f->at.function && *f->at.function ? f->at.function : "?",
-                    ND_HTML_LEGEND_NAME);
-    fputs(" (", o);
-    nd_html_esc_max(o, f->at.file && *f->at.file ? nd_rep_base_name(f->at.file) : "?",
-                    ND_HTML_LEGEND_NAME / 2);
-    if (f->at.line) fprintf(o, ":%d", f->at.line);
-    fputc(')', o);
-  } else if (!f->module && f->at.function) { // the mark of native frames cut at NDMEM_DEPTH
-    nd_html_esc(o, f->at.function);
-  } else if (!f->module) {
-    fprintf(o, "0x%llx", (unsigned long long)f->ip);
-  } else if (f->at.function) {
-    nd_html_esc_max(o, f->at.function, ND_HTML_LEGEND_NAME);
-  } else {
-    nd_html_esc_max(o, nd_rep_base_name(f->module), ND_HTML_LEGEND_NAME / 2);
-    snprintf(b, sizeof b, "+0x%llx", (unsigned long long)f->offset);
-    fputs(b, o);
-  }
+  nd_html_esc_max(o, b.p, ND_HTML_LEGEND_NAME);
+  free(b.p);
   return 0;
 }
 

@@ -1,26 +1,49 @@
 // SPDX-License-Identifier: MIT
 // glance.c: the HTML report's first screen, four answers side by side, each with
 // the few sites behind it and a link to its details: what used the memory (each kind's exact
-// peak, the largest sites by peak), what grew (the growth classes, or what the shim flagged while
-// the job ran), what was live at exit (by lifetime class), and what hit a limit. Plain HTML: it
-// reads the same with scripts off.
+// peak, the largest sites by peak, mappings apart), what grew (the growth classes by how much
+// each grew, or what the shim flagged while the job ran), what was live at exit (by lifetime
+// class; released at teardown was not), and what hit a limit. Each row names its site by its
+// place (analyse/place.h). Plain HTML: it reads the same with scripts off.
 #include "render/html/html.h"
 
 #include <string.h>
 
-enum { GLANCE_SITES = 3 }; // sites a card lists
+enum { GLANCE_SITES = 3, GLANCE_MAPPINGS = 2 }; // sites a card lists; mappings besides
 
 // A bar as wide as v's share of max (CSS), then the site's name and v.
 static int glance_row(FILE *o, report_t *r, uint32_t stack, uint64_t v, uint64_t max, bool est,
-                      const char *tag) {
+                      const char *tag, const char *sign) {
   int pct = max ? (int)((double)v / (double)max * 100 + 0.5) : 0;
-  fprintf(o, "<li><span class=\"bar\" style=\"width:%d%%\"></span><span class=\"v\">", pct);
+  fprintf(o, "<li><span class=\"bar\" style=\"width:%d%%\"></span><span class=\"v\">%s", pct,
+          sign);
   nd_html_bytes(o, v, est);
   fputs("</span> ", o);
   if (tag) fprintf(o, "<span class=\"tag\">%s</span> ", tag);
   fputs("<span class=\"nm\">", o); // over the bar: an element, positioned
   if (nd_html_site_label(o, r, stack)) return -1;
   fputs("</span></li>\n", o);
+  return 0;
+}
+
+// The first `max` sites by peak, mappings (kind mmap) or the others, under `title`.
+static int site_rows(FILE *o, report_t *r, bool mappings, size_t max, const char *title) {
+  const nd_trace_t *t = r->t;
+  size_t shown = 0;
+  uint64_t top = 0;
+  for (size_t i = 0; i < t->nsites && shown < max; i++) {
+    const nd_site_t *s = &t->sites[r->by_peak[i]];
+    if ((s->rec.kind == ND_REP_KIND_MMAP) != mappings) continue;
+    if (!shown++) {
+      top = s->rec.peak_live_bytes;
+      fprintf(o, "<p>%s</p><ol class=\"glance\">\n", title);
+    }
+    const char *kind = nd_rep_kind_names[s->rec.kind < ND_TRACE_KINDS ? s->rec.kind : 0];
+    if (glance_row(o, r, s->stack, s->rec.peak_live_bytes, top, s->rec.flags & ND_SITE_SAMPLED,
+                   mappings ? "mapped" : kind, ""))
+      return -1;
+  }
+  if (shown) fputs("</ol>\n", o);
   return 0;
 }
 
@@ -42,37 +65,36 @@ static int card_used(FILE *o, report_t *r) {
     fputs("</small>", o);
   }
   fputs("</p>\n", o);
-  size_t m = t->nsites < GLANCE_SITES ? t->nsites : GLANCE_SITES;
-  if (m) fputs("<p>Largest sites by peak live bytes:</p><ol class=\"glance\">\n", o);
-  for (size_t i = 0; i < m; i++) {
-    const nd_rec_site_t *x = &t->sites[r->by_peak[i]].rec;
-    if (glance_row(o, r, t->sites[r->by_peak[i]].stack, x->peak_live_bytes,
-                   t->sites[r->by_peak[0]].rec.peak_live_bytes, x->flags & ND_SITE_SAMPLED,
-                   nd_rep_kind_names[x->kind < ND_TRACE_KINDS ? x->kind : 0]))
-      return -1;
-  }
-  if (m) fputs("</ol>\n", o);
+  // Anonymous mappings apart: a mapping's bytes are address space mapped, of which the trace
+  // does not record how much was touched (OpenBLAS maps 256 MiB of buffers and touches a few), so
+  // they are never ranked with memory the program allocated by that size alone.
+  if (site_rows(o, r, false, GLANCE_SITES, "Largest sites by peak live bytes:") ||
+      site_rows(o, r, true, GLANCE_MAPPINGS,
+                "Largest mappings by peak bytes mapped (pages touched: not recorded):"))
+    return -1;
   fputs("<p class=\"more\"><a href=\"#flame\">flame graph</a> · <a href=\"#sites\">all sites</a>"
         "</p></section>\n", o);
   return 0;
 }
 
-// The lifetime entries of classes [c0, c1], largest first within each class, GLANCE_SITES in all.
-static int life_rows(FILE *o, report_t *r, int c0, int c1, bool growth) {
+// The lifetime entries of the classes in `classes` (1 << class), largest first within each
+// class, GLANCE_SITES in all: by how much each grew (`growth`, "+" before it) or by its bytes.
+static int life_rows(FILE *o, report_t *r, unsigned classes, bool growth) {
   const nd_lifetimes_t *l = &r->life;
   size_t at = 0, shown = 0;
   uint64_t max = 0;
-  for (size_t i = 0; i < l->n; i++)
-    if (l->v[i].cls >= c0 && l->v[i].cls <= c1 && l->v[i].bytes > max) max = l->v[i].bytes;
+  for (size_t i = 0; i < l->n; i++) {
+    uint64_t v = growth ? l->v[i].grew : l->v[i].bytes;
+    if (classes >> l->v[i].cls & 1 && v > max) max = v;
+  }
   fputs("<ol class=\"glance\">\n", o);
   for (int c = 0; c < ND_LIFE_CLASSES; c++) {
     for (size_t i = 0; i < l->entries[c]; i++) {
       const nd_life_t *e = &l->v[at + i];
-      if (c < c0 || c > c1 || shown == GLANCE_SITES) continue;
+      if (!(classes >> c & 1) || shown == GLANCE_SITES) continue;
       shown++;
-      uint64_t v = growth ? e->grew : e->bytes;
-      if (glance_row(o, r, e->stack, v, growth ? v > max ? v : max : max, e->samples > 0,
-                     nd_life_names[c]))
+      if (glance_row(o, r, e->stack, growth ? e->grew : e->bytes, max, e->samples > 0,
+                     nd_life_names[c], growth ? "+" : ""))
         return -1;
     }
     at += l->entries[c];
@@ -91,20 +113,34 @@ static int card_grew(FILE *o, report_t *r) {
     if (!n) {
       fputs("<b>nothing</b> grew", o);
     } else {
-      // What the growing stacks hold (each row below says how much it grew). The sum is a bound
-      // only when each class in it is one.
-      bool most = (!l->entries[ND_LIFE_GROWING] || l->most_bytes[ND_LIFE_GROWING]) &&
-                  (!l->entries[ND_LIFE_TEARDOWN] || l->most_bytes[ND_LIFE_TEARDOWN]);
-      fprintf(o, "<b class=\"bad\">%zu %s</b> grew, holding ", n, n == 1 ? "stack" : "stacks");
+      // Two figures, each with its name: how much the stacks grew during the run (the rows
+      // below, "+") and what they held before exit (the bytes "What was live at exit" lists
+      // for growing stacks). A sum is a bound only when each estimate in it is one.
+      uint64_t grew = 0;
+      bool est = false, most = true;
+      for (size_t i = 0; i < l->n; i++) {
+        const nd_life_t *e = &l->v[i];
+        if (e->cls != ND_LIFE_GROWING && e->cls != ND_LIFE_TEARDOWN) continue;
+        grew = nd_rep_sat_add(grew, e->grew);
+        est |= e->samples > 0;
+        most &= !e->samples || e->most_grew;
+      }
+      fprintf(o, "<b class=\"bad\">%zu %s</b> grew by +", n, n == 1 ? "stack" : "stacks");
+      nd_html_amount(o, grew, est, most);
+      fputs(" during the run, holding ", o);
+      most = (!l->entries[ND_LIFE_GROWING] || l->most_bytes[ND_LIFE_GROWING]) &&
+             (!l->entries[ND_LIFE_TEARDOWN] || l->most_bytes[ND_LIFE_TEARDOWN]);
       nd_html_amount(o, nd_rep_sat_add(l->bytes[ND_LIFE_GROWING], l->bytes[ND_LIFE_TEARDOWN]),
                      l->est[ND_LIFE_GROWING] || l->est[ND_LIFE_TEARDOWN], most);
+      fputs(" before exit", o);
     }
     fputs("</p>\n", o);
     if (l->judged.known && !l->judged.judged)
       fprintf(o, "<p class=\"note\">Judged %s: too few flush windows (%llu) to tell growth from "
                  "a cycle's temporaries.</p>\n",
               nd_life_judged_key(l), (unsigned long long)l->judged.windows);
-    if (n && life_rows(o, r, ND_LIFE_GROWING, ND_LIFE_TEARDOWN, true)) return -1;
+    if (n) fputs("<p>By how much each grew during the run:</p>\n", o);
+    if (n && life_rows(o, r, 1u << ND_LIFE_GROWING | 1u << ND_LIFE_TEARDOWN, true)) return -1;
   } else {
     fputs("<p class=\"big\">", o);
     if (t->ngrowth)
@@ -114,11 +150,11 @@ static int card_grew(FILE *o, report_t *r) {
       fputs("no site found growing while the job ran", o);
     fputs("</p>\n", o);
     size_t m = t->ngrowth < GLANCE_SITES ? t->ngrowth : GLANCE_SITES;
-    if (m) fputs("<ol class=\"glance\">\n", o);
+    if (m) fputs("<p>By how much each one's lowest live bytes rose:</p><ol class=\"glance\">\n", o);
     for (size_t i = 0; i < m; i++) {
       const nd_rec_growth_t *g = &t->growth[i].rec;
       uint64_t v = g->floor_bytes > g->base_bytes ? g->floor_bytes - g->base_bytes : 0;
-      if (glance_row(o, r, t->growth[i].stack, v, v, g->flags & ND_SITE_SAMPLED, "rose"))
+      if (glance_row(o, r, t->growth[i].stack, v, v, g->flags & ND_SITE_SAMPLED, "rose", "+"))
         return -1;
     }
     if (m) fputs("</ol>\n", o);
@@ -145,18 +181,32 @@ static int card_leaked(FILE *o, report_t *r) {
         ND_LIFE_STARTUP,  ND_LIFE_SUPPRESSED, ND_LIFE_INHERITED};
     for (int i = 0; i < ND_LIFE_CLASSES; i++) {
       int c = order[i];
-      if (!l->entries[c]) continue;
+      if (!l->entries[c] || c == ND_LIFE_TEARDOWN) continue; // freed before exit: below
       fprintf(o, "<tr class=\"c%d\"><th>%s</th><td class=\"n\">", c, nd_life_names[c]);
       nd_html_amount(o, l->bytes[c], l->est[c], l->most_bytes[c]);
       fprintf(o, "</td><td class=\"n\">%llu %s</td></tr>\n",
               (unsigned long long)l->entries[c], l->entries[c] == 1 ? "stack" : "stacks");
     }
-    if (!l->n) fputs("<tr><th>nothing</th><td class=\"n\">0 B</td><td></td></tr>\n", o);
+    if (l->n == l->entries[ND_LIFE_TEARDOWN])
+      fputs("<tr><th>nothing</th><td class=\"n\">0 B</td><td></td></tr>\n", o);
     fputs("</table>\n", o);
+    // Released at teardown is a class of growth, not of what was live: its memory was freed at
+    // shutdown, before the exit (What grew lists it).
+    if (l->entries[ND_LIFE_TEARDOWN]) {
+      fputs("<p class=\"note\">Not live at exit: ", o);
+      nd_html_amount(o, l->bytes[ND_LIFE_TEARDOWN], l->est[ND_LIFE_TEARDOWN],
+                     l->most_bytes[ND_LIFE_TEARDOWN]);
+      fprintf(o, " in %llu %s released at teardown (grew, then freed at shutdown).</p>\n",
+              (unsigned long long)l->entries[ND_LIFE_TEARDOWN],
+              l->entries[ND_LIFE_TEARDOWN] == 1 ? "stack" : "stacks");
+    }
+    unsigned listed = 1u << ND_LIFE_LOST | 1u << ND_LIFE_INDIRECT | 1u << ND_LIFE_GROWING |
+                      1u << ND_LIFE_LIVE;
     if (l->entries[ND_LIFE_LOST] + l->entries[ND_LIFE_INDIRECT] + l->entries[ND_LIFE_GROWING] +
-            l->entries[ND_LIFE_TEARDOWN] + l->entries[ND_LIFE_LIVE] &&
-        life_rows(o, r, ND_LIFE_LOST, ND_LIFE_LIVE, false))
-      return -1;
+        l->entries[ND_LIFE_LIVE]) {
+      fputs("<p>Largest findings by bytes live at exit:</p>\n", o);
+      if (life_rows(o, r, listed, false)) return -1;
+    }
   }
   fputs("<p class=\"more\"><a href=\"#growth\">every entry with its stack</a></p></section>\n", o);
   return 0;

@@ -22,8 +22,8 @@ void nd_html_bytes(FILE *o, uint64_t v, bool est);
 #define ND_HTML_SIZE 96
 const char *nd_html_size(char *out, uint64_t v, bool est);
 void nd_html_amount(FILE *o, uint64_t v, bool est, bool most);
-// A site named by its first useful frame (its innermost Python frame, else the innermost frame
-// outside the C and C++ runtimes); a stack's frames as a list (--frames of them). -1 when out of
+// A site named by its place (analyse/place.h: the program's own innermost frame, then the
+// library frame that allocated); a stack's frames as a list (--frames of them). -1 when out of
 // memory.
 #define ND_HTML_LEGEND_NAME 72
 int nd_html_site_label(FILE *o, report_t *r, uint32_t stack);

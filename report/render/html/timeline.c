@@ -705,9 +705,9 @@ int nd_html_site_timeline(FILE *o, report_t *r, const nd_html_series_t *s,
   if (rc) return -1;
   fputs("</svg>\n", o);
   fprintf(o, "<p class=\"note\">Live bytes (allocated less freed) of the %zu largest %s by peak "
-             "(each named by its innermost Python frame, else its first frame outside the C and "
-             "C++ runtimes, one with a function name or a module where there is one; ~: "
-             "estimated from samples) at the %zu %s of the timeline "
+             "(each named by its place: the program's own innermost frame, then the library "
+             "frame it called that allocated; ~: estimated from samples) at the %zu %s of the "
+             "timeline "
              "above, from the SITE records of each flush: a site that did not change in a flush "
              "keeps its value.</p>\n",
           n, n == 1 ? "site" : "sites", ss->npoints, ss->npoints == 1 ? "point" : "points");
