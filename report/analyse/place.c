@@ -96,9 +96,9 @@ static void put_lib(sbuf_t *b, const nd_frame_t *f) {
     sb_put(b, " (", 2);
     if (!put_line(b, f)) sb_put(b, "?", 1);
     sb_put(b, ")", 1);
-  } else if (!f->module) {
+  } else if (!f->module && !f->at.function) {
     sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
-  } else if (f->at.function) {
+  } else if (f->at.function) { // (a module-less one: the mark of frames cut at NDMEM_DEPTH)
     sb_put(b, f->at.function, strlen(f->at.function));
   } else {
     const char *m = nd_rep_base_name(f->module);

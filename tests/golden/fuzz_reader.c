@@ -6,6 +6,7 @@
 // ndmemreport's contract (see LLVMFuzzerTestOneInput). A custom mutator knows the records.
 // Long runs and artifacts: docs/tests.md, Fuzzing.
 #include "ndmemreport.h"
+#include "trace_format.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,7 +7,7 @@
 # stack is prog+0x2000, the cut marker, train_step (train.py:46), <module> (train.py:60). By peak
 # alone the heap's 6 bands were the 6 largest temporaries and the leak was in "other". Asserts:
 # the heap chart's bands are exactly the 5 largest temporaries and the leak, #6, named
-# train_step (train.py:46), its legend "#6 peak 2.50 MiB, floor rose 2.25 MiB: ..."; its band
+# train.py:46 (train_step), its legend "#6 peak 2.50 MiB, floor rose 2.25 MiB: ..."; its band
 # holds exactly 256 KiB * k at flush k and "other" 0 at every point; the marker frame is named
 # "[native frames past NDMEM_DEPTH not recorded]" in the flame graph's frames and in the stack
 # lists, never "0x1"; --format collapsed names it the same in the leak's line.
@@ -25,7 +25,7 @@ os.makedirs(tmp, exist_ok=True)
 trace, page = os.path.join(tmp, "html-bands.trace"), os.path.join(tmp, "html-bands.html")
 subprocess.run([gen, "html-bands", trace], check=True)
 CUT = "[native frames past NDMEM_DEPTH not recorded]"
-LEAK = "train_step (train.py:46)"
+LEAK = "train.py:46 (train_step)"  # its place: the program's line first (analyse/place.c)
 fails = []
 
 
