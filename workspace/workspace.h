@@ -219,6 +219,8 @@ enum ws_event {
   WS_EV_RECORD_DONE,  // ... and finished: frees of the heap blocks it recorded are no longer its
   WS_EV_PLANNED,      // a new plan is in force (l->cur)
   WS_EV_CYCLE_END,    // a planned cycle ended; the next one serves from arena l->cur_which
+  WS_EV_LEARN_CYCLE_END, // a cycle being recorded (or about to be) ended: its blocks went to the
+                         // heap and are freed; WS_EV_PLANNED, if it comes, comes after
 };
 
 struct ws_learn;

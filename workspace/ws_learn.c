@@ -467,6 +467,7 @@ int ws_learn_alloc(ws_learn_t *l, void *ctx, uint64_t sym, uint64_t bytes, int64
     return WS_GO_HEAP;
   }
   if (l->automatic && l->in_cycle >= l->period) { // this allocation begins a cycle
+    if (l->mode == WS_MODE_RECORD) event(l, ctx, WS_EV_LEARN_CYCLE_END);
     if (l->mode == WS_MODE_RECORD && !l->recording) {
       start_recording(l, ctx);
     } else if (l->mode == WS_MODE_RECORD) {
@@ -512,6 +513,7 @@ void ws_learn_begin(ws_learn_t *l, void *ctx) {
 void ws_learn_end(ws_learn_t *l, void *ctx) {
   l->st.cycles++;
   event(l, ctx, WS_EV_CYCLE_CLOSED);
+  if (l->mode == WS_MODE_RECORD && l->recording) event(l, ctx, WS_EV_LEARN_CYCLE_END);
   if (l->mode == WS_MODE_RECORD && l->recording) finish_recording(l, ctx);
   else if (l->mode == WS_MODE_PLANNED) l->closed = 1;
   else if (l->mode == WS_MODE_BUMP && l->nd.open) ws_nd4j_close(&l->nd);

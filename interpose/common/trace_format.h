@@ -47,7 +47,9 @@
 // and each BLOCK's class in its flags (ND_BLOCK_REACH_*; 0 before: not scanned).
 // 15 added the peak moment: a PEAK record per memory group at each flush (when its total last
 // moved to a new peak) and, after a SITE record, a SITE_PEAK record with the site's live bytes
-// at that moment where it changed since.
+// at that moment where it changed since; and lengthened WORKSPACE with what the allocator held
+// freed at the end of each cycle a workspace learned and the trims made just before its arena was
+// first used (ND_REC_WORKSPACE_V14_SIZE: nothing known).
 // Readers accept 1 to 15.
 #define ND_TRACE_VERSION 15
 #define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
@@ -399,8 +401,18 @@ typedef struct nd_rec_workspace {
   uint64_t learn_trims;
   uint64_t learn_trim_bytes;
   uint64_t learn_trim_max_bytes;
+  // version 15: what the job's allocator keeps without workspaces, measured while they learned
+  // (docs/resident-memory.md). learn_held_max_bytes: the most freed memory below the heap's top the
+  // allocator held at the end of a cycle the workspace learned (glibc: mallinfo2's fordblks -
+  // keepcost), over learn_held_reads such ends; plan_trims, plan_trim_bytes: the trims made just
+  // before a plan's arena was first used (also counted in learn_trims) and the fall across them.
+  uint64_t learn_held_max_bytes;
+  uint64_t learn_held_reads;
+  uint64_t plan_trims;
+  uint64_t plan_trim_bytes;
 } nd_rec_workspace_t;
-_Static_assert(sizeof(nd_rec_workspace_t) == 176, "workspace record layout");
+_Static_assert(sizeof(nd_rec_workspace_t) == 208, "workspace record layout");
+#define ND_REC_WORKSPACE_V14_SIZE 176u // versions 10 to 14: up to `learn_trim_max_bytes`
 #define ND_REC_WORKSPACE_V9_SIZE 144u // versions 5 to 9: up to `outlived`
 // Resident memory worth naming (64 MiB: far above what thread caches, a heap's top chunk or a
 // library loaded late add): the growth ndmemreport calls retention, and the fall across one of

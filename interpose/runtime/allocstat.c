@@ -136,6 +136,15 @@ static int ask(nd_rec_resident_t *r, uint64_t *cpu_ns) {
   return 0;
 }
 
+int nd_allocstat_held(uint64_t *held) {
+  nd_rec_resident_t r;
+  uint64_t cpu;
+  memset(&r, 0, sizeof r);
+  if (ask(&r, &cpu) != 0) return -1;
+  *held = r.alloc_free_bytes - r.alloc_top_bytes; // top <= free (ask)
+  return 0;
+}
+
 static void copy_view(nd_rec_resident_t *to, const nd_rec_resident_t *from) {
   to->alloc_free_bytes = from->alloc_free_bytes;
   to->alloc_system_bytes = from->alloc_system_bytes;

@@ -30,6 +30,10 @@ void nd_allocstat_fill(nd_rec_resident_t *r);
 // The counts are an atomic add each: safe anywhere. fell (NULL: not read): by how much resident
 // memory fell across it (0 when it did not; left as it was when statm could not be read).
 int nd_allocstat_trim(int (*trim)(size_t), size_t pad, uint64_t *fell);
+// What the allocator holds freed below its top chunk now, asked on the caller's thread (glibc:
+// mallinfo2's fordblks - keepcost; jemalloc: resident - allocated): 0, or -1 when unknown. For
+// callers on the hook path only (ws/trim.c), never a flush.
+int nd_allocstat_held(uint64_t *held);
 // The last answer, for the metrics file, as nd_allocstat_fill has it: 0, or -1 when none.
 int nd_allocstat_last(nd_rec_resident_t *r);
 // A fork child asks again at its first flush (its own trace starts without a reading).

@@ -30,6 +30,11 @@ typedef struct space {
   // resident memory fell across them, the largest fall. (The bytes of the blocks the arena
   // served are the engine's learn.st.hit_bytes.)
   uint64_t trims, trim_bytes, trim_max;
+  // Version 15, what the job's allocator would keep without workspaces (docs/resident-memory.md):
+  // the most freed memory below the heap's top it held at the end of a cycle it learned (read
+  // before any trim at that point: trims leave free chunks free), how many such ends were read;
+  // the trims made just before a plan's arena was first used, and the fall across them.
+  uint64_t held_max, held_reads, plan_trims, plan_trim_bytes;
   pid_t tid;
   struct space *all;    // registry of every space (the trace writes their statistics)
   uint32_t limited;     // arenas refused or shrunk by NDMEM_MAX_BYTES (said once)
@@ -69,7 +74,8 @@ int nd_ws_arena_find(uintptr_t p, ws_inst_t **pi, int *which, uintptr_t *lo);
 
 // ---- trim.c: ndmem's malloc_trim while workspaces learn
 void nd_ws_trim_setup(void);
-void nd_ws_trim(space_t *s); // bounded in time; measured, and counted for s
+void nd_ws_trim(space_t *s, int plan); // bounded in time (but a plan's); measured, counted for s
+void nd_ws_learn_cycle_end(space_t *s); // reads what the allocator holds freed (held_max)
 
 // ---- guard.c: guard mode (NDMEM_WS_GUARD)
 extern int nd_ws_guard; // set once at setup: plans get two arenas that alternate per cycle

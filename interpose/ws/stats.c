@@ -191,6 +191,10 @@ void nd_ws_write_records(nd_ws_record_fn rec, void *ctx) {
     r.learn_trims = s->trims;
     r.learn_trim_bytes = s->trim_bytes;
     r.learn_trim_max_bytes = s->trim_max;
+    r.learn_held_max_bytes = s->held_max;
+    r.learn_held_reads = s->held_reads;
+    r.plan_trims = s->plan_trims;
+    r.plan_trim_bytes = s->plan_trim_bytes;
     rec(ctx, ND_REC_WORKSPACE, &r, sizeof r);
   }
   nd_rec_ws_escape_t copy[sizeof pending / sizeof pending[0]];

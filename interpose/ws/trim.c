@@ -31,11 +31,17 @@ static int64_t trim_freed; // routed-size heap bytes freed while learning since 
 // space s that asked for the trim (its owner thread: plain stores, as its other statistics). The
 // limits' relief trim (limits.c) is not counted: it runs under a limit's pressure whatever
 // workspaces do, and what it gives back says nothing of what they prevent.
-void nd_ws_trim(space_t *s) {
+//
+// The trim just before a new plan's arena is first used (plan != 0) is outside the budget: it comes
+// once per arena, and it is what keeps the learning cycles' freed memory from staying resident
+// beside the arena (a budgeted one skipped there left later cycles to touch it all again). Its
+// fall is also kept on its own (plan_trims, plan_trim_bytes).
+void nd_ws_trim(space_t *s, int plan) {
   if (!nd_real.trim) return;
   uint64_t now = nd_os_mono_ns();
   uint64_t spent = __atomic_load_n(&trim_spent_ns, __ATOMIC_RELAXED);
-  if (spent > TRIM_CREDIT_NS && (spent - TRIM_CREDIT_NS) * TRIM_SHARE > now - trim_start_ns) return;
+  if (!plan && spent > TRIM_CREDIT_NS && (spent - TRIM_CREDIT_NS) * TRIM_SHARE > now - trim_start_ns)
+    return;
   if (__atomic_exchange_n(&trim_busy, 1, __ATOMIC_ACQUIRE)) return;
   __atomic_store_n(&trim_freed, 0, __ATOMIC_RELAXED);
   uint64_t fell = UINT64_MAX; // stays so when resident memory could not be read
@@ -44,6 +50,10 @@ void nd_ws_trim(space_t *s) {
     s->trims++;
     s->trim_bytes += fell;
     if (fell > s->trim_max) s->trim_max = fell;
+    if (plan) {
+      s->plan_trims++;
+      s->plan_trim_bytes += fell;
+    }
   }
   __atomic_fetch_add(&trim_spent_ns, nd_os_mono_ns() - now, __ATOMIC_RELAXED);
   __atomic_store_n(&trim_busy, 0, __ATOMIC_RELEASE);
@@ -86,5 +96,19 @@ void nd_ws_heap_freed(uint64_t bytes) {
         __atomic_sub_fetch(&blind_left, 1, __ATOMIC_RELAXED) < 0)
       return;
   }
-  nd_ws_trim(s);
+  nd_ws_trim(s, 0);
+}
+
+// A cycle the workspace learns ended (its blocks came from the heap and are freed): what the
+// allocator holds freed below the heap's top now is what, without workspaces, it would keep from
+// cycle to cycle (glibc returns no free chunk inside its heap on its own). Read before the trim a
+// new plan makes here (WS_EV_PLANNED comes after), though a trim changes nothing of it: it gives
+// pages back and leaves the chunks free. Asked on the program's thread, on the hook path like any
+// malloc (allocstat.c: never from the writer's side of a flush): once per learning cycle, a few
+// per workspace, each a walk of the free lists.
+void nd_ws_learn_cycle_end(space_t *s) {
+  uint64_t held;
+  if (nd_allocstat_held(&held) != 0) return;
+  s->held_reads++;
+  if (held > s->held_max) s->held_max = held;
 }

@@ -79,7 +79,10 @@ static void event(void *ctx, ws_learn_t *l, int ev) {
   case WS_EV_PLANNED:
     // The learning cycles ran through the heap, which may keep their memory; the arena replaces
     // it, so give it back before the arena is touched (peak RSS stays near the plan's peak).
-    nd_ws_trim(s);
+    nd_ws_trim(s, 1);
+    break;
+  case WS_EV_LEARN_CYCLE_END:
+    nd_ws_learn_cycle_end(s);
     break;
   case WS_EV_CYCLE_END:
     if (nd_ws_guard && l->mode == WS_MODE_PLANNED) nd_ws_guard_cycle(s);

@@ -345,6 +345,42 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
 // is in every trim that gives it back. Where workspaces served the job and resident memory did not
 // grow, that is the retention verdict: prevented by workspaces. Growth the analysis above found
 // in the memory they did not serve keeps its verdict; the two are said together then.
+// The workspace saving (docs/resident-memory.md): how far workspaces kept the resident peak down,
+// estimated from what was measured with them on. At the end of each cycle they learned, the
+// cycle's blocks had come from the heap and been freed: what the allocator then held freed below
+// its top (held_learning) is what it keeps from cycle to cycle without workspaces. Since arenas
+// serve, the readings at flushes say what it still holds surely resident (held_serving). Without
+// workspaces every resident point since they serve would stand held_learning - held_serving
+// higher (the arenas take the place of the blocks that were live, not of the freed ones); the
+// points before are the heap's alone and stand as measured. So the saving is
+//   max(learning_peak, serving_peak + held_learning - held_serving) - max(learning_peak, serving_peak)
+// and none when held_learning is not above held_serving, or the allocator was not read since they
+// serve. Not counted: fragmentation that would grow after the learning without workspaces.
+static void ws_saving(const nd_trace_t *t, nd_ws_effect_t *e) {
+  if (!t->has.ws_held || !e->served || !t->ws_served_ns) return;
+  for (size_t i = 0; i < t->nws; i++) {
+    const nd_rec_workspace_t *w = &t->ws[i];
+    e->held_reads = nd_rep_sat_add(e->held_reads, w->learn_held_reads);
+    if (w->learn_held_max_bytes > e->held_learning) e->held_learning = w->learn_held_max_bytes;
+  }
+  if (!e->held_reads) return;
+  e->saving_known = true;
+  for (size_t i = 0; i < t->npoints; i++) {
+    const nd_point_t *q = &t->series[i];
+    bool serving = q->mono_ns >= t->ws_served_ns;
+    if (q->resident >= 0 && (uint64_t)q->resident > (serving ? e->serving_peak : e->learning_peak))
+      *(serving ? &e->serving_peak : &e->learning_peak) = (uint64_t)q->resident;
+    if (q->alloc_free < 0 || q->alloc_ns < t->ws_served_ns) continue; // read before they served
+    e->serving_read = true;
+    int64_t held = q->alloc_free - q->alloc_top;
+    if (held > 0 && (uint64_t)held > e->held_serving) e->held_serving = (uint64_t)held;
+  }
+  if (!e->serving_read || e->held_learning <= e->held_serving) return;
+  uint64_t now = e->learning_peak > e->serving_peak ? e->learning_peak : e->serving_peak;
+  uint64_t without = nd_rep_sat_add(e->serving_peak, e->held_learning - e->held_serving);
+  e->saving = without > now ? without - now : 0;
+}
+
 static void ws_effect(report_t *r) {
   const nd_trace_t *t = r->t;
   nd_ws_effect_t *e = &r->ws_effect;
@@ -363,6 +399,7 @@ static void ws_effect(report_t *r) {
   e->served = e->hits != 0;
   e->held = e->trim_max >= ND_RETAIN_MIN_BYTES;
   if (e->served && e->held && r->retention.cls == ND_RET_NONE) r->retention.cls = ND_RET_PREVENTED;
+  ws_saving(t, e);
 }
 
 static int by_spill(const void *a, const void *b, void *ctx) {

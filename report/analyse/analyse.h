@@ -102,6 +102,18 @@ typedef struct nd_ws_effect {
   uint64_t trim_max;      // and across the one that gave back most
   bool served;            // arenas served allocations: the summary says resident is not the job's
   bool held;              // one trim gave back ND_RETAIN_MIN_BYTES or more: retention, measured
+  // The workspace saving (analyse.c, ws_saving; version 15): how far they kept the resident peak
+  // down, estimated from what the allocator held freed below its top at the end of the cycles they
+  // learned (held_learning: what it keeps from cycle to cycle without them) less what it held,
+  // surely resident, in readings since arenas served (held_serving).
+  bool saving_known;        // arenas served and held_learning was read
+  bool serving_read;        // the allocator was read since arenas served (else no saving claimed)
+  uint64_t held_learning;   // max over workspaces of learn_held_max_bytes
+  uint64_t held_reads;      // the learning cycles' ends read, all workspaces
+  uint64_t held_serving;    // max of (free - trimmed - top) over readings since arenas served
+  uint64_t learning_peak;   // the highest resident point before arenas served
+  uint64_t serving_peak;    // ... and since
+  uint64_t saving;          // see ws_saving; 0: none estimated
 } nd_ws_effect_t;
 
 typedef struct report {

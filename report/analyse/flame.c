@@ -150,21 +150,17 @@ static void name_at(const build_t *b, size_t i, uint32_t d, const nd_frame_t **f
   *part = (uint32_t)j;
 }
 
-static int grow_nodes(nd_flame_t *out) {
-  if (out->n < out->cap) return 0;
-  size_t cap = out->cap ? out->cap * 2 : 256;
-  nd_flame_node_t *v = realloc(out->v, cap * sizeof *v);
-  if (!v) return -1;
-  out->v = v, out->cap = cap;
-  return 0;
-}
-
 // The node of sorted sites [a, e), which share their first `d` names, at `x`; then its children
 // that are wide enough. -1 when out of memory.
 static int node(build_t *b, size_t a, size_t e, uint32_t d, uint32_t parent, uint64_t x) {
   nd_flame_t *out = b->out;
   uint64_t w = weight(b, a, e);
-  if (grow_nodes(out)) return -1;
+  if (out->n == out->cap) {
+    size_t cap = out->cap ? out->cap * 2 : 256;
+    nd_flame_node_t *v = realloc(out->v, cap * sizeof *v);
+    if (!v) return -1;
+    out->v = v, out->cap = cap;
+  }
   uint32_t me = (uint32_t)out->n++;
   nd_flame_node_t *n = &out->v[me];
   *n = (nd_flame_node_t){.depth = d, .parent = parent, .w = w, .x = x};
@@ -183,40 +179,18 @@ static int node(build_t *b, size_t a, size_t e, uint32_t d, uint32_t parent, uin
   size_t i = a;
   while (i < e && b->o->len[i] == d) i++; // the stacks that end here come first
   n->self = weight(b, a, i);
-  // The children wide enough, side by side from the left; those narrower than min together in
-  // one node after them where they add up to min (a frame of their own: "[N frames under 0.1 %]",
-  // its heaviest site's stack in the panel), else left out and counted.
-  uint64_t cx0 = x, small = 0, small_best = 0;
-  uint32_t small_n = 0, small_sites = 0, small_site = 0;
-  bool small_est = false;
+  uint64_t cx0 = x;
   while (i < e) {
     size_t c = i++;
     while (i < e && b->o->lcp[i] > d) i++;
     uint64_t cw = weight(b, c, i);
     if (cw >= out->min && out->n < ND_FLAME_MAX) {
       if (node(b, c, i, d + 1, me, cx0)) return -1;
-      cx0 = nd_rep_sat_add(cx0, cw);
     } else if (cw) {
-      small = nd_rep_sat_add(small, cw);
-      small_n++;
-      for (size_t k = c; k < i; k++) {
-        uint64_t v = nd_flame_weight(b->r->t, &b->cap, b->o->site[k], b->by);
-        if (!v) continue;
-        small_sites++;
-        small_est |= (b->r->t->sites[b->o->site[k]].rec.flags & ND_SITE_SAMPLED) != 0;
-        if (v > small_best) small_best = v, small_site = b->o->site[k];
-      }
+      out->cut = nd_rep_sat_add(out->cut, cw);
+      out->cut_nodes++;
     }
-  }
-  if (small && small >= out->min && small_n > 1 && out->n < ND_FLAME_MAX) {
-    if (grow_nodes(out)) return -1;
-    out->v[out->n++] = (nd_flame_node_t){.depth = d + 1, .parent = me, .w = small, .x = cx0,
-                                         .self = small, .site = small_site, .sites = small_sites,
-                                         .est = small_est, .others = small_n};
-    if (d + 1 > out->depth) out->depth = d + 1;
-  } else if (small) {
-    out->cut = nd_rep_sat_add(out->cut, small);
-    out->cut_nodes += small_n;
+    cx0 = nd_rep_sat_add(cx0, cw);
   }
   return 0;
 }
@@ -250,10 +224,9 @@ void nd_flame_free(nd_flame_t *f) {
 }
 
 void nd_flame_name(const nd_flame_node_t *n, sbuf_t *b) {
-  if (!n->depth || n->others) {
+  if (!n->depth) {
     b->len = 0;
-    if (n->depth) sb_fmt(b, "[%u frames under 0.1 %%]", n->others);
-    else sb_put(b, "all", 3);
+    sb_put(b, "all", 3);
     return;
   }
   nd_rep_frame_name(b, n->f, n->part);

@@ -33,8 +33,6 @@ typedef struct nd_flame_node {
   uint64_t x;          // the weight left of it under the root (siblings left out count too)
   uint64_t self;       // of w, the sites whose stack ends at it
   bool est;            // a sampled site under it: w is an estimate
-  uint32_t others;     // >0: not a frame but that many sibling frames, each narrower than min,
-                       // together (f NULL; its site the heaviest of theirs)
 } nd_flame_node_t;
 
 typedef struct nd_flame {
@@ -43,8 +41,7 @@ typedef struct nd_flame {
   size_t n, cap;
   uint64_t total;      // the root's weight: the measure over every site
   uint64_t min;        // the narrowest weight kept
-  uint64_t cut;        // weight in subtrees left out (narrower than min and not adding up to it
-                       // with their siblings, or past ND_FLAME_MAX)
+  uint64_t cut;        // weight in subtrees left out (narrower than min, or past ND_FLAME_MAX)
   uint64_t cut_nodes;  // those subtrees
   uint32_t depth;      // the deepest node kept
   size_t nsites;       // sites of weight > 0

@@ -26,6 +26,7 @@ void nd_read_facts(nd_trace_has_t *has, uint32_t version) {
       .job = version >= 12,
       .py_depth = version >= 12,
       .reach = version >= 14,
+      .ws_held = version >= 15,
       .cuda_fns = version >= 11 ? ND_CUDA_FN_USED : ND_CUDA_FN_USED_V10};
 }
 
@@ -43,7 +44,9 @@ uint32_t nd_read_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_FLUSH: return old ? ND_REC_FLUSH_V4_SIZE : sizeof(nd_rec_flush_t);
   case ND_REC_WORKSPACE:
     return old ? ND_REC_WORKSPACE_V4_SIZE
-               : version < 10 ? ND_REC_WORKSPACE_V9_SIZE : sizeof(nd_rec_workspace_t);
+           : version < 10 ? ND_REC_WORKSPACE_V9_SIZE
+           : version < 15 ? ND_REC_WORKSPACE_V14_SIZE
+                          : sizeof(nd_rec_workspace_t);
   case ND_REC_GROWTH: return sizeof(nd_rec_growth_t);
   case ND_REC_WS_ESCAPE: return sizeof(nd_rec_ws_escape_t);
   case ND_REC_LIMITS: return version < 10 ? ND_REC_LIMITS_V9_SIZE : sizeof(nd_rec_limits_t);

@@ -410,6 +410,9 @@ static int on_workspace(nd_trace_t *t, uint64_t off, const char *p) {
                         "%llu B at once",
                         (unsigned long long)w.learn_trim_bytes, (unsigned long long)w.learn_trims,
                         (unsigned long long)w.learn_trim_max_bytes);
+  // WORKSPACE records come at every flush, after its COUNTERS: the first with a hit dates, to a
+  // flush, when arenas began to serve (the resident points before it are the heap's alone).
+  if (w.hits && !t->ws_served_ns) t->ws_served_ns = t->last_ns ? t->last_ns : 1;
   uint64_t key = ws_hash(w.tid, w.name, sizeof w.name);
   for (size_t tries = 0;; tries++) { // a chain longer than the table can only be a cycle
     long i = nd_map_get(&t->ws_keys, key);
@@ -517,6 +520,8 @@ static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
                        ? (int64_t)(t->resident.alloc_free_bytes - t->resident.alloc_trimmed_bytes)
                        : -1;
   pt->alloc_trimmed = pt->alloc_free >= 0 ? (int64_t)t->resident.alloc_trimmed_bytes : -1;
+  pt->alloc_top = pt->alloc_free >= 0 ? (int64_t)t->resident.alloc_top_bytes : -1;
+  pt->alloc_ns = pt->alloc_free >= 0 ? t->resident.alloc_ns : 0;
   t->series_open = true;
   return 0;
 }

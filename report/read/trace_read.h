@@ -152,6 +152,8 @@ typedef struct nd_point {
   int64_t alloc_free; // the allocator's free bytes surely resident (free - trimmed) as read at
                       // this flush (version 9); -1: none
   int64_t alloc_trimmed; // of its free bytes, those a malloc_trim may have given back; -1: none
+  int64_t alloc_top;  // of its free bytes, the heap's top chunk; -1: none
+  uint64_t alloc_ns;  // when that reading was taken (0: none)
 } nd_point_t;
 // Points kept. When a point arrives with the array full, every other one is dropped and from then
 // on only every 2nd (4th, ...) COUNTERS record is kept, so the points stay evenly spaced in
@@ -209,6 +211,7 @@ typedef struct nd_trace_has {
   bool py_depth;      // Python frames cut at NDMEM_PY_DEPTH, the marker of native frames cut at
                       // NDMEM_DEPTH, the PYTHON record's later states (version 12)
   bool reach;         // SCAN records, BLOCK records classed by the reachability scan (14)
+  bool ws_held;       // WORKSPACE: the allocator's freed memory at learning cycles' ends (15)
   uint32_t cuda_fns;  // the calls a CUDA record counts (ND_CUDA_FN_USED_V10 before device_ws)
 } nd_trace_has_t;
 
@@ -253,6 +256,9 @@ typedef struct nd_trace {
   // flushes', the limit checks', breaches' and snapshots'. The one `peak resident` of a report.
   bool have_resident_peak;
   uint64_t resident_peak;
+  uint64_t ws_served_ns;    // the flush whose WORKSPACE records first show an arena's hit (its
+                            // last record's time): points before it are from before any arena
+                            // served; 0: none did
   nd_point_t *series;       // the timeline, in trace order (ND_TRACE_MAX_POINTS at most)
   size_t npoints, series_cap;
   uint64_t series_seen;     // COUNTERS records read

@@ -194,6 +194,17 @@ static void json_ws_effect(FILE *o, const report_t *r) {
   json_u64(o, "learning_trims", e->trims, true);
   json_u64(o, "learning_trim_bytes", e->trim_bytes, true);
   json_u64(o, "learning_trim_max_bytes", e->trim_max, true);
+  // version 15, the workspace saving (analyse.c, ws_saving): null where not estimated
+  if (e->saving_known) {
+    json_u64(o, "saving_bytes", e->saving, true);
+    json_u64(o, "held_learning_bytes", e->held_learning, true);
+    json_u64(o, "held_learning_reads", e->held_reads, true);
+    if (e->serving_read) json_u64(o, "held_serving_bytes", e->held_serving, true);
+    else fputs("\"held_serving_bytes\": null, ", o);
+  } else {
+    fputs("\"saving_bytes\": null, \"held_learning_bytes\": null, \"held_learning_reads\": null, "
+          "\"held_serving_bytes\": null, ", o);
+  }
   fprintf(o, "\"without\": %s},\n",
           e->served || e->held ? "\"ndmem run --no-workspaces\"" : "null");
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // phrases.c: what the text and HTML reports say in the same words (render.h), each printing
-// sizes its own way (nd_rep_bytes_fn): records the reader did not keep, a snapshot's sites.
+// sizes its own way (nd_rep_bytes_fn): records the reader did not keep, a snapshot's sites, the
+// workspace saving.
 #include "render/render.h"
 
 void nd_rep_not_kept(FILE *o, uint64_t dropped, unsigned max) {
@@ -23,4 +24,34 @@ void nd_rep_snap_sites(FILE *o, const nd_snapshot_t *s, size_t top, nd_rep_bytes
     nd_rep_not_kept(o, s->read - s->nsites, ND_TRACE_MAX_SNAP_SITES);
   }
   if (top < s->nsites) fprintf(o, "; top %zu", top);
+}
+
+void nd_rep_ws_saving(FILE *o, const report_t *r, nd_rep_bytes_fn bytes) {
+  const nd_ws_effect_t *e = &r->ws_effect;
+  const nd_trace_t *t = r->t;
+  const char *who = t->have_resident && t->resident.allocator != ND_ALLOCATOR_UNKNOWN
+                        ? nd_rep_allocator_names[t->resident.allocator]
+                        : "the allocator";
+  if (e->saving) {
+    fputs("workspaces kept ~", o);
+    bytes(o, e->saving, false);
+    fputs(" off the resident peak (estimated: ", o);
+  } else {
+    fputs("none estimated (", o);
+  }
+  fprintf(o, "%s held ", who);
+  bytes(o, e->held_learning, false);
+  fprintf(o, " freed below its top at the end of the cycles they learned (%llu read)",
+          (unsigned long long)e->held_reads);
+  if (e->serving_read) {
+    fputs(" and ", o);
+    bytes(o, e->held_serving, false);
+    fputs(" since they serve", o);
+  } else {
+    fputs(", not read since they serve", o);
+  }
+  if (e->saving && e->learning_peak > e->serving_peak)
+    fputs("; the resident peak came while they learned: only what stands above it counts", o);
+  fputs(e->saving ? "; fragmentation that grows after the learning is not counted)"
+                  : ")", o);
 }

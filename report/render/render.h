@@ -84,6 +84,10 @@ void nd_rep_not_kept(FILE *o, uint64_t dropped, unsigned max);
 // over the kept ones, " in the K kept; M more not kept (over MAX)", "; top T" when --top shows
 // fewer than are kept.
 void nd_rep_snap_sites(FILE *o, const nd_snapshot_t *s, size_t top, nd_rep_bytes_fn bytes);
+// The workspace saving (analyse.c, ws_saving; r->ws_effect.saving_known): "workspaces kept ~S off
+// the resident peak (estimated: ALLOCATOR held X freed below its top at the end of the cycles they
+// learned (N read) and Y since they serve; ...)", or "none estimated (...)".
+void nd_rep_ws_saving(FILE *o, const report_t *r, nd_rep_bytes_fn bytes);
 
 // ---------------------------------------------------------------- scan.c
 

@@ -25,7 +25,7 @@ void nd_flame_colour(const nd_flame_node_t *n, const char *name, char c[8]) {
   uint32_t h = 2166136261u; // FNV-1a: stable across runs and machines
   for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 16777619u;
   unsigned v = h % 64, u = (h >> 8) % 64;
-  if (!n->depth || n->others) snprintf(c, 8, "#%02x%02x%02x", 0xc8, 0xc8, 0xd0);
+  if (!n->depth) snprintf(c, 8, "#%02x%02x%02x", 0xc8, 0xc8, 0xd0);
   else if (n->f && n->f->python) snprintf(c, 8, "#%02x%02x%02x", 0x50 + v, 0xb4 + u / 2, 0x5a + v);
   else if (n->f && n->f->module && nd_flame_runtime_module(n->f->module))
     snprintf(c, 8, "#%02x%02x%02x", 0xb0 + v / 2, 0xb0 + v / 2, 0xb0 + v / 2);
@@ -88,11 +88,11 @@ int nd_flame_frames(FILE *o, const nd_flame_t *f, int width, int top) {
                "height=\"%d\" fill=\"%s\"/>",
             n->est ? "~" : "", h, pct, n->sites, n->sites == 1 ? "site" : "sites", x, y, w,
             ND_FLAME_ROW - 1, colour);
-    // The whole name where it fits, else 4 characters and ".." at least, else none (the page's
-    // script keeps the same rule when it zooms).
-    size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_PX) : 0, chars = nd_html_chars(name.p);
-    if (chars <= fit || fit >= 6) {
+    // The name cut to what fits (3 characters at least, else none).
+    size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_PX) : 0;
+    if (fit >= 3) {
       fprintf(o, "<text x=\"%.2f\" y=\"%d\">", x + 3, y + ND_FLAME_ROW - 5);
+      size_t chars = nd_html_chars(name.p);
       nd_html_esc_chars(o, name.p, chars > fit ? fit - 2 : fit);
       fputs("</text>", o);
     }

@@ -289,6 +289,7 @@ static int text_report(FILE *o, report_t *r) {
       else fprintf(o, "  %-10s  none recorded\n", "workspaces");
       nd_text_ws_effect_line(o, r, "resident"); // version 10: what they did to resident memory
       nd_text_ws_retention_line(o, r, true);
+      nd_text_ws_saving_line(o, r);
     }
     if (r->o->limits) {
       if (nd_rep_has_limits(t)) nd_text_limits_line(o, t);

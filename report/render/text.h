@@ -45,6 +45,7 @@ void nd_text_judged_line(FILE *o, const nd_lifetimes_t *l);             // text_
 void nd_text_ws_line(FILE *o, const report_t *r);                       // text_workspaces.c
 void nd_text_ws_effect_line(FILE *o, const report_t *r, const char *label);
 void nd_text_ws_retention_line(FILE *o, const report_t *r, bool first);
+void nd_text_ws_saving_line(FILE *o, const report_t *r);
 void nd_text_limits_line(FILE *o, const nd_trace_t *t);                 // text_limits.c
 void nd_text_devices_line(FILE *o, const nd_trace_t *t);                // text_devices.c
 

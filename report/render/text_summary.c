@@ -339,5 +339,6 @@ void nd_rep_text_summary(FILE *o, report_t *r) {
   }
   nd_text_ws_retention_line(
       o, r, r->retention.cls == ND_RET_NONE || r->retention.cls == ND_RET_PREVENTED);
+  nd_text_ws_saving_line(o, r);
   if (t->have_python) text_python_line(o, t);
 }

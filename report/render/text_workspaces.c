@@ -82,6 +82,21 @@ void nd_text_ws_retention_line(FILE *o, const report_t *r, bool first) {
   fputs(" (ndmem run --no-workspaces measures it)\n", o);
 }
 
+// Version 15: the workspace saving (analyse.c, ws_saving), with what it rests on. One sentence
+// for the text, the HTML page's workspaces view and the JSON's "saving" wording alike.
+static void human_bytes(FILE *o, uint64_t v, bool est) {
+  char b[48];
+  (void)est;
+  fputs(nd_rep_human(b, sizeof b, v), o);
+}
+
+void nd_text_ws_saving_line(FILE *o, const report_t *r) {
+  if (!r->ws_effect.saving_known) return;
+  fprintf(o, "  %-10s  ", "saving");
+  nd_rep_ws_saving(o, r, human_bytes);
+  fputc('\n', o);
+}
+
 static void text_ws_name(FILE *o, const char *name, uint32_t tid) {
   fputc('[', o);
   nd_rep_print_text(o, name);

@@ -209,10 +209,12 @@ static void test_declared(void) {
   CHECK_EQ(pi->by_off[0], 1); // B, then A and C at 256 (insertion sort keeps their order)
   CHECK_EQ(pi->by_off[1], 0);
   CHECK_EQ(pi->by_off[2], 2);
-  // events: cycle closed, recording began (at begin) then done, plan in force
-  int want_ev[] = {WS_EV_RECORD_BEGIN, WS_EV_CYCLE_CLOSED, WS_EV_RECORD_DONE, WS_EV_PLANNED};
-  CHECK_EQ(o.nev, 4);
-  for (int i = 0; i < 4 && i < o.nev; i++) CHECK_EQ(o.ev[i], want_ev[i]);
+  // events: recording began (at begin), cycle closed, a learned cycle's end (its blocks freed:
+  // the host reads its allocator there, before the plan's trim), recording done, plan in force
+  int want_ev[] = {WS_EV_RECORD_BEGIN, WS_EV_CYCLE_CLOSED, WS_EV_LEARN_CYCLE_END,
+                   WS_EV_RECORD_DONE, WS_EV_PLANNED};
+  CHECK_EQ(o.nev, 5);
+  for (int i = 0; i < 5 && i < o.nev; i++) CHECK_EQ(o.ev[i], want_ev[i]);
 
   // Cycle 2, as learned: every allocation served at its offset.
   ws_learn_out_t out;

@@ -54,6 +54,11 @@ int nd_html_workspaces(FILE *o, report_t *r) {
       fputs("</tr>\n", o);
     }
     fputs("</table>\n", o);
+    if (r->ws_effect.saving_known) { // the workspace saving, in the text's words
+      fputs("<p><b>saving</b>: ", o);
+      nd_rep_ws_saving(o, r, nd_html_bytes);
+      fputs("</p>\n", o);
+    }
   }
   if (!r->ngroups) return 0;
   size_t n = nd_rep_list_len(r, r->ngroups);
