@@ -354,13 +354,18 @@ static void retention(const nd_trace_t *t, nd_retention_t *out) {
 // higher (the arenas take the place of the blocks that were live, not of the freed ones); the
 // points before are the heap's alone and stand as measured. So the saving is
 //   max(learning_peak, serving_peak + held_learning - held_serving) - max(learning_peak, serving_peak)
-// and none when held_learning is not above held_serving, or the allocator was not read since they
-// serve. Not counted: fragmentation that would grow after the learning without workspaces.
+// and none when held_learning is not above held_serving, the allocator was not read since they
+// serve, or no trim was measured just before an arena was first used: only that trim makes the
+// readings since true of the freed memory (an earlier learning trim's bound on the pages given back
+// outlives the later cycles that touch them again: t_ws_saving with that trim skipped read 7 MiB
+// held since they serve, and workspaces had kept nothing off the peak). Not counted: fragmentation
+// that would grow after the learning without workspaces.
 static void ws_saving(const nd_trace_t *t, nd_ws_effect_t *e) {
   if (!t->has.ws_held || !e->served || !t->ws_served_ns) return;
   for (size_t i = 0; i < t->nws; i++) {
     const nd_rec_workspace_t *w = &t->ws[i];
     e->held_reads = nd_rep_sat_add(e->held_reads, w->learn_held_reads);
+    e->plan_trims = nd_rep_sat_add(e->plan_trims, w->plan_trims);
     if (w->learn_held_max_bytes > e->held_learning) e->held_learning = w->learn_held_max_bytes;
   }
   if (!e->held_reads) return;
@@ -375,7 +380,7 @@ static void ws_saving(const nd_trace_t *t, nd_ws_effect_t *e) {
     int64_t held = q->alloc_free - q->alloc_top;
     if (held > 0 && (uint64_t)held > e->held_serving) e->held_serving = (uint64_t)held;
   }
-  if (!e->serving_read || e->held_learning <= e->held_serving) return;
+  if (!e->plan_trims || !e->serving_read || e->held_learning <= e->held_serving) return;
   uint64_t now = e->learning_peak > e->serving_peak ? e->learning_peak : e->serving_peak;
   uint64_t without = nd_rep_sat_add(e->serving_peak, e->held_learning - e->held_serving);
   e->saving = without > now ? without - now : 0;

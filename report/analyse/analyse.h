@@ -110,6 +110,7 @@ typedef struct nd_ws_effect {
   bool serving_read;        // the allocator was read since arenas served (else no saving claimed)
   uint64_t held_learning;   // max over workspaces of learn_held_max_bytes
   uint64_t held_reads;      // the learning cycles' ends read, all workspaces
+  uint64_t plan_trims;      // trims measured just before an arena was first used (0: no saving)
   uint64_t held_serving;    // max of (free - trimmed - top) over readings since arenas served
   uint64_t learning_peak;   // the highest resident point before arenas served
   uint64_t serving_peak;    // ... and since

@@ -43,7 +43,9 @@ void nd_rep_ws_saving(FILE *o, const report_t *r, nd_rep_bytes_fn bytes) {
   bytes(o, e->held_learning, false);
   fprintf(o, " freed below its top at the end of the cycles they learned (%llu read)",
           (unsigned long long)e->held_reads);
-  if (e->serving_read) {
+  if (!e->plan_trims) {
+    fputs(", none given back just before their arenas were first used", o);
+  } else if (e->serving_read) {
     fputs(" and ", o);
     bytes(o, e->held_serving, false);
     fputs(" since they serve", o);

@@ -1934,12 +1934,13 @@ static void retention_trace(int trimmed, int ws) {
 // MiB at 1; since they serve glibc holds 20 MiB free, 1 MiB of it its top, none trimmed: 19 MiB.
 // Without workspaces the points since would stand 281 MiB higher, 661 MiB, above the learning's
 // 600 MiB: a saving of 61 MiB. ws-effect-nosaving: the same with 400 MiB free since they serve
-// (399 MiB held, above the learning's 300): none estimated.
+// (399 MiB held, above the learning's 300): none estimated; ws-effect-notrim: the same as
+// ws-effect-saving with no trim measured just before the arenas were first used: none estimated.
 static void ws_effect_trace(const char *which) {
   int small = !strcmp(which, "ws-effect-small"), unserved = !strcmp(which, "ws-effect-unserved");
   int none = !strcmp(which, "ws-effect-none");
-  int nosaving = !strcmp(which, "ws-effect-nosaving");
-  int saving = nosaving || !strcmp(which, "ws-effect-saving");
+  int nosaving = !strcmp(which, "ws-effect-nosaving"), notrim = !strcmp(which, "ws-effect-notrim");
+  int saving = nosaving || notrim || !strcmp(which, "ws-effect-saving");
   header("/nonexistent/bin/ws_effect", 5151, saving ? 15 : 10);
   module(0, "/nonexistent/bin/ws_effect", EXE, EXE, EXE + 0x4000);
   const uint64_t ips[] = {EXE + 0x1500, EXE + 0x1600};
@@ -1970,6 +1971,7 @@ static void ws_effect_trace(const char *which) {
     a.plan_trims = 1, a.plan_trim_bytes = 280 * M;
     e.learn_held_max_bytes = 120 * M, e.learn_held_reads = 1;
     e.plan_trims = 1, e.plan_trim_bytes = 40 * M;
+    if (notrim) a.plan_trims = a.plan_trim_bytes = e.plan_trims = e.plan_trim_bytes = 0;
   }
   if (!strcmp(which, "bad-ws-trim-max")) a.learn_trim_max_bytes = a.learn_trim_bytes + 1;
   if (!strcmp(which, "bad-ws-trim-count")) a.learn_trims = 0;
@@ -2045,7 +2047,7 @@ int main(int argc, char **argv) {
       "bad-res-free",    "bad-res-top",      "bad-res-trimmed", "retention-trimmed",
       "limits10",        "bad-breach-stack", "bad-breach-retry",
       "ws-effect",       "ws-effect-small",  "ws-effect-unserved", "ws-effect-none",
-      "ws-effect-saving", "ws-effect-nosaving",
+      "ws-effect-saving", "ws-effect-nosaving", "ws-effect-notrim",
       "retention-ws",    "bad-ws-trim-max",  "bad-ws-trim-count", "bad-ws-v10-short",
       "devices11",       "bad-dws-counts",   "bad-dws-mode",    "bad-dws-v10",
       "bad-spill-stack", "bad-spill-counts", "bad-breach-host-v10",

@@ -48,13 +48,16 @@ lacks ws-effect-none "malloc_trim"
 effect ws-effect-none null '{"served": false, "held": false, "allocations": 0, "bytes": 0, "arena_bytes": 0, "learning_trims": 1, "learning_trim_bytes": 1048576, "learning_trim_max_bytes": 1048576, "saving_bytes": null, "held_learning_bytes": null, "held_learning_reads": null, "held_serving_bytes": null, "without": null},'
 
 # version 15, the workspace saving (gen_trace.c has the truth): 61 MiB above the learning's peak;
-# none where glibc holds more since they serve than at the learning cycles' ends
+# none where glibc holds more since they serve than at the learning cycles' ends, or where no trim
+# gave it back just before the arenas were first used
 report ws-effect-saving
 has ws-effect-saving "saving workspaces kept ~61.00 MiB off the resident peak (estimated: glibc malloc held 300.00 MiB freed below its top at the end of the cycles they learned (3 read) and 19.00 MiB since they serve; the resident peak came while they learned: only what stands above it counts; fragmentation that grows after the learning is not counted)"
 effect ws-effect-saving '"prevented"' '{"served": true, "held": true, "allocations": 2500, "bytes": 10171187200, "arena_bytes": 174063616, "learning_trims": 10, "learning_trim_bytes": 933232640, "learning_trim_max_bytes": 314572800, "saving_bytes": 63963136, "held_learning_bytes": 314572800, "held_learning_reads": 3, "held_serving_bytes": 19922944, "without": "ndmem run --no-workspaces"},'
 report ws-effect-nosaving
 has ws-effect-nosaving "saving none estimated (glibc malloc held 300.00 MiB freed below its top at the end of the cycles they learned (3 read) and 399.00 MiB since they serve)"
 lacks ws-effect-nosaving "kept ~"
+report ws-effect-notrim
+has ws-effect-notrim "saving none estimated (glibc malloc held 300.00 MiB freed below its top at the end of the cycles they learned (3 read), none given back just before their arenas were first used)"
 lacks ws-effect-small "saving"
 
 report retention-ws
