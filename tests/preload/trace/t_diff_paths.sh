@@ -19,9 +19,11 @@ run() { # DIR SCRIPT TRACE
 run "$tmp" x.py "$tmp/a.trace" && run "$tmp/sub" ../x.py "$tmp/b.trace" || { echo "FAIL: a run failed" >&2; exit 1; }
 "$rep" diff --format json --top 0 "$tmp/a.trace" "$tmp/b.trace" >"$tmp/diff.json" || { echo "FAIL: diff exit $?" >&2; exit 1; }
 "$py" - "$tmp/diff.json" <<'PY'
-import json, sys
+import json, re, sys
 d = json.load(open(sys.argv[1]))
-frames = lambda s: [f for f in s["frames"] if "x.py:" in f]
+# The script's own frames (a sampled small block of the standard library's re/_casefix.py, in
+# one run and not the other, once matched a looser "x.py:")
+frames = lambda s: [f for f in s["frames"] if re.search(r"[/ (]x\.py:\d+\)", f)]
 apart = [s for s in d["sites"] if frames(s) and (s["a"] is None or s["b"] is None)]
 for s in apart:
     print("FAIL: only in %s: %s" % ("B" if s["a"] is None else "A", frames(s)[0]))
