@@ -41,6 +41,19 @@ typedef struct stripe {
 static stripe_t stripes[STRIPES];
 static nd_site_t **dir[DIR_MAX];
 static int64_t *at_peak[DIR_MAX]; // nd_site_at_peak, a chunk per chunk of dir (made on first use)
+
+// The chunk in *slot, mapped (zeroed) on first use; several threads may race to make it: one
+// wins, the others use it. NULL when out of memory.
+static void *chunk_at(void **slot, size_t bytes) {
+  void *chunk = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (chunk) return chunk;
+  void *fresh = nd_os_map(bytes), *expect = NULL;
+  if (!fresh) return NULL;
+  if (__atomic_compare_exchange_n(slot, &expect, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return fresh;
+  nd_os_unmap(fresh, bytes);
+  return expect;
+}
 static uint32_t nsites; // atomic
 static int arena_lock;
 static char *arena;
@@ -217,21 +230,10 @@ static nd_site_t *intern(uint64_t h, int kind, int sampled, const uintptr_t *ips
   s->pk_epoch = nd_peak_epoch(kind); // it held nothing at the moment (its noted bytes: 0)
   s->outer = outer;
   memcpy(s->ips, ips, (size_t)in * sizeof *ips);
-  nd_site_t **chunk = __atomic_load_n(&dir[id / DIR_CHUNK], __ATOMIC_ACQUIRE);
+  nd_site_t **chunk = chunk_at((void **)&dir[id / DIR_CHUNK], DIR_CHUNK * sizeof *chunk);
   if (!chunk) {
-    // Several stripes may race to create a chunk: one wins, the others use it.
-    nd_site_t **fresh = nd_os_map(DIR_CHUNK * sizeof *fresh), **expect = NULL;
-    if (!fresh) {
-      s = NULL;
-      goto out;
-    }
-    if (__atomic_compare_exchange_n(&dir[id / DIR_CHUNK], &expect, fresh, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE))
-      chunk = fresh;
-    else {
-      nd_os_unmap(fresh, DIR_CHUNK * sizeof *fresh);
-      chunk = expect;
-    }
+    s = NULL;
+    goto out;
   }
   __atomic_store_n(&chunk[id % DIR_CHUNK], s, __ATOMIC_RELEASE);
   st->v[free_slot(st->v, st->cap, h)] = (slot_t){h, s};
@@ -312,18 +314,8 @@ int64_t nd_site_at_peak(const nd_site_t *s) {
 // Two threads may both note them; both read what the site held before either changed it, give
 // or take the other's change in flight.
 static __attribute__((noinline)) void peak_note(nd_site_t *s, uint16_t e) {
-  int64_t **slot = &at_peak[s->id / DIR_CHUNK];
-  int64_t *chunk = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (!chunk) {
-    int64_t *fresh = nd_os_map(DIR_CHUNK * sizeof *fresh), *expect = NULL;
-    if (!fresh) return; // out of memory: noted at the next change
-    if (__atomic_compare_exchange_n(slot, &expect, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-      chunk = fresh;
-    else {
-      nd_os_unmap(fresh, DIR_CHUNK * sizeof *fresh);
-      chunk = expect;
-    }
-  }
+  int64_t *chunk = chunk_at((void **)&at_peak[s->id / DIR_CHUNK], DIR_CHUNK * sizeof *chunk);
+  if (!chunk) return; // out of memory: noted at the next change
   int64_t live = (int64_t)(__atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED) -
                            __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED));
   __atomic_store_n(&chunk[s->id % DIR_CHUNK], live, __ATOMIC_RELAXED);

@@ -5,6 +5,7 @@
 
 #include "analyse/flame.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 // A path with a component named `dir` ("/usr/lib/x.so" has "lib").
@@ -107,10 +108,14 @@ static void put_lib(sbuf_t *b, const nd_frame_t *f) {
   }
 }
 
-void nd_rep_place_text(sbuf_t *b, const nd_rep_place_t *p) {
+int nd_rep_place_text(sbuf_t *b, const nd_rep_place_t *p) {
   sb_put(b, "", 0);
   if (p->own) put_own(b, p->own);
   if (p->own && p->lib) sb_put(b, ", in ", 5);
   if (p->lib) put_lib(b, p->lib);
   if (!p->own && !p->lib) sb_put(b, "(no frames)", 11);
+  if (!b->oom) return 0;
+  free(b->p);
+  b->p = NULL;
+  return -1;
 }

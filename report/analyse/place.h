@@ -39,7 +39,7 @@ int nd_rep_place(report_t *r, uint32_t stack, nd_rep_place_t *p); // -1 when out
 // The program's frame leads with its file:line (a native one without a file: its function, or
 // module+0xOFF); the library frame is named as the HTML legend names a site (function
 // (file:line) for Python; a native function without its file, or module+0xOFF, or 0xIP).
-// "(no frames)" for an empty stack.
-void nd_rep_place_text(sbuf_t *b, const nd_rep_place_t *p);
+// "(no frames)" for an empty stack. -1 when out of memory (b freed).
+int nd_rep_place_text(sbuf_t *b, const nd_rep_place_t *p);
 
 #endif

@@ -78,11 +78,7 @@ static int json_stack(FILE *o, report_t *r, uint32_t stack, const char *ind) {
   nd_rep_place_t p;
   if (nd_rep_place(r, stack, &p)) return -1;
   sbuf_t b = {0};
-  nd_rep_place_text(&b, &p);
-  if (b.oom) {
-    free(b.p);
-    return -1;
-  }
+  if (nd_rep_place_text(&b, &p)) return -1;
   fputs("\"place\": ", o);
   nd_rep_json_str(o, b.p);
   free(b.p);

@@ -76,11 +76,7 @@ int nd_text_place(FILE *o, report_t *r, uint32_t stack) {
   long first = nd_rep_python_only(r, s) ? nd_rep_py_innermost(r->t, s) : 0;
   if (!p.own || p.own_at == first) return 0; // the stack's first line names it
   sbuf_t b = {0};
-  nd_rep_place_text(&b, &p);
-  if (b.oom) {
-    free(b.p);
-    return -1;
-  }
+  if (nd_rep_place_text(&b, &p)) return -1;
   nd_wrap_raw(o, r->wrap, true); // whole, as the frames
   fputs("      at ", o);
   nd_rep_print_text(o, b.p);

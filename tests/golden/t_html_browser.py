@@ -235,46 +235,24 @@ def check_page(b, name, html, frame_js, stack_texts):
     b.send("Target.closeTarget", {"targetId": target})
 
 
-def numpy_page():
-    """The report of a short numpy run under the shim, or None when no interpreter has numpy."""
-    r = subprocess.run([find_python], capture_output=True, text=True)
+def job_page(tag, name, module, args, timeout, **env_extra):
+    """The report of a job (args after the interpreter) run under the shim by the interpreter
+    that imports `module`, as NAME.html, or None when no interpreter does (said: SKIP (tag))."""
+    r = subprocess.run([find_python, module], capture_output=True, text=True)
     if r.returncode:
-        print("SKIP (a): " + r.stderr.strip())
+        print(f"SKIP ({tag}): " + r.stderr.strip())
         return None
-    for old in glob.glob(os.path.join(tmp, "np.*.trace")):
+    for old in glob.glob(os.path.join(tmp, name + ".*.trace")):
         os.unlink(old)
     env = {k: v for k, v in os.environ.items() if k != "NDMEM_HTML_SHOT_DIR"}  # not the shim's
     env = dict(env, LD_PRELOAD=os.path.abspath(lib), NDMEM_SUMMARY="0",
-               NDMEM_OUTPUT=os.path.join(tmp, "np.%p.trace"), OPENBLAS_NUM_THREADS="2")
-    subprocess.run([r.stdout.strip(), train, "--steps", "40", "--log-every", "20"], env=env,
-                   check=True, stdout=subprocess.DEVNULL, timeout=120)
-    traces = glob.glob(os.path.join(tmp, "np.*.trace"))
-    if not want(len(traces) == 1, f"(a): {len(traces)} traces from the numpy run, want 1"):
+               NDMEM_OUTPUT=os.path.join(tmp, name + ".%p.trace"), **env_extra)
+    subprocess.run([r.stdout.strip()] + args, env=env, check=True, stdout=subprocess.DEVNULL,
+                   timeout=timeout)
+    traces = glob.glob(os.path.join(tmp, name + ".*.trace"))
+    if not want(len(traces) == 1, f"({tag}): {len(traces)} traces from the {module} run, want 1"):
         return None
-    page = os.path.join(tmp, "numpy.html")
-    with open(page, "wb") as f:
-        subprocess.run([report, "--format", "html", traces[0]], stdout=f, check=True)
-    return page
-
-
-def torch_page():
-    """The report of examples/torch_leak.py (a CPU training loop that keeps an activation a step)
-    under the shim, or None when no interpreter imports torch."""
-    r = subprocess.run([find_python, "torch"], capture_output=True, text=True)
-    if r.returncode:
-        print("SKIP (c): " + r.stderr.strip())
-        return None
-    for old in glob.glob(os.path.join(tmp, "torch.*.trace")):
-        os.unlink(old)
-    env = {k: v for k, v in os.environ.items() if k != "NDMEM_HTML_SHOT_DIR"}
-    env = dict(env, LD_PRELOAD=os.path.abspath(lib), NDMEM_SUMMARY="0",
-               NDMEM_OUTPUT=os.path.join(tmp, "torch.%p.trace"), OMP_NUM_THREADS="2")
-    subprocess.run([r.stdout.strip(), os.path.join(os.path.dirname(train), "torch_leak.py")],
-                   env=env, check=True, stdout=subprocess.DEVNULL, timeout=180)
-    traces = glob.glob(os.path.join(tmp, "torch.*.trace"))
-    if not want(len(traces) == 1, f"(c): {len(traces)} traces from the torch run, want 1"):
-        return None
-    page = os.path.join(tmp, "torch.html")
+    page = os.path.join(tmp, name + ".html")
     with open(page, "wb") as f:
         subprocess.run([report, "--format", "html", traces[0]], stdout=f, check=True)
     return page
@@ -285,8 +263,12 @@ def torch_page():
 py_page = os.path.join(tmp, "python.html")
 with open(py_page, "wb") as f:
     subprocess.run([report, "--format", "html", py_trace], stdout=f, check=True)
-np_page = numpy_page()
-torch_pg = torch_page()
+# (a) a short numpy run; (c) examples/torch_leak.py, a CPU training loop that keeps an activation
+# a step
+np_page = job_page("a", "numpy", "numpy", [train, "--steps", "40", "--log-every", "20"], 120,
+                   OPENBLAS_NUM_THREADS="2")
+torch_pg = job_page("c", "torch", "torch", [os.path.join(os.path.dirname(train), "torch_leak.py")],
+                    180, OMP_NUM_THREADS="2")
 b = Browser()
 try:
     b.send("Target.setDiscoverTargets", {"discover": False})

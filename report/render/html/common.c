@@ -54,11 +54,7 @@ int nd_html_site_label(FILE *o, report_t *r, uint32_t stack) {
   nd_rep_place_t p;
   if (nd_rep_place(r, stack, &p)) return -1;
   sbuf_t b = {0};
-  nd_rep_place_text(&b, &p);
-  if (b.oom) {
-    free(b.p);
-    return -1;
-  }
+  if (nd_rep_place_text(&b, &p)) return -1;
   nd_html_esc_max(o, b.p, ND_HTML_LEGEND_NAME);
   free(b.p);
   return 0;
