@@ -9,6 +9,7 @@
 
 #include "runtime/allocstat.h"
 #include "runtime/keys.h"
+#include "threads/threads.h"
 
 #include <malloc.h>
 #include <stdarg.h>
@@ -93,6 +94,12 @@ ND_EXPORT int pthread_setspecific(pthread_key_t key, const void *value) {
   return nd_setspecific(key, value);
 }
 #pragma GCC diagnostic pop
+
+// threads.c: each thread's stack read as it starts, before the program's start routine.
+ND_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+                             void *arg) {
+  return nd_thread_create(th, attr, fn, arg);
+}
 
 // C++ operator new and delete, every form of the C++17 library (alloc.c, nd_cxx_new: why). The
 // nothrow_t and align_val_t arguments are passed as what they are at the ABI level.

@@ -23,10 +23,9 @@
 #include "common/fmt.h"
 #include "common/os.h"
 #include "stacks/unwind.h"
+#include "threads/threads.h"
 
 #include <libunwind.h>
-#include <pthread.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -75,40 +74,6 @@ static void empty(nd_replay_tab_t *t) {
   memset(t->seen, 0, sizeof t->seen);
 }
 
-// The calling thread's stack, [lo, hi): a stack is recorded only where the capture's stack
-// pointer and every slot lie in it, so that a slot is read only in memory that stays mapped as
-// long as the thread lives (a coroutine's stack, which the program may free and map again
-// otherwise, is never recorded). Another thread's is its own (pthread_getattr_np). The main
-// thread's ends where the program's stack began (__libc_stack_end) and begins where the mapping
-// under the calling stack pointer does now (mincore: the kernel keeps a gap below a stack, so no
-// other mapping joins it; the stack may grow below that later, and is then not recorded there).
-extern void *__libc_stack_end __attribute__((weak));
-static int mapped(uintptr_t lo, uintptr_t hi) {
-  static unsigned char vec[1 << 16]; // 256 MiB of pages at most (called once, by the main thread)
-  size_t pg = nd_os_page_size();
-  if ((hi - lo) / pg > sizeof vec) return 0;
-  return syscall(SYS_mincore, lo, hi - lo, vec) == 0;
-}
-static void thread_stack(uintptr_t *lo, uintptr_t *hi) {
-  *lo = *hi = 0;
-  if (nd_os_gettid() == nd_os_getpid()) {
-    if (!&__libc_stack_end || !__libc_stack_end) return;
-    uintptr_t pg = nd_os_page_size(), top = (uintptr_t)&pg & ~(pg - 1), step = pg, low = top;
-    while (step <= (1ul << 27) && low >= step && mapped(low - step, low)) low -= step, step *= 2;
-    for (; step >= pg; step /= 2) // the rest, halving
-      if (low >= step && mapped(low - step, low)) low -= step;
-    *lo = low;
-    *hi = (uintptr_t)__libc_stack_end;
-    return;
-  }
-  pthread_attr_t a;
-  void *addr;
-  size_t size;
-  if (pthread_getattr_np(pthread_self(), &a) != 0) return;
-  if (pthread_attr_getstack(&a, &addr, &size) == 0) *lo = (uintptr_t)addr, *hi = *lo + size;
-  pthread_attr_destroy(&a);
-}
-
 static nd_replay_tab_t *table(void) {
   nd_replay_tab_t *t = nd_replay_tab;
   uint32_t gen = __atomic_load_n(&nd_replay_gen, __ATOMIC_ACQUIRE);
@@ -131,7 +96,12 @@ static nd_replay_tab_t *table(void) {
                                         __ATOMIC_RELAXED));
   }
   t->gen = gen;
-  thread_stack(&t->stk_lo, &t->stk_hi);
+  // A stack is recorded only where the capture's stack pointer and every slot lie in the
+  // thread's own stack, so that a slot is read only in memory that stays mapped as long as the
+  // thread lives (a coroutine's stack, which the program may free and map again, is never
+  // recorded). Known from the thread's start (threads.h), never asked of libc here: this runs
+  // inside a hook, whose caller may hold the thread's own lock (pthread_getattr_np's realloc).
+  if (nd_thread_stack(&t->stk_lo, &t->stk_hi) != 0) nd_thread_unknown();
   return nd_replay_tab = t;
 }
 
@@ -255,9 +225,11 @@ static int record(nd_replay_tab_t *t, uint32_t set, uintptr_t sp, uintptr_t rbp,
   if (w == ND_REPLAY_WAYS) w = t->next[set]++ % ND_REPLAY_WAYS;
   nd_replay_t *e = &t->e[set][w];
   t->key[set][w] = 0; // not found while it is written
-  nd_unw_begin();
-  int ok = walk(e, sp, rbp, frames, n, t->stk_hi);
-  nd_unw_end();
+  int ok = -1;
+  if (nd_unw_begin() == 0) {
+    ok = walk(e, sp, rbp, frames, n, t->stk_hi);
+    nd_unw_end();
+  }
   if (ok != 0) goto refused;
   e->what = what;
   e->ip0 = frames[0];
@@ -322,22 +294,37 @@ static void summary(int fd) {
   nd_unwind_stats_t u;
   nd_unwind_stats(&u);
   int stacks = r.hits || r.native_hits || r.misses;
-  int masks = u.masks_skipped || u.masks_made || u.searches_recent || u.searches_walked;
+  int masks = u.masks_skipped || u.masks_made || u.searches_recent || u.searches_walked ||
+              u.searches_lockfree ||
+              u.gated || u.forks_cut;
   if (!stacks && !masks) return;
   nd_buf_t b;
   nd_buf_reset(&b);
   nd_buf_fmt(&b, "ndmem[%d]: ", (int)nd_os_getpid());
   if (stacks)
     nd_buf_fmt(&b, "stacks: %llu replayed, %llu with their native frames replayed, %llu unwound "
-                   "(%llu recorded for replay, %llu not replayable)%s",
+                   "(%llu recorded for replay, %llu not replayable)",
                (unsigned long long)r.hits, (unsigned long long)r.native_hits,
                (unsigned long long)r.misses, (unsigned long long)r.recorded,
-               (unsigned long long)r.refused, masks ? "; " : "");
+               (unsigned long long)r.refused);
+  nd_threads_stats_t th;
+  nd_threads_stats(&th);
+  if (stacks && th.unknown)
+    nd_buf_fmt(&b, "; %llu threads of unknown stack (made without pthread_create: their stacks "
+                   "unwound every time)%s",
+               (unsigned long long)th.unknown, masks ? "; " : "");
+  else if (stacks && masks)
+    nd_buf_str(&b, "; ");
   if (masks)
     nd_buf_fmt(&b, "libunwind: %llu signal masks skipped, %llu made, %llu object searches answered "
-                   "by a recent object, %llu walked",
+                   "without the loader's lock, %llu by a recent object, %llu walked",
                (unsigned long long)u.masks_skipped, (unsigned long long)u.masks_made,
-               (unsigned long long)u.searches_recent, (unsigned long long)u.searches_walked);
+               (unsigned long long)u.searches_lockfree, (unsigned long long)u.searches_recent,
+               (unsigned long long)u.searches_walked);
+  if (u.gated || u.forks_cut)
+    nd_buf_fmt(&b, "; fork: %llu stacks not captured while a fork was prepared, %llu forks made "
+                   "while an unwind ran (the child captures none)",
+               (unsigned long long)u.gated, (unsigned long long)u.forks_cut);
   nd_buf_line(&b, fd);
 }
 
