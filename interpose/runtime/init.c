@@ -109,13 +109,14 @@ int nd_modules_writing(void) {
   return 0;
 }
 
-// Lock order, everywhere (the modules' ranks): libunwind's cache pool (10, unwcache.c) < trace
-// writer (20) < mmap table (30) < CUDA books (40) < site stripes and the sites' outer frames (50)
-// < block stripes (60) < counters (70) < workspace tables (80). The cache pool is a leaf, taken
-// with no other held. (An mmap interns its site while holding the table lock; the writer reads
-// the table at exit.) Modules without a lock rank where their child handler must run: resident
-// memory's descriptors (25) before the trace's; limits (15), exits (14), demangling (13) and
-// Python frames (12) after it.
+// Lock order, everywhere (the modules' ranks): the unwinds' fork gate (5, stacks/unwind.c: closed
+// first, since unwinds run under the locks below) < trace writer (20) < mmap table (30) < CUDA
+// books (40) < site stripes and the sites' outer frames (50) < block stripes (60) < counters (70)
+// < workspace tables (80) < libunwind's cache pool (90, unwcache.c), a leaf that an unwind takes
+// under any of the others. (An mmap interns its site while holding the table lock; the writer
+// reads the table at exit.) Modules without a lock rank where their child handler must run:
+// resident memory's descriptors (25) before the trace's; limits (15), exits (14), demangling (13),
+// Python frames (12) and the thread start records (11) after it.
 // Their orders (setup, summary lines, records, thread starts and ends): heap 0 (glibc's headers,
 // before any other setup), trace 1, track 2, keys 5, python 6, limits 10, ws 20, cuda 30,
 // demangle 35 (the live lines' namers), exits 40 (the signal handlers, last).
@@ -214,7 +215,6 @@ static void initialize(nd_tls_t *t) {
   nd_accounting = rc == 0 && nd_cfg.enabled;
   if (nd_accounting && nd_prints_summary()) nd_summary_open();
   find_modules();
-  if (nd_accounting) pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   for (int i = 0; nd_accounting && i < nmodules; i++)
     if (by_order[i]->setup) by_order[i]->setup(secure ? NULL : environ);
   t->mode = saved;
@@ -273,7 +273,23 @@ void nd_fallback(nd_tls_t *t, int fb) {
   else nd_late_fallback(fb);
 }
 
-__attribute__((constructor)) static void nd_ctor(void) { nd_thread_prepare(&nd_tls); }
+// glibc's pthread_atfork holds the fork handlers' lock while it reallocs their list. Called from
+// the initialisation, which runs inside whichever hook comes first, it could be inside that very
+// realloc (a library whose constructor registers fork handlers before anything else allocates:
+// OpenBLAS's does) and wait for its own caller for ever. ndmem's constructor registers them,
+// outside every hook; a library's constructor that forks before it leaves a child that is not
+// told it is one (none is known to).
+static void fork_handlers(void) {
+  static int registered;
+  if (!nd_accounting || registered) return;
+  registered = 1;
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+__attribute__((constructor)) static void nd_ctor(void) {
+  nd_thread_prepare(&nd_tls);
+  fork_handlers();
+}
 
 // As a preloaded library ndmem is initialised before the program's libraries and so finalised
 // after them: the summary sees their exit-time frees. Afterwards this thread only forwards; other
