@@ -670,7 +670,9 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
 static uint64_t exit_regs[EXIT_REGS];
 static uintptr_t exit_caller_walk(void);
 static uintptr_t exit_caller(void) {
-  nd_unw_begin(); // libunwind's signal masking skipped where it may be (stacks/unwind.h)
+  // libunwind's signal masking skipped where it may be (stacks/unwind.h); no bound found where
+  // the fork gate is closed (a child whose parent forked mid-unwind).
+  if (nd_unw_begin() != 0) return 0;
   uintptr_t sp = exit_caller_walk();
   nd_unw_end();
   return sp;

@@ -61,11 +61,13 @@ int nd_unwcache_keep(void *addr, size_t len) {
   return kept;
 }
 
-// A leaf lock: held across fork, so the child's pool is whole.
+// A leaf lock: held across fork, so the child's pool is whole. Taken last (the highest rank): an
+// unwind under another lock of ndmem's (an mmap's site, under the mapping table's) maps libunwind's
+// cache through it.
 static void atfork_prepare(void) { nd_spin_lock(&lock); }
 static void atfork_parent(void) { nd_spin_unlock(&lock); }
 static void atfork_child(nd_tls_t *t) { (void)t, nd_spin_unlock(&lock); }
 
-// The cache pool is a leaf lock, taken first (runtime/init.c lists the order).
-ND_MODULE(nd_unwcache_module) = {.name = "unwcache", .rank = 10, .atfork_prepare = atfork_prepare,
+// The cache pool is a leaf lock, taken last (runtime/init.c lists the order).
+ND_MODULE(nd_unwcache_module) = {.name = "unwcache", .rank = 90, .atfork_prepare = atfork_prepare,
                                   .atfork_parent = atfork_parent, .atfork_child = atfork_child};

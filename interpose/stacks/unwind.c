@@ -26,9 +26,11 @@
 
 #include "common/os.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <libunwind.h>
 #include <link.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
@@ -46,6 +48,7 @@ static struct {
   int patched;
   int shared;   // atomic: the program looked libunwind's names up (never sole again)
   uint64_t masks_skipped, masks_made, searches_recent, searches_walked; // atomic
+  uint64_t gated, forks_cut, searches_lockfree;                         // atomic
 } unw;
 
 void nd_module_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) {
@@ -142,7 +145,50 @@ static int search_step(struct dl_phdr_info *info, size_t size, void *ctx) {
   return r;
 }
 
+// The object that holds the address libunwind looks for, without the loader's lock. libunwind
+// holds its register-state cache's lock while it looks, and a program's dl_iterate_phdr callback
+// that allocates holds the loader's lock while ndmem's hook unwinds: the two orders met, and two
+// threads waited for each other for ever. glibc's _dl_find_object (2.35) finds the object
+// lock-free; its program headers are read where offset 0 of its file is mapped (its first
+// mapping, which every linker starts with the ELF header). libunwind's search data begins with
+// the address (its struct dwarf_callback_data); an object that does not answer for it, or a
+// libunwind that passes something else, is searched for in the loader's list as before. 1: the
+// callback found it; -1: not answered here.
+extern int _dl_find_object(void *address, struct dl_find_object *result) __attribute__((weak));
+static int lockfree_search(phdr_fn fn, void *data) {
+  struct dl_find_object fo;
+  if (!_dl_find_object || _dl_find_object((void *)*(const uintptr_t *)data, &fo) != 0)
+    return -1;
+  const ElfW(Ehdr) *eh = fo.dlfo_map_start;
+  const struct link_map *lm = fo.dlfo_link_map;
+  uintptr_t start = (uintptr_t)fo.dlfo_map_start, end = (uintptr_t)fo.dlfo_map_end;
+  if (!lm || end - start < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_phentsize != sizeof(ElfW(Phdr)) || !eh->e_phnum || eh->e_phoff > end - start ||
+      (end - start - eh->e_phoff) / sizeof(ElfW(Phdr)) < eh->e_phnum)
+    return -1;
+  const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
+  uintptr_t pg = nd_os_page_size();
+  int first = 0;
+  for (int i = 0; i < eh->e_phnum && !first; i++)
+    first = ph[i].p_type == PT_LOAD && ph[i].p_offset == 0 &&
+            ((lm->l_addr + ph[i].p_vaddr) & ~(pg - 1)) == start;
+  if (!first) return -1;
+  struct dl_phdr_info info;
+  memset(&info, 0, sizeof info);
+  info.dlpi_addr = lm->l_addr;
+  info.dlpi_name = lm->l_name;
+  info.dlpi_phdr = ph;
+  info.dlpi_phnum = eh->e_phnum;
+  // Without the loader's counts (the size of an older glibc's description): not asked for here.
+  return fn(&info, offsetof(struct dl_phdr_info, dlpi_adds), data) > 0 ? 1 : -1;
+}
+
 static int recent_dl_iterate_phdr(phdr_fn fn, void *data) {
+  if (!nd_unw_own) return dl_iterate_phdr(fn, data); // the program's own use of libunwind
+  if (lockfree_search(fn, data) > 0) {
+    __atomic_fetch_add(&unw.searches_lockfree, 1, __ATOMIC_RELAXED);
+    return 1;
+  }
   if (!nd_unw_quiet) return dl_iterate_phdr(fn, data);
   search_t s = {fn, data, 1, 0};
   return dl_iterate_phdr(search_step, &s);
@@ -386,13 +432,51 @@ int nd_unwind_init(void) {
   return 0;
 }
 
+// ---------------------------------------------------------------- the fork gate (unwind.h)
+
+int nd_unw_inflight, nd_unw_gate;
+__thread int nd_unw_own __attribute__((tls_model("initial-exec")));
+static int cut; // this process's parent forked it while an unwind ran: it unwinds no more
+
+void nd_unw_gated(void) { __atomic_fetch_add(&unw.gated, 1, __ATOMIC_RELAXED); }
+
+// First of the fork handlers (the lowest rank): before any lock of ndmem's is taken, since an
+// unwind runs under some of them (an mmap's site is interned under the mapping table's lock).
+static void atfork_prepare(void) {
+  __atomic_store_n(&nd_unw_gate, 1, __ATOMIC_SEQ_CST);
+  uint64_t until = 0;
+  while (__atomic_load_n(&nd_unw_inflight, __ATOMIC_SEQ_CST) != 0) {
+    uint64_t now = nd_os_mono_ns();
+    if (!until) until = now + ND_OS_LOCK_PATIENCE_NS;
+    if (now >= until) { // stuck on something the forking thread holds: the child goes without
+      cut = 1;
+      __atomic_fetch_add(&unw.forks_cut, 1, __ATOMIC_RELAXED);
+      break;
+    }
+    sched_yield();
+  }
+}
+static void atfork_parent(void) {
+  cut = 0;
+  __atomic_store_n(&nd_unw_gate, 0, __ATOMIC_RELEASE);
+}
 // A fork child's list of recent objects may have been cut mid-move by the fork: it starts empty.
-static void atfork_child(nd_tls_t *t) { (void)t, recent.n = 0; }
-ND_MODULE(nd_unwind_module) = {.name = "unwind", .rank = 14, .atfork_child = atfork_child};
+// Its gate opens unless an unwind of the parent's was still running (libunwind's lock may be held).
+static void atfork_child(nd_tls_t *t) {
+  (void)t;
+  recent.n = 0;
+  nd_unw_inflight = 0;
+  __atomic_store_n(&nd_unw_gate, cut, __ATOMIC_RELEASE);
+}
+ND_MODULE(nd_unwind_module) = {.name = "unwind", .rank = 5, .atfork_prepare = atfork_prepare,
+                               .atfork_parent = atfork_parent, .atfork_child = atfork_child};
 
 void nd_unwind_stats(nd_unwind_stats_t *out) {
   out->masks_skipped = __atomic_load_n(&unw.masks_skipped, __ATOMIC_RELAXED);
   out->masks_made = __atomic_load_n(&unw.masks_made, __ATOMIC_RELAXED);
   out->searches_recent = __atomic_load_n(&unw.searches_recent, __ATOMIC_RELAXED);
   out->searches_walked = __atomic_load_n(&unw.searches_walked, __ATOMIC_RELAXED);
+  out->gated = __atomic_load_n(&unw.gated, __ATOMIC_RELAXED);
+  out->searches_lockfree = __atomic_load_n(&unw.searches_lockfree, __ATOMIC_RELAXED);
+  out->forks_cut = __atomic_load_n(&unw.forks_cut, __ATOMIC_RELAXED);
 }

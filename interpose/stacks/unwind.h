@@ -26,16 +26,40 @@ int nd_unwind_sole_now(void); // nd_unw_sole, decided again where a handler was 
 // patches of its imports (unwind.c), its first unwind (which opens its descriptors while
 // start-up has the process to itself). 0, or -1 when libunwind is not found.
 int nd_unwind_init(void);
-// An unwind of ndmem's own starts and ends: the thread's flag follows whether a handler may
-// unwind with libunwind, decided once for the whole unwind so that a masking libunwind skipped
-// is never restored (nor the reverse).
-static inline void nd_unw_begin(void) {
+// The fork gate. libunwind takes a lock of its own (its register-state cache's) at every step, and
+// a fork child whose parent had a thread inside libunwind at the fork would wait for it at its
+// first unwind, for ever. The fork's first handler (unwind.c) closes the gate and waits for the
+// unwinds in flight to end; an unwind that would start meanwhile is not made (its capture has no
+// frames: counted), and one still running after ND_OS_LOCK_PATIENCE_NS leaves the child without
+// unwinds (counted too). Counted in and out by every unwind: two atomic adds beside its ~100 ns a
+// frame.
+extern int nd_unw_inflight, nd_unw_gate; // atomic; the gate: 0 open, 1 a fork is prepared
+// The calling thread is inside an unwind of ndmem's: libunwind's searches for an object are
+// answered without the loader's lock where they can be (unwind.c).
+extern __thread int nd_unw_own __attribute__((tls_model("initial-exec")));
+void nd_unw_gated(void);
+// An unwind of ndmem's own starts (0; -1: the gate is closed, unwind nothing) and ends: the
+// thread's flag follows whether a handler may unwind with libunwind, decided once for the whole
+// unwind so that a masking libunwind skipped is never restored (nor the reverse).
+static inline int nd_unw_begin(void) {
+  __atomic_fetch_add(&nd_unw_inflight, 1, __ATOMIC_SEQ_CST);
+  if (__builtin_expect(__atomic_load_n(&nd_unw_gate, __ATOMIC_SEQ_CST) != 0, 0)) {
+    __atomic_fetch_sub(&nd_unw_inflight, 1, __ATOMIC_RELEASE);
+    nd_unw_gated();
+    return -1;
+  }
+  nd_unw_own = 1;
   nd_unw_quiet = __builtin_expect(nd_unw_sole_decided(), 1) ? 1 : nd_unwind_sole_now();
+  return 0;
 }
-static inline void nd_unw_end(void) { nd_unw_quiet = 0; }
-// unw_backtrace inside nd_unw_begin/nd_unw_end.
+static inline void nd_unw_end(void) {
+  nd_unw_quiet = 0;
+  nd_unw_own = 0;
+  __atomic_fetch_sub(&nd_unw_inflight, 1, __ATOMIC_RELEASE);
+}
+// unw_backtrace inside nd_unw_begin/nd_unw_end (0 frames while the gate is closed).
 static inline __attribute__((always_inline)) int nd_backtrace(void **buf, int n) {
-  nd_unw_begin();
+  if (nd_unw_begin() != 0) return 0;
   int r = unw_backtrace(buf, n);
   nd_unw_end();
   return r;
@@ -48,6 +72,10 @@ void nd_unwind_program_lookup(const char *name);
 // and made, and its object searches (answered by a recent object, or by a full walk).
 typedef struct nd_unwind_stats {
   uint64_t masks_skipped, masks_made, searches_recent, searches_walked;
+  uint64_t searches_lockfree; // answered by _dl_find_object, without the loader's lock
+  uint64_t gated;     // unwinds not made while a fork was being prepared (or after, in a child
+                      // whose parent's unwind did not end in time)
+  uint64_t forks_cut; // forks that went on with an unwind still running (the child unwinds no more)
 } nd_unwind_stats_t;
 void nd_unwind_stats(nd_unwind_stats_t *out);
 
