@@ -152,13 +152,14 @@ static int search_step(struct dl_phdr_info *info, size_t size, void *ctx) {
 // lock-free; its program headers are read where offset 0 of its file is mapped (its first
 // mapping, which every linker starts with the ELF header). libunwind's search data begins with
 // the address (its struct dwarf_callback_data); an object that does not answer for it, or a
-// libunwind that passes something else, is searched for in the loader's list as before. 1: the
-// callback found it; -1: not answered here.
+// libunwind that passes something else, is searched for in the loader's list as before. An
+// address in no object (a JIT's code: every Java frame) is in none of the list's either, and is
+// answered at once. 1: the callback found it; 0: no object holds the address; -1: not answered.
 extern int _dl_find_object(void *address, struct dl_find_object *result) __attribute__((weak));
 static int lockfree_search(phdr_fn fn, void *data) {
   struct dl_find_object fo;
-  if (!_dl_find_object || _dl_find_object((void *)*(const uintptr_t *)data, &fo) != 0)
-    return -1;
+  if (!_dl_find_object) return -1;
+  if (_dl_find_object((void *)*(const uintptr_t *)data, &fo) != 0) return 0;
   const ElfW(Ehdr) *eh = fo.dlfo_map_start;
   const struct link_map *lm = fo.dlfo_link_map;
   uintptr_t start = (uintptr_t)fo.dlfo_map_start, end = (uintptr_t)fo.dlfo_map_end;
@@ -185,9 +186,10 @@ static int lockfree_search(phdr_fn fn, void *data) {
 
 static int recent_dl_iterate_phdr(phdr_fn fn, void *data) {
   if (!nd_unw_own) return dl_iterate_phdr(fn, data); // the program's own use of libunwind
-  if (lockfree_search(fn, data) > 0) {
+  int r = lockfree_search(fn, data);
+  if (r >= 0) {
     __atomic_fetch_add(&unw.searches_lockfree, 1, __ATOMIC_RELAXED);
-    return 1;
+    return r;
   }
   if (!nd_unw_quiet) return dl_iterate_phdr(fn, data);
   search_t s = {fn, data, 1, 0};
