@@ -50,8 +50,12 @@
 // at that moment where it changed since; and lengthened WORKSPACE with what the allocator held
 // freed at the end of each cycle a workspace learned and the trims made just before its arena was
 // first used (ND_REC_WORKSPACE_V14_SIZE: nothing known).
-// Readers accept 1 to 15.
-#define ND_TRACE_VERSION 15
+// 16 added admissions: requests over a limit from code that cannot take a refusal, let through
+// within the slack and counted (ADMITTED per limit, ADMIT_SITE per asking site), and in BREACH's
+// flags why a refused request could be refused (ND_BREACH_RUNTIME, _NAMED, _LARGE, _PAST_SLACK;
+// before 16 every request over a limit could be, and none is set).
+// Readers accept 1 to 16.
+#define ND_TRACE_VERSION 16
 #define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
 #define ND_TRACE_MAX_STACK 255 // frames in one STACK record from version 12 (before: 128)
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
@@ -146,6 +150,8 @@ enum nd_rec_tag {
   ND_REC_SCAN = 23,     // nd_rec_scan_t: the reachability scan at exit (version 14)
   ND_REC_PEAK = 24,     // nd_rec_peak_t: a memory group's peak moment (latest wins; version 15)
   ND_REC_SITE_PEAK = 25, // nd_rec_site_peak_t: a site's live bytes at its group's peak moment
+  ND_REC_ADMITTED = 26, // nd_rec_admitted_t: one limit's admissions (latest wins; version 16)
+  ND_REC_ADMIT_SITE = 27, // nd_rec_admit_site_t: one asking site's admissions (latest wins)
   ND_REC_TAG_MAX
 };
 
@@ -520,7 +526,54 @@ typedef struct nd_rec_breach {
 } nd_rec_breach_t;
 _Static_assert(sizeof(nd_rec_breach_t) == 80, "breach record layout");
 #define ND_REC_BREACH_V9_SIZE 56u
-enum nd_breach_flags { ND_BREACH_STACK = 1, ND_BREACH_RETRY_LOOP = 2 };
+// Version 16: why the request could be refused (at least one; limits/admit.c): it came from a
+// tensor runtime's allocator, from an object NDMEM_LIMIT_REFUSE names, it was large
+// (NDMEM_LIMIT_LARGE), or admitting it would have taken the total past the limit and its slack.
+enum nd_breach_flags {
+  ND_BREACH_STACK = 1, ND_BREACH_RETRY_LOOP = 2,
+  ND_BREACH_RUNTIME = 4, ND_BREACH_NAMED = 8, ND_BREACH_LARGE = 16, ND_BREACH_PAST_SLACK = 32,
+  ND_BREACH_WHY = 4 | 8 | 16 | 32
+};
+
+// ---------------------------------------------------------------- admissions (version 16)
+
+// A request over a limit is refused only where the program can take the refusal (a tensor
+// runtime's allocator, an object the user names, a large request); any other is admitted: let
+// through, counted, and its asking site kept, while admitting it keeps the total within the
+// limit plus the slack. One ADMITTED record per limit (a device's: limit ND_LIMIT_DEVICE and its
+// device) that admitted or refused past the slack, the latest wins.
+typedef struct nd_rec_admitted {
+  uint16_t limit;        // enum nd_limit_id, or ND_LIMIT_DEVICE
+  uint16_t reserved;
+  uint32_t device;       // for ND_LIMIT_DEVICE
+  uint64_t limit_bytes;  // the limit at the last admission
+  uint64_t slack_bytes;  // how far admissions may take the total past it
+  uint64_t large_bytes;  // a request this large may be refused wherever it comes from
+  uint64_t admitted;     // requests admitted over the limit
+  uint64_t bytes;        // the bytes they added
+  uint64_t over_max;     // the most the total stood past the limit after an admission
+  uint64_t past_slack;   // requests refused because admitting them would have passed the slack
+  uint64_t unplaced;     // admissions in no ADMIT_SITE record (the shim's table of sites was full)
+} nd_rec_admitted_t;
+_Static_assert(sizeof(nd_rec_admitted_t) == 72, "admitted record layout");
+
+// One asking site's admissions under one limit: `ip` is the code asking (the request's first
+// frame outside the objects that pass requests on: libc, the loader, the C++ runtime, for device
+// memory the CUDA runtime and driver), and with ND_ADMIT_STACK `stack_id` the STACK of the first
+// request admitted from there. The latest record of a (limit, device, ip) wins.
+enum nd_admit_flags { ND_ADMIT_STACK = 1 };
+typedef struct nd_rec_admit_site {
+  uint16_t limit;    // as in ADMITTED
+  uint16_t flags;    // enum nd_admit_flags
+  uint32_t device;
+  uint32_t stack_id; // with ND_ADMIT_STACK: a STACK written before
+  uint16_t kind;     // the requests' memory kind
+  uint16_t reserved;
+  uint64_t ip;
+  uint64_t admitted, bytes, over_max;
+  uint64_t first_ns, last_ns; // monotonic
+} nd_rec_admit_site_t;
+_Static_assert(sizeof(nd_rec_admit_site_t) == 64, "admit site record layout");
 
 enum nd_snapshot_reason { ND_SNAP_WATERMARK = 0, ND_SNAP_BREACH = 1 };
 

@@ -8,6 +8,7 @@
 #include "common/os.h"
 #include "device/spill.h"
 #include "limits/limits.h"
+#include "limits/admit.h"
 #include "stacks/names.h"
 
 #include <dlfcn.h>
@@ -239,14 +240,39 @@ int cu_reserve(int d, uint64_t bytes, int fn, const void *real) {
                                     __ATOMIC_RELAXED))
       return 1; // the peak rises when the driver has granted it (track)
   }
+  // Over the limit: refused only where the program can take it (limits/admit.h: PyTorch's caching
+  // allocator, a named object, a large request); anything else is admitted while the device's
+  // live bytes stay within the limit plus the slack, reserved against that as against the limit.
+  // Under NDMEM_ON_DEVICE_LIMIT=host nothing is refused: every request over the limit is served
+  // from host memory, whoever asks (the device stays within its limit).
+  nd_admit_q_t q = {.limit = ND_LIMIT_DEVICE, .device = d, .kind = cu_dev_kind(d), .size = bytes,
+                    .value = live, .need = bytes, .limit_bytes = lim, .cls = -1};
+  uint32_t why = nd_admit_why(&q);
+  if (!why && !nd_spill_on()) {
+    int64_t cap = lim + nd_admit_slack(lim);
+    for (;;) {
+      if (live + (int64_t)bytes > cap) { // another thread took the slack meanwhile
+        why = ND_BREACH_PAST_SLACK;
+        break;
+      }
+      if (__atomic_compare_exchange_n(&v->live, &live, live + (int64_t)bytes, 1, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+        q.value = live;
+        nd_admit_count(&q);
+        return 1;
+      }
+    }
+  }
+  if (why == ND_BREACH_PAST_SLACK) nd_admit_past_slack(&q);
   // NDMEM_ON_DEVICE_LIMIT=host: the caller serves it from host memory (counted failed if it
   // cannot)
   int action = nd_spill_on() ? ND_ON_LIMIT_HOST : nd_limits_action();
   uint64_t n = ADD(v->breaches, 1) + 1;
   if ((n & (n - 1)) == 0 || action == ND_ON_LIMIT_ABORT) {
-    nd_limits_say_breach(d, action, bytes, 0, "tracked", live, 1, "maxDeviceBytes", lim, n, NULL);
+    nd_limits_say_breach(d, action, bytes, 0, "tracked", live, 1, "maxDeviceBytes", lim,
+                         why == ND_BREACH_PAST_SLACK ? nd_admit_slack(lim) : -1, -1, n, NULL);
     if (n == 1 || action == ND_ON_LIMIT_ABORT) nd_limits_say_top_sites(cu_dev_kind(d));
-    nd_limits_device_breach(d, action, fn, bytes, live, lim, n);
+    nd_limits_device_breach(d, action, fn, bytes, live, lim, n, why);
   }
   if (action == ND_ON_LIMIT_HOST) return 0;
   if (action == ND_ON_LIMIT_WARN) {

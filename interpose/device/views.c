@@ -9,6 +9,7 @@
 #include "device/driver.h"
 #include "device/dws.h"
 #include "device/spill.h"
+#include "limits/admit.h"
 #include "runtime/module.h"
 #include "stacks/names.h"
 
@@ -106,6 +107,7 @@ static void summary(int fd) {
     if (s.limit_bytes)
       nd_buf_fmt(&b, "; maxDeviceBytes %s, breaches %llu, failed %llu", ND_BYTES(s.limit_bytes),
                  (unsigned long long)s.breaches, (unsigned long long)s.failed);
+    nd_admit_say(&b, ND_LIMIT_DEVICE, d);
     nd_buf_line(&b, fd);
   }
   nd_dws_summary(fd);

@@ -214,7 +214,7 @@ static ND_NOINLINE void *alloc_limited(nd_tls_t *t, int fn, size_t a, size_t b, 
     t->mode = ND_T_COUNT;
     return p;
   }
-  nd_lim_t c = {.req = req, .fn = fn};
+  nd_lim_t c = ND_LIM_INIT(req, req, fn, ra);
   int ws_next = req >= nd_ws_min; // the workspace is asked once, before the heap
   for (;;) {
     int r = nd_limit_pre(t, &c, ws_next ? ND_LIM_PHYS : ND_LIM_PHYS | ND_LIM_HOST);
@@ -441,7 +441,7 @@ static void *realloc_real(nd_tls_t *t, void *p, size_t n, int fn, int mode) {
 // runs with its growth reserved (rounded up generously: the allocator's usable size is not known
 // before); near it, a new block is checked by its usable size, then the data moves and the old
 // block is freed, so a refused realloc leaves the old block as it was.
-static ND_NOINLINE void *realloc_limited(nd_tls_t *t, void *p, size_t n, int fn) {
+static ND_NOINLINE void *realloc_limited(nd_tls_t *t, void *p, size_t n, int fn, void *ra) {
   t->mode = ND_T_BUSY;
   size_t old = p ? nd_real.usable(p) : 0;
   if (n <= old || !n) { // no growth
@@ -449,7 +449,7 @@ static ND_NOINLINE void *realloc_limited(nd_tls_t *t, void *p, size_t n, int fn)
     t->mode = ND_T_COUNT;
     return q;
   }
-  nd_lim_t c = {.req = n - old, .fn = fn};
+  nd_lim_t c = ND_LIM_INIT(n - old, n, fn, ra);
   uint64_t bound = n - old + n / 4 + 4096; // >= usable(new) - old for glibc's and jemalloc's classes
   for (;;) {
     if (nd_limit_pre(t, &c, ND_LIM_PHYS | ND_LIM_HOST) == ND_LIM_OK) {
@@ -514,7 +514,7 @@ static void *realloc_op(void *p, size_t n, int fn, void *ra) {
     return nd_boot_alloc(n, 16);
   }
   if (mode == ND_T_COUNT) {
-    if (ND_UNLIKELY(nd_limits_on)) return realloc_limited(t, p, n, fn);
+    if (ND_UNLIKELY(nd_limits_on)) return realloc_limited(t, p, n, fn, ra);
     t->mode = ND_T_BUSY;
     void *q = realloc_real(t, p, n, fn, ND_T_COUNT);
     t->mode = ND_T_COUNT;

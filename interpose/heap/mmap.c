@@ -183,12 +183,13 @@ void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, vo
   if (!accounts(t)) return raw_mmap(addr, len, prot, flags, fd, off);
   unsigned char mode = t->mode;
   t->mode = ND_T_BUSY;
-  nd_lim_t c = {.req = 0, .fn = NDMEM_FN_MMAP, .ra = (uintptr_t)ra};
+  nd_lim_t c = ND_LIM_INIT(0, 0, NDMEM_FN_MMAP, ra);
   uint64_t fresh = flags & MAP_POPULATE ? 0 : UINT64_MAX; // a new mapping's pages are untouched
   if (ND_UNLIKELY(nd_limits_on) && mode == ND_T_COUNT && (flags & MAP_ANONYMOUS) && prot != PROT_NONE &&
       len) {
-    c.req = round_up(len, map_unit(flags));
+    c.req = c.size = round_up(len, map_unit(flags));
     c.untouched = nd_lim.touched && fresh && c.req >= ND_TOUCH_MIN;
+    c.fresh = fresh != 0;
     if (map_limited(t, &c) != 0) return map_refused(t, mode, NDMEM_FN_MMAP);
   }
   pthread_mutex_lock(&map_lock);
@@ -234,7 +235,8 @@ void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_
   t->mode = ND_T_BUSY;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   uintptr_t os = (uintptr_t)old, oe = round_up(os + old_len, page);
-  nd_lim_t c = {.req = 0, .fn = NDMEM_FN_MREMAP, .ra = (uintptr_t)ra};
+  nd_lim_t c = ND_LIM_INIT(0, round_up(new_len, page), NDMEM_FN_MREMAP, ra);
+  c.fresh = 1; // the growth: new pages, none resident
   uint64_t growth = round_up(new_len, page) > oe - os ? round_up(new_len, page) - (oe - os) : 0;
   if (ND_UNLIKELY(nd_limits_on) && mode == ND_T_COUNT && growth) {
     pthread_mutex_lock(&map_lock);

@@ -6,6 +6,8 @@
 // open. Records for the trace (logged breaches, a pending snapshot) wait under a leaf spinlock
 // for the writer, which asks for them at each flush.
 #include "limits/limits.h"
+#include "limits/admit.h"
+#include "limits/callers.h"
 #include "runtime/module.h"
 
 #include "runtime/allocstat.h"
@@ -150,6 +152,8 @@ static int64_t phys_read(nd_tls_t *t) {
   ST(nd_lim.gross_at_read, LD(nd_lim.gross));
   ST(limits.phys, (int64_t)v);
   ST(nd_lim.phys_due, 0);
+  int64_t maxp = LD(limits.max_physical);
+  if (!maxp || (int64_t)v <= maxp) nd_admit_phys_under(); // admitted again from 0 past it
   ADD(limits.phys_reads, 1);
   nd_statm_seen(v); // one peak with the flushes' readings (sysmem.h)
   watermark(v);
@@ -164,29 +168,42 @@ static void start_poller(void);
 
 // ---------------------------------------------------------------- checks
 
+// What a request adds to anonymous resident memory: a fresh mapping nothing yet (its pages come
+// when touched, and the reading after counts them), anything else its bytes.
+static uint64_t phys_need(const nd_lim_t *c) { return c->fresh ? 0 : c->req; }
+
+// maxBytes as this request is checked against it: the limit, or once the request was admitted
+// over it (limits/admit.h) the limit plus the slack.
+static int64_t bytes_cap(const nd_lim_t *c, int64_t max) {
+  return c->admitted & (1 << ND_LIMIT_BYTES) ? max + nd_admit_slack(max) : max;
+}
+
 int nd_limit_pre(nd_tls_t *t, nd_lim_t *c, int what) {
   if (c->allow) return ND_LIM_OK;
   int64_t maxp = LD(limits.max_physical);
   if (ND_UNLIKELY(!LD(limits.poller)) && nd_cfg.limit_poll_ms > 0 && (nd_lim.phys_on || maps_read()))
     start_poller();
-  if ((what & ND_LIM_PHYS) && nd_lim.phys_on) {
+  // Admitted over maxPhysicalBytes: its slack was checked against the reading then.
+  if ((what & ND_LIM_PHYS) && nd_lim.phys_on && !(c->admitted & (1 << ND_LIMIT_PHYSICAL))) {
     if (LD(nd_lim.phys_due) || since_reading(t) >= (uint64_t)nd_lim.step || LD(limits.phys) < 0) {
       int64_t v = phys_read(t);
       if (maxp && v > maxp) {
         c->limit = ND_LIMIT_PHYSICAL;
         c->value = v;
+        c->need = phys_need(c);
         return ND_LIM_OVER;
       }
     }
   }
   int64_t max = LD(nd_lim.max_bytes);
   if ((what & ND_LIM_HOST) && max) {
-    int64_t req = (int64_t)c->req;
-    if (tracked_est(t) + LD(nd_lim.reserved) + req + margin() > max) {
+    int64_t req = (int64_t)c->req, cap = bytes_cap(c, max);
+    if (tracked_est(t) + LD(nd_lim.reserved) + req + margin() > cap) {
       int64_t ex = tracked_exact() + LD(nd_lim.reserved);
-      if (ex + req > max) { // cannot fit, whatever the allocator's rounding: no need to call it
+      if (ex + req > cap) { // cannot fit, whatever the allocator's rounding: no need to call it
         c->limit = ND_LIMIT_BYTES;
         c->value = ex;
+        c->need = c->req;
         return ND_LIM_OVER;
       }
     }
@@ -200,17 +217,46 @@ int nd_limit_post(nd_tls_t *t, nd_lim_t *c, uint64_t bytes) {
   int64_t est = tracked_est(t), b = (int64_t)bytes;
   raise_to(&nd_lim.peak_tracked, est + LD(nd_lim.reserved) + b);
   if (c->allow) return ND_LIM_OK;
+  // Under the limit, as every request is checked; a request admitted before the call (its size
+  // crossed the limit) that fits after all is no admission.
+  int adm = c->admitted & (1 << ND_LIMIT_BYTES);
+  c->admitted &= ~(1 << ND_LIMIT_BYTES);
   int64_t base = est + margin();
   if (b <= SMALL && base + LD(nd_lim.reserved) + b <= max) return ND_LIM_OK;
   if (reserve(base, b, max, c)) return ND_LIM_OK;
   int64_t ex = tracked_exact(); // near the limit: every shard counted
   if (reserve(ex, b, max, c)) return ND_LIM_OK;
+  int64_t before = ex + LD(nd_lim.reserved);
+  if (adm) { // admitted: within the limit plus the slack, to the byte; counted once served
+    c->admitted |= 1 << ND_LIMIT_BYTES;
+    if (reserve(ex, b, bytes_cap(c, max), c)) {
+      c->adm_value[ND_LIMIT_BYTES] = before;
+      c->adm_need[ND_LIMIT_BYTES] = bytes;
+      return ND_LIM_OK;
+    }
+  }
   c->limit = ND_LIMIT_BYTES;
-  c->value = ex + LD(nd_lim.reserved);
+  c->value = before;
+  c->need = bytes;
   return ND_LIM_OVER;
 }
 
+// A served request admitted over a limit: counted where it was admitted (limits/admit.h).
+static void count_admissions(const nd_lim_t *c) {
+  for (int id = 0; id < ND_LIMIT_COUNT; id++) {
+    if (!(c->admitted & (1 << id))) continue;
+    nd_admit_q_t q = {.limit = id, .kind = c->fn == NDMEM_FN_MMAP || c->fn == NDMEM_FN_MREMAP
+                                               ? NDMEM_KIND_MMAP
+                                               : NDMEM_KIND_HEAP,
+                      .fresh = c->fresh, .size = c->size, .value = c->adm_value[id],
+                      .need = c->adm_need[id], .limit_bytes = lim_max(id), .ra = c->ra,
+                      .cls = c->cls, .ip = c->ip};
+    nd_admit_count(&q);
+  }
+}
+
 void nd_limit_settle(nd_tls_t *t, nd_lim_t *c, int ok) {
+  if (ok && c->admitted) count_admissions(c);
   if (ok) t->retry_n = 0; // granted: whatever was refused before is no loop
   if (c->reserved) {
     // Published before the reservation goes: for a moment the block counts twice, never not at all.
@@ -310,8 +356,8 @@ static void say_top_sites(int kind) {
 }
 
 void nd_limits_say_breach(int device, int action, uint64_t req, int more, const char *what,
-                          int64_t value, int plus, const char *limit_name, int64_t lim, uint64_t n,
-                          const nd_lim_t *relief) {
+                          int64_t value, int plus, const char *limit_name, int64_t lim, int64_t slack,
+                          int64_t admitted, uint64_t n, const nd_lim_t *relief) {
   nd_buf_t b;
   nd_buf_reset(&b);
   int over = action == ND_ON_LIMIT_WARN || action == ND_ON_LIMIT_HOST;
@@ -338,6 +384,17 @@ void nd_limits_say_breach(int device, int action, uint64_t req, int more, const 
   nd_buf_str(&b, limit_name);
   nd_buf_char(&b, ' ');
   nd_buf_bytes(&b, lim);
+  if (slack >= 0 && admitted >= 0) { // maxPhysicalBytes: what admissions added past it
+    nd_buf_str(&b, "; admitted past it ");
+    nd_buf_bytes(&b, admitted);
+    nd_buf_str(&b, " + ");
+    nd_buf_ubytes(&b, req);
+    nd_buf_str(&b, " > slack ");
+    nd_buf_bytes(&b, slack);
+  } else if (slack >= 0) { // refused only because admitting it would have passed the slack
+    nd_buf_str(&b, " + slack ");
+    nd_buf_bytes(&b, slack);
+  }
   if (relief) { // it ran first: what it gave back, said so that the refusal is seen as earned
     nd_buf_str(&b, " after relief gave back ");
     if (!relief->relief_arenas && !relief->relief_resident) {
@@ -369,10 +426,12 @@ void nd_limits_say_breach(int device, int action, uint64_t req, int more, const 
 }
 
 static void say_breach(nd_lim_t *c, int action, uint64_t n) {
-  int bytes = c->limit == ND_LIMIT_BYTES;
+  int bytes = c->limit == ND_LIMIT_BYTES, past = c->why == ND_BREACH_PAST_SLACK;
   int more = c->fn == NDMEM_FN_REALLOC || c->fn == NDMEM_FN_REALLOCARRAY || c->fn == NDMEM_FN_MREMAP;
+  int64_t lim = lim_max(c->limit);
   nd_limits_say_breach(-1, action, c->req, more, bytes ? "tracked" : "physical", c->value, bytes,
-                       bytes ? "maxBytes" : "maxPhysicalBytes", lim_max(c->limit), n,
+                       bytes ? "maxBytes" : "maxPhysicalBytes", lim, past ? nd_admit_slack(lim) : -1,
+                       past && !bytes ? (int64_t)nd_admit_phys_since() : -1, n,
                        c->relieved ? c : NULL);
 }
 
@@ -380,7 +439,7 @@ static void say_breach(nd_lim_t *c, int action, uint64_t n) {
 // site: the refused request's stack, or NULL; retries and since: of a retry loop (ND_BREACH_*).
 static void queue_breach_rec(int limit, int action, int fn, int device, uint64_t req, int64_t value,
                              int64_t lim, uint64_t n, const nd_site_t *site, uint64_t retries,
-                             uint64_t since) {
+                             uint64_t since, uint32_t why) {
   nd_spin_lock(&limits.rec_lock);
   if (limits.npending < MAX_PENDING) {
     nd_rec_breach_t *r = &limits.pending[limits.npending++];
@@ -395,6 +454,7 @@ static void queue_breach_rec(int limit, int action, int fn, int device, uint64_t
     r->value = (uint64_t)(value > 0 ? value : 0);
     r->limit_bytes = (uint64_t)lim;
     r->count = n;
+    r->flags = why & ND_BREACH_WHY;
     if (site) r->flags |= ND_BREACH_STACK, r->stack_id = site->id;
     if (retries) r->flags |= ND_BREACH_RETRY_LOOP, r->retries = retries, r->retry_ns = since;
   }
@@ -411,7 +471,7 @@ static nd_site_t *refused_site(const nd_lim_t *c) {
 
 static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
   queue_breach_rec(c->limit, action, c->fn, 0, c->req, c->value, lim_max(c->limit), n,
-                   refused_site(c), 0, 0);
+                   refused_site(c), 0, 0, c->why);
 }
 
 static void relieve(nd_lim_t *c) {
@@ -496,7 +556,7 @@ static __attribute__((noreturn)) void retry_stop(nd_tls_t *t, nd_lim_t *c, uint6
   }
   nd_buf_line(&b, 2);
   queue_breach_rec(c->limit, ND_ON_LIMIT_ABORT, c->fn, 0, c->req, c->value, lim_max(c->limit), n,
-                   site, t->retry_n, now - t->retry_t0);
+                   site, t->retry_n, now - t->retry_t0, c->why);
   stop("a retry loop under NDMEM_ON_LIMIT=fail");
 }
 
@@ -535,8 +595,46 @@ static void exit_wait(void) {
     nd_os_sleep_ms(10);
 }
 
+// Whether the request over c->limit may be refused (limits/admit.h): sets c->why, and finds the
+// code asking the first time.
+static uint32_t judge(nd_lim_t *c) {
+  int map = c->fn == NDMEM_FN_MMAP || c->fn == NDMEM_FN_MREMAP;
+  nd_admit_q_t q = {.limit = c->limit, .kind = map ? NDMEM_KIND_MMAP : NDMEM_KIND_HEAP,
+                    .fresh = c->fresh, .size = c->size, .value = c->value, .need = c->need,
+                    .limit_bytes = lim_max(c->limit), .ra = c->ra, .cls = c->cls, .ip = c->ip,
+                    .aligned = c->fn == NDMEM_FN_POSIX_MEMALIGN || c->fn == NDMEM_FN_MEMALIGN ||
+                               c->fn == NDMEM_FN_ALIGNED_ALLOC};
+  c->why = nd_admit_why(&q);
+  c->cls = q.cls;
+  c->ip = q.ip;
+  return c->why;
+}
+
+// A refusal only because admitting the request would have passed the slack: counted as such.
+static void past_slack(const nd_lim_t *c) {
+  nd_admit_q_t q = {.limit = c->limit, .limit_bytes = lim_max(c->limit)};
+  nd_admit_past_slack(&q);
+}
+
 int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
   int action = LD(limits.action);
+  if (!judge(c)) {
+    // Admitted, after relief at the 1st, 2nd, 4th, ... admission over this limit (relief costs a
+    // malloc_trim; it may make room, and then nothing is admitted). Checked again against the
+    // limit plus the slack, counted once served (nd_limit_settle).
+    if (!c->relieved) {
+      c->relieved = 1;
+      uint64_t next = nd_admit_admitted(c->limit, 0) + 1;
+      if ((next & (next - 1)) == 0) {
+        relieve(c);
+        return ND_LIM_RETRY;
+      }
+    }
+    c->admitted |= 1 << c->limit;
+    c->adm_value[c->limit] = c->value;
+    c->adm_need[c->limit] = c->need;
+    return ND_LIM_RETRY;
+  }
   if (!c->relieved) {
     c->relieved = 1;
     // Relief costs a malloc_trim: under warn, where the allocation goes on anyway, only before
@@ -548,6 +646,7 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
     }
   }
   uint64_t n = ADD(limits.breaches[c->limit], 1) + 1;
+  if (c->why == ND_BREACH_PAST_SLACK) past_slack(c);
   int logged = (n & (n - 1)) == 0; // the 1st, 2nd, 4th, 8th, ...
   if (logged || action == ND_ON_LIMIT_ABORT) {
     say_breach(c, action, n);
@@ -578,8 +677,8 @@ void nd_limits_say_top_sites(int kind) { say_top_sites(kind); }
 // A device limit's breach (cuda.c decides and says it): its record, and on the first breach a
 // snapshot of live memory by site, kept with the host's.
 void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64_t live, int64_t limit,
-                             uint64_t n) {
-  queue_breach_rec(ND_LIMIT_DEVICE, action, fn, device, req, live, limit, n, NULL, 0, 0);
+                             uint64_t n, uint32_t why) {
+  queue_breach_rec(ND_LIMIT_DEVICE, action, fn, device, req, live, limit, n, NULL, 0, 0, why);
   if (n == 1 || action == ND_ON_LIMIT_ABORT)
     request_snapshot(ND_SNAP_BREACH, live, LD(limits.phys), limit);
 }
@@ -661,6 +760,7 @@ static void configure(void) {
 
 static void setup(char *const *envp) {
   (void)envp;
+  nd_callers_setup(nd_cfg.limit_refuse);
   nd_lim.touched = nd_cfg.max_bytes_mappings == ND_MAPPINGS_TOUCHED;
   nd_lim.max_bytes = nd_cfg.max_bytes;
   limits.max_physical = nd_cfg.max_physical_bytes;
@@ -796,6 +896,8 @@ static void summary(int fd) {
              action_names[LD(limits.action)], (unsigned long long)LD(limits.breaches[ND_LIMIT_BYTES]),
              (unsigned long long)LD(limits.breaches[ND_LIMIT_PHYSICAL]),
              (unsigned long long)LD(limits.failed), (unsigned long long)LD(limits.snapshots));
+  nd_admit_say(&b, ND_LIMIT_BYTES, 0);
+  nd_admit_say(&b, ND_LIMIT_PHYSICAL, 0);
   nd_buf_line(&b, fd);
 }
 
@@ -861,6 +963,7 @@ static void write_records(nd_record_fn rec, void *ctx) {
 static void atfork_child(nd_tls_t *t) {
   (void)t;
   limits.rec_lock = 0;
+  nd_callers_atfork_child();
   nd_lim.reserved = 0; // reservations of threads that did not survive the fork
   limits.poller = 0;
   if (limits.statm_fd >= 0) open_statm();

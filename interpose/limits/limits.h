@@ -14,8 +14,11 @@
 // NDMEM_LIMIT_STEP bytes have been allocated since the last reading, and every
 // NDMEM_LIMIT_POLL_MS by a thread. An allocation is checked before the call (physical memory, and
 // a request that cannot fit) and after it with the allocator's usable size; a block that would
-// cross maxBytes is given back before the program sees it. On a breach: relief (idle workspace
-// arenas are unmapped, malloc_trim(0)), one re-check, then NDMEM_ON_LIMIT.
+// cross maxBytes is given back before the program sees it. Over a limit, a request is refused only
+// where the program can take it (limits/admit.h: a runtime's allocator, a named object, a large
+// request, or past the slack); any other is admitted, checked against the limit plus the slack
+// from then on, and counted once served. On a breach: relief (idle workspace arenas are unmapped,
+// malloc_trim(0)), one re-check, then NDMEM_ON_LIMIT.
 //
 // Precision: with one allocating thread the maxBytes check is exact to the byte. With T threads
 // each thread's unpublished counter delta (+-256 KiB per kind) is covered by a margin, so checks
@@ -26,6 +29,7 @@
 #define ND_LIMITS_H
 
 #include "runtime/shim.h"
+#include "common/trace_format.h"
 
 #include <stdint.h>
 
@@ -101,17 +105,33 @@ static inline void nd_limit_fast_done(nd_tls_t *t, uint64_t req) {
 
 typedef struct nd_lim {
   uint64_t req;     // bytes this allocation adds (for realloc and mremap: the growth)
-  uintptr_t ra;     // the caller (a retried refusal is recognised by it)
+  uint64_t size;    // bytes asked for (realloc, mremap: the new size): whether it is large
+  uintptr_t ra;     // the caller (a retried refusal is recognised by it; the code asking)
   int fn;           // enum ndmem_fn
   int untouched;    // a large fresh mapping: it adds no touched bytes (maxBytes is not asked)
+  int fresh;        // a fresh mapping (not MAP_POPULATE, or mremap's growth): nothing resident
   int limit;        // after a breach: enum nd_limit_id
   int allow;        // NDMEM_ON_LIMIT=warn let it through: no more checks for it
   int relieved;     // relief has run for it
   uint64_t relief_arenas, relief_resident; // what it gave back: idle workspace arenas unmapped,
                                            // resident memory fallen across it (malloc_trim)
   int64_t value;    // after a breach: tracked or physical bytes before it
+  uint64_t need;    // after a breach: the bytes it adds to that total
   int64_t reserved; // bytes it holds in the reservation (settled after accounting)
+  // Admissions (limits/admit.h): why it may be refused after its last breach (ND_BREACH_*; 0:
+  // admitted), the class of the code asking (-1: not found yet) and where that is; per limit
+  // (bit 1 << nd_limit_id) whether it was admitted over it, checked against the limit plus the
+  // slack from then on, and counted as an admission once served (nd_limit_settle).
+  uint32_t why;
+  int cls;
+  uintptr_t ip;
+  int admitted;
+  int64_t adm_value[ND_LIMIT_COUNT];
+  uint64_t adm_need[ND_LIMIT_COUNT];
 } nd_lim_t;
+// A checked request: its size, function and caller (the rest zero, the class not found yet).
+#define ND_LIM_INIT(req_, size_, fn_, ra_) \
+  { .req = (req_), .size = (size_), .ra = (uintptr_t)(ra_), .fn = (fn_), .cls = -1 }
 
 enum { ND_LIM_OK = 0, ND_LIM_OVER = 1 };
 enum { ND_LIM_PHYS = 1, ND_LIM_HOST = 2 }; // what nd_limit_pre checks
@@ -146,15 +166,18 @@ int nd_limits_set(const char *name, const char *value);
 // on stderr, a device breach's record and snapshot, and the stop of NDMEM_ON_LIMIT=abort.
 int nd_limits_action(void);
 // One breach line in JavaCPP's words ("Can't allocate [HOST] memory: ..."; device >= 0: [DEVICE
-// n]): `what` VALUE (+ REQ where `plus`: the sum that would cross) > LIMIT_NAME LIM, the thread,
-// the action and which breaches are logged. more: the request is a growth. relief: what relief
-// gave back before the refusal (NULL: none ran; a host limit's).
+// n]): `what` VALUE (+ REQ where `plus`: the sum that would cross) > LIMIT_NAME LIM, then for a
+// request refused only because admitting it would have passed the slack (slack >= 0) " + slack
+// SLACK", or for maxPhysicalBytes (admitted >= 0: what admissions added past it) "; admitted past
+// it A + REQ > slack SLACK"; the thread, the action and which breaches are logged. more: the
+// request is a growth. relief: what relief gave back before the refusal (NULL: none ran; a host
+// limit's).
 void nd_limits_say_breach(int device, int action, uint64_t req, int more, const char *what,
-                          int64_t value, int plus, const char *limit_name, int64_t lim, uint64_t n,
-                          const nd_lim_t *relief);
+                          int64_t value, int plus, const char *limit_name, int64_t lim, int64_t slack,
+                          int64_t admitted, uint64_t n, const nd_lim_t *relief);
 void nd_limits_say_top_sites(int kind);
 void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64_t live, int64_t limit,
-                             uint64_t n);
+                             uint64_t n, uint32_t why);
 __attribute__((noreturn)) void nd_limits_abort(void);
 
 int nd_limits_aborting(void);

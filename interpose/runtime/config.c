@@ -126,6 +126,21 @@ const nd_option_t nd_options[] = {
     COPT("NDMEM_ON_LIMIT", on_limit, 0, "fail|warn|abort",
          "over a limit after relief: fail (NULL/MAP_FAILED, ENOMEM), warn (allow; logged once "
          "per doubling), abort (write the trace and summary, then SIGABRT)"),
+    SOPT("NDMEM_LIMIT_REFUSE", limit_refuse, "",
+         "objects whose requests over a limit may be refused, beside the tensor runtimes' "
+         "allocators (libc10.so*, _multiarray_umath*, libpython3*, a python* executable; "
+         "libc10_cuda.so* for device memory): a comma-separated list of file names or globs (* "
+         "?), a path where it has a '/', %exe for the main executable, * for every object; "
+         "-NAME takes an object out, a built-in one too. Requests from elsewhere are admitted "
+         "within NDMEM_LIMIT_SLACK"),
+    { "NDMEM_LIMIT_SLACK", ND_OPT_SLACK, offsetof(nd_config_t, limit_slack), ND_SLACK_AUTO, 0, 0,
+      NULL,
+      "how far requests a limit admits (from code that cannot take a refusal) may take the total "
+      "past the limit: a size, a percentage of the limit, or auto (the larger of 64 MiB and 10 %); "
+      "a request that would go further is refused; 0: every request over a limit is refused" },
+    OPT("NDMEM_LIMIT_LARGE", ND_OPT_SIZE, limit_large, 64ll << 20, 0, INT64_MAX,
+        "a request of at least this many bytes over a limit may be refused wherever it comes "
+        "from; 0: every request"),
     OPT("NDMEM_LIMIT_RETRY_MS", ND_OPT_INT, limit_retry_ms, 2000, 0, 3600000,
         "with NDMEM_ON_LIMIT=fail, a thread that retries the same refused request (function, "
         "size, call site) for this long (milliseconds; 16 tries at least) cannot go on: the "
@@ -266,6 +281,27 @@ int nd_parse_limit(const char *s, uint64_t base, int allow_auto, int64_t *out) {
 
 uint64_t nd_config_auto_warn(uint64_t cgroup_bytes) { return cgroup_bytes / 10 * 9; }
 
+int nd_parse_slack(const char *s, int64_t *out) {
+  if (ieq(s, "auto")) return *out = ND_SLACK_AUTO, 0;
+  size_t n = 0;
+  while (s[n]) n++;
+  int64_t v;
+  if (n > 1 && s[n - 1] == '%') { // parts per million of the limit
+    if (nd_parse_size(s, 1000000, &v) != 0 || v > 10 * 1000000) return -1;
+    return *out = -v, 0;
+  }
+  if (nd_parse_size(s, 0, &v) != 0) return -1;
+  return *out = v, 0;
+}
+
+int64_t nd_config_slack_bytes(int64_t setting, int64_t limit) {
+  if (limit <= 0) return 0;
+  if (setting >= 0) return setting;
+  int64_t ppm = setting == ND_SLACK_AUTO ? ND_SLACK_AUTO_PPM : -setting;
+  int64_t v = (int64_t)((nd_u128)limit * (uint64_t)ppm / 1000000);
+  return setting == ND_SLACK_AUTO && v < ND_SLACK_AUTO_MIN ? ND_SLACK_AUTO_MIN : v;
+}
+
 static int has_prefix(const char *s, const char *p, const char **rest);
 int nd_parse_device_limit(const char *s, int64_t *out, int *frac) {
   size_t n = 0;
@@ -343,10 +379,14 @@ static void warn_bad(const nd_option_t *o, const char *value, int out_of_range,
     for (const char *w = o->sdef; *w; w++) nd_buf_char(&b, *w == '|' ? '/' : *w);
     break;
   case ND_OPT_FRACTION: nd_buf_str(&b, "a fraction (e.g. 0.3)"); break;
+  case ND_OPT_SLACK: nd_buf_str(&b, "a slack (e.g. 64m, 10% of the limit, auto or 0)"); break;
   case ND_OPT_STRING: {
     int pattern = o->offset == offsetof(nd_config_t, output) ||
                   o->offset == offsetof(nd_config_t, metrics);
-    nd_buf_str(&b, pattern ? "a path pattern (at most " : "a path (at most ");
+    int list = o->offset == offsetof(nd_config_t, limit_refuse);
+    nd_buf_str(&b, pattern ? "a path pattern (at most "
+                   : list  ? "a list of object names (at most "
+                           : "a path (at most ");
     nd_buf_u64(&b, ND_CONFIG_PATH_MAX - 1);
     nd_buf_str(&b, pattern ? " bytes; %p %h %r %%)" : " bytes)");
     break;
@@ -356,6 +396,8 @@ static void warn_bad(const nd_option_t *o, const char *value, int out_of_range,
   nd_buf_str(&b, "; using ");
   if (o->type == ND_OPT_LIMIT) {
     nd_buf_str(&b, o->def < 0 ? "auto" : "none (the limit is off)");
+  } else if (o->type == ND_OPT_SLACK) {
+    nd_buf_str(&b, "auto");
   } else if (o->type == ND_OPT_STRING) {
     nd_buf_str(&b, o->sdef[0] ? o->sdef : "none (unset)");
   } else if (o->type == ND_OPT_CHOICE) {
@@ -516,10 +558,12 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
     if (opt->type == ND_OPT_STRING) {
       char probe[ND_CONFIG_PATH_MAX + 256];
       // Path patterns are expanded here once so a bad one is said at start-up; the others are plain
-      // paths. An empty NDMEM_METRICS is its default (off), not a bad value.
+      // paths. An empty NDMEM_METRICS (off) or NDMEM_LIMIT_REFUSE (no more objects) is its
+      // default, not a bad value.
       int metrics = opt->offset == offsetof(nd_config_t, metrics);
       int pattern = metrics || opt->offset == offsetof(nd_config_t, output);
-      if ((!*value && !metrics) || set_string((char *)cfg + opt->offset, value) != 0 ||
+      int empty_ok = metrics || opt->offset == offsetof(nd_config_t, limit_refuse);
+      if ((!*value && !empty_ok) || set_string((char *)cfg + opt->offset, value) != 0 ||
           (pattern && nd_config_expand_path(probe, sizeof probe, value, envp0) != 0)) {
         set_string((char *)cfg + opt->offset, opt->sdef);
         warn_bad(opt, value, 0, warn, ctx);
@@ -594,8 +638,9 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
              : opt->type == ND_OPT_INT      ? nd_parse_int(value, &v)
              : opt->type == ND_OPT_CHOICE   ? nd_parse_choice(value, opt->sdef, &v)
              : opt->type == ND_OPT_FRACTION ? nd_parse_fraction(value, &v)
+             : opt->type == ND_OPT_SLACK    ? nd_parse_slack(value, &v)
                                             : nd_parse_size(value, 0, &v);
-    int ranged = opt->type != ND_OPT_CHOICE;
+    int ranged = opt->type != ND_OPT_CHOICE && opt->type != ND_OPT_SLACK;
     if (rc != 0 || (ranged && (v < opt->min || v > opt->max))) {
       warn_bad(opt, value, rc != 0 ? 0 : v < opt->min ? -1 : 1, warn, ctx);
       cfg->given &= ~(1ull << (opt - nd_options));

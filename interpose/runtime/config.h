@@ -46,6 +46,9 @@ typedef struct nd_config {
   int64_t max_physical_bytes; // NDMEM_MAX_PHYSICAL_BYTES: anonymous resident bytes (0: no limit)
   int64_t max_bytes_mappings; // NDMEM_MAX_BYTES_MAPPINGS: enum nd_mappings_count (touched|whole)
   int64_t on_limit;           // NDMEM_ON_LIMIT: enum nd_limit_action (fail|warn|abort)
+  int64_t limit_slack;        // NDMEM_LIMIT_SLACK: bytes (>= 0), a fraction of the limit in parts
+                              // per million (negative: -ppm), or ND_SLACK_AUTO
+  int64_t limit_large;        // NDMEM_LIMIT_LARGE: a request this large may always be refused
   int64_t limit_retry_ms;     // NDMEM_LIMIT_RETRY_MS: a refused request retried this long is a
                               // loop the program cannot leave (0: never decided)
   int64_t limits_strict;      // NDMEM_LIMITS_STRICT: a limit that cannot be read stops the process
@@ -73,6 +76,8 @@ typedef struct nd_config {
   char ws_mmap_dir[ND_CONFIG_PATH_MAX]; // NDMEM_WS_MMAP_DIR: where location=mmap puts arena files
   char test_cgroup_dir[ND_CONFIG_PATH_MAX]; // NDMEM_TEST_CGROUP_DIR: test-only cgroup directory
   char test_statm[ND_CONFIG_PATH_MAX];      // NDMEM_TEST_STATM: test-only statm file
+  char limit_refuse[ND_CONFIG_PATH_MAX];    // NDMEM_LIMIT_REFUSE: objects whose requests a limit
+                                            // may refuse, beside the built-in ones
   // Not settings: which variables the environment named (bit i: nd_options[i]), and what '%'
   // limits are relative to, found while loading.
   uint64_t given;
@@ -101,6 +106,7 @@ typedef enum nd_opt_type {
   ND_OPT_FRACTION, // a decimal like 0.3; stored in parts per million
   ND_OPT_DEVICE_LIMIT, // NDMEM_MAX_DEVICE_BYTES[_<i>]: a size or a '%' of the device's memory
   ND_OPT_DEVICE_STRING, // NDMEM_DEVICE_WS[_<i>]: a string per device, read by its module
+  ND_OPT_SLACK,    // NDMEM_LIMIT_SLACK: auto, a size, or a percentage of the limit (nd_parse_slack)
   ND_OPT_LIMIT     // a size, or a percentage of the memory the process may have (the smaller of
                    // RAM and its cgroup limit); 0/off/none: no limit; min -1 also allows "auto"
 } nd_opt_type_t;
@@ -139,6 +145,16 @@ int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out);
 // "auto" (-1). 0, or -1 on a bad value (including a '%' when base is 0, or a value of 0 bytes
 // written any other way than 0).
 int nd_parse_limit(const char *s, uint64_t base, int allow_auto, int64_t *out);
+// NDMEM_LIMIT_SLACK: "auto" (ND_SLACK_AUTO), a size (bytes, >= 0), or "P%" of the limit (returned
+// as -ppm, at most 1000 %). 0, or -1 on a bad value.
+#define ND_SLACK_AUTO INT64_MIN
+int nd_parse_slack(const char *s, int64_t *out);
+// A slack setting in bytes for a limit of `limit` bytes: auto is the larger of ND_SLACK_AUTO_MIN
+// and ND_SLACK_AUTO_PPM of the limit.
+#define ND_SLACK_AUTO_MIN (64ll << 20)
+#define ND_SLACK_AUTO_PPM 100000
+int64_t nd_config_slack_bytes(int64_t setting, int64_t limit);
+
 // A device limit: a size, "0"/"off"/"none", or "P%" of the device's memory, returned as a fraction
 // in units of 2^-40 with *frac set (at most 100 %). 0, or -1 on a bad value.
 int nd_parse_device_limit(const char *s, int64_t *out, int *frac);

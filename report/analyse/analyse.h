@@ -186,8 +186,19 @@ uint64_t nd_rep_site_live(const nd_rec_site_t *s);
 uint64_t nd_rep_sat_add(uint64_t a, uint64_t b);
 // Escape records seen, kept or not.
 uint64_t nd_rep_esc_records(const nd_trace_t *t);
-// Any record of limits (LIMITS, breaches, snapshots).
+// Any record of limits (LIMITS, breaches, snapshots, admissions).
 bool nd_rep_has_limits(const nd_trace_t *t);
+// Admissions (has.admissions): why a refused request could be refused (a BREACH's ND_BREACH_WHY
+// flags, in their order) as JSON keys, and in words joined by "; " into buf ("" for none); a
+// limit's name by its slot (nd_admit_slot; a device's into buf); admissions over every limit;
+// the asking sites of one slot, most bytes first (*out: indices into t->admit_sites, malloc'd,
+// NULL when none; -1 when out of memory).
+#define ND_REP_WHY 4
+extern const char *const nd_rep_why_keys[ND_REP_WHY];
+const char *nd_rep_breach_why(const nd_rec_breach_t *b, char *buf, size_t n);
+const char *nd_rep_admit_limit_name(const nd_trace_t *t, int slot, char *buf, size_t n);
+uint64_t nd_rep_admitted_total(const nd_trace_t *t);
+int nd_rep_admit_order(const nd_trace_t *t, int slot, size_t **out, size_t *n);
 const char *nd_rep_breach_fn(const nd_rec_breach_t *b); // the function a breach refused
 bool nd_rep_has_devices(const nd_trace_t *t);           // DEVICE or CUDA records
 // Device workspaces and host spill (has.device_ws): the mode names

@@ -98,7 +98,67 @@ const char *const nd_rep_py_states[ND_PY_LAYOUT_DIFFERS + 1] = {"none", "on", "u
 // Any record of limits: the LIMITS record is written with the totals, so a trace cut short may
 // hold breaches and snapshots without one.
 bool nd_rep_has_limits(const nd_trace_t *t) {
-  return t->have_limits || t->nbreaches || t->breaches_dropped || t->snap_records;
+  return t->have_limits || t->nbreaches || t->breaches_dropped || t->snap_records ||
+         t->have_admitted;
+}
+
+// ---------------------------------------------------------------- admissions (version 16)
+
+const char *const nd_rep_why_keys[ND_REP_WHY] = {"runtime", "named", "large", "past_slack"};
+static const char *const why_words[ND_REP_WHY] = {
+    "from a tensor runtime's allocator", "from an object NDMEM_LIMIT_REFUSE names",
+    "a large request (NDMEM_LIMIT_LARGE)",
+    "admitting it would have passed the limit's slack (NDMEM_LIMIT_SLACK)"};
+
+const char *nd_rep_breach_why(const nd_rec_breach_t *b, char *buf, size_t n) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int i = 0; i < ND_REP_WHY; i++)
+    if (b->flags & (ND_BREACH_RUNTIME << i)) {
+      int k = snprintf(buf + at, n - at, "%s%s", at ? "; " : "", why_words[i]);
+      if (k < 0 || (size_t)k >= n - at) break;
+      at += (size_t)k;
+    }
+  return buf;
+}
+
+const char *nd_rep_admit_limit_name(const nd_trace_t *t, int slot, char *buf, size_t n) {
+  const nd_rec_admitted_t *a = &t->admitted[slot];
+  if (a->limit != ND_LIMIT_DEVICE) return nd_rep_limit_names[a->limit];
+  snprintf(buf, n, "maxDeviceBytes (device %u)", a->device);
+  return buf;
+}
+
+uint64_t nd_rep_admitted_total(const nd_trace_t *t) {
+  uint64_t n = 0;
+  for (int s = 0; s < ND_TRACE_ADMIT_SLOTS; s++)
+    if (t->have_admitted >> s & 1) n = nd_rep_sat_add(n, t->admitted[s].admitted);
+  return n;
+}
+
+static const nd_trace_t *order_trace; // qsort has no context argument
+static int by_bytes(const void *a, const void *b) {
+  const nd_rec_admit_site_t *x = &order_trace->admit_sites[*(const size_t *)a].rec;
+  const nd_rec_admit_site_t *y = &order_trace->admit_sites[*(const size_t *)b].rec;
+  if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+  if (x->admitted != y->admitted) return x->admitted < y->admitted ? 1 : -1;
+  return x->ip < y->ip ? -1 : x->ip > y->ip;
+}
+
+int nd_rep_admit_order(const nd_trace_t *t, int slot, size_t **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  for (size_t i = 0; i < t->nadmit_sites; i++)
+    if (nd_admit_slot(t->admit_sites[i].rec.limit, t->admit_sites[i].rec.device) == slot) (*n)++;
+  if (!*n) return 0;
+  size_t *v = malloc(*n * sizeof *v), k = 0;
+  if (!v) return -1;
+  for (size_t i = 0; i < t->nadmit_sites; i++)
+    if (nd_admit_slot(t->admit_sites[i].rec.limit, t->admit_sites[i].rec.device) == slot) v[k++] = i;
+  order_trace = t;
+  qsort(v, k, sizeof *v, by_bytes);
+  *out = v;
+  return 0;
 }
 
 const char *nd_rep_breach_fn(const nd_rec_breach_t *b) {

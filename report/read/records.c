@@ -564,6 +564,14 @@ static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
   }
   if ((b.flags & ND_BREACH_RETRY_LOOP) && (b.action != ND_ON_LIMIT_ABORT || !b.retries))
     return nd_read_fail(t, off, "BREACH marks a retry loop but did not stop the process");
+  // Why it could be refused (version 16): always said, but for a device's request served from
+  // host memory (NDMEM_ON_DEVICE_LIMIT=host serves whoever asks); before, every request over a
+  // limit could be refused.
+  if (t->has.admissions ? !(b.flags & ND_BREACH_WHY) && b.action != ND_ON_LIMIT_HOST
+                        : (b.flags & ND_BREACH_WHY) != 0)
+    return nd_read_fail(t, off, t->has.admissions ? "BREACH without why the request could be refused"
+                                                  : "BREACH flags %#x unknown before version 16",
+                        b.flags);
   saw_time(t, b.mono_ns);
   nd_breach_t *slot;
   if (keep(t, off, (void **)&t->breaches, &t->nbreaches, &t->breaches_cap, sizeof *slot,
@@ -571,6 +579,74 @@ static int on_breach(nd_trace_t *t, uint64_t off, const char *p) {
     return -1;
   if (slot) *slot = (nd_breach_t){.rec = b, .stack = st};
   if (b.limit == ND_LIMIT_PHYSICAL) saw_resident(t, b.value);
+  return 0;
+}
+
+// ---------------------------------------------------------------- admissions (version 16)
+
+static const char *limit_words(unsigned limit) {
+  return limit == ND_LIMIT_BYTES ? "maxBytes" : limit == ND_LIMIT_PHYSICAL ? "maxPhysicalBytes"
+                                                                          : "a device's limit";
+}
+
+// The limit an ADMITTED or ADMIT_SITE record names, checked: its slot, or -1 with t->err set.
+static int admit_slot(nd_trace_t *t, uint64_t off, unsigned tag, unsigned limit, unsigned device) {
+  if (limit > ND_LIMIT_DEVICE)
+    return nd_read_fail(t, off, "%s limit %u out of range", nd_read_tag_names[tag], limit);
+  if (limit == ND_LIMIT_DEVICE) {
+    if (check_device(t, off, tag == ND_REC_ADMITTED ? "ADMITTED device" : "ADMIT_SITE device",
+                     device))
+      return -1;
+  } else if (device) {
+    return nd_read_fail(t, off, "%s names device %u for a host limit", nd_read_tag_names[tag],
+                        device);
+  }
+  return nd_admit_slot(limit, device);
+}
+
+static int on_admitted(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_admitted_t r;
+  memcpy(&r, p, sizeof r);
+  int s = admit_slot(t, off, ND_REC_ADMITTED, r.limit, r.device);
+  if (s < 0) return -1;
+  t->admitted[s] = r;
+  t->have_admitted |= 1u << s;
+  return 0;
+}
+
+static int on_admit_site(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_admit_site_t r;
+  memcpy(&r, p, sizeof r);
+  if (admit_slot(t, off, ND_REC_ADMIT_SITE, r.limit, r.device) < 0) return -1;
+  if (check_kind(t, off, ND_REC_ADMIT_SITE, r.kind)) return -1;
+  // a host limit's requests are heap blocks or mappings, a device's its own memory kind
+  if (r.limit == ND_LIMIT_DEVICE ? r.kind != ND_TRACE_KINDS - ND_TRACE_MAX_DEVICES + r.device
+                                 : r.kind > 1)
+    return nd_read_fail(t, off, "ADMIT_SITE memory kind %u for %s", r.kind,
+                        limit_words(r.limit));
+  if (r.flags & ~(unsigned)ND_ADMIT_STACK)
+    return nd_read_fail(t, off, "ADMIT_SITE flags %#x unknown", r.flags);
+  if (!r.admitted || r.first_ns > r.last_ns)
+    return nd_read_fail(t, off, "ADMIT_SITE record whose counts contradict each other");
+  long st = -1;
+  if (r.flags & ND_ADMIT_STACK) {
+    st = stack_of(t, off, ND_REC_ADMIT_SITE, r.stack_id);
+    if (st < 0) return -1;
+  }
+  saw_time(t, r.last_ns);
+  for (size_t i = 0; i < t->nadmit_sites; i++) { // few sites: found by a scan
+    nd_admit_site_t *e = &t->admit_sites[i];
+    if (e->rec.limit == r.limit && e->rec.device == r.device && e->rec.ip == r.ip) {
+      e->rec = r;
+      if (st >= 0) e->stack = st;
+      return 0;
+    }
+  }
+  nd_admit_site_t *slot;
+  if (keep(t, off, (void **)&t->admit_sites, &t->nadmit_sites, &t->admit_sites_cap, sizeof *slot,
+           ND_TRACE_MAX_ADMIT_SITES, &t->admit_sites_dropped, (void **)&slot))
+    return -1;
+  if (slot) *slot = (nd_admit_site_t){.rec = r, .stack = st};
   return 0;
 }
 
@@ -749,6 +825,8 @@ int nd_read_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p
   case ND_REC_GROWTH: return on_growth(t, off, p);
   case ND_REC_PEAK: return on_peak(t, off, p);
   case ND_REC_SITE_PEAK: return on_site_peak(t, off, p);
+  case ND_REC_ADMITTED: return on_admitted(t, off, p);
+  case ND_REC_ADMIT_SITE: return on_admit_site(t, off, p);
   case ND_REC_DEVICE: return on_device(t, off, p);
   case ND_REC_CUDA: return on_cuda(t, p);
   case ND_REC_DEVICE_WS: return on_device_ws(t, off, p);

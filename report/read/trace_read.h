@@ -142,6 +142,20 @@ typedef struct nd_breach {
   long stack; // index into nd_trace_t.stacks; -1: none recorded
 } nd_breach_t;
 
+// One asking site's admissions under one limit (ADMIT_SITE, version 16): the latest record of
+// each (limit, device, ip).
+#define ND_TRACE_MAX_ADMIT_SITES 4096 // the writer keeps 512
+typedef struct nd_admit_site {
+  nd_rec_admit_site_t rec;
+  long stack; // index into nd_trace_t.stacks; -1: none recorded
+} nd_admit_site_t;
+// The slot of a limit's admissions in nd_trace_t.admitted: maxBytes, maxPhysicalBytes, then each
+// device's limit.
+#define ND_TRACE_ADMIT_SLOTS (2 + ND_TRACE_MAX_DEVICES)
+static inline int nd_admit_slot(unsigned limit, unsigned device) {
+  return limit == ND_LIMIT_DEVICE ? 2 + (int)device : (int)limit;
+}
+
 // One COUNTERS record as a point of the timeline: its time and each kind's live bytes, and the
 // cycle clock of the FLUSH that closed its batch (the latest FLUSH's before that is written).
 typedef struct nd_point {
@@ -212,6 +226,8 @@ typedef struct nd_trace_has {
                       // NDMEM_DEPTH, the PYTHON record's later states (version 12)
   bool reach;         // SCAN records, BLOCK records classed by the reachability scan (14)
   bool ws_held;       // WORKSPACE: the allocator's freed memory at learning cycles' ends (15)
+  bool admissions;    // ADMITTED and ADMIT_SITE records; BREACH says why a request could be
+                      // refused (16): before, every request over a limit could be
   uint32_t cuda_fns;  // the calls a CUDA record counts (ND_CUDA_FN_USED_V10 before device_ws)
 } nd_trace_has_t;
 
@@ -331,6 +347,13 @@ typedef struct nd_trace {
   nd_breach_t *breaches;      // the first ND_TRACE_MAX_BREACHES BREACH records, in trace order
   size_t nbreaches, breaches_cap;
   uint64_t breaches_dropped;  // BREACH records beyond ND_TRACE_MAX_BREACHES
+  // Admissions (version 16): the latest ADMITTED of each limit (nd_admit_slot), and the latest
+  // ADMIT_SITE of each asking site, in first-seen order.
+  nd_rec_admitted_t admitted[ND_TRACE_ADMIT_SLOTS];
+  uint32_t have_admitted;     // bit s: admitted[s] was read
+  nd_admit_site_t *admit_sites;
+  size_t nadmit_sites, admit_sites_cap; // at most ND_TRACE_MAX_ADMIT_SITES
+  uint64_t admit_sites_dropped;         // sites beyond them
   // Snapshots: snap[0] is the first, snap[1..] a ring of the latest; after reading,
   // snaps[0, nsnaps) point to the kept ones in trace order.
   nd_snapshot_t snap[1 + ND_TRACE_SNAP_LAST];

@@ -438,6 +438,74 @@ static int json_devices(FILE *o, report_t *r) {
   return 0;
 }
 
+// ",\n    "admitted": [...]" (version 16): each limit's requests admitted over it (from code that
+// cannot take a refusal, within its slack) and their asking sites, most bytes first (--top;
+// brief: the first), each with its place and stack.
+static int json_admitted(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!t->has.admissions) return 0;
+  fputs(",\n    \"admitted\": [", o);
+  bool first = true;
+  for (int slot = 0; slot < ND_TRACE_ADMIT_SLOTS; slot++) {
+    if (!(t->have_admitted >> slot & 1)) continue;
+    const nd_rec_admitted_t *a = &t->admitted[slot];
+    fprintf(o, "%s\n      {\"limit\": \"%s\", ", first ? "" : ",", nd_rep_limit_keys[a->limit]);
+    first = false;
+    if (a->limit == ND_LIMIT_DEVICE) fprintf(o, "\"device\": %u, ", a->device);
+    else fputs("\"device\": null, ", o);
+    json_u64(o, "limit_bytes", a->limit_bytes, true);
+    json_u64(o, "slack_bytes", a->slack_bytes, true);
+    json_u64(o, "large_bytes", a->large_bytes, true);
+    json_u64(o, "requests", a->admitted, true);
+    json_u64(o, "bytes", a->bytes, true);
+    json_u64(o, "over_max_bytes", a->over_max, true);
+    json_u64(o, "refused_past_slack", a->past_slack, true);
+    json_u64(o, "unplaced", a->unplaced, true);
+    size_t *order, n;
+    if (nd_rep_admit_order(t, slot, &order, &n)) return -1;
+    size_t show = r->o->brief ? (n ? 1 : 0) : nd_rep_list_len(r, n);
+    json_u64(o, "sites_kept", n, true);
+    fputs("\"sites\": [", o);
+    for (size_t i = 0; i < show; i++) {
+      const nd_admit_site_t *e = &t->admit_sites[order[i]];
+      fprintf(o, "%s\n        {\"kind\": \"%s\", ", i ? "," : "", nd_rep_kind_names[e->rec.kind]);
+      json_u64(o, "requests", e->rec.admitted, true);
+      json_u64(o, "bytes", e->rec.bytes, true);
+      json_u64(o, "over_max_bytes", e->rec.over_max, true);
+      json_u64(o, "first_since_start_ns", nd_rep_since_start(t, e->rec.first_ns), true);
+      json_u64(o, "last_since_start_ns", nd_rep_since_start(t, e->rec.last_ns), true);
+      fputs("\"asking_frame\": ", o); // the code asking (null: not found)
+      if (e->rec.ip) {
+        const nd_frame_t *f = nd_sym_frame(r->sym, e->rec.ip);
+        if (!f) {
+          free(order);
+          return -1;
+        }
+        json_frame(o, f);
+      } else {
+        fputs("null", o);
+      }
+      fputs(", ", o);
+      if (e->stack < 0) {
+        fputs("\"stack_id\": null, \"place\": null, \"program_frame\": null, "
+              "\"library_frame\": null, \"frames\": []}", o);
+        continue;
+      }
+      fprintf(o, "\"stack_id\": %u, ", e->rec.stack_id);
+      if (json_stack_key(o, r, (uint32_t)e->stack) ||
+          json_stack(o, r, (uint32_t)e->stack, "         ")) {
+        free(order);
+        return -1;
+      }
+      fputc('}', o);
+    }
+    free(order);
+    fprintf(o, "%s]}", show ? "\n      " : "");
+  }
+  fprintf(o, "%s]", first ? "" : "\n    ");
+  return 0;
+}
+
 // "limits": null when the trace has no record of limits; else the LIMITS record's limits and
 // totals (null without one), what the reader kept, the logged breaches and the kept snapshots
 // with their top sites (brief: the first breach, no snapshots). `last`: no key follows.
@@ -511,6 +579,13 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     json_u64(o, "value", b->value, true);
     json_u64(o, "limit_bytes", b->limit_bytes, true);
     json_u64(o, "count", b->count, t->has.limit_details);
+    if (t->has.admissions) { // version 16: why it could be refused
+      fputs("\"why\": [", o);
+      for (int k = 0, any = 0; k < ND_REP_WHY; k++)
+        if (b->flags & (ND_BREACH_RUNTIME << k))
+          fprintf(o, "%s\"%s\"", any++ ? ", " : "", nd_rep_why_keys[k]);
+      fputs("], ", o);
+    }
     if (t->has.limit_details) { // the refused request's stack, and a retry loop's length
       if (b->flags & ND_BREACH_RETRY_LOOP) {
         fputs("\"retry_loop\": {", o);
@@ -531,6 +606,7 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     fputs(i + 1 < n ? "},\n" : "}\n", o);
   }
   fprintf(o, "%s]", n ? "    " : "");
+  if (json_admitted(o, r)) return -1;
   if (r->o->brief) {
     fprintf(o, "\n  }%s", end);
     return 0;

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 // text_limits.c: limits in the text report (text.h): the summary's limits line, then the limits
 // view: the limits in force and their totals, the logged breaches with the refused requests'
-// stacks, and the snapshots of live memory by site taken at the watermark and at breaches.
+// stacks and why each could be refused, the requests admitted over the limits (how much, from
+// where), and the snapshots of live memory by site taken at the watermark and at breaches.
 #include "render/text.h"
+
+#include "analyse/frames.h"
+#include "analyse/place.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +76,15 @@ void nd_text_limits_line(FILE *o, const nd_trace_t *t) {
   else
     fputs("; no breaches", o);
   if (l->flags & ND_LIMITS_ABORTED) fprintf(o, "; %s", stopped_how(l));
+  uint64_t adm = nd_rep_admitted_total(t);
+  if (adm) {
+    uint64_t bytes = 0;
+    for (int s = 0; s < ND_TRACE_ADMIT_SLOTS; s++)
+      if (t->have_admitted >> s & 1) bytes = nd_rep_sat_add(bytes, t->admitted[s].bytes);
+    nd_rep_human(h, sizeof h, bytes);
+    fprintf(o, "; %llu %s admitted over them (%s)", (unsigned long long)adm,
+            nd_text_plural(adm, "request", "requests"), h);
+  }
   fputc('\n', o);
 }
 
@@ -183,6 +196,10 @@ static int text_breach(FILE *o, report_t *r, size_t rank, const nd_breach_t *x) 
   fputs(" before the call; limit ", o);
   nd_text_bytes(o, b->limit_bytes, false);
   fputc('\n', o);
+  if (b->flags & ND_BREACH_WHY) { // version 16: why it could be refused
+    char why[256];
+    fprintf(o, "      refusable: %s\n", nd_rep_breach_why(b, why, sizeof why));
+  }
   if (b->flags & ND_BREACH_RETRY_LOOP) {
     fprintf(o, "      the thread was refused the same requests %llu times in a row over ",
             (unsigned long long)b->retries);
@@ -219,6 +236,115 @@ static int text_breaches(FILE *o, report_t *r) {
     if ((t->breaches[i].rec.flags & ND_BREACH_RETRY_LOOP) &&
         text_breach(o, r, i + 1, &t->breaches[i]))
       return -1;
+  return 0;
+}
+
+// "      from PLACE" (analyse/place.h): where an admitted request came from.
+static int text_from(FILE *o, report_t *r, uint32_t stack) {
+  nd_rep_place_t p;
+  if (nd_rep_place(r, stack, &p)) return -1;
+  sbuf_t b = {0};
+  if (nd_rep_place_text(&b, &p)) return -1;
+  nd_wrap_raw(o, r->wrap, true); // whole, as the frames
+  fputs("      from ", o);
+  nd_rep_print_text(o, b.p);
+  fputc('\n', o);
+  nd_wrap_raw(o, r->wrap, false);
+  free(b.p);
+  return 0;
+}
+
+// "      asked by FRAME" (the code asking: the request's first frame outside the objects that
+// pass requests on), where the trace knows it.
+static int text_asked(FILE *o, report_t *r, uint64_t ip) {
+  if (!ip) return 0;
+  const nd_frame_t *f = nd_sym_frame(r->sym, ip);
+  if (!f) return -1;
+  sbuf_t b = {0};
+  nd_rep_frame_text(&b, f, ND_NAME_BASE);
+  if (b.oom) {
+    free(b.p);
+    return -1;
+  }
+  nd_wrap_raw(o, r->wrap, true);
+  fputs("      asked by ", o);
+  nd_rep_print_text(o, b.p);
+  fputc('\n', o);
+  nd_wrap_raw(o, r->wrap, false);
+  free(b.p);
+  return 0;
+}
+
+// One limit's admissions and its asking sites (--top of them; brief: the first), each with its
+// place and stack.
+static int text_admitted_limit(FILE *o, report_t *r, int slot, size_t *rank) {
+  const nd_trace_t *t = r->t;
+  const nd_rec_admitted_t *a = &t->admitted[slot];
+  char name[48];
+  const char *lim = nd_rep_admit_limit_name(t, slot, name, sizeof name);
+  fprintf(o, "  %s: %llu %s, ", lim, (unsigned long long)a->admitted,
+          nd_text_plural(a->admitted, "request", "requests"));
+  nd_text_bytes(o, a->bytes, false);
+  // maxPhysicalBytes: its readings when a request was admitted (the program's pages move them too)
+  fputs(a->limit == ND_LIMIT_PHYSICAL ? "; resident at most " : "; at most ", o);
+  nd_text_bytes(o, a->over_max, false);
+  fputs(" past the limit ", o);
+  nd_text_bytes(o, a->limit_bytes, false);
+  fputs("; slack ", o);
+  nd_text_bytes(o, a->slack_bytes, false);
+  fprintf(o, "; %llu refused past the slack", (unsigned long long)a->past_slack);
+  if (a->unplaced) fprintf(o, "; %llu not placed (no room left for their sites)",
+                           (unsigned long long)a->unplaced);
+  fputc('\n', o);
+  size_t *order, n;
+  if (nd_rep_admit_order(t, slot, &order, &n)) return -1;
+  size_t show = r->o->brief ? (n ? 1 : 0) : nd_rep_list_len(r, n);
+  for (size_t i = 0; i < show; i++) {
+    const nd_admit_site_t *e = &t->admit_sites[order[i]];
+    fprintf(o, "#%-3zu %-8s %llu %s, ", ++*rank, nd_rep_kind_names[e->rec.kind],
+            (unsigned long long)e->rec.admitted,
+            nd_text_plural(e->rec.admitted, "request", "requests"));
+    nd_text_bytes(o, e->rec.bytes, false);
+    fputs(e->rec.limit == ND_LIMIT_PHYSICAL ? "; resident at most " : "; at most ", o);
+    nd_text_bytes(o, e->rec.over_max, false);
+    fputs(" past the limit", o);
+    if (e->stack < 0) {
+      fputs(" (no stack recorded)\n", o);
+      if (text_asked(o, r, e->rec.ip)) {
+        free(order);
+        return -1;
+      }
+      continue;
+    }
+    fprintf(o, "  [stack %u]\n", e->rec.stack_id);
+    if (text_from(o, r, (uint32_t)e->stack) || text_asked(o, r, e->rec.ip) ||
+        nd_text_stack(o, r, (uint32_t)e->stack)) {
+      free(order);
+      return -1;
+    }
+  }
+  free(order);
+  return 0;
+}
+
+// The requests admitted over the limits (version 16): from code that cannot take a refusal, let
+// through within each limit's slack.
+static int text_admitted(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!t->has.admissions) return 0;
+  uint64_t n = nd_rep_admitted_total(t);
+  if (!n && !t->have_admitted) {
+    if (!r->o->brief) fputs("\n== admitted over limits: none\n", o);
+    return 0;
+  }
+  fprintf(o, "\n== admitted over limits: %llu %s (from code that cannot take a refusal: let "
+             "through within the limit's slack; NDMEM_LIMIT_REFUSE names code to refuse)",
+          (unsigned long long)n, nd_text_plural(n, "request", "requests"));
+  nd_rep_not_kept(o, t->admit_sites_dropped, ND_TRACE_MAX_ADMIT_SITES);
+  fputc('\n', o);
+  size_t rank = 0;
+  for (int s = 0; s < ND_TRACE_ADMIT_SLOTS; s++)
+    if ((t->have_admitted >> s & 1) && text_admitted_limit(o, r, s, &rank)) return -1;
   return 0;
 }
 
@@ -265,7 +391,7 @@ static int text_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
 int nd_text_limits(FILE *o, report_t *r, bool settings) {
   const nd_trace_t *t = r->t;
   if (settings) text_limit_settings(o, t);
-  if (text_breaches(o, r)) return -1;
+  if (text_breaches(o, r) || text_admitted(o, r)) return -1;
   if (r->o->brief) return 0;
   if (!t->nsnaps) fputs("\n== snapshots: none\n", o);
   for (size_t i = 0; i < t->nsnaps; i++)

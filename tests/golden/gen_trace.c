@@ -553,6 +553,71 @@ static void limits10_trace(void) {
   end(T0 + 3002 * MS, 0);
 }
 
+// Version 16 (t_limits_edge.sh has the truth): maxBytes 64 MiB, slack 16 MiB. libfoo's requests
+// were admitted over it: 200 of them (2 MiB) from its buffer code (stack 2), 100 (1 MiB) from an
+// address no stack was recorded for; one of its requests was refused past the slack (breach 2,
+// no stack), the program's own 128 MiB as a large request (breach 1, stack 1). Device 1's limit
+// (1 GiB, slack 100 MiB) admitted 2 requests of 32 MiB from libfoo (stack 3). `which`: the good
+// trace ("admitted"), or one made bad (bad-admit-*, bad-breach-why*: t_limits_edge.sh names each).
+static void admitted_trace(const char *which) {
+  int v15 = !strcmp(which, "bad-admit-v15") || !strcmp(which, "bad-breach-why-v15");
+  header("/nonexistent/bin/admitted", 1616, v15 ? 15 : 16);
+  module(0, "/nonexistent/bin/admitted", EXE, EXE, EXE + 0x6000);
+  module(1, "/nonexistent/lib/libfoo.so", FOO, FOO, FOO + 0x200000);
+  const uint64_t s1[] = {EXE + 0x1100, EXE + 0x1200};
+  const uint64_t s2[] = {FOO + 0x5100, FOO + 0x5180, EXE + 0x1300};
+  const uint64_t s3[] = {FOO + 0x6100, EXE + 0x1400};
+  stack(1, 2, s1);
+  stack(2, 3, s2);
+  stack(3, 2, s3);
+  flush(1, T0 + 10 * MS);
+  nd_rec_admitted_t a = {.limit = ND_LIMIT_BYTES, .limit_bytes = 64 * MIB, .slack_bytes = 16 * MIB,
+                         .large_bytes = 64 * MIB, .admitted = 300, .bytes = 3 * MIB,
+                         .over_max = 2 * MIB, .past_slack = 1};
+  nd_rec_admit_site_t e = {.limit = ND_LIMIT_BYTES, .flags = ND_ADMIT_STACK, .stack_id = 2,
+                           .kind = 0, .ip = FOO + 0x5180, .admitted = 200, .bytes = 2 * MIB,
+                           .over_max = 2 * MIB, .first_ns = T0 + 20 * MS, .last_ns = T0 + 40 * MS};
+  nd_rec_breach_t b = {.mono_ns = T0 + 50 * MS, .tid = 1616, .limit = ND_LIMIT_BYTES,
+                       .action = ND_ON_LIMIT_FAIL, .fn = MALLOC, .requested = 128 * MIB,
+                       .value = 66 * MIB, .limit_bytes = 64 * MIB, .count = 1, .stack_id = 1,
+                       .flags = ND_BREACH_STACK | ND_BREACH_LARGE};
+  if (!strcmp(which, "bad-admit-limit")) a.limit = 3;
+  if (!strcmp(which, "bad-admit-host-device")) a.device = 2;
+  if (!strcmp(which, "bad-admit-stack")) e.stack_id = 7;
+  if (!strcmp(which, "bad-admit-counts")) e.admitted = 0;
+  if (!strcmp(which, "bad-admit-kind")) e.kind = 5;
+  if (!strcmp(which, "bad-breach-why")) b.flags = ND_BREACH_STACK;
+  if (!strcmp(which, "bad-breach-why-v15")) b.flags = ND_BREACH_RUNTIME;
+  if (strncmp(which, "bad-breach-why", 14)) {
+    nd_tw_record(&w, ND_REC_ADMITTED, &a, sizeof a, NULL, 0);
+    nd_tw_record(&w, ND_REC_ADMIT_SITE, &e, sizeof e, NULL, 0);
+  }
+  breach_rec(&b);
+  b = (nd_rec_breach_t){.mono_ns = T0 + 60 * MS, .tid = 1617, .limit = ND_LIMIT_BYTES,
+                        .action = ND_ON_LIMIT_FAIL, .fn = MALLOC, .requested = 1 * MIB,
+                        .value = 80 * MIB, .limit_bytes = 64 * MIB, .count = 2,
+                        .flags = ND_BREACH_PAST_SLACK};
+  breach_rec(&b);
+  e = (nd_rec_admit_site_t){.limit = ND_LIMIT_BYTES, .ip = FOO + 0x7000, .admitted = 100,
+                            .bytes = 1 * MIB, .over_max = 1 * MIB, .first_ns = T0 + 30 * MS,
+                            .last_ns = T0 + 45 * MS};
+  nd_tw_record(&w, ND_REC_ADMIT_SITE, &e, sizeof e, NULL, 0);
+  a = (nd_rec_admitted_t){.limit = ND_LIMIT_DEVICE, .device = 1, .limit_bytes = 1024 * MIB,
+                          .slack_bytes = 100 * MIB, .large_bytes = 64 * MIB, .admitted = 2,
+                          .bytes = 64 * MIB, .over_max = 40 * MIB};
+  nd_tw_record(&w, ND_REC_ADMITTED, &a, sizeof a, NULL, 0);
+  e = (nd_rec_admit_site_t){.limit = ND_LIMIT_DEVICE, .device = 1, .flags = ND_ADMIT_STACK,
+                            .stack_id = 3, .kind = 5 /* device1 */, .ip = FOO + 0x6100,
+                            .admitted = 2, .bytes = 64 * MIB, .over_max = 40 * MIB,
+                            .first_ns = T0 + 70 * MS, .last_ns = T0 + 71 * MS};
+  nd_tw_record(&w, ND_REC_ADMIT_SITE, &e, sizeof e, NULL, 0);
+  nd_rec_limits_t l = {.max_bytes = 64 * MIB, .ram_bytes = 16384 * MIB, .action = ND_ON_LIMIT_FAIL,
+                       .breaches = {2, 0}, .failed = 2, .reliefs = 4, .peak_tracked = 66 * MIB};
+  limits_rec(l);
+  flush(2, T0 + 100 * MS);
+  end(T0 + 110 * MS, 0);
+}
+
 // More than the reader keeps: 1030 logged breaches (1024 kept), 7 snapshots (the 1st and the 4th
 // to 7th kept; the k-th holds one site of k MiB), the 7th with 4097 sites (4096 kept; the one
 // not kept is the largest, as only the first ones read are kept).
@@ -2046,6 +2111,9 @@ int main(int argc, char **argv) {
       "bad-res-v7",      "bad-res-v9-short", "bad-res-allocator", "bad-res-unknown-read",
       "bad-res-free",    "bad-res-top",      "bad-res-trimmed", "retention-trimmed",
       "limits10",        "bad-breach-stack", "bad-breach-retry",
+      "admitted",        "bad-admit-v15",    "bad-admit-limit", "bad-admit-host-device",
+      "bad-admit-stack", "bad-admit-counts", "bad-admit-kind",  "bad-breach-why",
+      "bad-breach-why-v15",
       "ws-effect",       "ws-effect-small",  "ws-effect-unserved", "ws-effect-none",
       "ws-effect-saving", "ws-effect-nosaving", "ws-effect-notrim",
       "retention-ws",    "bad-ws-trim-max",  "bad-ws-trim-count", "bad-ws-v10-short",
@@ -2111,6 +2179,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "many-limits")) many_limits();
   else if (!strcmp(argv[1], "limits-cut")) limits_cut();
   else if (!strcmp(argv[1], "limits10")) limits10_trace();
+  else if (!strcmp(argv[1], "admitted") || !strncmp(argv[1], "bad-admit-", 10) ||
+           !strncmp(argv[1], "bad-breach-why", 14))
+    admitted_trace(argv[1]);
   else if (!strncmp(argv[1], "bad-v1-", 7) || !strncmp(argv[1], "bad-ws-", 7) ||
            !strcmp(argv[1], "bad-escape-name"))
     bad_trace(argv[1]);

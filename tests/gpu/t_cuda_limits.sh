@@ -3,7 +3,9 @@
 # t_cuda_limits: runs every mode of t_cuda_limits.c with its environment (the program checks the
 # numbers) and checks what the user sees on stderr: one line for a device limit's first breach,
 # the warn line, one line for a bad value. With LIBNDMEM '-' the modes run without the shim and
-# check the driver test double alone, which must print nothing at all.
+# check the driver test double alone, which must print nothing at all. The program's requests are
+# named refusable (NDMEM_LIMIT_REFUSE=%exe), as PyTorch's caching allocator's are: each limit
+# meets them at its exact boundary (t_cuda_admit.sh has what is admitted when nothing is named).
 # usage: t_cuda_limits.sh LIBNDMEM|- T_CUDA_LIMITS FAKECUDA_DIR
 set -u
 lib=$1 prog=$2 fakedir=$3
@@ -18,7 +20,7 @@ run() {
   if [ "$lib" = - ]; then
     env LD_LIBRARY_PATH="$fakedir" "$@" "$prog" "$name" >"$tmp/$name.out" 2>"$tmp/$name.err"
   else
-    env NDMEM_SUMMARY=0 NDMEM_OUTPUT="$tmp/$name.%p.trace" LD_LIBRARY_PATH="$fakedir" "$@" \
+    env NDMEM_SUMMARY=0 NDMEM_LIMIT_REFUSE=%exe NDMEM_OUTPUT="$tmp/$name.%p.trace" LD_LIBRARY_PATH="$fakedir" "$@" \
       LD_PRELOAD="$lib" "$prog" "$name" shim >"$tmp/$name.out" 2>"$tmp/$name.err"
   fi
   rc=$?

@@ -27,7 +27,8 @@ has limit "^ndmem: Over the limit \[DEVICE 0\], served from page-locked host mem
 has limit "^ndmem\[[0-9]*\]: device 0 ran from host memory: 3 allocations (6.00 MiB, peak 6.00 MiB at once, live at exit 0 B) served from page-locked host memory (NDMEM_ON_DEVICE_LIMIT=host): 3 over the device limit, 0 refused by a full device; ndmemreport names their sites$"
 run full full FAKECUDA_TOTAL=8M NDMEM_ON_DEVICE_LIMIT=host
 has full "^ndmem\[[0-9]*\]: device 0 ran from host memory: 1 allocations (4.00 MiB, peak 4.00 MiB at once, live at exit 0 B) served from page-locked host memory (NDMEM_ON_DEVICE_LIMIT=host): 0 over the device limit, 1 refused by a full device"
-run control control NDMEM_MAX_DEVICE_BYTES=4M
+# the program's requests named refusable (as PyTorch's caching allocator's are): refused
+run control control NDMEM_MAX_DEVICE_BYTES=4M NDMEM_LIMIT_REFUSE=%exe
 has control "^ndmem: Can't allocate \[DEVICE 0\] memory: 2.00 MiB requested"
 grep -q 'ran from host memory' "$tmp/control.err" && no "control: spilled without NDMEM_ON_DEVICE_LIMIT=host"
 

@@ -55,6 +55,28 @@ static void limits(void) {
     CHECK_EQ(v, 77);
   }
 
+  // NDMEM_LIMIT_SLACK: auto, a size, a percentage of the limit (stored as -ppm); in bytes for a
+  // limit: auto is the larger of 64 MiB and 10 %
+  static const struct { const char *s; int64_t want, limit, bytes; } slack[] = {
+      {"auto", ND_SLACK_AUTO, 100 << 20, 64 << 20}, {"AUTO", ND_SLACK_AUTO, 8LL << 30, 858993459},
+      {"0", 0, 100 << 20, 0}, {"16m", 16 << 20, 100 << 20, 16 << 20},
+      {"10%", -100000, 100 << 20, 10485760}, {"12.5%", -125000, 8000, 1000},
+      {"1000%", -10000000, 1000, 10000}, {"1.5g", 1610612736, 1, 1610612736},
+  };
+  for (size_t i = 0; i < sizeof slack / sizeof slack[0]; i++) {
+    v = 77;
+    if (nd_parse_slack(slack[i].s, &v) != 0) fprintf(stderr, "rejected good slack '%s'\n", slack[i].s);
+    CHECK_EQ(v, slack[i].want);
+    CHECK_EQ(nd_config_slack_bytes(v, slack[i].limit), slack[i].bytes);
+  }
+  CHECK_EQ(nd_config_slack_bytes(ND_SLACK_AUTO, 0), 0); // no limit: no slack
+  static const char *bad_slack[] = {"", "x", "-1m", "1001%", "%", "10%%", "autox", "8 m"};
+  for (size_t i = 0; i < sizeof bad_slack / sizeof bad_slack[0]; i++) {
+    v = 77;
+    if (nd_parse_slack(bad_slack[i], &v) == 0) fprintf(stderr, "accepted bad slack '%s'\n", bad_slack[i]);
+    CHECK_EQ(v, 77);
+  }
+
   // A fake cgroup v2 tree: the process in /a/b, limits at / (none: "max"), /a (300 MiB) and
   // /a/b (500 MiB): the tighter one, up the path, wins.
   char root[] = "/tmp/ndmem-cg-XXXXXX";
@@ -128,6 +150,22 @@ static void limits(void) {
   CHECK_STR(warnings[1], "ndmem: NDMEM_WARN_AT='lots' is not a limit (e.g. 8G, 512m, 1.5g, "
                          "1073741824, 75%, auto or off); using auto");
   CHECK_STR(warnings[2], "ndmem: NDMEM_ON_LIMIT='explode' is not one of fail/warn/abort; using fail");
+  // Which requests a limit may refuse, and how far the others may pass it
+  char *env_adm[] = {"NDMEM_LIMIT_REFUSE=%exe,libfoo.so*", "NDMEM_LIMIT_SLACK=5%",
+                     "NDMEM_LIMIT_LARGE=1g", NULL};
+  nwarn = 0;
+  CHECK_EQ(nd_config_load(&cfg, env_adm, 0, collect, NULL), 0);
+  CHECK_STR(cfg.limit_refuse, "%exe,libfoo.so*");
+  CHECK_EQ(cfg.limit_slack, -50000);
+  CHECK_EQ(cfg.limit_large, 1073741824);
+  char *env_adm2[] = {"NDMEM_LIMIT_REFUSE=", "NDMEM_LIMIT_SLACK=lots", NULL};
+  nwarn = 0;
+  CHECK_EQ(nd_config_load(&cfg, env_adm2, 0, collect, NULL), 1); // an empty list is none
+  CHECK_STR(cfg.limit_refuse, "");
+  CHECK_EQ(cfg.limit_slack, ND_SLACK_AUTO);
+  CHECK_EQ(cfg.limit_large, 64 << 20);
+  CHECK_STR(warnings[0], "ndmem: NDMEM_LIMIT_SLACK='lots' is not a slack (e.g. 64m, 10% of the "
+                         "limit, auto or 0); using auto");
   char *env3[] = {"NDMEM_TEST_CGROUP_DIR=/nonexistent", "NDMEM_WARN_AT=0", NULL};
   nd_config_load(&cfg, env3, 0, collect, NULL);
   CHECK_EQ(cfg.cgroup_bytes, 0);

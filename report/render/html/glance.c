@@ -268,6 +268,16 @@ static void card_limits(FILE *o, const report_t *r) {
     limit_line(o, name, t->devices[d].limit_bytes, p > 0 ? (uint64_t)p : 0, true);
   }
   fputs("</ul>\n", o);
+  uint64_t adm = nd_rep_admitted_total(t);
+  if (adm) { // version 16: let through from code that cannot take a refusal
+    uint64_t bytes = 0;
+    for (int s = 0; s < ND_TRACE_ADMIT_SLOTS; s++)
+      if (t->have_admitted >> s & 1) bytes = nd_rep_sat_add(bytes, t->admitted[s].bytes);
+    fprintf(o, "<p>%llu %s admitted over the limits (", (unsigned long long)adm,
+            adm == 1 ? "request" : "requests");
+    nd_html_bytes(o, bytes, false);
+    fputs(") from code that cannot take a refusal.</p>\n", o);
+  }
   if (t->nsnaps)
     fprintf(o, "<p>%zu %s of live memory by site.</p>\n", t->nsnaps,
             t->nsnaps == 1 ? "snapshot" : "snapshots");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // limits.c: the HTML report's limits (html.h): the limits in force and their peaks, the totals,
-// the logged breaches, and the snapshots with their sites folded under each.
+// the logged breaches (why each request could be refused), the requests admitted over the limits
+// with their places, and the snapshots with their sites folded under each.
 #include "render/html/html.h"
 
 #include <stdint.h>
@@ -52,6 +53,76 @@ static int html_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
     fputs("</table>\n", o);
   }
   fputs("</details>\n", o);
+  return 0;
+}
+
+// The requests admitted over the limits (version 16): each limit's totals, then the asking sites
+// (--top of them), most bytes first, each by its place with its stack folded.
+static int html_admitted(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!t->have_admitted) return 0;
+  uint64_t total = nd_rep_admitted_total(t);
+  fprintf(o, "<h3>Admitted over limits: %llu %s</h3>\n<p class=\"note\">From code that cannot "
+             "take a refusal: let through within the limit's slack (NDMEM_LIMIT_SLACK). "
+             "NDMEM_LIMIT_REFUSE names code whose requests may be refused.</p>\n<table>\n"
+             "<tr><th>#</th><th>limit</th><th>kind</th><th>requests</th><th>bytes</th>"
+             "<th>most past the limit</th><th>from</th></tr>\n",
+          (unsigned long long)total, total == 1 ? "request" : "requests");
+  size_t rank = 0;
+  for (int slot = 0; slot < ND_TRACE_ADMIT_SLOTS; slot++) {
+    if (!(t->have_admitted >> slot & 1)) continue;
+    const nd_rec_admitted_t *a = &t->admitted[slot];
+    char name[48], bytes[ND_HTML_SIZE], over[ND_HTML_SIZE], lim[ND_HTML_SIZE], slack[ND_HTML_SIZE];
+    const char *limit = nd_rep_admit_limit_name(t, slot, name, sizeof name);
+    fprintf(o, "<tr><td></td><td>%s %s</td><td>all</td><td class=\"n\">%llu</td>"
+               "<td class=\"n\">%s</td><td class=\"n\">%s</td><td>slack %s; %llu refused past "
+               "it</td></tr>\n",
+            limit, nd_html_size(lim, a->limit_bytes, false), (unsigned long long)a->admitted,
+            nd_html_size(bytes, a->bytes, false), nd_html_size(over, a->over_max, false),
+            nd_html_size(slack, a->slack_bytes, false), (unsigned long long)a->past_slack);
+    size_t *order, n;
+    if (nd_rep_admit_order(t, slot, &order, &n)) return -1;
+    size_t show = nd_rep_list_len(r, n);
+    for (size_t i = 0; i < show; i++) {
+      const nd_admit_site_t *e = &t->admit_sites[order[i]];
+      fprintf(o, "<tr><td>%zu</td><td>%s</td><td>%s</td><td class=\"n\">%llu</td>"
+                 "<td class=\"n\">%s</td><td class=\"n\">%s</td><td>",
+              ++rank, limit, nd_rep_kind_names[e->rec.kind], (unsigned long long)e->rec.admitted,
+              nd_html_size(bytes, e->rec.bytes, false), nd_html_size(over, e->rec.over_max, false));
+      if (e->stack < 0) {
+        fputs("(no stack recorded)", o);
+      } else {
+        fputs("<details><summary>", o);
+        if (nd_html_site_label(o, r, (uint32_t)e->stack)) {
+          free(order);
+          return -1;
+        }
+        fprintf(o, " (stack %u)</summary>", e->rec.stack_id);
+        if (nd_html_stack(o, r, (uint32_t)e->stack)) {
+          free(order);
+          return -1;
+        }
+        fputs("</details>", o);
+      }
+      // the code asking (looked up after the stack: a lookup may end an earlier frame's life)
+      const nd_frame_t *f = e->rec.ip ? nd_sym_frame(r->sym, e->rec.ip) : NULL;
+      if (e->rec.ip && !f) {
+        free(order);
+        return -1;
+      }
+      if (f) {
+        sbuf_t b = {0};
+        nd_rep_frame_text(&b, f, ND_NAME_BASE);
+        fputs(" <span class=\"note\">asked by ", o);
+        if (b.p) nd_html_esc(o, b.p);
+        fputs("</span>", o);
+        free(b.p);
+      }
+      fputs("</td></tr>\n", o);
+    }
+    free(order);
+  }
+  fputs("</table>\n", o);
   return 0;
 }
 
@@ -117,6 +188,11 @@ int nd_html_limits(FILE *o, report_t *r) {
       fprintf(o, "</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s",
               nd_html_size(req, b->requested, false), nd_html_size(before, b->value, false),
               nd_html_size(limit, b->limit_bytes, false), done[b->action < 4 ? b->action : 0]);
+      if (b->flags & ND_BREACH_WHY) { // version 16: why it could be refused
+        char why[256];
+        fputs(": ", o);
+        nd_html_esc(o, nd_rep_breach_why(b, why, sizeof why));
+      }
       if (b->flags & ND_BREACH_RETRY_LOOP) { // version 10: why it stopped the process
         fprintf(o, ": refused %llu times in a row over ", (unsigned long long)b->retries);
         nd_rep_print_secs(o, b->retry_ns);
@@ -126,6 +202,7 @@ int nd_html_limits(FILE *o, report_t *r) {
     }
     fputs("</table>\n", o);
   }
+  if (html_admitted(o, r)) return -1;
   if (t->nsnaps) {
     fprintf(o, "<h3>Snapshots: %llu in the trace, %zu kept</h3>\n<table>\n<tr><th>#</th>"
                "<th>at</th><th>reason</th><th>tracked</th><th>physical</th><th>threshold</th>"

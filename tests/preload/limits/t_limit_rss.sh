@@ -6,7 +6,8 @@
 # the cycle fits: the plan shrinks to 52.00 MiB, every allocation still served from it (said in
 # one line), the results the same and the resident peak no higher than without the limit. Under
 # 40m even the cycle does not fit: the job is refused an allocation (exit 3), its resident peak
-# no higher either.
+# no higher either. The job's allocations are the program's own, named refusable
+# (NDMEM_LIMIT_REFUSE=%exe): they meet the limit as a runtime's would.
 # usage: t_limit_rss.sh LIBNDMEM T_LIMIT_RSS NDMEMREPORT
 set -u
 lib=$1 prog=$2 rep=$3
@@ -15,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 no() { echo "FAIL: $*" >&2; fail=1; }
 run() { # NAME MAX_BYTES: the run's stdout in $tmp/NAME.out, stderr in .err, its trace NAME.PID
-  NDMEM_SUMMARY=0 NDMEM_MAX_BYTES=$2 NDMEM_OUTPUT="$tmp/$1.%p.trace" LD_PRELOAD=$lib "$prog" 40 \
+  NDMEM_SUMMARY=0 NDMEM_LIMIT_REFUSE=%exe NDMEM_MAX_BYTES=$2 NDMEM_OUTPUT="$tmp/$1.%p.trace" LD_PRELOAD=$lib "$prog" 40 \
     >"$tmp/$1.out" 2>"$tmp/$1.err"
 }
 peak() { sed -n 's/^peak_rss_kib //p' "$tmp/$1.out"; }

@@ -3,6 +3,9 @@
 # t_limits: runs every mode of t_limits.c with its environment and checks what the user sees:
 # the one-line messages, the exit status of NDMEM_ON_LIMIT=abort, and ndmemreport's limits view
 # of the traces (the breach, the snapshots and their sites at t_limits.c:LINE).
+# Every mode's requests are the program's own, made where a refusal is taken: the program is named
+# refusable (NDMEM_LIMIT_REFUSE=%exe), so that each limit meets them as it meets a runtime's
+# (t_admit.sh has what is admitted when nothing is named).
 # The cgroup mode runs in a real memory cgroup when this machine lets the test make one (cgroup v1
 # memory controller, or v2 with memory enabled), else in a simulated one (NDMEM_TEST_CGROUP_DIR).
 # usage: t_limits.sh LIBNDMEM T_LIMITS NDMEMREPORT T_LIMITS_C
@@ -25,7 +28,7 @@ run() {
   vars=
   while [ "$1" != "--" ]; do vars="$vars $1"; shift; done
   shift
-  env NDMEM_SUMMARY=0 NDMEM_OUTPUT="$tmp/$name.%p.trace" $vars LD_PRELOAD="$lib" "$prog" "$@" \
+  env NDMEM_SUMMARY=0 NDMEM_LIMIT_REFUSE=%exe NDMEM_OUTPUT="$tmp/$name.%p.trace" $vars LD_PRELOAD="$lib" "$prog" "$@" \
     >"$tmp/$name.out" 2>"$tmp/$name.err"
   rc=$?
   if [ "$rc" -ne "$want" ]; then
@@ -105,7 +108,7 @@ for kind in same alternate; do
   at='retry_request \([^)]*t_limits.c:'"$l"'\)'
   [ $kind = same ] || at="($at|retrier \\([^)]*t_limits.c:$lm\\))"
   flat "$tmp/retry_$kind.report" | grep -q ' allocations failed; stopped on a retry loop ' &&
-    flat "$tmp/retry_$kind.report" | grep -Eq ' -> aborted the process tracked [0-9]+ B before the call; limit 16.00 MiB \(16777216 B\) the thread was refused the same requests [0-9]+ times in a row over 0.[34][0-9]* s: the program cannot take the failure, so ndmem stopped it \(NDMEM_LIMIT_RETRY_MS\) #0 '"$at" ||
+    flat "$tmp/retry_$kind.report" | grep -Eq ' -> aborted the process tracked [0-9]+ B before the call; limit 16.00 MiB \(16777216 B\) refusable: from an object NDMEM_LIMIT_REFUSE names; a large request \(NDMEM_LIMIT_LARGE\) the thread was refused the same requests [0-9]+ times in a row over 0.[34][0-9]* s: the program cannot take the failure, so ndmem stopped it \(NDMEM_LIMIT_RETRY_MS\) #0 '"$at" ||
     { echo "retry_$kind: the report does not show the loop at t_limits.c:$l" >&2; cat "$tmp/retry_$kind.report" >&2; fail=1; }
 done
 run retry_giveup 0 NDMEM_LIMIT_RETRY_MS=300 -- retry giveup
@@ -164,7 +167,7 @@ else
 fi
 if [ -n "$cg_dir" ]; then
   echo "cgroup: a real memory cgroup, $cg_dir"
-  env NDMEM_SUMMARY=0 NDMEM_OUTPUT="$tmp/cgroup.%p.trace" NDMEM_MAX_BYTES=150% LD_PRELOAD="$lib" \
+  env NDMEM_SUMMARY=0 NDMEM_LIMIT_REFUSE=%exe NDMEM_OUTPUT="$tmp/cgroup.%p.trace" NDMEM_MAX_BYTES=150% LD_PRELOAD="$lib" \
     sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" cgroup "$3"' sh "$cg_dir" "$prog" $cg_limit \
     >"$tmp/cgroup.out" 2>"$tmp/cgroup.err"
   rc=$?

@@ -6,7 +6,8 @@
 # C++ site found growing: demo::Cache::keep(unsigned long). A C program whose functions carry C++
 # linkage names: without a runtime they stay as the loader has them (and no runtime was mapped
 # into it); with libstdc++ dlopen'ed, at start or only after a first line found none (the loader's
-# map changed), they read demangled.
+# map changed), they read demangled. The programs' own requests are named refusable
+# (NDMEM_LIMIT_REFUSE=%exe): each is refused where it crosses the limit, as before admissions.
 # usage: t_live_lines.sh LIBNDMEM T_LIVE_C T_LIVE_CXX (T_LIVE_CXX '-': no C++ compiler)
 set -u
 lib=$1 cprog=$2 cxxprog=$3
@@ -22,7 +23,7 @@ run() {
   vars=
   while [ "$1" != "--" ]; do vars="$vars $1"; shift; done
   shift
-  env NDMEM_SUMMARY=0 NDMEM_WORKSPACES=0 NDMEM_OUTPUT="$tmp/$name.%p.trace" $vars \
+  env NDMEM_SUMMARY=0 NDMEM_WORKSPACES=0 NDMEM_LIMIT_REFUSE=%exe NDMEM_OUTPUT="$tmp/$name.%p.trace" $vars \
     LD_PRELOAD="$lib" "$prog" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" ||
     no "$name: exit $?: $(cat "$tmp/$name.err")"
 }

@@ -7,6 +7,10 @@
 #  numpy_whole    the same with mappings counted whole: OpenBLAS's thread retries its refused
 #                 buffer for ever while the exiting main thread waits to join it; ndmem stops the
 #                 retry loop (exit 134), naming blas_memory_alloc, the trace saying why
+#  numpy_gemm     numpy fills memory up to --max-bytes=60m, then multiplies matrices with
+#                 OpenBLAS's threads: gemm_driver's job array is admitted over the limit (it
+#                 was refused, and OpenBLAS printed "malloc failed in gemm_driver" and called
+#                 exit(1): no traceback); the job ends with numpy's MemoryError (exit 1)
 #  torch_physical a PyTorch loop with DataLoader workers over maxPhysicalBytes: Python's
 #                 traceback (RuntimeError or MemoryError) and exit 1, never SIGABRT (the refused
 #                 operator new used to reach abort())
@@ -14,9 +18,9 @@
 #                 with mappings counted whole it fails (OpenBLAS reserves more than the limit)
 # Each run has 120 s (each takes a few); a run that needs them is a hang. The numpy parts skip
 # (said) without numpy, the torch parts without torch; all of them, 77.
-# usage: t_limits_end.sh NDMEM_TOOL NDMEMREPORT FIND_PYTHON TORCH_LIMIT_PY
+# usage: t_limits_end.sh NDMEM_TOOL NDMEMREPORT FIND_PYTHON TORCH_LIMIT_PY GEMM_LIMIT_PY
 set -u
-tool=$1 report=$2 find_python=$3 torch_py=$4
+tool=$1 report=$2 find_python=$3 torch_py=$4 gemm_py=$5
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0 ran=0
@@ -44,6 +48,13 @@ if py=$("$find_python" 2>/dev/null); then
     has numpy_touched "^ndmem: Can't allocate \[HOST\] memory: 256.00 MiB requested; tracked [0-9.]* [KM]*i*B + 256.00 MiB > maxBytes 100.00 MiB after relief gave back [^;]*; "
     has numpy_touched "Unable to allocate 256. MiB for an array with shape (33554432,)"
     has numpy_touched "^ndmem\[[0-9]*\]: limits: maxBytes 100.00 MiB (peak tracked [0-9.]* [KM]*i*B; untouched mappings not counted [0-9.]* MiB), "
+  fi
+  if job numpy_gemm 1 --no-report --max-bytes=60m -- "$py" "$gemm_py"; then
+    has numpy_gemm '^Traceback (most recent call last):$'
+    grep -v '^ndmem\|^$' "$tmp/numpy_gemm.err" | tail -1 | grep -q 'MemoryError' ||
+      no "numpy_gemm: the last line is not numpy's MemoryError: $(tail -1 "$tmp/numpy_gemm.err")"
+    hasnt numpy_gemm 'malloc failed'
+    has numpy_gemm '^ndmem\[[0-9]*\]: limits: maxBytes 60.00 MiB .*; admitted [0-9]* requests\? over maxBytes ([0-9.]* [KM]iB; at most [0-9.]* [KM]iB past it, slack 64.00 MiB), most from [^ ]*libopenblas.so.0'
   fi
   if job numpy_whole 134 --max-bytes=100m --max-bytes-mappings=whole -- "$py" -c "$code"; then
     has numpy_whole "^ndmem: thread [0-9]* was refused the same requests [0-9]* times in a row over 2.[0-9]* s (the last: m[a-z]* of 128.00 MiB; maxBytes 100.00 MiB): the program cannot take the failure NDMEM_ON_LIMIT=fail gives it (NDMEM_LIMIT_RETRY_MS=2000)$"
