@@ -81,6 +81,14 @@ ND_EXPORT void (*signal(int sig, void (*handler)(int)))(int) { return nd_signal(
 ND_EXPORT void _exit(int status) { nd_exit_now(status); }
 ND_EXPORT void _Exit(int status) { nd_exit_now(status); }
 ND_EXPORT int pipe2(int fds[2], int flags) { return nd_pipe2(fds, flags, RA); }
+// The program's main starts through ndmem's, which keeps its exit status (exits.c).
+int __libc_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                      void (*rtld_fini)(void), void *stack_end);
+ND_EXPORT int __libc_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void),
+                                void (*fini)(void), void (*rtld_fini)(void), void *stack_end) {
+  return nd_start_main(main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
 
 // keys.c: libunwind's key is ndmem's own, so that every key is the program's.
 ND_EXPORT int pthread_key_create(pthread_key_t *key, void (*destructor)(void *)) {

@@ -671,11 +671,13 @@ static void region_record(void *ctx, const nd_range_t *m) {
 }
 
 // How the process ends (enum nd_exit_how), before the final flush.
+// code: the exit status (-1: a normal exit's not known) or the signal.
 static void nd_trace_set_exit(int how, int code) {
   tr.exit.mono_ns = nd_os_mono_ns();
   tr.exit.how = (uint32_t)how;
-  tr.exit.code = code;
+  tr.exit.code = code < 0 ? 0 : code;
   tr.exit.tid = (uint32_t)nd_os_gettid();
+  tr.exit.flags = (how == ND_EXIT_NORMAL && code >= 0) || how == ND_EXIT_UNDERSCORE ? ND_EXIT_STATUS : 0;
 }
 
 static void nd_trace_flush(int final) {
@@ -723,7 +725,7 @@ static void nd_trace_flush(int final) {
                       __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
   if (final) {
-    if (!tr.exit.mono_ns) nd_trace_set_exit(ND_EXIT_NORMAL, 0);
+    if (!tr.exit.mono_ns) nd_trace_set_exit(ND_EXIT_NORMAL, -1);
     nd_rec_scan_t scan;
     held = nd_reach_scan((int)tr.exit.how, &scan);
     nd_tw_record(&tr.w, ND_REC_SCAN, &scan, sizeof scan, NULL, 0);

@@ -23,6 +23,7 @@
 #include "runtime/sysmem.h"
 #include "common/trace_format.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -128,6 +129,7 @@ static void setup(char *const *envp) {
 static void atfork_child(nd_tls_t *t) {
   (void)t;
   signals.pid = nd_os_getpid();
+  nd_exit_status = -1; // forked from an exit handler: the child's exit is its own
   // the child's threads are its own to count
   last_thread.last_ns = 0, last_thread.streak = 0, last_thread.done = 0;
 }
@@ -300,6 +302,46 @@ void nd_exit_now(int status) {
   if (!nd_real.exit_) nd_thread_prepare(&nd_tls);
   if (nd_real.exit_) nd_real.exit_(status);
   for (;;) syscall(SYS_exit_group, (long)status);
+}
+
+// ---------------------------------------------------------------- the exit status
+
+// exit() runs the handlers registered with atexit and on_exit, the latest first, and only then
+// the loader's _dl_fini, which runs ndmem's destructor (init.c): the status is gone by then. A
+// handler registered as main starts (after glibc registered _dl_fini, before the program registers
+// any) is run with it by every exit of the process: exit() from any thread or library, a return
+// from main. __libc_start_main is hooked for that moment alone: it starts the program's main
+// through nd_main, which registers the handler (as ndmem's own: its allocation is not the
+// program's) and calls main on, a tail call, so that main's caller is libc's as without ndmem.
+int nd_exit_status = -1;
+static nd_main_fn program_main;
+
+static void keep_status(int status, void *arg) {
+  (void)arg;
+  __atomic_store_n(&nd_exit_status, status & 0xff, __ATOMIC_RELEASE); // what the parent gets
+}
+
+static int nd_main(int argc, char **argv, char **envp) {
+  nd_tls_t *t = &nd_tls;
+  if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_READY && nd_accounting_on()) {
+    unsigned char m = t->mode;
+    t->mode = ND_T_BUSY;
+    on_exit(keep_status, NULL);
+    t->mode = m;
+  }
+  return program_main(argc, argv, envp);
+}
+
+int nd_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                  void (*rtld_fini)(void), void *stack_end) {
+  if (ND_UNLIKELY(!nd_real.start_main)) nd_thread_prepare(&nd_tls);
+  nd_start_main_fn real = nd_real.start_main;
+  if (!real) { // never resolved (the shim could not set up): found now, or the program cannot run
+    real = (nd_start_main_fn)(uintptr_t)dlsym(RTLD_NEXT, "__libc_start_main");
+    if (!real) syscall(SYS_exit_group, 127);
+  }
+  program_main = main;
+  return real(nd_main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 // libunwind opens a pipe when it initialises (to validate memory through write(2)); it would be

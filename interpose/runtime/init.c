@@ -284,7 +284,7 @@ __attribute__((destructor)) static void nd_dtor(void) {
   unsigned char saved = t->mode;
   for (int i = 0; i < nmodules; i++)
     if (by_order[i]->exit_wait) by_order[i]->exit_wait();
-  nd_finish(ND_EXIT_NORMAL, 0);
+  nd_finish(ND_EXIT_NORMAL, __atomic_load_n(&nd_exit_status, __ATOMIC_ACQUIRE));
   t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
 }
 

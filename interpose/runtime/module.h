@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 struct nd_tls;
+struct nd_buf;
 
 // One trace record of a module's (output/trace.c writes it, with its tag, into the next flush).
 typedef void (*nd_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
@@ -31,6 +32,10 @@ typedef struct nd_module {
   void (*forked)(void);                   // a fork child's first call: what it writes is made
   void (*exit_wait)(void);                // a normal exit, before the end is written
   void (*finish)(int how, int code);      // the end (enum nd_exit_how): what is left is written
+  // Words of its own for the summary's exit line (summary.c), appended to `line`: 1 when it added
+  // some (the line is then said even for a normal exit). code: the exit status (-1: not known) or
+  // the signal.
+  int (*exit_note)(struct nd_buf *line, int how, int code);
   void (*flush)(void);                    // write what is pending now (a snapshot asked for)
   int (*writing)(void);                   // a trace is being written
   uint64_t (*relieve)(void);              // memory held for reuse given back: its bytes

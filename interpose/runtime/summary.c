@@ -130,19 +130,34 @@ void nd_print_summary(int fd) {
   }
 }
 
+// How the process ended, where that is worth a line: a fatal signal, _exit, and any end a module
+// ties something to (limits: a refused request shortly before, or before an end that is not
+// clean). code: the exit status (-1: not known) or the signal.
+static void exit_line(int fd, int how, int code) {
+  nd_buf_t b;
+  line_start(&b);
+  int say = how == ND_EXIT_SIGNAL || how == ND_EXIT_UNDERSCORE;
+  if (how == ND_EXIT_SIGNAL)
+    nd_buf_fmt(&b, "ended by signal %d (%s)", code, sigabbrev_np(code) ? sigabbrev_np(code) : "?");
+  else if (how == ND_EXIT_UNDERSCORE)
+    nd_buf_fmt(&b, "ended by _exit(%d)", code);
+  else if (how == ND_EXIT_NORMAL && code >= 0)
+    nd_buf_fmt(&b, "ended by exit(%d)", code);
+  else
+    nd_buf_str(&b, "ended");
+  int n;
+  const nd_module_t *const *m = nd_modules(&n);
+  for (int i = 0; i < n; i++)
+    if (m[i]->exit_note && m[i]->exit_note(&b, how, code)) say = 1;
+  if (how == ND_EXIT_SIGNAL) nd_buf_str(&b, "; the trace is complete up to here");
+  if (say) nd_buf_line(&b, fd);
+}
+
 void nd_summary_end(int how, int code) {
   int fd = log_fd();
   nd_buf_t b;
   nd_buf_reset(&b);
   if (!nd_os_at_line_start(fd)) nd_buf_line(&b, fd); // after a program's unfinished line
-  if (how == ND_EXIT_SIGNAL || how == ND_EXIT_UNDERSCORE) {
-    line_start(&b);
-    if (how == ND_EXIT_SIGNAL)
-      nd_buf_fmt(&b, "ended by signal %d (%s); the trace is complete up to here", code,
-                 sigabbrev_np(code) ? sigabbrev_np(code) : "?");
-    else
-      nd_buf_fmt(&b, "ended by _exit(%d)", code);
-    nd_buf_line(&b, fd);
-  }
+  exit_line(fd, how, code);
   nd_print_summary(fd);
 }
