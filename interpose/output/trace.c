@@ -51,8 +51,9 @@ extern char **environ;
 #define ZOUT_BUF (256u << 10) // compressed bytes on their way to the file
 
 // File not created yet; created; failed (tracing stops); complete (the final flush wrote END:
-// a flush that comes later, the writer thread's or the limits', writes nothing after it).
-enum { TR_LATER, TR_OK, TR_OFF, TR_DONE };
+// a flush that comes later, the writer thread's or the limits', writes nothing after it); an exec
+// is being made (its EXEC record is the last, unless it fails: then TR_OK again).
+enum { TR_LATER, TR_OK, TR_OFF, TR_DONE, TR_EXEC };
 
 static struct {
   int on;     // tracing configured and set up
@@ -88,6 +89,8 @@ static int nd_trace_enabled(void) { return tr.on && tr.state != TR_OFF; }
 static void nd_trace_create(int alone);
 // final: live blocks, EXIT and END (the end of accounting).
 static void nd_trace_flush(int final);
+// A flush, and an exec's record (NULL: none) before its FLUSH record.
+static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path);
 
 static void start_thread(void);
 
@@ -680,11 +683,14 @@ static void nd_trace_set_exit(int how, int code) {
   tr.exit.flags = (how == ND_EXIT_NORMAL && code >= 0) || how == ND_EXIT_UNDERSCORE ? ND_EXIT_STATUS : 0;
 }
 
-static void nd_trace_flush(int final) {
+static void nd_trace_flush(int final) { flush_exec(final, NULL, NULL); }
+
+static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
   if (!tr.on) return;
   // The last words wait for a flush of the writer thread's while it works (a million sites take
   // longer than a lock's patience): running beside it would interleave two writers' records.
   nd_os_mutex_lock_working(&tr.lock, &tr.progress);
+  if (ex && ex->err && tr.state == TR_EXEC) tr.state = TR_OK; // it failed: the trace goes on
   // A fork child that never allocated (it only exec'd or _exit'ed) leaves no file: TR_LATER.
   int fd = tr.state == TR_OK ? trace_fd() : -1;
   if (fd < 0) {
@@ -721,6 +727,7 @@ static void nd_trace_flush(int final) {
     nd_py_record(&py);
     nd_tw_record(&tr.w, ND_REC_PYTHON, &py, sizeof py, NULL, 0);
   }
+  if (ex) nd_tw_record(&tr.w, ND_REC_EXEC, ex, sizeof *ex, path, ex->path_len);
   nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq, __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED),
                       __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
@@ -748,6 +755,9 @@ static void nd_trace_flush(int final) {
     tr.state = TR_OFF;
   } else if (final) {
     tr.state = TR_DONE;
+    run_log_end();
+  } else if (ex && !ex->err) { // nothing more until the exec fails; where it succeeds, its end
+    tr.state = TR_EXEC;
     run_log_end();
   }
   // After the trace: its sites' windows named the growth.
@@ -854,8 +864,9 @@ static void finish(int how, int code) {
   nd_trace_flush(1);
 }
 static void flush(void) { nd_trace_flush(0); }
+static void trace_exec(const nd_rec_exec_t *r, const char *path) { flush_exec(0, r, path); }
 
 ND_MODULE(nd_trace_module) = {.name = "trace", .rank = 20, .order = 1, .setup = setup,
                               .atfork_prepare = atfork_prepare, .atfork_parent = atfork_parent,
                               .atfork_child = atfork_child, .forked = forked, .finish = finish,
-                              .flush = flush, .writing = nd_trace_enabled};
+                              .flush = flush, .exec = trace_exec, .writing = nd_trace_enabled};

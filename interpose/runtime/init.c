@@ -96,6 +96,11 @@ void nd_modules_flush(void) {
     if (by_order[i]->flush) by_order[i]->flush();
 }
 
+void nd_modules_exec(const struct nd_rec_exec *r, const char *path) {
+  for (int i = 0; i < nmodules; i++)
+    if (by_order[i]->exec) by_order[i]->exec(r, path);
+}
+
 uint64_t nd_modules_relieve(void) {
   uint64_t bytes = 0;
   for (int i = 0; i < nmodules; i++)

@@ -15,6 +15,7 @@
 
 struct nd_tls;
 struct nd_buf;
+struct nd_rec_exec;
 
 // One trace record of a module's (output/trace.c writes it, with its tag, into the next flush).
 typedef void (*nd_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
@@ -37,6 +38,10 @@ typedef struct nd_module {
   // the signal.
   int (*exit_note)(struct nd_buf *line, int how, int code);
   void (*flush)(void);                    // write what is pending now (a snapshot asked for)
+  // An exec (exec.c): about to be made (r->err 0: what is pending is written with the record,
+  // and nothing after it until the exec fails), or failed (r->err: the process goes on). path:
+  // r->path_len bytes.
+  void (*exec)(const struct nd_rec_exec *r, const char *path);
   int (*writing)(void);                   // a trace is being written
   uint64_t (*relieve)(void);              // memory held for reuse given back: its bytes
   void (*summary)(int fd);                // its lines of the exit summary
@@ -50,6 +55,7 @@ typedef struct nd_module {
 const nd_module_t *const *nd_modules(int *n);
 void nd_modules_write_records(nd_record_fn rec, void *ctx);
 void nd_modules_flush(void);  // every module's flush: what is pending is written now
+void nd_modules_exec(const struct nd_rec_exec *r, const char *path); // every module's exec
 int nd_modules_writing(void); // a module writes a trace
 uint64_t nd_modules_relieve(void); // every module's relief (a limit is near): the bytes given back
 

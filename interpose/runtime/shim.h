@@ -22,6 +22,7 @@
 #include "account/counters.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -116,6 +117,9 @@ void nd_warn_line(const char *line, void *ctx); // a remark, unless this process
 void nd_summary_open(void);           // keep a copy of stderr for the summary
 void nd_summary_end(int how, int code); // the end's lines and the summary
 void nd_summary_atfork_child(void);
+// An exec the shim cannot follow (follow: enum nd_exec_follow), about to be made (err 0: the
+// exec's line and the summary, the last this image says) or failed (err: one line).
+void nd_summary_exec(const char *path, int follow, int err);
 // The end of accounting, once: final trace flush and summary. how: enum nd_exit_how
 // (trace_format.h); code: the exit status (-1: a normal exit's not known) or the signal.
 void nd_finish(int how, int code);
@@ -178,6 +182,18 @@ int nd_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void), vo
 // The status exit() was called with (or main returned), low 8 bits; -1 before (or not known: a
 // process whose main the shim did not see start).
 extern int nd_exit_status;
+
+// exec.c: an exec is recorded before it is made (what, and whether the shim follows it), and a
+// failed one leaves the process as it was. The hooks of the family, each a forward.
+void nd_exec_resolve(void *(*sym)(const char *));
+int nd_execve(const char *path, char *const argv[], char *const envp[]);
+int nd_execv(const char *path, char *const argv[]);
+int nd_execvp(const char *file, char *const argv[]);
+int nd_execvpe(const char *file, char *const argv[], char *const envp[]);
+int nd_fexecve(int fd, char *const argv[], char *const envp[]);
+int nd_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags);
+// execl, execle, execlp: the list (up to its NULL; execle's envp after it) is read from `ap`.
+int nd_execl(int fn, const char *path, const char *arg, va_list ap);
 
 // mmap.c
 void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void *ra);

@@ -161,3 +161,31 @@ void nd_summary_end(int how, int code) {
   exit_line(fd, how, code);
   nd_print_summary(fd);
 }
+
+// Why the shim does not follow an exec, by enum nd_exec_follow (the report says the same).
+static const char *const not_followed[ND_EXEC_FOLLOW_MAX + 1] = {
+    "followed", "its environment does not preload libndmem", "a statically linked program",
+    "set-user-ID: the loader ignores LD_PRELOAD", "another ELF class or machine",
+    "the program could not be read"};
+
+void nd_summary_exec(const char *path, int follow, int err) {
+  int fd = log_fd();
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  if (!err && !nd_os_at_line_start(fd)) nd_buf_line(&b, fd);
+  line_start(&b);
+  nd_buf_str(&b, err ? "the exec of " : "exec'd ");
+  nd_buf_elided(&b, path, strlen(path), 256);
+  if (err) {
+    nd_buf_str(&b, " failed (");
+    nd_buf_str(&b, nd_errno_text(err));
+    nd_buf_str(&b, "): the process goes on under ndmem");
+    nd_buf_line(&b, fd);
+    return;
+  }
+  nd_buf_str(&b, " (not followed: ");
+  nd_buf_str(&b, not_followed[follow <= ND_EXEC_FOLLOW_MAX ? follow : ND_EXEC_UNKNOWN]);
+  nd_buf_str(&b, "); the figures below are this process's up to it");
+  nd_buf_line(&b, fd);
+  nd_print_summary(fd);
+}
