@@ -356,15 +356,22 @@ static int free_below(int top, int floor) {
   return -1;
 }
 
+// The soft RLIMIT_NOFILE as an int, or -1 (none, or beyond an int).
+static int soft_nofile(struct rlimit *rl) {
+  if (getrlimit(RLIMIT_NOFILE, rl) != 0 || rl->rlim_cur == RLIM_INFINITY || rl->rlim_cur > INT32_MAX)
+    return -1;
+  return (int)rl->rlim_cur;
+}
+
 int nd_os_fd_high(int fd, int raise_ok) {
   if (fd < 0) return fd;
   int saved = errno, nfd = -1;
   struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX) {
+  int cur = soft_nofile(&rl);
+  if (cur < 0) {
     errno = saved;
     return fd;
   }
-  int cur = (int)rl.rlim_cur;
   if (raise_ok && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur)) {
     // Above the soft limit, at the top of up to ND_OS_FD_ROOM slots the hard limit leaves: no scan
     // up to the limit sees it, and neither does a check of the numbers just above it (a program
@@ -376,18 +383,19 @@ int nd_os_fd_high(int fd, int raise_ok) {
     struct rlimit up = {top, rl.rlim_max};
     if (top <= INT32_MAX && setrlimit(RLIMIT_NOFILE, &up) == 0) {
       int t = free_below((int)top, cur);
-      if (t >= 0) nfd = dup3(fd, t, O_CLOEXEC);
+      if (t >= 0) nfd = (int)syscall(SYS_dup3, fd, t, O_CLOEXEC);
       setrlimit(RLIMIT_NOFILE, &rl);
     }
   }
-  // Else the top 16 below the limit (the program meets EMFILE a little earlier). With no room
-  // above at all, those slots are taken out of the soft limit, once, as valgrind reserves its own
-  // (the program can open 16 fewer files; a child under ndmem finds the room above).
+  // Else the top ND_OS_FD_RESERVE slots below the limit, which the program reads unchanged (it
+  // meets EMFILE that much earlier); a dup2 of its onto one of them moves ndmem's first
+  // (nd_os_fd_yield).
   if (nfd < 0 && cur >= 256) {
     int t = free_below(cur, cur - ND_OS_FD_RESERVE);
-    if (t >= 0) nfd = dup3(fd, t, O_CLOEXEC);
-    struct rlimit down = {(rlim_t)(cur - ND_OS_FD_RESERVE), rl.rlim_max};
-    if (nfd >= 0 && raise_ok && rl.rlim_max == rl.rlim_cur) setrlimit(RLIMIT_NOFILE, &down);
+    if (t >= 0) nfd = (int)syscall(SYS_dup3, fd, t, O_CLOEXEC);
+    // the program holds them all (or moved ndmem's away): the lowest free above its fourfold
+    if (nfd < 0 && fd < cur - 4 * ND_OS_FD_RESERVE)
+      nfd = fcntl(fd, F_DUPFD_CLOEXEC, cur - 4 * ND_OS_FD_RESERVE);
   }
   if (nfd >= 0) {
     close(fd);
@@ -395,6 +403,112 @@ int nd_os_fd_high(int fd, int raise_ok) {
   }
   errno = saved;
   return fd;
+}
+
+// ---------------------------------------------------------------- ndmem's kept descriptors
+//
+// The owners' variables, the number each held before its last move (+1; 0: none), ndmem's I/O
+// on them under way (users), and a move under way (moving). Users enter before they read their
+// variable and leave after their last call on it; a move waits until none is inside, then moves
+// every kept descriptor on the number the program asked for, so no read or write of ndmem's
+// reaches the descriptor the program puts there. One mover at a time (the table's lock). A thread
+// inside (a signal handler of the program's that interrupted ndmem's I/O and calls dup2) cannot
+// wait for itself: its move goes on (inside counts it).
+#define KEPT_MAX 16
+static struct {
+  int lock;
+  int *slot[KEPT_MAX];
+  int was[KEPT_MAX];
+  unsigned users, moving; // atomic
+} kept;
+static __thread unsigned kept_inside;
+
+void nd_os_fd_own(int *owner) {
+  nd_spin_lock(&kept.lock);
+  int free_at = -1;
+  for (int i = 0; i < KEPT_MAX; i++) {
+    if (kept.slot[i] == owner) free_at = -2, i = KEPT_MAX;
+    else if (!kept.slot[i] && free_at == -1) free_at = i;
+  }
+  if (free_at >= 0) {
+    __atomic_store_n(&kept.was[free_at], 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&kept.slot[free_at], owner, __ATOMIC_RELEASE);
+  }
+  nd_spin_unlock(&kept.lock);
+}
+
+void nd_os_fd_enter(void) {
+  if (kept_inside++) { // already inside: never waits for a move that waits for it
+    __atomic_add_fetch(&kept.users, 1, __ATOMIC_SEQ_CST);
+    return;
+  }
+  for (;;) {
+    __atomic_add_fetch(&kept.users, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&kept.moving, __ATOMIC_SEQ_CST)) return;
+    __atomic_sub_fetch(&kept.users, 1, __ATOMIC_SEQ_CST);
+    // (the last words of a process that a signal stopped inside a move do not wait for it)
+    while (__atomic_load_n(&kept.moving, __ATOMIC_ACQUIRE) && !nd_os_last_words) sched_yield();
+    if (nd_os_last_words) {
+      __atomic_add_fetch(&kept.users, 1, __ATOMIC_SEQ_CST);
+      return;
+    }
+  }
+}
+
+void nd_os_fd_atfork_child(void) {
+  __atomic_store_n(&kept.users, kept_inside, __ATOMIC_RELAXED); // the forking thread's alone
+  __atomic_store_n(&kept.moving, 0, __ATOMIC_RELAXED);
+  kept.lock = 0;
+}
+
+void nd_os_fd_leave(void) {
+  kept_inside--;
+  __atomic_sub_fetch(&kept.users, 1, __ATOMIC_RELEASE);
+}
+
+int nd_os_fd_now(int fd) {
+  for (int i = 0; fd >= 0 && i < KEPT_MAX; i++) {
+    int *s = __atomic_load_n(&kept.slot[i], __ATOMIC_ACQUIRE);
+    if (s && __atomic_load_n(&kept.was[i], __ATOMIC_ACQUIRE) == fd + 1)
+      return __atomic_load_n(s, __ATOMIC_ACQUIRE);
+  }
+  return fd;
+}
+
+int nd_os_fd_yield(int fd) {
+  struct rlimit rl;
+  int saved = errno, cur = soft_nofile(&rl), moved = 0;
+  // ndmem makes its descriptors in the top slots below the limit or above it (one being made may
+  // not be registered yet: waited for); a program's dup2 elsewhere onto none of them waits for
+  // nothing.
+  if (fd < 3) return 0; // ndmem keeps none of 0, 1, 2 (its summary's stderr is the program's)
+  int mine = 0;
+  for (int i = 0; i < KEPT_MAX && !mine; i++) {
+    int *s = __atomic_load_n(&kept.slot[i], __ATOMIC_ACQUIRE);
+    mine = s && __atomic_load_n(s, __ATOMIC_ACQUIRE) == fd;
+  }
+  if (!mine && cur >= 0 && fd < cur - 4 * ND_OS_FD_RESERVE) return 0;
+  nd_spin_lock(&kept.lock);
+  __atomic_store_n(&kept.moving, 1, __ATOMIC_SEQ_CST);
+  // ndmem's I/O ends (a flush of a million sites takes seconds): waited for, within bounds
+  uint64_t until = nd_os_mono_ns() + ND_OS_PROGRESS_MAX_NS;
+  while (__atomic_load_n(&kept.users, __ATOMIC_SEQ_CST) > kept_inside && nd_os_mono_ns() < until)
+    sched_yield();
+  for (int i = 0; i < KEPT_MAX; i++) {
+    if (!kept.slot[i] || __atomic_load_n(kept.slot[i], __ATOMIC_ACQUIRE) != fd) continue;
+    // The lowest free slot of the reserve (never one the program holds), else none: its owner
+    // opens it again where it can (the trace), or goes without.
+    int floor = cur > 4 * ND_OS_FD_RESERVE ? cur - 4 * ND_OS_FD_RESERVE : 3;
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    __atomic_store_n(kept.slot[i], nfd, __ATOMIC_RELEASE);
+    __atomic_store_n(&kept.was[i], fd + 1, __ATOMIC_RELEASE);
+    moved = 1;
+  }
+  if (moved) syscall(SYS_close, fd);
+  __atomic_store_n(&kept.moving, 0, __ATOMIC_SEQ_CST);
+  nd_spin_unlock(&kept.lock);
+  errno = saved;
+  return moved;
 }
 
 int nd_os_at_line_start(int fd) {

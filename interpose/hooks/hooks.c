@@ -82,6 +82,9 @@ ND_EXPORT void (*signal(int sig, void (*handler)(int)))(int) { return nd_signal(
 ND_EXPORT void _exit(int status) { nd_exit_now(status); }
 ND_EXPORT void _Exit(int status) { nd_exit_now(status); }
 ND_EXPORT int pipe2(int fds[2], int flags) { return nd_pipe2(fds, flags, RA); }
+// ndmem's descriptors yield to the program's dup2 and dup3 (exits.c).
+ND_EXPORT int dup2(int oldfd, int newfd) { return nd_dup2(oldfd, newfd); }
+ND_EXPORT int dup3(int oldfd, int newfd, int flags) { return nd_dup3(oldfd, newfd, flags); }
 // The program's main starts through ndmem's, which keeps its exit status (exits.c).
 int __libc_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
                       void (*rtld_fini)(void), void *stack_end);

@@ -147,7 +147,11 @@ static void watermark(uint64_t v) {
 // is added first, so `since` counts from here for every thread.
 static int64_t phys_read(nd_tls_t *t) {
   uint64_t v;
-  if (limits.statm_fd < 0 || nd_statm_anon(limits.statm_fd, &v) != 0) return -1;
+  nd_os_fd_enter(); // the descriptor stays where it is for the read (os.h)
+  int fd = __atomic_load_n(&limits.statm_fd, __ATOMIC_ACQUIRE);
+  int rc = fd < 0 || nd_statm_anon(fd, &v) != 0 ? -1 : 0;
+  nd_os_fd_leave();
+  if (rc) return -1;
   if (t && t->lim_acc) {
     ADD(nd_lim.gross, t->lim_acc);
     t->lim_acc = 0;
@@ -699,6 +703,7 @@ static void statm_warn(const char *path, int err, const char *then) {
 // NDMEM_TEST_STATM falls back to /proc/self/statm; without that, the physical limit and the
 // watermark cannot be checked.
 static void open_statm(void) {
+  nd_os_fd_enter();
   if (limits.statm_fd >= 0) close(limits.statm_fd);
   int saved = errno;
   const char *proc = "/proc/self/statm", *path = nd_cfg.test_statm[0] ? nd_cfg.test_statm : proc;
@@ -710,6 +715,8 @@ static void open_statm(void) {
   if (limits.statm_fd < 0)
     statm_warn(proc, errno, "NDMEM_MAX_PHYSICAL_BYTES and NDMEM_WARN_AT are not checked");
   limits.statm_fd = nd_os_fd_high(limits.statm_fd, __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING);
+  nd_os_fd_own(&limits.statm_fd);
+  nd_os_fd_leave();
   errno = saved;
 }
 

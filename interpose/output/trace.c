@@ -397,11 +397,18 @@ static void run_log(const nd_trace_header_t *h, int err) {
   run_log_line(line, (size_t)(p - line));
 }
 
+static void create_entered(int alone);
 // Creates the file and writes the header (once; under tr.lock). `alone`: no other thread runs
 // (start-up, a fork child's first allocation), so the descriptor may go above the soft limit.
 static void create_locked(int alone) {
   if (tr.state != TR_LATER) return;
   tr.state = TR_OFF;
+  nd_os_fd_enter(); // the descriptor is made, kept and written: no move of the program's meanwhile
+  create_entered(alone);
+  nd_os_fd_leave();
+}
+
+static void create_entered(int alone) {
   char rel[ND_CONFIG_PATH_MAX + 256];
   if (nd_config_expand_path(rel, sizeof rel, nd_cfg.output, environ) != 0) {
     warn_once("cannot expand NDMEM_OUTPUT", nd_cfg.output, EINVAL);
@@ -439,6 +446,7 @@ static void create_locked(int alone) {
   tr.dev = st.st_dev;
   tr.ino = st.st_ino;
   tr.fd = nd_os_fd_high(fd, alone);
+  nd_os_fd_own(&tr.fd);
   nd_tw_init(&tr.w, tr.fd, tr.buf, OUT_BUF);
   // Where the process stands in its job, read from the environment as %r was just expanded from
   // it, so the trace's name and its header agree (a fork child: its environment at its first
@@ -476,6 +484,7 @@ static int trace_fd(void) {
     int fd = open(tr.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (nd_os_same_file(fd, tr.dev, tr.ino)) {
       tr.fd = nd_os_fd_high(fd, 0);
+      nd_os_fd_own(&tr.fd);
     } else {
       if (fd >= 0) close(fd);
       tr.fd = -1;
@@ -690,6 +699,7 @@ static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
   // The last words wait for a flush of the writer thread's while it works (a million sites take
   // longer than a lock's patience): running beside it would interleave two writers' records.
   nd_os_mutex_lock_working(&tr.lock, &tr.progress);
+  nd_os_fd_enter(); // ndmem's descriptors stay where they are while it writes (os.h)
   if (ex && ex->err && tr.state == TR_EXEC) tr.state = TR_OK; // it failed: the trace goes on
   // A fork child that never allocated (it only exec'd or _exit'ed) leaves no file: TR_LATER.
   int fd = tr.state == TR_OK ? trace_fd() : -1;
@@ -700,6 +710,7 @@ static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
     uint64_t anon;
     if (tr.state == TR_OFF)
       nd_metrics_write(tr.growth_sites, resident_now(&anon) == 0 ? &anon : NULL);
+    nd_os_fd_leave();
     pthread_mutex_unlock(&tr.lock);
     return;
   }
@@ -762,6 +773,7 @@ static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
   }
   // After the trace: its sites' windows named the growth.
   nd_metrics_write(tr.growth_sites, have_anon ? &anon : NULL);
+  nd_os_fd_leave();
   pthread_mutex_unlock(&tr.lock);
 }
 

@@ -21,14 +21,17 @@
 #include "common/os.h"
 #include "account/sites.h"
 #include "runtime/sysmem.h"
+#include "stacks/unwind.h"
 #include "common/trace_format.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -353,10 +356,50 @@ int nd_pipe2(int *fds, int flags, void *ra) {
   int rc = nd_real.pipe2 ? nd_real.pipe2(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
   if (ND_UNLIKELY(rc == 0 && nd_unwinder_owns(ra))) {
     int early = __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING;
+    nd_os_fd_enter();
     fds[0] = nd_os_fd_high(fds[0], early);
     fds[1] = nd_os_fd_high(fds[1], early);
+    struct rlimit rl;
+    if (!nd_unwind_io_patched() && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+        ((rlim_t)fds[0] < rl.rlim_cur || (rlim_t)fds[1] < rl.rlim_cur)) {
+      // In the program's range, and libunwind's calls on it cannot be made safe from a dup2 of
+      // the program's: none. Its memory validation then finds nothing readable (an unwind that
+      // needs it, through code without unwind information, stops there).
+      syscall(SYS_close, fds[0]);
+      syscall(SYS_close, fds[1]);
+      fds[0] = fds[1] = -1;
+      rc = -1;
+      errno = EMFILE;
+    } else if (nd_unwinder_owns(fds)) { // the numbers live in libunwind's variables: kept there
+      nd_os_fd_own(&fds[0]);
+      nd_os_fd_own(&fds[1]);
+    }
+    nd_os_fd_leave();
   }
   return rc;
+}
+
+// A dup2 or dup3 of the program's onto one of ndmem's kept descriptors moves ndmem's first
+// (common/os.h), so that the call does what it does without ndmem; ndmem's descriptors lie in the
+// top slots below the soft RLIMIT_NOFILE where the hard limit leaves no room above it, and the
+// limit the program reads is its own. Not in a vfork child: its descriptor table is its own, the
+// owners' variables are its parent's.
+int nd_dup2(int oldfd, int newfd) {
+  if (ND_UNLIKELY(!nd_real.dup2)) nd_thread_prepare(&nd_tls);
+  if (oldfd != newfd && signals.pid == nd_os_getpid()) nd_os_fd_yield(newfd);
+  if (nd_real.dup2) return nd_real.dup2(oldfd, newfd);
+#ifdef SYS_dup2
+  return (int)syscall(SYS_dup2, oldfd, newfd);
+#else
+  return oldfd == newfd ? (fcntl(oldfd, F_GETFD) < 0 ? -1 : newfd)
+                        : (int)syscall(SYS_dup3, oldfd, newfd, 0);
+#endif
+}
+
+int nd_dup3(int oldfd, int newfd, int flags) {
+  if (ND_UNLIKELY(!nd_real.dup3)) nd_thread_prepare(&nd_tls);
+  if (oldfd != newfd && signals.pid == nd_os_getpid()) nd_os_fd_yield(newfd);
+  return nd_real.dup3 ? nd_real.dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
 }
 
 ND_MODULE(nd_exits_module) = {.name = "exits", .rank = 14, .order = 40, .setup = setup,

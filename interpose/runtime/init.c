@@ -141,6 +141,7 @@ static void atfork_child(void) {
   // its own: a multiprocessing pool's thread forks a worker while the main thread exits.
   finish_state = 0, finish_tid = 0;
   nd_os_threads_atfork_child(); // the parent's threads are not the child's
+  nd_os_fd_atfork_child();
   for (int i = nmodules - 1; i >= 0; i--)
     if (by_rank[i]->atfork_child) by_rank[i]->atfork_child(t);
   nd_child = ND_FORK_CHILD;

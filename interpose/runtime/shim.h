@@ -84,6 +84,8 @@ typedef struct nd_real {
   void (*exit_)(int) __attribute__((noreturn)); // _exit
   int (*pipe2)(int *, int);
   nd_start_main_fn start_main; // __libc_start_main
+  int (*dup2)(int, int);
+  int (*dup3)(int, int, int);
   int is_glibc; // the next allocator is glibc's malloc
 } nd_real_t;
 
@@ -175,6 +177,8 @@ int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 void (*nd_signal(int sig, void (*handler)(int)))(int);
 __attribute__((noreturn)) void nd_exit_now(int status); // _exit, _Exit
 int nd_pipe2(int *fds, int flags, void *ra); // ra: the caller (libunwind's call is refused)
+int nd_dup2(int oldfd, int newfd);            // ndmem's kept descriptor on newfd moves first
+int nd_dup3(int oldfd, int newfd, int flags);
 // __libc_start_main: main is called through ndmem's, which registers the handler that keeps the
 // exit status (nd_exit_status) as main starts.
 int nd_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),

@@ -42,12 +42,15 @@ int nd_prints_summary(void) {
 
 void nd_summary_open(void) {
   int saved = errno;
+  nd_os_fd_enter();
   int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
   if (fd >= 0) {
     fd = nd_os_fd_high(fd, 1);
     if (fstat(fd, &nd_log_st) == 0) nd_log_fd = fd;
     else close(fd);
   }
+  if (nd_log_fd != 2) nd_os_fd_own(&nd_log_fd);
+  nd_os_fd_leave();
   errno = saved;
 }
 
@@ -154,12 +157,14 @@ static void exit_line(int fd, int how, int code) {
 }
 
 void nd_summary_end(int how, int code) {
+  nd_os_fd_enter(); // its descriptor stays where it is while the summary is written (os.h)
   int fd = log_fd();
   nd_buf_t b;
   nd_buf_reset(&b);
   if (!nd_os_at_line_start(fd)) nd_buf_line(&b, fd); // after a program's unfinished line
   exit_line(fd, how, code);
   nd_print_summary(fd);
+  nd_os_fd_leave();
 }
 
 // Why the shim does not follow an exec, by enum nd_exec_follow (the report says the same).
@@ -168,8 +173,14 @@ static const char *const not_followed[ND_EXEC_FOLLOW_MAX + 1] = {
     "set-user-ID: the loader ignores LD_PRELOAD", "another ELF class or machine",
     "the program could not be read"};
 
+static void summary_exec(int fd, const char *path, int follow, int err);
 void nd_summary_exec(const char *path, int follow, int err) {
-  int fd = log_fd();
+  nd_os_fd_enter();
+  summary_exec(log_fd(), path, follow, err);
+  nd_os_fd_leave();
+}
+
+static void summary_exec(int fd, const char *path, int follow, int err) {
   nd_buf_t b;
   nd_buf_reset(&b);
   if (!err && !nd_os_at_line_start(fd)) nd_buf_line(&b, fd);

@@ -269,6 +269,7 @@ int nd_statm_anon(int fd, uint64_t *bytes) {
 
 // A /proc/self file's descriptor kept in *kept, above the program's range: opened at the first
 // call by whichever thread comes first (one keeps its descriptor). errno kept.
+// Called between nd_os_fd_enter and nd_os_fd_leave (os.h: the descriptor is kept in *kept).
 static int kept_open(int *kept, const char *path, int raise_ok) {
   int fd = __atomic_load_n(kept, __ATOMIC_ACQUIRE);
   if (fd >= 0) return fd;
@@ -280,6 +281,7 @@ static int kept_open(int *kept, const char *path, int raise_ok) {
     close(mine); // another thread's came first: fd is now that one
     mine = fd;
   }
+  nd_os_fd_own(kept);
   errno = saved;
   return mine;
 }
@@ -287,7 +289,11 @@ static int kept_open(int *kept, const char *path, int raise_ok) {
 static int self_fd = -1;
 static int self_open(int raise_ok) { return kept_open(&self_fd, "/proc/self/statm", raise_ok); }
 
-void nd_statm_self_open(int raise_ok) { self_open(raise_ok); }
+void nd_statm_self_open(int raise_ok) {
+  nd_os_fd_enter();
+  self_open(raise_ok);
+  nd_os_fd_leave();
+}
 
 // The highest reading of any of ndmem's (atomic): the flushes', the trims', the limit checks'.
 static uint64_t anon_peak;
@@ -302,10 +308,11 @@ void nd_statm_seen(uint64_t v) {
 uint64_t nd_statm_peak(void) { return __atomic_load_n(&anon_peak, __ATOMIC_RELAXED); }
 
 int nd_statm_self(uint64_t *bytes) {
-  int fd = self_open(0);
-  if (fd < 0 || nd_statm_anon(fd, bytes) != 0) return -1;
-  nd_statm_seen(*bytes);
-  return 0;
+  nd_os_fd_enter();
+  int fd = self_open(0), rc = fd < 0 || nd_statm_anon(fd, bytes) != 0 ? -1 : 0;
+  nd_os_fd_leave();
+  if (rc == 0) nd_statm_seen(*bytes);
+  return rc;
 }
 
 int nd_stat_threads_parse(const char *s) {
@@ -321,9 +328,11 @@ int nd_stat_threads_parse(const char *s) {
 
 static int stat_fd = -1;
 int nd_threads_self(void) {
+  nd_os_fd_enter();
   int fd = kept_open(&stat_fd, "/proc/self/stat", 0), saved = errno;
   char buf[1024];
   ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+  nd_os_fd_leave();
   errno = saved;
   if (n <= 0) return -1;
   buf[n] = 0;

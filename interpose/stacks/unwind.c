@@ -18,7 +18,10 @@
 // libunwind masks as it always did, and one unwind decides once (nd_unw_begin). Not seen: a
 // handler installed by a raw system call or by glibc's sigset, sysv_signal and bsd_signal (they
 // call its sigaction within libc), a dlvsym of libunwind's names, and a handler in another
-// object that calls such an object.
+// object that calls such an object. Its read, write and close are pointed at functions below
+// too: libunwind validates memory through a pipe of its own whose descriptors ndmem keeps out of
+// the program's way (common/os.h), and these make each of its calls on one while no move is under
+// way, on the number it lies at now.
 #define UNW_LOCAL_ONLY
 #include "stacks/unwind.h"
 #include "runtime/module.h"
@@ -44,6 +47,7 @@ static struct {
   uintptr_t lo, hi;           // libunwind.so.8's PT_LOAD span
   uintptr_t self_lo, self_hi; // ndmem's own
   int patched;
+  int io_patched; // libunwind's read, write and close go through unw_read, unw_write, unw_close
   int shared;   // atomic: the program looked libunwind's names up (never sole again)
   uint64_t masks_skipped, masks_made, searches_recent, searches_walked; // atomic
 } unw;
@@ -70,6 +74,31 @@ static int quiet_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   __atomic_fetch_add(&unw.masks_made, 1, __ATOMIC_RELAXED);
   return sigprocmask(how, set, old);
 }
+
+// libunwind's calls on its validation pipe (a number it read before a move of the program's is
+// translated; any other descriptor is left as it is).
+static ssize_t unw_read(int fd, void *buf, size_t n) {
+  nd_os_fd_enter();
+  ssize_t r = syscall(SYS_read, nd_os_fd_now(fd), buf, n);
+  nd_os_fd_leave();
+  return r;
+}
+
+static ssize_t unw_write(int fd, const void *buf, size_t n) {
+  nd_os_fd_enter();
+  ssize_t r = syscall(SYS_write, nd_os_fd_now(fd), buf, n);
+  nd_os_fd_leave();
+  return r;
+}
+
+static int unw_close(int fd) {
+  nd_os_fd_enter();
+  int r = (int)syscall(SYS_close, nd_os_fd_now(fd));
+  nd_os_fd_leave();
+  return r;
+}
+
+int nd_unwind_io_patched(void) { return unw.io_patched == 7; }
 
 // The objects that held the addresses libunwind looked for last, most recent first, as
 // dl_iterate_phdr describes them: valid while no object is unloaded (dlpi_subs unchanged), read
@@ -225,6 +254,12 @@ static int patch_libunwind(struct dl_phdr_info *info, size_t size, void *ctx) {
       else if (!strcmp(name, "dl_iterate_phdr") &&
                !put_slot(info, slot, (void *)recent_dl_iterate_phdr))
         unw.patched |= 2;
+      else if (!strcmp(name, "read") && !put_slot(info, slot, (void *)unw_read))
+        unw.io_patched |= 1;
+      else if (!strcmp(name, "write") && !put_slot(info, slot, (void *)unw_write))
+        unw.io_patched |= 2;
+      else if (!strcmp(name, "close") && !put_slot(info, slot, (void *)unw_close))
+        unw.io_patched |= 4;
     }
   }
 #endif
