@@ -405,15 +405,24 @@ int nd_os_fd_high(int fd, int raise_ok) {
   return fd;
 }
 
+int nd_os_fd_in_range(int fd) {
+  struct rlimit rl;
+  int saved = errno, cur = soft_nofile(&rl);
+  errno = saved;
+  return fd >= 0 && (cur < 0 || fd < cur);
+}
+
 // ---------------------------------------------------------------- ndmem's kept descriptors
 //
 // The owners' variables, the number each held before its last move (+1; 0: none), ndmem's I/O
-// on them under way (users), and a move under way (moving). Users enter before they read their
-// variable and leave after their last call on it; a move waits until none is inside, then moves
-// every kept descriptor on the number the program asked for, so no read or write of ndmem's
-// reaches the descriptor the program puts there. One mover at a time (the table's lock). A thread
+// on its descriptors under way (users), and a dup2 of the program's under way (moving). ndmem's
+// users enter before they read their variable (or open a file for one use) and leave after their
+// last call on it; a program's dup2 or dup3 waits until none is inside, keeps them out until its
+// call is made (nd_os_fd_yield_done) and first moves a kept descriptor on the number it asked
+// for, so no read or write of ndmem's ever reaches the descriptor the program puts there, and no
+// descriptor ndmem opens meanwhile takes that number. One at a time (the table's lock). A thread
 // inside (a signal handler of the program's that interrupted ndmem's I/O and calls dup2) cannot
-// wait for itself: its move goes on (inside counts it).
+// wait for itself: its call goes on (inside counts it).
 #define KEPT_MAX 16
 static struct {
   int lock;
@@ -422,9 +431,11 @@ static struct {
   unsigned users, moving; // atomic
 } kept;
 static __thread unsigned kept_inside;
+static __thread int kept_moving_here; // this thread is between nd_os_fd_yield and _done
 
 void nd_os_fd_own(int *owner) {
-  nd_spin_lock(&kept.lock);
+  if (kept_moving_here) return; // (never: ndmem keeps no descriptor inside a program's dup2)
+  while (__atomic_exchange_n(&kept.lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
   int free_at = -1;
   for (int i = 0; i < KEPT_MAX; i++) {
     if (kept.slot[i] == owner) free_at = -2, i = KEPT_MAX;
@@ -434,11 +445,11 @@ void nd_os_fd_own(int *owner) {
     __atomic_store_n(&kept.was[free_at], 0, __ATOMIC_RELEASE);
     __atomic_store_n(&kept.slot[free_at], owner, __ATOMIC_RELEASE);
   }
-  nd_spin_unlock(&kept.lock);
+  __atomic_store_n(&kept.lock, 0, __ATOMIC_RELEASE);
 }
 
 void nd_os_fd_enter(void) {
-  if (kept_inside++) { // already inside: never waits for a move that waits for it
+  if (kept_inside++ || kept_moving_here) { // never waits for a move that waits for it
     __atomic_add_fetch(&kept.users, 1, __ATOMIC_SEQ_CST);
     return;
   }
@@ -457,8 +468,8 @@ void nd_os_fd_enter(void) {
 
 void nd_os_fd_atfork_child(void) {
   __atomic_store_n(&kept.users, kept_inside, __ATOMIC_RELAXED); // the forking thread's alone
-  __atomic_store_n(&kept.moving, 0, __ATOMIC_RELAXED);
-  kept.lock = 0;
+  __atomic_store_n(&kept.moving, kept_moving_here ? 1 : 0, __ATOMIC_RELAXED);
+  kept.lock = kept_moving_here ? 1 : 0;
 }
 
 void nd_os_fd_leave(void) {
@@ -475,26 +486,17 @@ int nd_os_fd_now(int fd) {
   return fd;
 }
 
-int nd_os_fd_yield(int fd) {
+void nd_os_fd_yield(int fd) {
+  if (kept_moving_here++) return; // a handler of this thread's inside its own dup2: nothing more
   struct rlimit rl;
   int saved = errno, cur = soft_nofile(&rl), moved = 0;
-  // ndmem makes its descriptors in the top slots below the limit or above it (one being made may
-  // not be registered yet: waited for); a program's dup2 elsewhere onto none of them waits for
-  // nothing.
-  if (fd < 3) return 0; // ndmem keeps none of 0, 1, 2 (its summary's stderr is the program's)
-  int mine = 0;
-  for (int i = 0; i < KEPT_MAX && !mine; i++) {
-    int *s = __atomic_load_n(&kept.slot[i], __ATOMIC_ACQUIRE);
-    mine = s && __atomic_load_n(s, __ATOMIC_ACQUIRE) == fd;
-  }
-  if (!mine && cur >= 0 && fd < cur - 4 * ND_OS_FD_RESERVE) return 0;
-  nd_spin_lock(&kept.lock);
+  while (__atomic_exchange_n(&kept.lock, 1, __ATOMIC_ACQUIRE)) sched_yield(); // one at a time
   __atomic_store_n(&kept.moving, 1, __ATOMIC_SEQ_CST);
   // ndmem's I/O ends (a flush of a million sites takes seconds): waited for, within bounds
   uint64_t until = nd_os_mono_ns() + ND_OS_PROGRESS_MAX_NS;
   while (__atomic_load_n(&kept.users, __ATOMIC_SEQ_CST) > kept_inside && nd_os_mono_ns() < until)
     sched_yield();
-  for (int i = 0; i < KEPT_MAX; i++) {
+  for (int i = 0; fd >= 3 && i < KEPT_MAX; i++) { // (ndmem keeps none of 0, 1 and 2)
     if (!kept.slot[i] || __atomic_load_n(kept.slot[i], __ATOMIC_ACQUIRE) != fd) continue;
     // The lowest free slot of the reserve (never one the program holds), else none: its owner
     // opens it again where it can (the trace), or goes without.
@@ -505,10 +507,13 @@ int nd_os_fd_yield(int fd) {
     moved = 1;
   }
   if (moved) syscall(SYS_close, fd);
-  __atomic_store_n(&kept.moving, 0, __ATOMIC_SEQ_CST);
-  nd_spin_unlock(&kept.lock);
   errno = saved;
-  return moved;
+}
+
+void nd_os_fd_yield_done(void) {
+  if (--kept_moving_here) return;
+  __atomic_store_n(&kept.moving, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&kept.lock, 0, __ATOMIC_RELEASE);
 }
 
 int nd_os_at_line_start(int fd) {

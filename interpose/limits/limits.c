@@ -37,6 +37,8 @@ static struct {
   int64_t warn_at;             // atomic
   int action;                  // atomic
   int statm_fd;
+  const char *statm_once; // the statm file, opened for each reading where its descriptor would lie
+                          // in the program's range (no room above its limit: common/os.h)
   // physical readings (atomic)
   int64_t phys;                // the last reading, -1 before the first
   uint64_t phys_reads;
@@ -148,8 +150,14 @@ static void watermark(uint64_t v) {
 static int64_t phys_read(nd_tls_t *t) {
   uint64_t v;
   nd_os_fd_enter(); // the descriptor stays where it is for the read (os.h)
-  int fd = __atomic_load_n(&limits.statm_fd, __ATOMIC_ACQUIRE);
+  int fd = __atomic_load_n(&limits.statm_fd, __ATOMIC_ACQUIRE), once = fd < 0 && limits.statm_once;
+  if (once) fd = open(limits.statm_once, O_RDONLY | O_CLOEXEC);
   int rc = fd < 0 || nd_statm_anon(fd, &v) != 0 ? -1 : 0;
+  if (once && fd >= 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+  }
   nd_os_fd_leave();
   if (rc) return -1;
   if (t && t->lim_acc) {
@@ -707,15 +715,22 @@ static void open_statm(void) {
   if (limits.statm_fd >= 0) close(limits.statm_fd);
   int saved = errno;
   const char *proc = "/proc/self/statm", *path = nd_cfg.test_statm[0] ? nd_cfg.test_statm : proc;
+  limits.statm_once = NULL;
   limits.statm_fd = open(path, O_RDONLY | O_CLOEXEC);
   if (limits.statm_fd < 0 && path != proc) {
     statm_warn(path, errno, "using /proc/self/statm (NDMEM_TEST_STATM)");
-    limits.statm_fd = open(proc, O_RDONLY | O_CLOEXEC);
+    limits.statm_fd = open(path = proc, O_RDONLY | O_CLOEXEC);
   }
   if (limits.statm_fd < 0)
     statm_warn(proc, errno, "NDMEM_MAX_PHYSICAL_BYTES and NDMEM_WARN_AT are not checked");
   limits.statm_fd = nd_os_fd_high(limits.statm_fd, __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING);
-  nd_os_fd_own(&limits.statm_fd);
+  if (nd_os_fd_in_range(limits.statm_fd)) { // not kept where the program's scans meet it
+    close(limits.statm_fd);
+    limits.statm_fd = -1;
+    limits.statm_once = path;
+  } else if (limits.statm_fd >= 0) {
+    nd_os_fd_own(&limits.statm_fd);
+  }
   nd_os_fd_leave();
   errno = saved;
 }
@@ -732,7 +747,7 @@ static void configure(void) {
     if (step > (64 << 20)) step = 64 << 20;
   }
   nd_lim.step = step;
-  if (nd_lim.phys_on && limits.statm_fd < 0) open_statm();
+  if (nd_lim.phys_on && limits.statm_fd < 0 && !limits.statm_once) open_statm();
   if (nd_lim.phys_on && LD(limits.phys) < 0) ST(nd_lim.phys_due, 1); // the first allocation reads (and
                                                                  // starts the reading thread)
   __atomic_store_n(&nd_limits_on, nd_lim.phys_on || LD(nd_lim.max_bytes) > 0, __ATOMIC_RELEASE);

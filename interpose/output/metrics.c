@@ -370,16 +370,11 @@ void nd_metrics_write(uint64_t growth_sites, const uint64_t *anon) {
     errno = saved;
     return;
   }
-  // Kept for the write (os.h: a dup2 of the program's onto it moves it first; the trace's flush
-  // holds ndmem's descriptors where they are meanwhile).
-  static int kept_fd = -1;
-  nd_os_fd_enter();
-  kept_fd = nd_os_fd_high(fd, 0); // other threads run: never above the soft limit
-  nd_os_fd_own(&kept_fd);
-  int err = write_all(kept_fd, metrics.text, metrics.len);
-  if (close(kept_fd) != 0 && !err) err = errno;
-  kept_fd = -1;
-  nd_os_fd_leave();
+  // Opened, written and closed inside the trace's flush, which holds off the program's dup2
+  // meanwhile (common/os.h: nd_os_fd_enter).
+  fd = nd_os_fd_high(fd, 0); // other threads run: never above the soft limit
+  int err = write_all(fd, metrics.text, metrics.len);
+  if (close(fd) != 0 && !err) err = errno;
   if (!err && rename(metrics.tmp, metrics.path) != 0) err = errno;
   if (err) {
     unlink(metrics.tmp);

@@ -62,7 +62,9 @@ static struct {
   char path[4096 + ND_CONFIG_PATH_MAX + 512];
   dev_t dev;  // the file created, recognised at every flush
   ino_t ino;
-  int fd;     // the file, above the program's descriptors; -1 before it is made
+  int fd;     // the file, above the program's descriptors; -1 before it is made, and between
+              // flushes where it would lie in the program's range (transient)
+  int transient; // opened for each flush and closed after: no room above the program's range
   pthread_mutex_t lock;
   nd_tw_t w;
   char *buf;
@@ -398,6 +400,16 @@ static void run_log(const nd_trace_header_t *h, int err) {
 }
 
 static void create_entered(int alone);
+// After a write: a descriptor that lies in the program's range is not kept (trace_fd opens the
+// file again for the next flush), so that a scan of the program's descriptors never meets it.
+static void put_down(void) {
+  if (!tr.transient || tr.fd < 0) return;
+  int saved = errno;
+  close(tr.fd);
+  tr.fd = -1;
+  errno = saved;
+}
+
 // Creates the file and writes the header (once; under tr.lock). `alone`: no other thread runs
 // (start-up, a fork child's first allocation), so the descriptor may go above the soft limit.
 static void create_locked(int alone) {
@@ -447,6 +459,7 @@ static void create_entered(int alone) {
   tr.ino = st.st_ino;
   tr.fd = nd_os_fd_high(fd, alone);
   nd_os_fd_own(&tr.fd);
+  tr.transient = nd_os_fd_in_range(tr.fd);
   nd_tw_init(&tr.w, tr.fd, tr.buf, OUT_BUF);
   // Where the process stands in its job, read from the environment as %r was just expanded from
   // it, so the trace's name and its header agree (a fork child: its environment at its first
@@ -467,6 +480,7 @@ static void create_entered(int alone) {
     tr.state = TR_OK;
     run_log(&h, 0);
   }
+  put_down();
 }
 
 static void nd_trace_create(int alone) {
@@ -477,7 +491,8 @@ static void nd_trace_create(int alone) {
 }
 
 // The file's descriptor for a flush: still the file created, or that file opened again (a program
-// that closes every descriptor closes ndmem's too); -1 when the file is gone or was replaced.
+// that closes every descriptor closes ndmem's too; one kept in no descriptor between flushes:
+// put_down); -1 when the file is gone or was replaced.
 static int trace_fd(void) {
   int saved = errno;
   if (!nd_os_same_file(tr.fd, tr.dev, tr.ino)) {
@@ -485,6 +500,7 @@ static int trace_fd(void) {
     if (nd_os_same_file(fd, tr.dev, tr.ino)) {
       tr.fd = nd_os_fd_high(fd, 0);
       nd_os_fd_own(&tr.fd);
+      tr.transient = nd_os_fd_in_range(tr.fd);
     } else {
       if (fd >= 0) close(fd);
       tr.fd = -1;
@@ -773,6 +789,7 @@ static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
   }
   // After the trace: its sites' windows named the growth.
   nd_metrics_write(tr.growth_sites, have_anon ? &anon : NULL);
+  put_down();
   nd_os_fd_leave();
   pthread_mutex_unlock(&tr.lock);
 }

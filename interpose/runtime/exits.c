@@ -349,7 +349,8 @@ int nd_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void), vo
 
 // libunwind opens a pipe when it initialises (to validate memory through write(2)); it would be
 // a pair of ndmem's descriptors in the program's low range. Its ends are moved out of that range
-// (nd_os_fd_high) before libunwind stores them. sites.c initialises libunwind during ndmem's own
+// (nd_os_fd_high) before libunwind stores them, and kept in libunwind's variables (a dup2 of the
+// program's onto one moves it: common/os.h). sites.c initialises libunwind during ndmem's own
 // start-up, while the process has one thread, so the soft descriptor limit may be raised for it.
 int nd_pipe2(int *fds, int flags, void *ra) {
   if (ND_UNLIKELY(!nd_real.pipe2)) nd_thread_prepare(&nd_tls);
@@ -359,17 +360,20 @@ int nd_pipe2(int *fds, int flags, void *ra) {
     nd_os_fd_enter();
     fds[0] = nd_os_fd_high(fds[0], early);
     fds[1] = nd_os_fd_high(fds[1], early);
-    struct rlimit rl;
-    if (!nd_unwind_io_patched() && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-        ((rlim_t)fds[0] < rl.rlim_cur || (rlim_t)fds[1] < rl.rlim_cur)) {
-      // In the program's range, and libunwind's calls on it cannot be made safe from a dup2 of
-      // the program's: none. Its memory validation then finds nothing readable (an unwind that
-      // needs it, through code without unwind information, stops there).
+    if (nd_os_fd_in_range(fds[0]) || nd_os_fd_in_range(fds[1])) {
+      // Not kept where the program's scans meet it (no room above its limit): libunwind's calls
+      // on it go through ndmem's (stacks/unwind.c), which make a pipe for each validation; or,
+      // where they could not be pointed there, none: its memory validation then finds nothing
+      // readable (an unwind that needs it, through code without unwind information, stops there).
       syscall(SYS_close, fds[0]);
       syscall(SYS_close, fds[1]);
-      fds[0] = fds[1] = -1;
-      rc = -1;
-      errno = EMFILE;
+      if (nd_unwind_io_patched()) {
+        fds[0] = fds[1] = ND_UNW_NO_PIPE;
+      } else {
+        fds[0] = fds[1] = -1;
+        rc = -1;
+        errno = EMFILE;
+      }
     } else if (nd_unwinder_owns(fds)) { // the numbers live in libunwind's variables: kept there
       nd_os_fd_own(&fds[0]);
       nd_os_fd_own(&fds[1]);
@@ -379,14 +383,12 @@ int nd_pipe2(int *fds, int flags, void *ra) {
   return rc;
 }
 
-// A dup2 or dup3 of the program's onto one of ndmem's kept descriptors moves ndmem's first
-// (common/os.h), so that the call does what it does without ndmem; ndmem's descriptors lie in the
-// top slots below the soft RLIMIT_NOFILE where the hard limit leaves no room above it, and the
-// limit the program reads is its own. Not in a vfork child: its descriptor table is its own, the
-// owners' variables are its parent's.
-int nd_dup2(int oldfd, int newfd) {
-  if (ND_UNLIKELY(!nd_real.dup2)) nd_thread_prepare(&nd_tls);
-  if (oldfd != newfd && signals.pid == nd_os_getpid()) nd_os_fd_yield(newfd);
+// A dup2 or dup3 of the program's is made while no read or write of ndmem's is under way, and
+// one of ndmem's kept descriptors on its number is moved away first (common/os.h), so that the
+// call does what it does without ndmem: the limit the program reads is its own, and where it leaves
+// no room above it ndmem's descriptors are opened for each use in the program's range. Not in a
+// vfork child: its descriptor table is its own, the owners' variables are its parent's.
+static int real_dup2(int oldfd, int newfd) {
   if (nd_real.dup2) return nd_real.dup2(oldfd, newfd);
 #ifdef SYS_dup2
   return (int)syscall(SYS_dup2, oldfd, newfd);
@@ -396,10 +398,25 @@ int nd_dup2(int oldfd, int newfd) {
 #endif
 }
 
+int nd_dup2(int oldfd, int newfd) {
+  if (ND_UNLIKELY(!nd_real.dup2)) nd_thread_prepare(&nd_tls);
+  if (oldfd == newfd || signals.pid != nd_os_getpid()) return real_dup2(oldfd, newfd);
+  nd_os_fd_yield(newfd);
+  int rc = real_dup2(oldfd, newfd), err = errno;
+  nd_os_fd_yield_done();
+  errno = err;
+  return rc;
+}
+
 int nd_dup3(int oldfd, int newfd, int flags) {
   if (ND_UNLIKELY(!nd_real.dup3)) nd_thread_prepare(&nd_tls);
   if (oldfd != newfd && signals.pid == nd_os_getpid()) nd_os_fd_yield(newfd);
-  return nd_real.dup3 ? nd_real.dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+  else return nd_real.dup3 ? nd_real.dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+  int rc = nd_real.dup3 ? nd_real.dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+  int err = errno;
+  nd_os_fd_yield_done();
+  errno = err;
+  return rc;
 }
 
 ND_MODULE(nd_exits_module) = {.name = "exits", .rank = 14, .order = 40, .setup = setup,

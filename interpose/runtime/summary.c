@@ -45,6 +45,8 @@ void nd_summary_open(void) {
   nd_os_fd_enter();
   int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
   if (fd >= 0) {
+    // Kept even where no room is left above the program's limit (the one descriptor ndmem then
+    // keeps in its range, in the process that prints a summary: a dup2 onto it moves it away).
     fd = nd_os_fd_high(fd, 1);
     if (fstat(fd, &nd_log_st) == 0) nd_log_fd = fd;
     else close(fd);

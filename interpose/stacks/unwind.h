@@ -26,9 +26,11 @@ int nd_unwind_sole_now(void); // nd_unw_sole, decided again where a handler was 
 // patches of its imports (unwind.c), its first unwind (which opens its descriptors while
 // start-up has the process to itself). 0, or -1 when libunwind is not found.
 int nd_unwind_init(void);
-// libunwind's read, write and close were pointed at ndmem's (its validation pipe is then kept out
-// of the program's way like ndmem's own descriptors: common/os.h).
+// libunwind's read, syscall and close were pointed at ndmem's (its validation pipe is then kept
+// out of the program's way like ndmem's own descriptors: common/os.h); ND_UNW_NO_PIPE stands for
+// a pipe it does not keep (no room above the program's range).
 int nd_unwind_io_patched(void);
+#define ND_UNW_NO_PIPE (-2)
 // An unwind of ndmem's own starts and ends: the thread's flag follows whether a handler may
 // unwind with libunwind, decided once for the whole unwind so that a masking libunwind skipped
 // is never restored (nor the reverse).

@@ -3,7 +3,9 @@
 // descriptors), it reads its limits and puts a file of its own on each of the 16 numbers just
 // below the soft limit with dup2, writes to each before and after a while of allocating (the
 // shim's trace flushes, statm readings and metrics files meanwhile), and reads each file back.
-// Prints "limit SOFT HARD", then "dup2 N/16", then "files N/16 intact".
+// Prints "limit SOFT HARD", then "dup2 N/16", then "files N/16 intact". "list" prints the
+// descriptors above 2 open as it starts.
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,23 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+// "list": the descriptors above 2 open as the program starts (none are its own).
+static int list(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return 1;
+  struct dirent *e;
+  int n = 0;
+  printf("open:");
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.' && atoi(e->d_name) > 2 && atoi(e->d_name) != dirfd(d))
+      printf(" %s", e->d_name), n++;
+  printf(" (%d)\n", n);
+  closedir(d);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "list")) return list();
   const char *dir = argc > 1 ? argv[1] : ".";
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1;
