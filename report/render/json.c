@@ -452,7 +452,8 @@ static int json_exit(FILE *o, report_t *r) {
   static const char *const how[] = {"exit", "_exit", "signal", "limit_abort"};
   bool exec = nd_rep_exec_end(t);
   if (!(t->ended && t->have_exit) && !exec) {
-    if (t->has.end_causes) fputs(", \"exit\": null", o);
+    if (t->has.end_causes)
+      fprintf(o, ", \"exit\": null, \"failed_execs\": %llu", (unsigned long long)t->exec_failures);
     if (t->have_exit && !t->has.end_causes) // a trace cut after its EXIT record
       fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u}", how[t->exit.how],
               t->exit.code, t->exit.tid);
