@@ -116,6 +116,15 @@ void *nd_os_map(size_t size) {
   return p;
 }
 
+void *nd_os_map_file(int fd, size_t size) {
+  int saved = errno;
+  void *p = (void *)syscall(SYS_mmap, NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) p = NULL;
+  if (p) own_add((uintptr_t)p, (uintptr_t)p + page_round(size));
+  errno = saved;
+  return p;
+}
+
 void nd_os_unmap(void *p, size_t size) {
   int saved = errno;
   own_remove((uintptr_t)p, (uintptr_t)p + page_round(size));

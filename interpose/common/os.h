@@ -11,6 +11,9 @@
 
 void *nd_os_map(size_t size);                   // anonymous RW pages, or NULL; never the hooked mmap
 void nd_os_unmap(void *p, size_t size);
+// The first `size` bytes of the file open on fd, mapped read-only and shared (a mapping names its
+// file in /proc/PID/maps without holding a descriptor), or NULL; nd_os_unmap gives it back.
+void *nd_os_map_file(int fd, size_t size);
 // The same in the shape of an allocator with a context (the workspace engine's ws_mem_t): size 0
 // maps a page, unmapping NULL does nothing.
 void *nd_os_map_ctx(void *ctx, size_t size);

@@ -65,6 +65,7 @@ static struct {
   int fd;     // the file, above the program's descriptors; -1 before it is made, and between
               // flushes where it would lie in the program's range (transient)
   int transient; // opened for each flush and closed after: no room above the program's range
+  void *named;   // then its first page, mapped: where an exec'd child finds its parent's trace
   pthread_mutex_t lock;
   nd_tw_t w;
   char *buf;
@@ -119,6 +120,54 @@ static int keep_highest(void *ctx, long fd) {
   return 0;
 }
 
+// Whether the file opened through `at` (its name: path) is a trace written by pid (its header):
+// 0 with its folder in dir.
+static int trace_of(const char *at, const char *path, pid_t pid, char *dir, size_t cap) {
+  int tfd = open(at, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), found = -1;
+  if (tfd < 0) return -1;
+  struct stat st;
+  nd_trace_header_t h;
+  size_t n = strlen(path);
+  if (n < cap && path[0] == '/' && fstat(tfd, &st) == 0 && S_ISREG(st.st_mode) &&
+      pread(tfd, &h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h.magic, ND_TRACE_MAGIC, 8) &&
+      h.pid == (uint64_t)pid) {
+    memcpy(dir, path, n + 1);
+    char *slash = strrchr(dir, '/');
+    *(slash == dir ? slash + 1 : slash) = 0;
+    found = 0;
+  }
+  close(tfd);
+  return found;
+}
+
+// A parent that keeps no descriptor on its trace between flushes (no room above its limit) names
+// it by a read-only shared mapping of its first page (nd_trace_create): such a line of its
+// /proc/PID/maps whose file is its trace. 0 or -1.
+static int mapped_trace_dir(pid_t ppid, char *dir, size_t cap) {
+  char path[64], buf[8192];
+  nd_os_proc_path(path, sizeof path, ppid, "maps", -1);
+  int fd = open(path, O_RDONLY | O_CLOEXEC), found = -1;
+  if (fd < 0) return -1;
+  size_t len = 0;
+  ssize_t got;
+  while (found < 0 && (got = read(fd, buf + len, sizeof buf - 1 - len)) > 0) {
+    len += (size_t)got;
+    char *line = buf, *nl;
+    while (found < 0 && (nl = memchr(line, '\n', (size_t)(buf + len - line)))) {
+      *nl = 0; // "lo-hi perms offset dev inode   path"
+      const char *perms = strchr(line, ' '), *file = perms ? strchr(perms, '/') : NULL;
+      if (file && !strncmp(perms + 1, "r--s 00000000 ", 14))
+        found = trace_of(file, file, ppid, dir, cap);
+      line = nl + 1;
+    }
+    len = (size_t)(buf + len - line);
+    memmove(buf, line, len);
+    if (len == sizeof buf - 1) len = 0; // a line longer than the buffer: not ours
+  }
+  close(fd);
+  return found;
+}
+
 static int parent_trace_dir(pid_t ppid, char *dir, size_t cap) {
   char path[64];
   nd_os_proc_path(path, sizeof path, ppid, "fd", -1);
@@ -126,24 +175,14 @@ static int parent_trace_dir(pid_t ppid, char *dir, size_t cap) {
   if (nd_os_each_number(path, keep_highest, top) < 0) return -1;
   int found = -1;
   for (int i = 0; i < 8 && top[i] >= 3 && found < 0; i++) {
-    char link[64];
+    char link[64], file[4096];
     nd_os_proc_path(link, sizeof link, ppid, "fd", top[i]);
-    ssize_t len = readlink(link, dir, cap - 1);
-    if (len <= 0 || dir[0] != '/') continue; // a pipe, a socket
-    dir[len] = 0;
-    int tfd = open(link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (tfd < 0) continue;
-    struct stat st;
-    nd_trace_header_t h;
-    if (fstat(tfd, &st) == 0 && S_ISREG(st.st_mode) &&
-        pread(tfd, &h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h.magic, ND_TRACE_MAGIC, 8) &&
-        h.pid == (uint64_t)ppid) {
-      char *slash = strrchr(dir, '/');
-      if (slash) *(slash == dir ? slash + 1 : slash) = 0, found = 0;
-    }
-    close(tfd);
+    ssize_t len = readlink(link, file, sizeof file - 1);
+    if (len <= 0 || file[0] != '/') continue; // a pipe, a socket
+    file[len] = 0;
+    found = trace_of(link, file, ppid, dir, cap);
   }
-  return found;
+  return found < 0 ? mapped_trace_dir(ppid, dir, cap) : found;
 }
 
 // The folder a relative NDMEM_OUTPUT is taken from, fixed at start-up: the working directory of
@@ -479,6 +518,14 @@ static void create_entered(int alone) {
   } else {
     tr.state = TR_OK;
     run_log(&h, 0);
+  }
+  // Kept in no descriptor between flushes (put_down), the trace is named by a mapping of its first
+  // page instead, so that a child exec'd under ndmem still finds its parent's trace (fix_dir).
+  if (tr.transient && !tr.named) {
+    int saved = errno, rfd = open(tr.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); // (tr.fd writes only)
+    if (nd_os_same_file(rfd, tr.dev, tr.ino)) tr.named = nd_os_map_file(rfd, (size_t)nd_os_page_size());
+    if (rfd >= 0) close(rfd);
+    errno = saved;
   }
   put_down();
 }
@@ -863,6 +910,10 @@ static void atfork_child(nd_tls_t *t) {
     close(tr.fd);
     errno = saved;
     tr.fd = -1;
+  }
+  if (tr.named) { // the parent's, which would name it to the child's children
+    nd_os_unmap(tr.named, (size_t)nd_os_page_size());
+    tr.named = NULL;
   }
   if (tr.on && tr.state != TR_OFF) tr.state = TR_LATER;
   tr.hdr.origin = ND_ORIGIN_FORK; // its pid is its own (create_locked)

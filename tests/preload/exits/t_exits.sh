@@ -129,6 +129,18 @@ left=$(find "$tmp/childcwd" "$tmp/elsewhere" -mindepth 1)
 [ -z "$left" ] || no "files beside neither trace: $left"
 n=$(ls "$tmp/parent2"/ndmem.*.trace 2>/dev/null | wc -l)
 [ "$n" -eq 2 ] || no "spawn after chdir: $n traces beside the parent's, want 2"
+# ... and where no room is left above the soft descriptor limit (the parent then keeps no
+# descriptor on its trace between flushes: its child finds it by the mapping that names it)
+mkdir -p "$tmp/parent3" "$tmp/elsewhere3"
+if sh -c 'ulimit -n 20000' 2>/dev/null; then
+  # (no PWD to fall back on: the parent's own folder by then is elsewhere3)
+  (cd "$tmp/parent3" && LD_PRELOAD=$lib sh -c 'ulimit -n 20000 && PWD=/nonexistent exec "$@"' sh "$prog" spawn \
+    "$tmp/childcwd" "$tmp/elsewhere3" 2>"$tmp/err") || { no "spawn, no room"; cat "$tmp/err" >&2; }
+  left=$(find "$tmp/childcwd" "$tmp/elsewhere3" -mindepth 1)
+  [ -z "$left" ] || no "no room: files beside neither trace: $left"
+  n=$(ls "$tmp/parent3"/ndmem.*.trace 2>/dev/null | wc -l)
+  [ "$n" -eq 2 ] || no "spawn, no room: $n traces beside the parent's, want 2"
+fi
 
 # The summary of the process the user started begins on a fresh line.
 LD_PRELOAD=$lib NDMEM_OUTPUT="$tmp/n.%p.trace" "$prog" noeol 2>"$tmp/noeol"
