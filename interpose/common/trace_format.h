@@ -401,12 +401,12 @@ typedef struct nd_rec_refusal {
 _Static_assert(sizeof(nd_rec_refusal_t) == 56, "refusal record layout");
 enum nd_refusal_flags { ND_REFUSAL_STACK = 1 };
 
-// An exec of the process (version 16), written with a flush of everything up to it just before
-// the exec is made: where it succeeds the image is gone and this is the trace's last record (no
-// END: the process lives on as another program). A followed exec's new image runs under the shim
-// and, with the same output path, takes the trace over (trace.c); one the shim cannot follow
-// leaves this record as the end of the process's trace. Where the exec fails, a second EXEC
-// record with its errno follows and the trace goes on.
+// An exec of the process (version 16), written just before the exec is made, with a flush of
+// everything up to it where the shim cannot follow it: where it succeeds the image is gone and
+// this is the trace's last record (no END: the process lives on as another program). A followed
+// exec's new image runs under the shim and, with the same output path, takes the trace over
+// (trace.c): its record comes alone. Where the exec fails, a second EXEC record with its errno
+// follows and the trace goes on.
 enum nd_exec_follow {
   ND_EXEC_FOLLOWED = 0,   // the new program loads the shim again (its environment preloads it)
   ND_EXEC_NO_PRELOAD = 1, // its environment does not preload libndmem (cleared, or changed)

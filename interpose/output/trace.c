@@ -778,6 +778,25 @@ static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
     return;
   }
   tr.w.fd = fd;
+  if (ex && !ex->err && ex->follow == ND_EXEC_FOLLOWED) {
+    // Followed: the new image writes on where this one stopped (it takes the file over, trace's
+    // pid being its own), so this one's figures since its last flush are not worth a flush of
+    // every site at each link of an exec chain: the record and the batch's end.
+    nd_tw_record(&tr.w, ND_REC_EXEC, ex, sizeof *ex, path, ex->path_len);
+    nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq, __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED),
+                        __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)};
+    nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    if (nd_tw_flush(&tr.w) != 0) {
+      warn_once("cannot write trace", tr.path, tr.w.error);
+      tr.state = TR_OFF;
+    } else {
+      tr.state = TR_EXEC;
+    }
+    put_down();
+    nd_os_fd_leave();
+    pthread_mutex_unlock(&tr.lock);
+    return;
+  }
   int held = 0;
   unsigned long long gen[2] = {0, 0};
   dl_iterate_phdr(loader_generation, gen);
