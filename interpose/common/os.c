@@ -116,6 +116,15 @@ void *nd_os_map(size_t size) {
   return p;
 }
 
+void *nd_os_map_file(int fd, size_t size) {
+  int saved = errno;
+  void *p = (void *)syscall(SYS_mmap, NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) p = NULL;
+  if (p) own_add((uintptr_t)p, (uintptr_t)p + page_round(size));
+  errno = saved;
+  return p;
+}
+
 void nd_os_unmap(void *p, size_t size) {
   int saved = errno;
   own_remove((uintptr_t)p, (uintptr_t)p + page_round(size));
@@ -356,15 +365,22 @@ static int free_below(int top, int floor) {
   return -1;
 }
 
+// The soft RLIMIT_NOFILE as an int, or -1 (none, or beyond an int).
+static int soft_nofile(struct rlimit *rl) {
+  if (getrlimit(RLIMIT_NOFILE, rl) != 0 || rl->rlim_cur == RLIM_INFINITY || rl->rlim_cur > INT32_MAX)
+    return -1;
+  return (int)rl->rlim_cur;
+}
+
 int nd_os_fd_high(int fd, int raise_ok) {
   if (fd < 0) return fd;
   int saved = errno, nfd = -1;
   struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX) {
+  int cur = soft_nofile(&rl);
+  if (cur < 0) {
     errno = saved;
     return fd;
   }
-  int cur = (int)rl.rlim_cur;
   if (raise_ok && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur)) {
     // Above the soft limit, at the top of up to ND_OS_FD_ROOM slots the hard limit leaves: no scan
     // up to the limit sees it, and neither does a check of the numbers just above it (a program
@@ -376,18 +392,19 @@ int nd_os_fd_high(int fd, int raise_ok) {
     struct rlimit up = {top, rl.rlim_max};
     if (top <= INT32_MAX && setrlimit(RLIMIT_NOFILE, &up) == 0) {
       int t = free_below((int)top, cur);
-      if (t >= 0) nfd = dup3(fd, t, O_CLOEXEC);
+      if (t >= 0) nfd = (int)syscall(SYS_dup3, fd, t, O_CLOEXEC);
       setrlimit(RLIMIT_NOFILE, &rl);
     }
   }
-  // Else the top 16 below the limit (the program meets EMFILE a little earlier). With no room
-  // above at all, those slots are taken out of the soft limit, once, as valgrind reserves its own
-  // (the program can open 16 fewer files; a child under ndmem finds the room above).
+  // Else the top ND_OS_FD_RESERVE slots below the limit, which the program reads unchanged (it
+  // meets EMFILE that much earlier); a dup2 of its onto one of them moves ndmem's first
+  // (nd_os_fd_yield).
   if (nfd < 0 && cur >= 256) {
     int t = free_below(cur, cur - ND_OS_FD_RESERVE);
-    if (t >= 0) nfd = dup3(fd, t, O_CLOEXEC);
-    struct rlimit down = {(rlim_t)(cur - ND_OS_FD_RESERVE), rl.rlim_max};
-    if (nfd >= 0 && raise_ok && rl.rlim_max == rl.rlim_cur) setrlimit(RLIMIT_NOFILE, &down);
+    if (t >= 0) nfd = (int)syscall(SYS_dup3, fd, t, O_CLOEXEC);
+    // the program holds them all (or moved ndmem's away): the lowest free above its fourfold
+    if (nfd < 0 && fd < cur - 4 * ND_OS_FD_RESERVE)
+      nfd = fcntl(fd, F_DUPFD_CLOEXEC, cur - 4 * ND_OS_FD_RESERVE);
   }
   if (nfd >= 0) {
     close(fd);
@@ -395,6 +412,117 @@ int nd_os_fd_high(int fd, int raise_ok) {
   }
   errno = saved;
   return fd;
+}
+
+int nd_os_fd_in_range(int fd) {
+  struct rlimit rl;
+  int saved = errno, cur = soft_nofile(&rl);
+  errno = saved;
+  return fd >= 0 && (cur < 0 || fd < cur);
+}
+
+// ---------------------------------------------------------------- ndmem's kept descriptors
+//
+// The owners' variables, the number each held before its last move (+1; 0: none), ndmem's I/O
+// on its descriptors under way (users), and a dup2 of the program's under way (moving). ndmem's
+// users enter before they read their variable (or open a file for one use) and leave after their
+// last call on it; a program's dup2 or dup3 waits until none is inside, keeps them out until its
+// call is made (nd_os_fd_yield_done) and first moves a kept descriptor on the number it asked
+// for, so no read or write of ndmem's ever reaches the descriptor the program puts there, and no
+// descriptor ndmem opens meanwhile takes that number. One at a time (the table's lock). A thread
+// inside (a signal handler of the program's that interrupted ndmem's I/O and calls dup2) cannot
+// wait for itself: its call goes on (inside counts it).
+#define KEPT_MAX 16
+static struct {
+  int lock;
+  int *slot[KEPT_MAX];
+  int was[KEPT_MAX];
+  unsigned users, moving; // atomic
+} kept;
+static __thread unsigned kept_inside;
+static __thread int kept_moving_here; // this thread is between nd_os_fd_yield and _done
+
+void nd_os_fd_own(int *owner) {
+  if (kept_moving_here) return; // (never: ndmem keeps no descriptor inside a program's dup2)
+  while (__atomic_exchange_n(&kept.lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+  int free_at = -1;
+  for (int i = 0; i < KEPT_MAX; i++) {
+    if (kept.slot[i] == owner) free_at = -2, i = KEPT_MAX;
+    else if (!kept.slot[i] && free_at == -1) free_at = i;
+  }
+  if (free_at >= 0) {
+    __atomic_store_n(&kept.was[free_at], 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&kept.slot[free_at], owner, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&kept.lock, 0, __ATOMIC_RELEASE);
+}
+
+void nd_os_fd_enter(void) {
+  if (kept_inside++ || kept_moving_here) { // never waits for a move that waits for it
+    __atomic_add_fetch(&kept.users, 1, __ATOMIC_SEQ_CST);
+    return;
+  }
+  for (;;) {
+    __atomic_add_fetch(&kept.users, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&kept.moving, __ATOMIC_SEQ_CST)) return;
+    __atomic_sub_fetch(&kept.users, 1, __ATOMIC_SEQ_CST);
+    // (the last words of a process that a signal stopped inside a move do not wait for it)
+    while (__atomic_load_n(&kept.moving, __ATOMIC_ACQUIRE) && !nd_os_last_words) sched_yield();
+    if (nd_os_last_words) {
+      __atomic_add_fetch(&kept.users, 1, __ATOMIC_SEQ_CST);
+      return;
+    }
+  }
+}
+
+void nd_os_fd_atfork_child(void) {
+  __atomic_store_n(&kept.users, kept_inside, __ATOMIC_RELAXED); // the forking thread's alone
+  __atomic_store_n(&kept.moving, kept_moving_here ? 1 : 0, __ATOMIC_RELAXED);
+  kept.lock = kept_moving_here ? 1 : 0;
+}
+
+void nd_os_fd_leave(void) {
+  kept_inside--;
+  __atomic_sub_fetch(&kept.users, 1, __ATOMIC_RELEASE);
+}
+
+int nd_os_fd_now(int fd) {
+  for (int i = 0; fd >= 0 && i < KEPT_MAX; i++) {
+    int *s = __atomic_load_n(&kept.slot[i], __ATOMIC_ACQUIRE);
+    if (s && __atomic_load_n(&kept.was[i], __ATOMIC_ACQUIRE) == fd + 1)
+      return __atomic_load_n(s, __ATOMIC_ACQUIRE);
+  }
+  return fd;
+}
+
+void nd_os_fd_yield(int fd) {
+  if (kept_moving_here++) return; // a handler of this thread's inside its own dup2: nothing more
+  struct rlimit rl;
+  int saved = errno, cur = soft_nofile(&rl), moved = 0;
+  while (__atomic_exchange_n(&kept.lock, 1, __ATOMIC_ACQUIRE)) sched_yield(); // one at a time
+  __atomic_store_n(&kept.moving, 1, __ATOMIC_SEQ_CST);
+  // ndmem's I/O ends (a flush of a million sites takes seconds): waited for, within bounds
+  uint64_t until = nd_os_mono_ns() + ND_OS_PROGRESS_MAX_NS;
+  while (__atomic_load_n(&kept.users, __ATOMIC_SEQ_CST) > kept_inside && nd_os_mono_ns() < until)
+    sched_yield();
+  for (int i = 0; fd >= 3 && i < KEPT_MAX; i++) { // (ndmem keeps none of 0, 1 and 2)
+    if (!kept.slot[i] || __atomic_load_n(kept.slot[i], __ATOMIC_ACQUIRE) != fd) continue;
+    // The lowest free slot of the reserve (never one the program holds), else none: its owner
+    // opens it again where it can (the trace), or goes without.
+    int floor = cur > 4 * ND_OS_FD_RESERVE ? cur - 4 * ND_OS_FD_RESERVE : 3;
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    __atomic_store_n(kept.slot[i], nfd, __ATOMIC_RELEASE);
+    __atomic_store_n(&kept.was[i], fd + 1, __ATOMIC_RELEASE);
+    moved = 1;
+  }
+  if (moved) syscall(SYS_close, fd);
+  errno = saved;
+}
+
+void nd_os_fd_yield_done(void) {
+  if (--kept_moving_here) return;
+  __atomic_store_n(&kept.moving, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&kept.lock, 0, __ATOMIC_RELEASE);
 }
 
 int nd_os_at_line_start(int fd) {

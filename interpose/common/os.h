@@ -11,6 +11,9 @@
 
 void *nd_os_map(size_t size);                   // anonymous RW pages, or NULL; never the hooked mmap
 void nd_os_unmap(void *p, size_t size);
+// The first `size` bytes of the file open on fd, mapped read-only and shared (a mapping names its
+// file in /proc/PID/maps without holding a descriptor), or NULL; nd_os_unmap gives it back.
+void *nd_os_map_file(int fd, size_t size);
 // The same in the shape of an allocator with a context (the workspace engine's ws_mem_t): size 0
 // maps a page, unmapping NULL does nothing.
 void *nd_os_map_ctx(void *ctx, size_t size);
@@ -68,13 +71,35 @@ void nd_os_mutex_lock_working(void *m, const uint64_t *progress);
 // Moves fd out of the range programs manage (they close, scan or dup2 over the low numbers; a
 // child's fd scan up to sysconf(_SC_OPEN_MAX) must not see ndmem): to the highest free slot at
 // most ND_OS_FD_ROOM above the soft RLIMIT_NOFILE. With `raise_ok` (only while no other thread
-// can read or change the limit: at start-up) the soft limit is raised for the dup and restored;
-// where the hard limit leaves no room, the soft limit is lowered by the reserve once, for good
-// (the program sees 16 descriptors fewer, as under valgrind). Otherwise the fd goes as high below
-// the limit as it can. Close-on-exec. Returns the new descriptor (fd itself when it could not be moved).
+// can read or change the limit: at start-up) the soft limit is raised for the dup and restored.
+// Where the hard limit leaves no room above (or later), the fd goes to the top ND_OS_FD_RESERVE
+// slots below the limit: the limit the program reads stays its own, a dup2/dup3 of the
+// program's onto one of them moves ndmem's away first (nd_os_fd_yield), and its owner keeps it
+// no longer than one use (nd_os_fd_in_range). Close-on-exec. Returns the new descriptor (fd
+// itself when it could not be moved).
 #define ND_OS_FD_RESERVE 16
 #define ND_OS_FD_ROOM 4096 // how far above the soft limit (at most) ndmem's descriptors go
 int nd_os_fd_high(int fd, int raise_ok);
+// ndmem's descriptors: every read or write of ndmem's on one (a kept one, or a file opened for one
+// use) is made between nd_os_fd_enter and nd_os_fd_leave, and a kept one lives in its owner's
+// variable (registered once, by its address: nd_os_fd_own), read after entering.
+// nd_os_fd_yield(fd) and nd_os_fd_yield_done() bracket a dup2 or dup3 of the program's onto fd:
+// the first waits until no I/O of ndmem's is under way, keeps new I/O out until the second, and
+// moves a kept descriptor on fd to a free slot (its owner's variable updated; -1 where none is
+// free) and closes fd, so the program's call does what it does without ndmem.
+// nd_os_fd_now(fd): for a number a kept descriptor was moved from, where it is now (a copy of
+// the number kept elsewhere: libunwind's), else fd.
+// Whether fd lies in the range the program manages (below its soft RLIMIT_NOFILE): a scan of its
+// descriptors up to sysconf(_SC_OPEN_MAX) meets it. ndmem keeps none there between its uses (no
+// room above the limit): it opens the file for each use and closes it after.
+int nd_os_fd_in_range(int fd);
+void nd_os_fd_own(int *owner);
+void nd_os_fd_enter(void);
+void nd_os_fd_leave(void);
+void nd_os_fd_yield(int fd);
+void nd_os_fd_yield_done(void);
+int nd_os_fd_now(int fd);
+void nd_os_fd_atfork_child(void); // the parent's other threads' I/O is not the child's
 // Whether output written to fd next starts a line: a regular file that is empty or ends in '\n'.
 // Anything else (a terminal, a pipe) cannot be known: 0.
 int nd_os_at_line_start(int fd);

@@ -54,6 +54,10 @@
 // within the slack and counted (ADMITTED per limit, ADMIT_SITE per asking site), and in BREACH's
 // flags why a refused request could be refused (ND_BREACH_RUNTIME, _NAMED, _LARGE, _PAST_SLACK;
 // before 16 every request over a limit could be, and none is set).
+// 16 also added REFUSAL (the last request a limit refused: when, the thread, its size and stack, so that
+// an end soon after it is named with it) and EXEC (an exec of the process: the program, whether
+// the shim follows it into the new image, and a failed exec's errno), and EXIT's reserved word
+// became its flags (ND_EXIT_STATUS: `code` of a normal exit is its exit status; 0 before: unknown).
 // Readers accept 1 to 16.
 #define ND_TRACE_VERSION 16
 #define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
@@ -152,6 +156,8 @@ enum nd_rec_tag {
   ND_REC_SITE_PEAK = 25, // nd_rec_site_peak_t: a site's live bytes at its group's peak moment
   ND_REC_ADMITTED = 26, // nd_rec_admitted_t: one limit's admissions (latest wins; version 16)
   ND_REC_ADMIT_SITE = 27, // nd_rec_admit_site_t: one asking site's admissions (latest wins)
+  ND_REC_REFUSAL = 28,  // nd_rec_refusal_t: the last refused request (latest wins; version 16)
+  ND_REC_EXEC = 29,     // nd_rec_exec_t + path bytes: an exec of the process (version 16)
   ND_REC_TAG_MAX
 };
 
@@ -365,9 +371,76 @@ typedef struct nd_rec_exit {
   uint32_t how; // enum nd_exit_how
   int32_t code;
   uint32_t tid; // the thread that ended the process
-  uint32_t reserved;
+  uint32_t flags; // enum nd_exit_flags (version 16; reserved, 0, before)
 } nd_rec_exit_t;
 _Static_assert(sizeof(nd_rec_exit_t) == 24, "exit record layout");
+enum nd_exit_flags {
+  // `code` is the exit status: of _exit always; of a normal exit where the shim saw it (exit()
+  // from anywhere and a return from main go through the handler it registers as main starts; a
+  // process whose main it did not see start, a fork child of one, leaves it unknown)
+  ND_EXIT_STATUS = 1
+};
+
+// An end this soon after the last refused request (REFUSAL) is named with it whatever it was; an
+// end that is not clean (a fatal signal, a non-zero exit status, a limit's abort) is named with it
+// however long after (the time is said). A clean exit later than this is not tied to it.
+#define ND_REFUSAL_NEAR_NS (5ull * 1000000000)
+
+// The last request a limit refused (version 16; latest wins): NDMEM_ON_LIMIT=fail's ENOMEM (or
+// abort's stop) at maxBytes or maxPhysicalBytes, or a device limit's CUDA_ERROR_OUT_OF_MEMORY;
+// every refusal, logged or not (BREACH records log the 1st, 2nd, 4th, ...). Written at the flush
+// after it and at every end the shim sees (exit, _exit, a fatal signal), so that how the process
+// ended is told beside the request it was refused last.
+typedef struct nd_rec_refusal {
+  uint64_t mono_ns;
+  uint32_t tid;
+  uint16_t limit;       // enum nd_limit_id, or ND_LIMIT_DEVICE
+  uint16_t flags;       // enum nd_refusal_flags
+  uint32_t fn;          // enum ndmem_fn; for ND_LIMIT_DEVICE, the CUDA hook (ND_CUDA_FN_*)
+  uint32_t device;      // ND_LIMIT_DEVICE: the device
+  uint64_t requested;   // bytes asked for (for realloc and mremap: the growth)
+  uint64_t limit_bytes; // the limit
+  uint64_t refusals;    // requests refused so far, every limit together (this one included)
+  uint32_t stack_id;    // ND_REFUSAL_STACK: the request's stack (a STACK written before)
+  uint32_t reserved;
+} nd_rec_refusal_t;
+_Static_assert(sizeof(nd_rec_refusal_t) == 56, "refusal record layout");
+enum nd_refusal_flags { ND_REFUSAL_STACK = 1 };
+
+// An exec of the process (version 16), written just before the exec is made, with a flush of
+// everything up to it where the shim cannot follow it: where it succeeds the image is gone and
+// this is the trace's last record (no END: the process lives on as another program). A followed
+// exec's new image runs under the shim and, with the same output path, takes the trace over
+// (trace.c): its record comes alone. Where the exec fails, a second EXEC record with its errno
+// follows and the trace goes on.
+enum nd_exec_follow {
+  ND_EXEC_FOLLOWED = 0,   // the new program loads the shim again (its environment preloads it)
+  ND_EXEC_NO_PRELOAD = 1, // its environment does not preload libndmem (cleared, or changed)
+  ND_EXEC_STATIC = 2,     // a statically linked program: no loader to preload the shim into
+  ND_EXEC_SECURE = 3,     // set-user-ID or set-group-ID: the loader ignores LD_PRELOAD's paths
+  ND_EXEC_FOREIGN = 4,    // an ELF of another class or machine than the shim's (a 32-bit one)
+  ND_EXEC_UNKNOWN = 5,    // the program could not be read: whether the shim follows is unknown
+  ND_EXEC_FOLLOW_MAX = 5
+};
+// The exec function called (glibc's execl* and execvp build on execve inside libc, unseen: each is
+// hooked itself).
+enum nd_exec_fn {
+  ND_EXEC_FN_EXECVE = 0, ND_EXEC_FN_EXECV, ND_EXEC_FN_EXECVP, ND_EXEC_FN_EXECVPE, ND_EXEC_FN_EXECL,
+  ND_EXEC_FN_EXECLE, ND_EXEC_FN_EXECLP, ND_EXEC_FN_FEXECVE, ND_EXEC_FN_EXECVEAT, ND_EXEC_FN_MAX = 8
+};
+#define ND_EXEC_FN_NAMES \
+  "execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp", "fexecve", "execveat"
+#define ND_EXEC_PATH_MAX 4096
+typedef struct nd_rec_exec {
+  uint64_t mono_ns;
+  uint32_t tid;
+  uint16_t follow;   // enum nd_exec_follow
+  uint16_t fn;       // enum nd_exec_fn
+  int32_t err;       // 0: the exec is being made; else it failed with this errno (the trace goes on)
+  uint32_t path_len; // bytes of the program's path that follow (UTF-8 as given, no NUL), at most
+                     // ND_EXEC_PATH_MAX: the file found (execvp's PATH search; fexecve's link)
+} nd_rec_exec_t;
+_Static_assert(sizeof(nd_rec_exec_t) == 24, "exec record layout");
 
 typedef struct nd_rec_end {
   uint64_t mono_ns;

@@ -281,6 +281,8 @@ int cu_reserve(int d, uint64_t bytes, int fn, const void *real) {
   }
   if (action == ND_ON_LIMIT_ABORT) nd_limits_abort();
   ADD(v->failed, 1);
+  nd_limits_device_refused(d, fn, bytes, lim,
+                           nd_tls.shard ? nd_track_site_here(cu_dev_kind(d)) : NULL);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "runtime/allocstat.h"
 #include "runtime/keys.h"
+#include "common/trace_format.h"
 #include "threads/threads.h"
 
 #include <malloc.h>
@@ -82,6 +83,45 @@ ND_EXPORT void (*signal(int sig, void (*handler)(int)))(int) { return nd_signal(
 ND_EXPORT void _exit(int status) { nd_exit_now(status); }
 ND_EXPORT void _Exit(int status) { nd_exit_now(status); }
 ND_EXPORT int pipe2(int fds[2], int flags) { return nd_pipe2(fds, flags, RA); }
+// ndmem's descriptors yield to the program's dup2 and dup3 (exits.c).
+ND_EXPORT int dup2(int oldfd, int newfd) { return nd_dup2(oldfd, newfd); }
+ND_EXPORT int dup3(int oldfd, int newfd, int flags) { return nd_dup3(oldfd, newfd, flags); }
+// The program's main starts through ndmem's, which keeps its exit status (exits.c).
+int __libc_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                      void (*rtld_fini)(void), void *stack_end);
+ND_EXPORT int __libc_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void),
+                                void (*fini)(void), void (*rtld_fini)(void), void *stack_end) {
+  return nd_start_main(main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+// exec.c: an exec is recorded before it replaces the process (glibc's execl* and execvp reach
+// execve inside libc, unseen: every member of the family is hooked).
+ND_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  return nd_execve(path, argv, envp);
+}
+ND_EXPORT int execv(const char *path, char *const argv[]) { return nd_execv(path, argv); }
+ND_EXPORT int execvp(const char *file, char *const argv[]) { return nd_execvp(file, argv); }
+ND_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  return nd_execvpe(file, argv, envp);
+}
+ND_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+  return nd_fexecve(fd, argv, envp);
+}
+ND_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                       int flags) {
+  return nd_execveat(dirfd, path, argv, envp, flags);
+}
+#define EXECL(name, fn) \
+  ND_EXPORT int name(const char *path, const char *arg, ...) { \
+    va_list ap; \
+    va_start(ap, arg); \
+    int rc = nd_execl(fn, path, arg, ap); \
+    va_end(ap); \
+    return rc; \
+  }
+EXECL(execl, ND_EXEC_FN_EXECL)
+EXECL(execle, ND_EXEC_FN_EXECLE)
+EXECL(execlp, ND_EXEC_FN_EXECLP)
 
 // keys.c: libunwind's key is ndmem's own, so that every key is the program's.
 ND_EXPORT int pthread_key_create(pthread_key_t *key, void (*destructor)(void *)) {

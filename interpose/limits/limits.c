@@ -39,6 +39,8 @@ static struct {
   int64_t warn_at;             // atomic
   int action;                  // atomic
   int statm_fd;
+  const char *statm_once; // the statm file, opened for each reading where its descriptor would lie
+                          // in the program's range (no room above its limit: common/os.h)
   // physical readings (atomic)
   int64_t phys;                // the last reading, -1 before the first
   uint64_t phys_reads;
@@ -54,6 +56,11 @@ static struct {
   nd_rec_snapshot_t snap;
   int poller; // atomic: the reading thread was started
   uint64_t retrying_ns; // atomic: when a thread in a long run of refusals was last refused
+  // The last refused request (REFUSAL), under rec_lock: written at the next flush (dirty) and
+  // named by the exit line when the process ends soon after it (exit_note).
+  nd_rec_refusal_t refusal;
+  const nd_site_t *refusal_site;
+  int refusal_dirty;
 } limits = {.statm_fd = -1, .phys = -1};
 
 int64_t nd_ws_arena_total, nd_ws_live_total;
@@ -144,7 +151,17 @@ static void watermark(uint64_t v) {
 // is added first, so `since` counts from here for every thread.
 static int64_t phys_read(nd_tls_t *t) {
   uint64_t v;
-  if (limits.statm_fd < 0 || nd_statm_anon(limits.statm_fd, &v) != 0) return -1;
+  nd_os_fd_enter(); // the descriptor stays where it is for the read (os.h)
+  int fd = __atomic_load_n(&limits.statm_fd, __ATOMIC_ACQUIRE), once = fd < 0 && limits.statm_once;
+  if (once) fd = open(limits.statm_once, O_RDONLY | O_CLOEXEC);
+  int rc = fd < 0 || nd_statm_anon(fd, &v) != 0 ? -1 : 0;
+  if (once && fd >= 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+  }
+  nd_os_fd_leave();
+  if (rc) return -1;
   if (t && t->lim_acc) {
     ADD(nd_lim.gross, t->lim_acc);
     t->lim_acc = 0;
@@ -469,9 +486,35 @@ static nd_site_t *refused_site(const nd_lim_t *c) {
   return nd_site_here(map ? NDMEM_KIND_MMAP : NDMEM_KIND_HEAP, 0);
 }
 
-static void queue_breach(nd_lim_t *c, int action, uint64_t n) {
-  queue_breach_rec(c->limit, action, c->fn, 0, c->req, c->value, lim_max(c->limit), n,
-                   refused_site(c), 0, 0, c->why);
+static void queue_breach(nd_lim_t *c, int action, uint64_t n, const nd_site_t *site) {
+  queue_breach_rec(c->limit, action, c->fn, 0, c->req, c->value, lim_max(c->limit), n, site, 0, 0,
+                   c->why);
+}
+
+// A request refused (every one, logged or not): the latest is kept for the trace and for the exit
+// line, which ties an end soon after it to it (an OpenBLAS exit(1), a SIGSEGV on the NULL).
+static void note_refusal(int limit, int fn, int device, uint64_t req, int64_t lim,
+                         const nd_site_t *site) {
+  nd_spin_lock(&limits.rec_lock);
+  nd_rec_refusal_t *r = &limits.refusal;
+  uint64_t n = r->refusals + 1;
+  memset(r, 0, sizeof *r);
+  r->mono_ns = nd_os_mono_ns();
+  r->tid = (uint32_t)nd_os_gettid();
+  r->limit = (uint16_t)limit;
+  r->fn = (uint32_t)fn;
+  r->device = (uint32_t)device;
+  r->requested = req;
+  r->limit_bytes = (uint64_t)(lim > 0 ? lim : 0);
+  r->refusals = n;
+  if (site) r->flags = ND_REFUSAL_STACK, r->stack_id = site->id;
+  limits.refusal_site = site;
+  limits.refusal_dirty = 1;
+  nd_spin_unlock(&limits.rec_lock);
+}
+
+void nd_limits_device_refused(int device, int fn, uint64_t req, int64_t lim, const nd_site_t *site) {
+  note_refusal(ND_LIMIT_DEVICE, fn, device, req, lim, site);
 }
 
 static void relieve(nd_lim_t *c) {
@@ -483,6 +526,45 @@ static void relieve(nd_lim_t *c) {
   ADD(limits.reliefs, 1);
   ADD(limits.relief_bytes, freed);
   if (c->limit == ND_LIMIT_PHYSICAL) ST(nd_lim.phys_due, 1); // the retry reads again
+}
+
+// The exit line's words about the last refused request (module.h: exit_note): " 0.02 s after a
+// refused request (malloc of 128.00 MiB over maxBytes 64.00 MiB on thread 4242, requested at
+// [stack 3] ...)". For an end within ND_REFUSAL_NEAR_NS of it, and for one that is not clean (a
+// fatal signal, a non-zero status) however long after; not for a limit's own stop (its line is
+// just above). code: the exit status or the signal; -1: a status not known.
+static void say_secs(nd_buf_t *b, uint64_t ns);
+static int exit_note(nd_buf_t *b, int how, int code) {
+  if (how == ND_EXIT_LIMIT_ABORT) return 0;
+  nd_spin_lock(&limits.rec_lock);
+  nd_rec_refusal_t r = limits.refusal;
+  const nd_site_t *site = limits.refusal_site;
+  nd_spin_unlock(&limits.rec_lock);
+  if (!r.refusals) return 0;
+  uint64_t now = nd_os_mono_ns(), since = now > r.mono_ns ? now - r.mono_ns : 0;
+  if (how != ND_EXIT_SIGNAL && code <= 0 && since > ND_REFUSAL_NEAR_NS) return 0;
+  static const char *const cuda_fns[ND_CUDA_FNS] = {ND_CUDA_FN_NAMES};
+  nd_buf_char(b, ' ');
+  say_secs(b, since);
+  nd_buf_str(b, " after a refused request (");
+  nd_buf_str(b, r.limit == ND_LIMIT_DEVICE ? (r.fn < ND_CUDA_FN_USED ? cuda_fns[r.fn] : "?")
+                                           : nd_fn_name((int)r.fn));
+  nd_buf_str(b, " of ");
+  nd_buf_ubytes(b, r.requested);
+  nd_buf_str(b, " over ");
+  nd_buf_str(b, r.limit == ND_LIMIT_BYTES      ? "maxBytes "
+                : r.limit == ND_LIMIT_PHYSICAL ? "maxPhysicalBytes "
+                                               : "maxDeviceBytes ");
+  nd_buf_ubytes(b, r.limit_bytes);
+  if (r.limit == ND_LIMIT_DEVICE) nd_buf_fmt(b, " of device %u", r.device);
+  nd_buf_fmt(b, " on thread %u", r.tid);
+  if (site) {
+    uintptr_t ips[ND_STACK_MAX];
+    nd_buf_fmt(b, ", requested at [stack %u] ", site->id);
+    nd_buf_stack(b, ips, nd_site_stack(site, ips), 2);
+  }
+  nd_buf_char(b, ')');
+  return 1;
 }
 
 // The end of a process stopped on a limit (NDMEM_ON_LIMIT=abort, or a retry loop).
@@ -648,11 +730,14 @@ int nd_limit_breach(nd_tls_t *t, nd_lim_t *c) {
   uint64_t n = ADD(limits.breaches[c->limit], 1) + 1;
   if (c->why == ND_BREACH_PAST_SLACK) past_slack(c);
   int logged = (n & (n - 1)) == 0; // the 1st, 2nd, 4th, 8th, ...
+  int refused = action != ND_ON_LIMIT_WARN;
+  const nd_site_t *site = logged || refused ? refused_site(c) : NULL;
   if (logged || action == ND_ON_LIMIT_ABORT) {
     say_breach(c, action, n);
     if (n == 1 || action == ND_ON_LIMIT_ABORT) say_top_sites(-1);
-    queue_breach(c, action, n);
+    queue_breach(c, action, n, site);
   }
+  if (refused) note_refusal(c->limit, c->fn, 0, c->req, lim_max(c->limit), site);
   if (n == 1 || action == ND_ON_LIMIT_ABORT) {
     int64_t tracked = c->limit == ND_LIMIT_BYTES ? c->value : tracked_est(t);
     request_snapshot(ND_SNAP_BREACH, tracked, c->limit == ND_LIMIT_PHYSICAL ? c->value : LD(limits.phys),
@@ -726,17 +811,27 @@ static void statm_warn(const char *path, int err, const char *then) {
 // NDMEM_TEST_STATM falls back to /proc/self/statm; without that, the physical limit and the
 // watermark cannot be checked.
 static void open_statm(void) {
+  nd_os_fd_enter();
   if (limits.statm_fd >= 0) close(limits.statm_fd);
   int saved = errno;
   const char *proc = "/proc/self/statm", *path = nd_cfg.test_statm[0] ? nd_cfg.test_statm : proc;
+  limits.statm_once = NULL;
   limits.statm_fd = open(path, O_RDONLY | O_CLOEXEC);
   if (limits.statm_fd < 0 && path != proc) {
     statm_warn(path, errno, "using /proc/self/statm (NDMEM_TEST_STATM)");
-    limits.statm_fd = open(proc, O_RDONLY | O_CLOEXEC);
+    limits.statm_fd = open(path = proc, O_RDONLY | O_CLOEXEC);
   }
   if (limits.statm_fd < 0)
     statm_warn(proc, errno, "NDMEM_MAX_PHYSICAL_BYTES and NDMEM_WARN_AT are not checked");
   limits.statm_fd = nd_os_fd_high(limits.statm_fd, __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING);
+  if (nd_os_fd_in_range(limits.statm_fd)) { // not kept where the program's scans meet it
+    close(limits.statm_fd);
+    limits.statm_fd = -1;
+    limits.statm_once = path;
+  } else if (limits.statm_fd >= 0) {
+    nd_os_fd_own(&limits.statm_fd);
+  }
+  nd_os_fd_leave();
   errno = saved;
 }
 
@@ -752,7 +847,7 @@ static void configure(void) {
     if (step > (64 << 20)) step = 64 << 20;
   }
   nd_lim.step = step;
-  if (nd_lim.phys_on && limits.statm_fd < 0) open_statm();
+  if (nd_lim.phys_on && limits.statm_fd < 0 && !limits.statm_once) open_statm();
   if (nd_lim.phys_on && LD(limits.phys) < 0) ST(nd_lim.phys_due, 1); // the first allocation reads (and
                                                                  // starts the reading thread)
   __atomic_store_n(&nd_limits_on, nd_lim.phys_on || LD(nd_lim.max_bytes) > 0, __ATOMIC_RELEASE);
@@ -905,7 +1000,8 @@ static void write_records(nd_record_fn rec, void *ctx) {
   // Device breaches and their snapshot come through here too, without a host limit set.
   int host = configured() || LD(limits.breaches[0]) || LD(limits.breaches[1]) || LD(limits.reliefs);
   if (!host && !__atomic_load_n(&limits.npending, __ATOMIC_ACQUIRE) &&
-      !__atomic_load_n(&limits.snap_waiting, __ATOMIC_ACQUIRE))
+      !__atomic_load_n(&limits.snap_waiting, __ATOMIC_ACQUIRE) &&
+      !__atomic_load_n(&limits.refusal_dirty, __ATOMIC_ACQUIRE))
     return;
   static nd_rec_breach_t copy[MAX_PENDING]; // the writer holds the trace lock: one caller at a time
   static top_t top[SNAP_SITES];
@@ -916,8 +1012,16 @@ static void write_records(nd_record_fn rec, void *ctx) {
   limits.npending = 0;
   int want_snap = limits.snap_waiting;
   snap = limits.snap;
+  int refusal = limits.refusal_dirty;
+  nd_rec_refusal_t last = limits.refusal;
+  // A stack interned after this flush wrote the sites is not in the trace yet: the record goes
+  // without it now and again, with it, at the next flush (the latest wins).
+  if (refusal && limits.refusal_site && !limits.refusal_site->written)
+    last.flags &= (uint16_t)~ND_REFUSAL_STACK, last.stack_id = 0;
+  else limits.refusal_dirty = 0;
   nd_spin_unlock(&limits.rec_lock);
   for (unsigned i = 0; i < n; i++) rec(ctx, ND_REC_BREACH, &copy[i], sizeof copy[i]);
+  if (refusal) rec(ctx, ND_REC_REFUSAL, &last, sizeof last);
   if (want_snap) {
     int k = top_sites(top, SNAP_SITES, NULL, -1);
     snap.sites = (uint32_t)k;
@@ -964,6 +1068,10 @@ static void atfork_child(nd_tls_t *t) {
   (void)t;
   limits.rec_lock = 0;
   nd_callers_atfork_child();
+  // The child's end is tied to the requests it was refused itself, not to its parent's.
+  memset(&limits.refusal, 0, sizeof limits.refusal);
+  limits.refusal_site = NULL;
+  limits.refusal_dirty = 0;
   nd_lim.reserved = 0; // reservations of threads that did not survive the fork
   limits.poller = 0;
   if (limits.statm_fd >= 0) open_statm();
@@ -971,4 +1079,5 @@ static void atfork_child(nd_tls_t *t) {
 
 ND_MODULE(nd_limits_module) = {.name = "limits", .rank = 15, .order = 10, .setup = setup,
                                .atfork_child = atfork_child, .exit_wait = exit_wait,
-                               .summary = summary, .write_records = write_records};
+                               .exit_note = exit_note, .summary = summary,
+                               .write_records = write_records};

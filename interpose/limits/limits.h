@@ -33,6 +33,7 @@
 
 #include <stdint.h>
 
+struct nd_site;
 extern int nd_limits_on; // a limit or a watermark is set: allocations take the checked paths
 
 // What every allocation's check reads (limits.c owns the rest).
@@ -178,6 +179,10 @@ void nd_limits_say_breach(int device, int action, uint64_t req, int more, const 
 void nd_limits_say_top_sites(int kind);
 void nd_limits_device_breach(int device, int action, int fn, uint64_t req, int64_t live, int64_t limit,
                              uint64_t n, uint32_t why);
+// A device allocation refused by its limit (every one, logged or not), with its stack where one was
+// taken: the last refused request, as the host limits keep theirs (the REFUSAL record).
+void nd_limits_device_refused(int device, int fn, uint64_t req, int64_t lim,
+                              const struct nd_site *site);
 __attribute__((noreturn)) void nd_limits_abort(void);
 
 int nd_limits_aborting(void);

@@ -33,7 +33,7 @@ extern char **environ;
 
 static struct {
   int on, warned;
-  char dir[4096]; // the trace's folder for a relative pattern ("" when absolute)
+  char dir[4096]; // the trace's folder, before a relative pattern ("" when the trace's is absolute)
   char path[PATH_CAP];
   char tmp[PATH_CAP + 32]; // path.tmp.<pid>
   char text[TEXT_MAX];
@@ -322,15 +322,16 @@ static int write_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
-// PATH, with the trace's folder before a relative pattern; expanded at every write (a fork
-// child's %p is its own pid). 0, or -1 (said once).
+// PATH, with the trace's folder before a relative pattern (an absolute one is used as given,
+// wherever the trace goes); expanded at every write (a fork child's %p is its own pid). 0, or -1
+// (said once).
 static int resolve(void) {
   char rel[ND_CONFIG_PATH_MAX + 256];
   if (nd_config_expand_path(rel, sizeof rel, nd_cfg.metrics, environ) != 0) {
     warn_once("cannot expand NDMEM_METRICS", nd_cfg.metrics, EINVAL);
     return -1;
   }
-  size_t dl = strlen(metrics.dir), rl = strlen(rel);
+  size_t dl = rel[0] == '/' ? 0 : strlen(metrics.dir), rl = strlen(rel);
   if (dl + rl + 2 > sizeof metrics.path) {
     warn_once("metrics path too long", rel, ENAMETOOLONG);
     return -1;
@@ -369,6 +370,8 @@ void nd_metrics_write(uint64_t growth_sites, const uint64_t *anon) {
     errno = saved;
     return;
   }
+  // Opened, written and closed inside the trace's flush, which holds off the program's dup2
+  // meanwhile (common/os.h: nd_os_fd_enter).
   fd = nd_os_fd_high(fd, 0); // other threads run: never above the soft limit
   int err = write_all(fd, metrics.text, metrics.len);
   if (close(fd) != 0 && !err) err = errno;

@@ -51,8 +51,9 @@ extern char **environ;
 #define ZOUT_BUF (256u << 10) // compressed bytes on their way to the file
 
 // File not created yet; created; failed (tracing stops); complete (the final flush wrote END:
-// a flush that comes later, the writer thread's or the limits', writes nothing after it).
-enum { TR_LATER, TR_OK, TR_OFF, TR_DONE };
+// a flush that comes later, the writer thread's or the limits', writes nothing after it); an exec
+// is being made (its EXEC record is the last, unless it fails: then TR_OK again).
+enum { TR_LATER, TR_OK, TR_OFF, TR_DONE, TR_EXEC };
 
 static struct {
   int on;     // tracing configured and set up
@@ -61,7 +62,10 @@ static struct {
   char path[4096 + ND_CONFIG_PATH_MAX + 512];
   dev_t dev;  // the file created, recognised at every flush
   ino_t ino;
-  int fd;     // the file, above the program's descriptors; -1 before it is made
+  int fd;     // the file, above the program's descriptors; -1 before it is made, and between
+              // flushes where it would lie in the program's range (transient)
+  int transient; // opened for each flush and closed after: no room above the program's range
+  void *named;   // then its first page, mapped: where an exec'd child finds its parent's trace
   pthread_mutex_t lock;
   nd_tw_t w;
   char *buf;
@@ -88,6 +92,8 @@ static int nd_trace_enabled(void) { return tr.on && tr.state != TR_OFF; }
 static void nd_trace_create(int alone);
 // final: live blocks, EXIT and END (the end of accounting).
 static void nd_trace_flush(int final);
+// A flush, and an exec's record (NULL: none) before its FLUSH record.
+static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path);
 
 static void start_thread(void);
 
@@ -114,6 +120,54 @@ static int keep_highest(void *ctx, long fd) {
   return 0;
 }
 
+// Whether the file opened through `at` (its name: path) is a trace written by pid (its header):
+// 0 with its folder in dir.
+static int trace_of(const char *at, const char *path, pid_t pid, char *dir, size_t cap) {
+  int tfd = open(at, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), found = -1;
+  if (tfd < 0) return -1;
+  struct stat st;
+  nd_trace_header_t h;
+  size_t n = strlen(path);
+  if (n < cap && path[0] == '/' && fstat(tfd, &st) == 0 && S_ISREG(st.st_mode) &&
+      pread(tfd, &h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h.magic, ND_TRACE_MAGIC, 8) &&
+      h.pid == (uint64_t)pid) {
+    memcpy(dir, path, n + 1);
+    char *slash = strrchr(dir, '/');
+    *(slash == dir ? slash + 1 : slash) = 0;
+    found = 0;
+  }
+  close(tfd);
+  return found;
+}
+
+// A parent that keeps no descriptor on its trace between flushes (no room above its limit) names
+// it by a read-only shared mapping of its first page (nd_trace_create): such a line of its
+// /proc/PID/maps whose file is its trace. 0 or -1.
+static int mapped_trace_dir(pid_t ppid, char *dir, size_t cap) {
+  char path[64], buf[8192];
+  nd_os_proc_path(path, sizeof path, ppid, "maps", -1);
+  int fd = open(path, O_RDONLY | O_CLOEXEC), found = -1;
+  if (fd < 0) return -1;
+  size_t len = 0;
+  ssize_t got;
+  while (found < 0 && (got = read(fd, buf + len, sizeof buf - 1 - len)) > 0) {
+    len += (size_t)got;
+    char *line = buf, *nl;
+    while (found < 0 && (nl = memchr(line, '\n', (size_t)(buf + len - line)))) {
+      *nl = 0; // "lo-hi perms offset dev inode   path"
+      const char *perms = strchr(line, ' '), *file = perms ? strchr(perms, '/') : NULL;
+      if (file && !strncmp(perms + 1, "r--s 00000000 ", 14))
+        found = trace_of(file, file, ppid, dir, cap);
+      line = nl + 1;
+    }
+    len = (size_t)(buf + len - line);
+    memmove(buf, line, len);
+    if (len == sizeof buf - 1) len = 0; // a line longer than the buffer: not ours
+  }
+  close(fd);
+  return found;
+}
+
 static int parent_trace_dir(pid_t ppid, char *dir, size_t cap) {
   char path[64];
   nd_os_proc_path(path, sizeof path, ppid, "fd", -1);
@@ -121,24 +175,14 @@ static int parent_trace_dir(pid_t ppid, char *dir, size_t cap) {
   if (nd_os_each_number(path, keep_highest, top) < 0) return -1;
   int found = -1;
   for (int i = 0; i < 8 && top[i] >= 3 && found < 0; i++) {
-    char link[64];
+    char link[64], file[4096];
     nd_os_proc_path(link, sizeof link, ppid, "fd", top[i]);
-    ssize_t len = readlink(link, dir, cap - 1);
-    if (len <= 0 || dir[0] != '/') continue; // a pipe, a socket
-    dir[len] = 0;
-    int tfd = open(link, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (tfd < 0) continue;
-    struct stat st;
-    nd_trace_header_t h;
-    if (fstat(tfd, &st) == 0 && S_ISREG(st.st_mode) &&
-        pread(tfd, &h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h.magic, ND_TRACE_MAGIC, 8) &&
-        h.pid == (uint64_t)ppid) {
-      char *slash = strrchr(dir, '/');
-      if (slash) *(slash == dir ? slash + 1 : slash) = 0, found = 0;
-    }
-    close(tfd);
+    ssize_t len = readlink(link, file, sizeof file - 1);
+    if (len <= 0 || file[0] != '/') continue; // a pipe, a socket
+    file[len] = 0;
+    found = trace_of(link, file, ppid, dir, cap);
   }
-  return found;
+  return found < 0 ? mapped_trace_dir(ppid, dir, cap) : found;
 }
 
 // The folder a relative NDMEM_OUTPUT is taken from, fixed at start-up: the working directory of
@@ -394,11 +438,28 @@ static void run_log(const nd_trace_header_t *h, int err) {
   run_log_line(line, (size_t)(p - line));
 }
 
+static void create_entered(int alone);
+// After a write: a descriptor that lies in the program's range is not kept (trace_fd opens the
+// file again for the next flush), so that a scan of the program's descriptors never meets it.
+static void put_down(void) {
+  if (!tr.transient || tr.fd < 0) return;
+  int saved = errno;
+  close(tr.fd);
+  tr.fd = -1;
+  errno = saved;
+}
+
 // Creates the file and writes the header (once; under tr.lock). `alone`: no other thread runs
 // (start-up, a fork child's first allocation), so the descriptor may go above the soft limit.
 static void create_locked(int alone) {
   if (tr.state != TR_LATER) return;
   tr.state = TR_OFF;
+  nd_os_fd_enter(); // the descriptor is made, kept and written: no move of the program's meanwhile
+  create_entered(alone);
+  nd_os_fd_leave();
+}
+
+static void create_entered(int alone) {
   char rel[ND_CONFIG_PATH_MAX + 256];
   if (nd_config_expand_path(rel, sizeof rel, nd_cfg.output, environ) != 0) {
     warn_once("cannot expand NDMEM_OUTPUT", nd_cfg.output, EINVAL);
@@ -436,6 +497,8 @@ static void create_locked(int alone) {
   tr.dev = st.st_dev;
   tr.ino = st.st_ino;
   tr.fd = nd_os_fd_high(fd, alone);
+  nd_os_fd_own(&tr.fd);
+  tr.transient = nd_os_fd_in_range(tr.fd);
   nd_tw_init(&tr.w, tr.fd, tr.buf, OUT_BUF);
   // Where the process stands in its job, read from the environment as %r was just expanded from
   // it, so the trace's name and its header agree (a fork child: its environment at its first
@@ -456,6 +519,15 @@ static void create_locked(int alone) {
     tr.state = TR_OK;
     run_log(&h, 0);
   }
+  // Kept in no descriptor between flushes (put_down), the trace is named by a mapping of its first
+  // page instead, so that a child exec'd under ndmem still finds its parent's trace (fix_dir).
+  if (tr.transient && !tr.named) {
+    int saved = errno, rfd = open(tr.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC); // (tr.fd writes only)
+    if (nd_os_same_file(rfd, tr.dev, tr.ino)) tr.named = nd_os_map_file(rfd, (size_t)nd_os_page_size());
+    if (rfd >= 0) close(rfd);
+    errno = saved;
+  }
+  put_down();
 }
 
 static void nd_trace_create(int alone) {
@@ -466,13 +538,16 @@ static void nd_trace_create(int alone) {
 }
 
 // The file's descriptor for a flush: still the file created, or that file opened again (a program
-// that closes every descriptor closes ndmem's too); -1 when the file is gone or was replaced.
+// that closes every descriptor closes ndmem's too; one kept in no descriptor between flushes:
+// put_down); -1 when the file is gone or was replaced.
 static int trace_fd(void) {
   int saved = errno;
   if (!nd_os_same_file(tr.fd, tr.dev, tr.ino)) {
     int fd = open(tr.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (nd_os_same_file(fd, tr.dev, tr.ino)) {
       tr.fd = nd_os_fd_high(fd, 0);
+      nd_os_fd_own(&tr.fd);
+      tr.transient = nd_os_fd_in_range(tr.fd);
     } else {
       if (fd >= 0) close(fd);
       tr.fd = -1;
@@ -671,18 +746,24 @@ static void region_record(void *ctx, const nd_range_t *m) {
 }
 
 // How the process ends (enum nd_exit_how), before the final flush.
+// code: the exit status (-1: a normal exit's not known) or the signal.
 static void nd_trace_set_exit(int how, int code) {
   tr.exit.mono_ns = nd_os_mono_ns();
   tr.exit.how = (uint32_t)how;
-  tr.exit.code = code;
+  tr.exit.code = code < 0 ? 0 : code;
   tr.exit.tid = (uint32_t)nd_os_gettid();
+  tr.exit.flags = (how == ND_EXIT_NORMAL && code >= 0) || how == ND_EXIT_UNDERSCORE ? ND_EXIT_STATUS : 0;
 }
 
-static void nd_trace_flush(int final) {
+static void nd_trace_flush(int final) { flush_exec(final, NULL, NULL); }
+
+static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
   if (!tr.on) return;
   // The last words wait for a flush of the writer thread's while it works (a million sites take
   // longer than a lock's patience): running beside it would interleave two writers' records.
   nd_os_mutex_lock_working(&tr.lock, &tr.progress);
+  nd_os_fd_enter(); // ndmem's descriptors stay where they are while it writes (os.h)
+  if (ex && ex->err && tr.state == TR_EXEC) tr.state = TR_OK; // it failed: the trace goes on
   // A fork child that never allocated (it only exec'd or _exit'ed) leaves no file: TR_LATER.
   int fd = tr.state == TR_OK ? trace_fd() : -1;
   if (fd < 0) {
@@ -692,10 +773,30 @@ static void nd_trace_flush(int final) {
     uint64_t anon;
     if (tr.state == TR_OFF)
       nd_metrics_write(tr.growth_sites, resident_now(&anon) == 0 ? &anon : NULL);
+    nd_os_fd_leave();
     pthread_mutex_unlock(&tr.lock);
     return;
   }
   tr.w.fd = fd;
+  if (ex && !ex->err && ex->follow == ND_EXEC_FOLLOWED) {
+    // Followed: the new image writes on where this one stopped (it takes the file over, trace's
+    // pid being its own), so this one's figures since its last flush are not worth a flush of
+    // every site at each link of an exec chain: the record and the batch's end.
+    nd_tw_record(&tr.w, ND_REC_EXEC, ex, sizeof *ex, path, ex->path_len);
+    nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq, __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED),
+                        __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)};
+    nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    if (nd_tw_flush(&tr.w) != 0) {
+      warn_once("cannot write trace", tr.path, tr.w.error);
+      tr.state = TR_OFF;
+    } else {
+      tr.state = TR_EXEC;
+    }
+    put_down();
+    nd_os_fd_leave();
+    pthread_mutex_unlock(&tr.lock);
+    return;
+  }
   int held = 0;
   unsigned long long gen[2] = {0, 0};
   dl_iterate_phdr(loader_generation, gen);
@@ -719,11 +820,12 @@ static void nd_trace_flush(int final) {
     nd_py_record(&py);
     nd_tw_record(&tr.w, ND_REC_PYTHON, &py, sizeof py, NULL, 0);
   }
+  if (ex) nd_tw_record(&tr.w, ND_REC_EXEC, ex, sizeof *ex, path, ex->path_len);
   nd_rec_flush_t f = {nd_os_mono_ns(), ++tr.seq, __atomic_load_n(&nd_cycle_clock, __ATOMIC_RELAXED),
                       __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)};
   nd_tw_record(&tr.w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
   if (final) {
-    if (!tr.exit.mono_ns) nd_trace_set_exit(ND_EXIT_NORMAL, 0);
+    if (!tr.exit.mono_ns) nd_trace_set_exit(ND_EXIT_NORMAL, -1);
     nd_rec_scan_t scan;
     held = nd_reach_scan((int)tr.exit.how, &scan);
     nd_tw_record(&tr.w, ND_REC_SCAN, &scan, sizeof scan, NULL, 0);
@@ -747,9 +849,14 @@ static void nd_trace_flush(int final) {
   } else if (final) {
     tr.state = TR_DONE;
     run_log_end();
+  } else if (ex && !ex->err) { // nothing more until the exec fails; where it succeeds, its end
+    tr.state = TR_EXEC;
+    run_log_end();
   }
   // After the trace: its sites' windows named the growth.
   nd_metrics_write(tr.growth_sites, have_anon ? &anon : NULL);
+  put_down();
+  nd_os_fd_leave();
   pthread_mutex_unlock(&tr.lock);
 }
 
@@ -823,6 +930,10 @@ static void atfork_child(nd_tls_t *t) {
     errno = saved;
     tr.fd = -1;
   }
+  if (tr.named) { // the parent's, which would name it to the child's children
+    nd_os_unmap(tr.named, (size_t)nd_os_page_size());
+    tr.named = NULL;
+  }
   if (tr.on && tr.state != TR_OFF) tr.state = TR_LATER;
   tr.hdr.origin = ND_ORIGIN_FORK; // its pid is its own (create_locked)
   tr.hdr.ppid = (uint64_t)getppid(); // the process that forked it (DataLoader's main)
@@ -852,8 +963,9 @@ static void finish(int how, int code) {
   nd_trace_flush(1);
 }
 static void flush(void) { nd_trace_flush(0); }
+static void trace_exec(const nd_rec_exec_t *r, const char *path) { flush_exec(0, r, path); }
 
 ND_MODULE(nd_trace_module) = {.name = "trace", .rank = 20, .order = 1, .setup = setup,
                               .atfork_prepare = atfork_prepare, .atfork_parent = atfork_parent,
                               .atfork_child = atfork_child, .forked = forked, .finish = finish,
-                              .flush = flush, .writing = nd_trace_enabled};
+                              .flush = flush, .exec = trace_exec, .writing = nd_trace_enabled};

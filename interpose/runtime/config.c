@@ -473,6 +473,35 @@ static int check_effects(const nd_config_t *cfg, nd_config_warn_fn warn, void *c
   return n;
 }
 
+static uint64_t percent_base(nd_config_t *cfg, char *const *envp);
+
+// A host limit above what the process can ever hold (RAM, or the cgroup memory limit where that is
+// smaller: 150% is one): kept as given, but it is never reached before the memory runs out (the
+// kernel's OOM killer stops the job first), so it is said, in one line, as a value that cannot be
+// used is. Not a bad value: NDMEM_CONFIG_STRICT does not stop the job for it.
+static void warn_unreachable(nd_config_t *cfg, const nd_option_t *opt, const char *value, int64_t v,
+                             char *const *envp, nd_config_warn_fn warn, void *ctx) {
+  uint64_t base = percent_base(cfg, envp);
+  if (v <= 0 || base <= 1 || (uint64_t)v <= base) return; // off, auto, or RAM unknown
+  int cgroup = cfg->cgroup_bytes && cfg->cgroup_bytes < cfg->ram_bytes;
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_str(&b, "ndmem: ");
+  nd_buf_str(&b, opt->name);
+  nd_buf_str(&b, "='");
+  nd_buf_strn(&b, value, 64);
+  nd_buf_str(&b, "' is ");
+  nd_buf_bytes(&b, v);
+  nd_buf_str(&b, " (");
+  nd_buf_i64(&b, v);
+  nd_buf_str(&b, cgroup ? " B), more than the cgroup memory limit " : " B), more than the RAM ");
+  nd_buf_ubytes(&b, base);
+  nd_buf_str(&b, " (");
+  nd_buf_u64(&b, base);
+  nd_buf_str(&b, " B): it is never reached before memory runs out; kept as given");
+  warn(nd_buf_cstr(&b), ctx);
+}
+
 // What a '%' limit is relative to: the smaller of RAM and the cgroup limit, read once. The
 // test-only cgroup directory is taken from the environment first, wherever it stands in it.
 static uint64_t percent_base(nd_config_t *cfg, char *const *envp) {
@@ -631,6 +660,7 @@ static int load_env(nd_config_t *cfg, char *const *envp, nd_config_warn_fn warn,
         warnings++;
       } else {
         *(int64_t *)((char *)cfg + opt->offset) = v;
+        warn_unreachable(cfg, opt, value, v, envp0, warn, ctx);
       }
       continue;
     }

@@ -21,13 +21,17 @@
 #include "common/os.h"
 #include "account/sites.h"
 #include "runtime/sysmem.h"
+#include "stacks/unwind.h"
 #include "common/trace_format.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -128,6 +132,7 @@ static void setup(char *const *envp) {
 static void atfork_child(nd_tls_t *t) {
   (void)t;
   signals.pid = nd_os_getpid();
+  nd_exit_status = -1; // forked from an exit handler: the child's exit is its own
   // the child's threads are its own to count
   last_thread.last_ns = 0, last_thread.streak = 0, last_thread.done = 0;
 }
@@ -302,18 +307,115 @@ void nd_exit_now(int status) {
   for (;;) syscall(SYS_exit_group, (long)status);
 }
 
+// ---------------------------------------------------------------- the exit status
+
+// exit() runs the handlers registered with atexit and on_exit, the latest first, and only then
+// the loader's _dl_fini, which runs ndmem's destructor (init.c): the status is gone by then. A
+// handler registered as main starts (after glibc registered _dl_fini, before the program registers
+// any) is run with it by every exit of the process: exit() from any thread or library, a return
+// from main. __libc_start_main is hooked for that moment alone: it starts the program's main
+// through nd_main, which registers the handler (as ndmem's own: its allocation is not the
+// program's) and calls main on, a tail call, so that main's caller is libc's as without ndmem.
+int nd_exit_status = -1;
+static nd_main_fn program_main;
+
+static void keep_status(int status, void *arg) {
+  (void)arg;
+  __atomic_store_n(&nd_exit_status, status & 0xff, __ATOMIC_RELEASE); // what the parent gets
+}
+
+static int nd_main(int argc, char **argv, char **envp) {
+  nd_tls_t *t = &nd_tls;
+  if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_READY && nd_accounting_on()) {
+    unsigned char m = t->mode;
+    t->mode = ND_T_BUSY;
+    on_exit(keep_status, NULL);
+    t->mode = m;
+  }
+  return program_main(argc, argv, envp);
+}
+
+int nd_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                  void (*rtld_fini)(void), void *stack_end) {
+  if (ND_UNLIKELY(!nd_real.start_main)) nd_thread_prepare(&nd_tls);
+  nd_start_main_fn real = nd_real.start_main;
+  if (!real) { // never resolved (the shim could not set up): found now, or the program cannot run
+    real = (nd_start_main_fn)(uintptr_t)dlsym(RTLD_NEXT, "__libc_start_main");
+    if (!real) syscall(SYS_exit_group, 127);
+  }
+  program_main = main;
+  return real(nd_main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
 // libunwind opens a pipe when it initialises (to validate memory through write(2)); it would be
 // a pair of ndmem's descriptors in the program's low range. Its ends are moved out of that range
-// (nd_os_fd_high) before libunwind stores them. sites.c initialises libunwind during ndmem's own
+// (nd_os_fd_high) before libunwind stores them, and kept in libunwind's variables (a dup2 of the
+// program's onto one moves it: common/os.h). sites.c initialises libunwind during ndmem's own
 // start-up, while the process has one thread, so the soft descriptor limit may be raised for it.
 int nd_pipe2(int *fds, int flags, void *ra) {
   if (ND_UNLIKELY(!nd_real.pipe2)) nd_thread_prepare(&nd_tls);
   int rc = nd_real.pipe2 ? nd_real.pipe2(fds, flags) : (int)syscall(SYS_pipe2, fds, flags);
   if (ND_UNLIKELY(rc == 0 && nd_unwinder_owns(ra))) {
     int early = __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_INITIALIZING;
+    nd_os_fd_enter();
     fds[0] = nd_os_fd_high(fds[0], early);
     fds[1] = nd_os_fd_high(fds[1], early);
+    if (nd_os_fd_in_range(fds[0]) || nd_os_fd_in_range(fds[1])) {
+      // Not kept where the program's scans meet it (no room above its limit): libunwind's calls
+      // on it go through ndmem's (stacks/unwind.c), which make a pipe for each validation; or,
+      // where they could not be pointed there, none: its memory validation then finds nothing
+      // readable (an unwind that needs it, through code without unwind information, stops there).
+      syscall(SYS_close, fds[0]);
+      syscall(SYS_close, fds[1]);
+      if (nd_unwind_io_patched()) {
+        fds[0] = fds[1] = ND_UNW_NO_PIPE;
+      } else {
+        fds[0] = fds[1] = -1;
+        rc = -1;
+        errno = EMFILE;
+      }
+    } else if (nd_unwinder_owns(fds)) { // the numbers live in libunwind's variables: kept there
+      nd_os_fd_own(&fds[0]);
+      nd_os_fd_own(&fds[1]);
+    }
+    nd_os_fd_leave();
   }
+  return rc;
+}
+
+// A dup2 or dup3 of the program's is made while no read or write of ndmem's is under way, and
+// one of ndmem's kept descriptors on its number is moved away first (common/os.h), so that the
+// call does what it does without ndmem: the limit the program reads is its own, and where it leaves
+// no room above it ndmem's descriptors are opened for each use in the program's range. Not in a
+// vfork child: its descriptor table is its own, the owners' variables are its parent's.
+static int real_dup2(int oldfd, int newfd) {
+  if (nd_real.dup2) return nd_real.dup2(oldfd, newfd);
+#ifdef SYS_dup2
+  return (int)syscall(SYS_dup2, oldfd, newfd);
+#else
+  return oldfd == newfd ? (fcntl(oldfd, F_GETFD) < 0 ? -1 : newfd)
+                        : (int)syscall(SYS_dup3, oldfd, newfd, 0);
+#endif
+}
+
+int nd_dup2(int oldfd, int newfd) {
+  if (ND_UNLIKELY(!nd_real.dup2)) nd_thread_prepare(&nd_tls);
+  if (oldfd == newfd || signals.pid != nd_os_getpid()) return real_dup2(oldfd, newfd);
+  nd_os_fd_yield(newfd);
+  int rc = real_dup2(oldfd, newfd), err = errno;
+  nd_os_fd_yield_done();
+  errno = err;
+  return rc;
+}
+
+int nd_dup3(int oldfd, int newfd, int flags) {
+  if (ND_UNLIKELY(!nd_real.dup3)) nd_thread_prepare(&nd_tls);
+  if (oldfd != newfd && signals.pid == nd_os_getpid()) nd_os_fd_yield(newfd);
+  else return nd_real.dup3 ? nd_real.dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+  int rc = nd_real.dup3 ? nd_real.dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+  int err = errno;
+  nd_os_fd_yield_done();
+  errno = err;
   return rc;
 }
 

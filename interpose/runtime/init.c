@@ -96,6 +96,11 @@ void nd_modules_flush(void) {
     if (by_order[i]->flush) by_order[i]->flush();
 }
 
+void nd_modules_exec(const struct nd_rec_exec *r, const char *path) {
+  for (int i = 0; i < nmodules; i++)
+    if (by_order[i]->exec) by_order[i]->exec(r, path);
+}
+
 uint64_t nd_modules_relieve(void) {
   uint64_t bytes = 0;
   for (int i = 0; i < nmodules; i++)
@@ -137,6 +142,7 @@ static void atfork_child(void) {
   // its own: a multiprocessing pool's thread forks a worker while the main thread exits.
   finish_state = 0, finish_tid = 0;
   nd_os_threads_atfork_child(); // the parent's threads are not the child's
+  nd_os_fd_atfork_child();
   for (int i = nmodules - 1; i >= 0; i--)
     if (by_rank[i]->atfork_child) by_rank[i]->atfork_child(t);
   nd_child = ND_FORK_CHILD;
@@ -300,7 +306,7 @@ __attribute__((destructor)) static void nd_dtor(void) {
   unsigned char saved = t->mode;
   for (int i = 0; i < nmodules; i++)
     if (by_order[i]->exit_wait) by_order[i]->exit_wait();
-  nd_finish(ND_EXIT_NORMAL, 0);
+  nd_finish(ND_EXIT_NORMAL, __atomic_load_n(&nd_exit_status, __ATOMIC_ACQUIRE));
   t->mode = saved == ND_T_COUNT ? ND_T_FORWARD : saved;
 }
 

@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 struct nd_tls;
+struct nd_buf;
+struct nd_rec_exec;
 
 // One trace record of a module's (output/trace.c writes it, with its tag, into the next flush).
 typedef void (*nd_record_fn)(void *ctx, uint16_t tag, const void *payload, uint32_t size);
@@ -31,7 +33,15 @@ typedef struct nd_module {
   void (*forked)(void);                   // a fork child's first call: what it writes is made
   void (*exit_wait)(void);                // a normal exit, before the end is written
   void (*finish)(int how, int code);      // the end (enum nd_exit_how): what is left is written
+  // Words of its own for the summary's exit line (summary.c), appended to `line`: 1 when it added
+  // some (the line is then said even for a normal exit). code: the exit status (-1: not known) or
+  // the signal.
+  int (*exit_note)(struct nd_buf *line, int how, int code);
   void (*flush)(void);                    // write what is pending now (a snapshot asked for)
+  // An exec (exec.c): about to be made (r->err 0: what is pending is written with the record,
+  // and nothing after it until the exec fails), or failed (r->err: the process goes on). path:
+  // r->path_len bytes.
+  void (*exec)(const struct nd_rec_exec *r, const char *path);
   int (*writing)(void);                   // a trace is being written
   uint64_t (*relieve)(void);              // memory held for reuse given back: its bytes
   void (*summary)(int fd);                // its lines of the exit summary
@@ -45,6 +55,7 @@ typedef struct nd_module {
 const nd_module_t *const *nd_modules(int *n);
 void nd_modules_write_records(nd_record_fn rec, void *ctx);
 void nd_modules_flush(void);  // every module's flush: what is pending is written now
+void nd_modules_exec(const struct nd_rec_exec *r, const char *path); // every module's exec
 int nd_modules_writing(void); // a module writes a trace
 uint64_t nd_modules_relieve(void); // every module's relief (a limit is near): the bytes given back
 

@@ -64,6 +64,10 @@ int nd_resolve_next(void) {
   nd_real.signal = FN(void (*(*)(int, void (*)(int)))(int), next_sym("signal"));
   nd_real.exit_ = FN(__typeof__(nd_real.exit_), next_sym("_exit"));
   nd_real.pipe2 = FN(int (*)(int *, int), next_sym("pipe2"));
+  nd_real.start_main = FN(nd_start_main_fn, next_sym("__libc_start_main"));
+  nd_real.dup2 = FN(int (*)(int, int), next_sym("dup2"));
+  nd_real.dup3 = FN(int (*)(int, int, int), next_sym("dup3"));
+  nd_exec_resolve(next_sym);
   nd_allocstat_resolve(FN(void *, nd_real.malloc)); // whose free bytes a flush asks (allocstat.c)
   nd_keys_resolve(next_sym);
   f = next_sym("malloc_trim"); // relief for workspaces and limits; another heap's would not help

@@ -22,6 +22,7 @@
 #include "account/counters.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -58,6 +59,9 @@ extern __thread nd_tls_t nd_tls __attribute__((tls_model("initial-exec")));
 
 // The next allocator's functions. Members the next allocator does not provide itself (found in
 // another object than its malloc) point at ndmem's equivalents built from the ones it has.
+typedef int (*nd_main_fn)(int, char **, char **);
+typedef int (*nd_start_main_fn)(nd_main_fn main, int argc, char **argv, void (*init)(void),
+                                void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
 typedef struct nd_real {
   void *(*malloc)(size_t);
   void (*free)(void *);
@@ -79,6 +83,9 @@ typedef struct nd_real {
   void (*(*signal)(int, void (*)(int)))(int);
   void (*exit_)(int) __attribute__((noreturn)); // _exit
   int (*pipe2)(int *, int);
+  nd_start_main_fn start_main; // __libc_start_main
+  int (*dup2)(int, int);
+  int (*dup3)(int, int, int);
   int is_glibc; // the next allocator is glibc's malloc
 } nd_real_t;
 
@@ -112,8 +119,11 @@ void nd_warn_line(const char *line, void *ctx); // a remark, unless this process
 void nd_summary_open(void);           // keep a copy of stderr for the summary
 void nd_summary_end(int how, int code); // the end's lines and the summary
 void nd_summary_atfork_child(void);
+// An exec the shim cannot follow (follow: enum nd_exec_follow), about to be made (err 0: the
+// exec's line and the summary, the last this image says) or failed (err: one line).
+void nd_summary_exec(const char *path, int follow, int err);
 // The end of accounting, once: final trace flush and summary. how: enum nd_exit_how
-// (trace_format.h); code: the exit status or the signal.
+// (trace_format.h); code: the exit status (-1: a normal exit's not known) or the signal.
 void nd_finish(int how, int code);
 // Set by nd_finish where the ending thread was inside ndmem (a handler that interrupted a hook
 // called _exit): the unwinder and the loader may be mid-change on this very thread.
@@ -167,6 +177,27 @@ int nd_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 void (*nd_signal(int sig, void (*handler)(int)))(int);
 __attribute__((noreturn)) void nd_exit_now(int status); // _exit, _Exit
 int nd_pipe2(int *fds, int flags, void *ra); // ra: the caller (libunwind's call is refused)
+int nd_dup2(int oldfd, int newfd);            // ndmem's kept descriptor on newfd moves first
+int nd_dup3(int oldfd, int newfd, int flags);
+// __libc_start_main: main is called through ndmem's, which registers the handler that keeps the
+// exit status (nd_exit_status) as main starts.
+int nd_start_main(nd_main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                  void (*rtld_fini)(void), void *stack_end);
+// The status exit() was called with (or main returned), low 8 bits; -1 before (or not known: a
+// process whose main the shim did not see start).
+extern int nd_exit_status;
+
+// exec.c: an exec is recorded before it is made (what, and whether the shim follows it), and a
+// failed one leaves the process as it was. The hooks of the family, each a forward.
+void nd_exec_resolve(void *(*sym)(const char *));
+int nd_execve(const char *path, char *const argv[], char *const envp[]);
+int nd_execv(const char *path, char *const argv[]);
+int nd_execvp(const char *file, char *const argv[]);
+int nd_execvpe(const char *file, char *const argv[], char *const envp[]);
+int nd_fexecve(int fd, char *const argv[], char *const envp[]);
+int nd_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags);
+// execl, execle, execlp: the list (up to its NULL; execle's envp after it) is read from `ap`.
+int nd_execl(int fn, const char *path, const char *arg, va_list ap);
 
 // mmap.c
 void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, void *ra);

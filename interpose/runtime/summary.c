@@ -42,12 +42,17 @@ int nd_prints_summary(void) {
 
 void nd_summary_open(void) {
   int saved = errno;
+  nd_os_fd_enter();
   int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
   if (fd >= 0) {
+    // Kept even where no room is left above the program's limit (the one descriptor ndmem then
+    // keeps in its range, in the process that prints a summary: a dup2 onto it moves it away).
     fd = nd_os_fd_high(fd, 1);
     if (fstat(fd, &nd_log_st) == 0) nd_log_fd = fd;
     else close(fd);
   }
+  if (nd_log_fd != 2) nd_os_fd_own(&nd_log_fd);
+  nd_os_fd_leave();
   errno = saved;
 }
 
@@ -130,19 +135,70 @@ void nd_print_summary(int fd) {
   }
 }
 
+// How the process ended, where that is worth a line: a fatal signal, _exit, and any end a module
+// ties something to (limits: a refused request shortly before, or before an end that is not
+// clean). code: the exit status (-1: not known) or the signal.
+static void exit_line(int fd, int how, int code) {
+  nd_buf_t b;
+  line_start(&b);
+  int say = how == ND_EXIT_SIGNAL || how == ND_EXIT_UNDERSCORE;
+  if (how == ND_EXIT_SIGNAL)
+    nd_buf_fmt(&b, "ended by signal %d (%s)", code, sigabbrev_np(code) ? sigabbrev_np(code) : "?");
+  else if (how == ND_EXIT_UNDERSCORE)
+    nd_buf_fmt(&b, "ended by _exit(%d)", code);
+  else if (how == ND_EXIT_NORMAL && code >= 0)
+    nd_buf_fmt(&b, "ended by exit(%d)", code);
+  else
+    nd_buf_str(&b, "ended");
+  int n;
+  const nd_module_t *const *m = nd_modules(&n);
+  for (int i = 0; i < n; i++)
+    if (m[i]->exit_note && m[i]->exit_note(&b, how, code)) say = 1;
+  if (how == ND_EXIT_SIGNAL) nd_buf_str(&b, "; the trace is complete up to here");
+  if (say) nd_buf_line(&b, fd);
+}
+
 void nd_summary_end(int how, int code) {
+  nd_os_fd_enter(); // its descriptor stays where it is while the summary is written (os.h)
   int fd = log_fd();
   nd_buf_t b;
   nd_buf_reset(&b);
   if (!nd_os_at_line_start(fd)) nd_buf_line(&b, fd); // after a program's unfinished line
-  if (how == ND_EXIT_SIGNAL || how == ND_EXIT_UNDERSCORE) {
-    line_start(&b);
-    if (how == ND_EXIT_SIGNAL)
-      nd_buf_fmt(&b, "ended by signal %d (%s); the trace is complete up to here", code,
-                 sigabbrev_np(code) ? sigabbrev_np(code) : "?");
-    else
-      nd_buf_fmt(&b, "ended by _exit(%d)", code);
+  exit_line(fd, how, code);
+  nd_print_summary(fd);
+  nd_os_fd_leave();
+}
+
+// Why the shim does not follow an exec, by enum nd_exec_follow (the report says the same).
+static const char *const not_followed[ND_EXEC_FOLLOW_MAX + 1] = {
+    "followed", "its environment does not preload libndmem", "a statically linked program",
+    "set-user-ID: the loader ignores LD_PRELOAD", "another ELF class or machine",
+    "the program could not be read"};
+
+static void summary_exec(int fd, const char *path, int follow, int err);
+void nd_summary_exec(const char *path, int follow, int err) {
+  nd_os_fd_enter();
+  summary_exec(log_fd(), path, follow, err);
+  nd_os_fd_leave();
+}
+
+static void summary_exec(int fd, const char *path, int follow, int err) {
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  if (!err && !nd_os_at_line_start(fd)) nd_buf_line(&b, fd);
+  line_start(&b);
+  nd_buf_str(&b, err ? "the exec of " : "exec'd ");
+  nd_buf_elided(&b, path, strlen(path), 256);
+  if (err) {
+    nd_buf_str(&b, " failed (");
+    nd_buf_str(&b, nd_errno_text(err));
+    nd_buf_str(&b, "): the process goes on under ndmem");
     nd_buf_line(&b, fd);
+    return;
   }
+  nd_buf_str(&b, " (not followed: ");
+  nd_buf_str(&b, not_followed[follow <= ND_EXEC_FOLLOW_MAX ? follow : ND_EXEC_UNKNOWN]);
+  nd_buf_str(&b, "); the figures below are this process's up to it");
+  nd_buf_line(&b, fd);
   nd_print_summary(fd);
 }

@@ -268,26 +268,45 @@ int nd_statm_anon(int fd, uint64_t *bytes) {
 }
 
 // A /proc/self file's descriptor kept in *kept, above the program's range: opened at the first
-// call by whichever thread comes first (one keeps its descriptor). errno kept.
-static int kept_open(int *kept, const char *path, int raise_ok) {
+// call by whichever thread comes first (one keeps its descriptor). Where it would lie in the
+// program's range (no room above its limit) it is not kept: *once is set and the caller closes it
+// after its read (common/os.h). Called between nd_os_fd_enter and nd_os_fd_leave. errno kept.
+static int kept_open(int *kept, const char *path, int raise_ok, int *once) {
   int fd = __atomic_load_n(kept, __ATOMIC_ACQUIRE);
+  *once = 0;
   if (fd >= 0) return fd;
   int saved = errno;
   int mine = open(path, O_RDONLY | O_CLOEXEC);
   if (mine >= 0) mine = nd_os_fd_high(mine, raise_ok);
-  if (mine >= 0 &&
-      !__atomic_compare_exchange_n(kept, &fd, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  if (mine >= 0 && nd_os_fd_in_range(mine)) {
+    *once = 1;
+  } else if (mine >= 0 &&
+             !__atomic_compare_exchange_n(kept, &fd, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     close(mine); // another thread's came first: fd is now that one
     mine = fd;
+  } else if (mine >= 0) {
+    nd_os_fd_own(kept);
   }
   errno = saved;
   return mine;
 }
 
-static int self_fd = -1;
-static int self_open(int raise_ok) { return kept_open(&self_fd, "/proc/self/statm", raise_ok); }
+static void once_done(int fd, int once) {
+  if (!once) return;
+  int saved = errno;
+  close(fd);
+  errno = saved;
+}
 
-void nd_statm_self_open(int raise_ok) { self_open(raise_ok); }
+static int self_fd = -1;
+
+void nd_statm_self_open(int raise_ok) {
+  int once;
+  nd_os_fd_enter();
+  int fd = kept_open(&self_fd, "/proc/self/statm", raise_ok, &once);
+  once_done(fd, once);
+  nd_os_fd_leave();
+}
 
 // The highest reading of any of ndmem's (atomic): the flushes', the trims', the limit checks'.
 static uint64_t anon_peak;
@@ -302,10 +321,14 @@ void nd_statm_seen(uint64_t v) {
 uint64_t nd_statm_peak(void) { return __atomic_load_n(&anon_peak, __ATOMIC_RELAXED); }
 
 int nd_statm_self(uint64_t *bytes) {
-  int fd = self_open(0);
-  if (fd < 0 || nd_statm_anon(fd, bytes) != 0) return -1;
-  nd_statm_seen(*bytes);
-  return 0;
+  int once;
+  nd_os_fd_enter();
+  int fd = kept_open(&self_fd, "/proc/self/statm", 0, &once);
+  int rc = fd < 0 || nd_statm_anon(fd, bytes) != 0 ? -1 : 0;
+  once_done(fd, once);
+  nd_os_fd_leave();
+  if (rc == 0) nd_statm_seen(*bytes);
+  return rc;
 }
 
 int nd_stat_threads_parse(const char *s) {
@@ -321,9 +344,13 @@ int nd_stat_threads_parse(const char *s) {
 
 static int stat_fd = -1;
 int nd_threads_self(void) {
-  int fd = kept_open(&stat_fd, "/proc/self/stat", 0), saved = errno;
+  int once;
+  nd_os_fd_enter();
+  int fd = kept_open(&stat_fd, "/proc/self/stat", 0, &once), saved = errno;
   char buf[1024];
   ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+  once_done(fd, once);
+  nd_os_fd_leave();
   errno = saved;
   if (n <= 0) return -1;
   buf[n] = 0;

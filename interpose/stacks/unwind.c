@@ -18,7 +18,12 @@
 // libunwind masks as it always did, and one unwind decides once (nd_unw_begin). Not seen: a
 // handler installed by a raw system call or by glibc's sigset, sysv_signal and bsd_signal (they
 // call its sigaction within libc), a dlvsym of libunwind's names, and a handler in another
-// object that calls such an object.
+// object that calls such an object. Its read, syscall and close are pointed at functions below
+// too: libunwind validates memory by writing a byte of it into a pipe of its own (syscall
+// SYS_write), whose descriptors ndmem keeps out of the program's way (common/os.h): these make each
+// of its calls on them while no dup2 of the program's is under way, on the number the descriptor
+// lies at now; where no room is left above the program's range libunwind keeps no pipe at all
+// (ND_UNW_NO_PIPE) and each validation writes into a pipe made for it.
 #define UNW_LOCAL_ONLY
 #include "stacks/unwind.h"
 #include "runtime/module.h"
@@ -28,6 +33,8 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <libunwind.h>
 #include <link.h>
 #include <sched.h>
@@ -46,6 +53,7 @@ static struct {
   uintptr_t lo, hi;           // libunwind.so.8's PT_LOAD span
   uintptr_t self_lo, self_hi; // ndmem's own
   int patched;
+  int io_patched; // libunwind's read, syscall and close go through unw_read, unw_syscall, unw_close
   int shared;   // atomic: the program looked libunwind's names up (never sole again)
   uint64_t masks_skipped, masks_made, searches_recent, searches_walked; // atomic
   uint64_t gated, forks_cut, searches_lockfree;                         // atomic
@@ -73,6 +81,53 @@ static int quiet_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   __atomic_fetch_add(&unw.masks_made, 1, __ATOMIC_RELAXED);
   return sigprocmask(how, set, old);
 }
+
+// libunwind's calls on its validation pipe (a number it read before a move of the program's is
+// translated; any other descriptor is left as it is).
+static ssize_t unw_read(int fd, void *buf, size_t n) {
+  if (fd == ND_UNW_NO_PIPE) { // the byte its last validation wrote, as its own pipe would hold:
+    if (n) *(char *)buf = 0;  // errno untouched (the program's, in an allocation's hook)
+    return n ? 1 : 0;
+  }
+  nd_os_fd_enter();
+  ssize_t r = syscall(SYS_read, nd_os_fd_now(fd), buf, n);
+  nd_os_fd_leave();
+  return r;
+}
+
+// libunwind's syscall(SYS_write, pipe, addr, 1): the kernel reads the byte at addr or says EFAULT.
+// Its only other calls would go on as they are (on x86-64 and aarch64 the variadic integers come
+// in the registers these read).
+static long unw_syscall(long n, long a, long b, long c, long d, long e, long f) {
+  if (n != SYS_write) return syscall(n, a, b, c, d, e, f);
+  nd_os_fd_enter();
+  long r;
+  if ((int)a == ND_UNW_NO_PIPE) {
+    int p[2];
+    r = syscall(SYS_pipe2, p, O_CLOEXEC | O_NONBLOCK);
+    if (r == 0) {
+      r = syscall(SYS_write, p[1], b, c);
+      int err = errno;
+      syscall(SYS_close, p[0]);
+      syscall(SYS_close, p[1]);
+      errno = err;
+    }
+  } else {
+    r = syscall(SYS_write, nd_os_fd_now((int)a), b, c);
+  }
+  nd_os_fd_leave();
+  return r;
+}
+
+static int unw_close(int fd) {
+  if (fd == ND_UNW_NO_PIPE) return 0;
+  nd_os_fd_enter();
+  int r = (int)syscall(SYS_close, nd_os_fd_now(fd));
+  nd_os_fd_leave();
+  return r;
+}
+
+int nd_unwind_io_patched(void) { return unw.io_patched == 7; }
 
 // The objects that held the addresses libunwind looked for last, most recent first, as
 // dl_iterate_phdr describes them: valid while no object is unloaded (dlpi_subs unchanged), read
@@ -273,6 +328,12 @@ static int patch_libunwind(struct dl_phdr_info *info, size_t size, void *ctx) {
       else if (!strcmp(name, "dl_iterate_phdr") &&
                !put_slot(info, slot, (void *)recent_dl_iterate_phdr))
         unw.patched |= 2;
+      else if (!strcmp(name, "read") && !put_slot(info, slot, (void *)unw_read))
+        unw.io_patched |= 1;
+      else if (!strcmp(name, "syscall") && !put_slot(info, slot, (void *)unw_syscall))
+        unw.io_patched |= 2;
+      else if (!strcmp(name, "close") && !put_slot(info, slot, (void *)unw_close))
+        unw.io_patched |= 4;
     }
   }
 #endif

@@ -26,6 +26,11 @@ int nd_unwind_sole_now(void); // nd_unw_sole, decided again where a handler was 
 // patches of its imports (unwind.c), its first unwind (which opens its descriptors while
 // start-up has the process to itself). 0, or -1 when libunwind is not found.
 int nd_unwind_init(void);
+// libunwind's read, syscall and close were pointed at ndmem's (its validation pipe is then kept
+// out of the program's way like ndmem's own descriptors: common/os.h); ND_UNW_NO_PIPE stands for
+// a pipe it does not keep (no room above the program's range).
+int nd_unwind_io_patched(void);
+#define ND_UNW_NO_PIPE (-2)
 // The fork gate. libunwind takes a lock of its own (its register-state cache's) at every step, and
 // a fork child whose parent had a thread inside libunwind at the fork would wait for it at its
 // first unwind, for ever. The fork's first handler (unwind.c) closes the gate and waits for the

@@ -186,7 +186,7 @@ uint64_t nd_rep_site_live(const nd_rec_site_t *s);
 uint64_t nd_rep_sat_add(uint64_t a, uint64_t b);
 // Escape records seen, kept or not.
 uint64_t nd_rep_esc_records(const nd_trace_t *t);
-// Any record of limits (LIMITS, breaches, snapshots, admissions).
+// Any record of limits (LIMITS, breaches, snapshots, admissions, a refused request).
 bool nd_rep_has_limits(const nd_trace_t *t);
 // Admissions (has.admissions): why a refused request could be refused (a BREACH's ND_BREACH_WHY
 // flags, in their order) as JSON keys, and in words joined by "; " into buf ("" for none); a
@@ -232,5 +232,20 @@ bool nd_rep_pct_of_cgroup(const nd_rec_limits_t *l);
 int nd_rep_snap_limit(const nd_trace_t *t, const nd_rec_snapshot_t *s);
 uint64_t nd_rep_since_start(const nd_trace_t *t, uint64_t ns);
 uint64_t nd_rep_snap_live(const nd_snapshot_t *s, bool *est);
+// How the process's end stands to its last refused request (version 16, REFUSAL): named with it
+// (true, *since_ns from the refusal to the end) where the end came within ND_REFUSAL_NEAR_NS of
+// it, or was not clean (a fatal signal, a non-zero exit status, a limit's stop) however long
+// after. A trace without an end (killed, running) names none; an exec's end is clean.
+bool nd_rep_end_after_refusal(const nd_trace_t *t, uint64_t *since_ns);
+const char *nd_rep_refusal_fn(const nd_rec_refusal_t *r); // the function refused
+// The process ended in an exec (version 16): the trace's last EXEC record did not fail and no
+// END follows it. Why the shim does not follow one, by enum nd_exec_follow: in words (text,
+// HTML) and as a JSON key.
+bool nd_rep_exec_end(const nd_trace_t *t);
+extern const char *const nd_rep_exec_why[ND_EXEC_FOLLOW_MAX + 1];
+extern const char *const nd_rep_exec_keys[ND_EXEC_FOLLOW_MAX + 1];
+// A normal exit's or _exit's status where the trace knows it (version 16 for a normal exit):
+// true with *status.
+bool nd_rep_exit_status(const nd_trace_t *t, int *status);
 
 #endif

@@ -99,7 +99,7 @@ const char *const nd_rep_py_states[ND_PY_LAYOUT_DIFFERS + 1] = {"none", "on", "u
 // hold breaches and snapshots without one.
 bool nd_rep_has_limits(const nd_trace_t *t) {
   return t->have_limits || t->nbreaches || t->breaches_dropped || t->snap_records ||
-         t->have_admitted;
+         t->have_admitted || t->have_refusal;
 }
 
 // ---------------------------------------------------------------- admissions (version 16)
@@ -294,3 +294,49 @@ bool nd_rep_cupti_differs(const nd_rec_device_t *d, char *why, size_t n) {
   }
   return false;
 }
+
+// ---------------------------------------------------------------- the end and what it followed
+
+bool nd_rep_exit_status(const nd_trace_t *t, int *status) {
+  if (!t->have_exit || !(t->exit.how == ND_EXIT_UNDERSCORE ||
+                         (t->exit.how == ND_EXIT_NORMAL && (t->exit.flags & ND_EXIT_STATUS))))
+    return false;
+  *status = t->exit.code;
+  return true;
+}
+
+bool nd_rep_exec_end(const nd_trace_t *t) { return t->have_exec && !t->ended; }
+
+bool nd_rep_end_after_refusal(const nd_trace_t *t, uint64_t *since_ns) {
+  if (!t->have_refusal) return false;
+  uint64_t end;
+  bool clean = true;
+  int status;
+  if (t->ended && t->have_exit) {
+    end = t->exit.mono_ns;
+    clean = t->exit.how != ND_EXIT_SIGNAL && t->exit.how != ND_EXIT_LIMIT_ABORT &&
+            !(nd_rep_exit_status(t, &status) && status != 0);
+  } else if (t->ended) {
+    end = t->end.mono_ns;
+  } else if (nd_rep_exec_end(t)) {
+    end = t->exec.mono_ns;
+  } else {
+    return false;
+  }
+  *since_ns = end > t->refusal.mono_ns ? end - t->refusal.mono_ns : 0;
+  return !clean || *since_ns <= ND_REFUSAL_NEAR_NS;
+}
+
+const char *nd_rep_refusal_fn(const nd_rec_refusal_t *r) {
+  return r->limit == ND_LIMIT_DEVICE ? nd_rep_cuda_fn_names[r->fn] : nd_rep_fn_names[r->fn];
+}
+
+const char *const nd_rep_exec_why[ND_EXEC_FOLLOW_MAX + 1] = {
+    "followed: the program runs under ndmem",
+    "not followed: its environment does not preload libndmem",
+    "not followed: a statically linked program",
+    "not followed: set-user-ID, the loader ignores LD_PRELOAD",
+    "not followed: another ELF class or machine",
+    "not followed, as far as can be told: the program could not be read"};
+const char *const nd_rep_exec_keys[ND_EXEC_FOLLOW_MAX + 1] = {
+    "followed", "no_preload", "static", "set_id", "foreign", "unknown"};

@@ -83,10 +83,12 @@ static void put_own(sbuf_t *b, const nd_frame_t *f) {
     }
   } else if (fn) {
     sb_put(b, fn, strlen(fn));
-  } else {
+  } else if (f->module) {
     const char *m = nd_rep_base_name(f->module);
     sb_put(b, m, strlen(m));
     sb_fmt(b, "+0x%llx", (unsigned long long)f->offset);
+  } else { // a Python frame whose code object names no file or function (a garbled trace's)
+    sb_fmt(b, "0x%llx", (unsigned long long)f->ip);
   }
 }
 

@@ -189,6 +189,7 @@ static void describe_end(const nd_trace_t *t, const char *path, char *out, size_
     }
   }
   if (t->ended) snprintf(out, n, "ended");
+  else if (nd_rep_exec_end(t)) snprintf(out, n, "exec");
   else {
     int r = nd_trace_running(t, path);
     snprintf(out, n, "%s", r == ND_RUN_YES ? "running" : r == ND_RUN_NO ? "killed" : "no end");

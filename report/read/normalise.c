@@ -28,6 +28,7 @@ void nd_read_facts(nd_trace_has_t *has, uint32_t version) {
       .reach = version >= 14,
       .ws_held = version >= 15,
       .admissions = version >= 16,
+      .end_causes = version >= 16,
       .cuda_fns = version >= 11 ? ND_CUDA_FN_USED : ND_CUDA_FN_USED_V10};
 }
 
@@ -67,6 +68,8 @@ uint32_t nd_read_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_SITE_PEAK: return sizeof(nd_rec_site_peak_t);
   case ND_REC_ADMITTED: return sizeof(nd_rec_admitted_t);
   case ND_REC_ADMIT_SITE: return sizeof(nd_rec_admit_site_t);
+  case ND_REC_REFUSAL: return sizeof(nd_rec_refusal_t);
+  case ND_REC_EXEC: *var = 1; return sizeof(nd_rec_exec_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -109,7 +112,8 @@ int nd_read_check(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
   if (t->hdr.version < 15 && (r->tag == ND_REC_PEAK || r->tag == ND_REC_SITE_PEAK))
     return nd_read_fail(t, off, "%s record in a version %u trace (version 15 introduced it)",
                         nd_read_tag_names[r->tag], t->hdr.version);
-  if (t->hdr.version < 16 && (r->tag == ND_REC_ADMITTED || r->tag == ND_REC_ADMIT_SITE))
+  if (t->hdr.version < 16 && (r->tag == ND_REC_ADMITTED || r->tag == ND_REC_ADMIT_SITE ||
+                              r->tag == ND_REC_REFUSAL || r->tag == ND_REC_EXEC))
     return nd_read_fail(t, off, "%s record in a version %u trace (version 16 introduced it)",
                         nd_read_tag_names[r->tag], t->hdr.version);
   if (r->tag == ND_REC_EXIT && t->have_exit) return nd_read_fail(t, off, "a second EXIT record");

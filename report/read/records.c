@@ -650,6 +650,54 @@ static int on_admit_site(nd_trace_t *t, uint64_t off, const char *p) {
   return 0;
 }
 
+// ---------------------------------------------------------------- ends' causes (version 16)
+
+// The last refused request (latest wins): its stack was written before it.
+static int on_refusal(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_refusal_t r;
+  memcpy(&r, p, sizeof r);
+  if (r.limit > ND_LIMIT_DEVICE)
+    return nd_read_fail(t, off, "REFUSAL of an unknown limit (%u)", r.limit);
+  if (r.limit == ND_LIMIT_DEVICE && check_device(t, off, "REFUSAL device", r.device)) return -1;
+  if (r.fn >= (r.limit == ND_LIMIT_DEVICE ? ND_CUDA_FN_USED : ND_TRACE_FNS))
+    return nd_read_fail(t, off, "REFUSAL of an unknown function (%u)", r.fn);
+  if (!r.refusals) return nd_read_fail(t, off, "REFUSAL counting no refusal");
+  long st = -1;
+  if (r.flags & ND_REFUSAL_STACK) {
+    st = stack_of(t, off, ND_REC_REFUSAL, r.stack_id);
+    if (st < 0) return -1;
+  }
+  t->refusal = r;
+  t->refusal_stack = st;
+  t->have_refusal = true;
+  saw_time(t, r.mono_ns);
+  return 0;
+}
+
+// An exec: about to be made (the latest such is the trace's end unless its failure follows), or
+// failed (the process went on). The program's path follows the record.
+static int on_exec(nd_trace_t *t, uint64_t off, const char *p, uint32_t size) {
+  nd_rec_exec_t e;
+  memcpy(&e, p, sizeof e);
+  if (e.path_len > ND_EXEC_PATH_MAX || size != sizeof e + e.path_len)
+    return nd_read_fail(t, off, "EXEC record of %u bytes with a path of %u", size, e.path_len);
+  if (e.follow > ND_EXEC_FOLLOW_MAX || e.fn > ND_EXEC_FN_MAX)
+    return nd_read_fail(t, off, "EXEC record with an unknown %s (%u)",
+                        e.follow > ND_EXEC_FOLLOW_MAX ? "reason" : "function",
+                        e.follow > ND_EXEC_FOLLOW_MAX ? e.follow : e.fn);
+  saw_time(t, e.mono_ns);
+  if (e.err) {
+    t->exec_failures++;
+    t->have_exec = false;
+    return 0;
+  }
+  t->exec = e;
+  memcpy(t->exec_path, p + sizeof e, e.path_len); // read up to its first NUL, as a MODULE's path
+  t->exec_path[e.path_len] = 0;
+  t->have_exec = true;
+  return 0;
+}
+
 // ---------------------------------------------------------------- device memory (version 6)
 
 static int on_device(nd_trace_t *t, uint64_t off, const char *p) {
@@ -806,10 +854,13 @@ int nd_read_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p
   case ND_REC_BREACH: return on_breach(t, off, p);
   case ND_REC_SNAPSHOT: return on_snapshot(t, off, p);
   case ND_REC_SNAP_SITE: return on_snap_site(t, off, p);
+  case ND_REC_REFUSAL: return on_refusal(t, off, p);
+  case ND_REC_EXEC: return on_exec(t, off, p, r->size);
   case ND_REC_EXIT:
     memcpy(&t->exit, p, sizeof t->exit);
     if (t->exit.how > ND_EXIT_LIMIT_ABORT)
       return nd_read_fail(t, off, "EXIT record with an unknown way of ending (%u)", t->exit.how);
+    if (!t->has.end_causes) t->exit.flags = 0; // reserved before version 16
     t->have_exit = true;
     saw_time(t, t->exit.mono_ns);
     return 0;

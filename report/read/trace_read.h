@@ -228,6 +228,8 @@ typedef struct nd_trace_has {
   bool ws_held;       // WORKSPACE: the allocator's freed memory at learning cycles' ends (15)
   bool admissions;    // ADMITTED and ADMIT_SITE records; BREACH says why a request could be
                       // refused (16): before, every request over a limit could be
+  bool end_causes;    // REFUSAL and EXEC records, a normal exit's status in EXIT: what an end
+                      // came after (version 16)
   uint32_t cuda_fns;  // the calls a CUDA record counts (ND_CUDA_FN_USED_V10 before device_ws)
 } nd_trace_has_t;
 
@@ -258,7 +260,18 @@ typedef struct nd_trace {
   bool ended; // an END record: the trace is complete (the shim wrote its final records)
   nd_rec_end_t end;
   bool have_exit;     // an EXIT record (version 4): how the process ended
-  nd_rec_exit_t exit;
+  nd_rec_exit_t exit; // (flags 0 before version 16: a normal exit's status unknown)
+  // The latest REFUSAL record (version 16): the last request a limit refused, its stack an index
+  // into stacks (-1: none recorded).
+  bool have_refusal;
+  nd_rec_refusal_t refusal;
+  long refusal_stack;
+  // The latest EXEC record (version 16) where it was not followed by its failure: the process
+  // exec'd `exec_path` (NUL-terminated) and its trace ends there. Execs that failed are counted.
+  bool have_exec;
+  nd_rec_exec_t exec;
+  char exec_path[ND_EXEC_PATH_MAX + 1];
+  uint64_t exec_failures;
   // The latest PEAK record of each group of kinds (version 15; epoch 0: none): the moment its
   // total last moved to a new peak.
   nd_rec_peak_t peak[ND_TRACE_PEAK_GROUPS];

@@ -509,6 +509,98 @@ static int json_admitted(FILE *o, report_t *r) {
 // "limits": null when the trace has no record of limits; else the LIMITS record's limits and
 // totals (null without one), what the reader kept, the logged breaches and the kept snapshots
 // with their top sites (brief: the first breach, no snapshots). `last`: no key follows.
+// How the process ended (EXIT, version 4), or the exec its trace ends in (EXEC, version 16), as
+// "exit": {"how", "code", "tid"}; from version 16 also "status" (a normal exit's or _exit's exit
+// status, null where unknown or another end), "after_refusal" (the end named with the last refused
+// request: {"ns": from it to the end, "function", "requested", "limit", "place"}, else null) and,
+// for an exec ("how": "exec"), "program", "followed" and "why" (nd_rep_exec_keys); and
+// "failed_execs", the execs that returned.
+static int json_exit(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  static const char *const how[] = {"exit", "_exit", "signal", "limit_abort"};
+  bool exec = nd_rep_exec_end(t);
+  if (!(t->ended && t->have_exit) && !exec) {
+    if (t->has.end_causes)
+      fprintf(o, ", \"exit\": null, \"failed_execs\": %llu", (unsigned long long)t->exec_failures);
+    if (t->have_exit && !t->has.end_causes) // a trace cut after its EXIT record
+      fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u}", how[t->exit.how],
+              t->exit.code, t->exit.tid);
+    return 0;
+  }
+  if (exec) {
+    fprintf(o, ", \"exit\": {\"how\": \"exec\", \"code\": null, \"tid\": %u, \"program\": ",
+            t->exec.tid);
+    nd_rep_json_str(o, t->exec_path);
+    fprintf(o, ", \"followed\": %s, \"why\": \"%s\"",
+            t->exec.follow == ND_EXEC_FOLLOWED ? "true" : "false", nd_rep_exec_keys[t->exec.follow]);
+  } else {
+    fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u", how[t->exit.how],
+            t->exit.code, t->exit.tid);
+  }
+  if (t->has.end_causes) {
+    int status;
+    if (!exec && nd_rep_exit_status(t, &status)) fprintf(o, ", \"status\": %d", status);
+    else fputs(", \"status\": null", o);
+    uint64_t since;
+    if (nd_rep_end_after_refusal(t, &since)) {
+      const nd_rec_refusal_t *x = &t->refusal;
+      fprintf(o, ", \"after_refusal\": {\"ns\": %llu, \"function\": \"%s\", \"requested\": %llu, "
+                 "\"limit\": \"%s\", \"place\": ",
+              (unsigned long long)since, nd_rep_refusal_fn(x), (unsigned long long)x->requested,
+              nd_rep_limit_keys[x->limit]);
+      if (t->refusal_stack < 0) {
+        fputs("null}", o);
+      } else {
+        nd_rep_place_t p;
+        if (nd_rep_place(r, (uint32_t)t->refusal_stack, &p)) return -1;
+        sbuf_t b = {0};
+        if (nd_rep_place_text(&b, &p)) return -1;
+        nd_rep_json_str(o, b.p);
+        free(b.p);
+        fputc('}', o);
+      }
+    } else {
+      fputs(", \"after_refusal\": null", o);
+    }
+  }
+  fputc('}', o);
+  if (t->has.end_causes)
+    fprintf(o, ", \"failed_execs\": %llu", (unsigned long long)t->exec_failures);
+  return 0;
+}
+
+// The last refused request (version 16): what, when, how many in all, how soon the process
+// ended after it where its end is named with it (end_after_ns; null: not named), and the request's
+// stack with its place ("place": the program's line that asked).
+static int json_refusal(FILE *o, report_t *r, const char *ind) {
+  const nd_trace_t *t = r->t;
+  const nd_rec_refusal_t *x = &t->refusal;
+  fputc('{', o);
+  json_u64(o, "mono_ns", x->mono_ns, true);
+  json_u64(o, "since_start_ns", nd_rep_since_start(t, x->mono_ns), true);
+  fprintf(o, "\"tid\": %u, \"limit\": \"%s\", \"function\": \"%s\", ", x->tid,
+          nd_rep_limit_keys[x->limit], nd_rep_refusal_fn(x));
+  if (x->limit == ND_LIMIT_DEVICE) fprintf(o, "\"device\": %u, ", x->device);
+  else fputs("\"device\": null, ", o);
+  json_u64(o, "requested", x->requested, true);
+  json_u64(o, "limit_bytes", x->limit_bytes, true);
+  json_u64(o, "refusals", x->refusals, true);
+  uint64_t since;
+  if (nd_rep_end_after_refusal(t, &since)) json_u64(o, "end_after_ns", since, true);
+  else fputs("\"end_after_ns\": null, ", o);
+  if (t->refusal_stack < 0) {
+    fputs("\"stack_id\": null, \"place\": null, \"program_frame\": null, "
+          "\"library_frame\": null, \"frames\": []}", o);
+    return 0;
+  }
+  fprintf(o, "\"stack_id\": %u, ", x->stack_id);
+  if (json_stack_key(o, r, (uint32_t)t->refusal_stack) ||
+      json_stack(o, r, (uint32_t)t->refusal_stack, ind))
+    return -1;
+  fputc('}', o);
+  return 0;
+}
+
 static int json_limits(FILE *o, report_t *r, bool last) {
   const nd_trace_t *t = r->t;
   const char *end = last ? "\n" : ",\n";
@@ -516,7 +608,14 @@ static int json_limits(FILE *o, report_t *r, bool last) {
     fprintf(o, "  \"limits\": null%s", end);
     return 0;
   }
-  fputs("  \"limits\": {\n    \"limits\": ", o);
+  fputs("  \"limits\": {\n", o);
+  if (t->has.end_causes) { // the last refused request first, as the text and HTML views
+    fputs("    \"last_refusal\": ", o);
+    if (!t->have_refusal) fputs("null", o);
+    else if (json_refusal(o, r, "     ")) return -1;
+    fputs(",\n", o);
+  }
+  fputs("    \"limits\": ", o);
   if (t->have_limits) {
     const nd_rec_limits_t *l = &t->limits;
     fputc('{', o);
@@ -875,11 +974,7 @@ int nd_rep_json_report(FILE *o, report_t *r) {
           t->ended || r->running == ND_RUN_NO    ? "false"
           : r->running == ND_RUN_YES             ? "true"
                                                  : "null");
-  if (t->have_exit) {
-    static const char *const how[] = {"exit", "_exit", "signal", "limit_abort"};
-    fprintf(o, ", \"exit\": {\"how\": \"%s\", \"code\": %d, \"tid\": %u}", how[t->exit.how],
-            t->exit.code, t->exit.tid);
-  }
+  if (json_exit(o, r)) return -1;
   if (t->has.job) { // the traces of its descendants beside it (running.h)
     fputs(", \"descendants\": [", o);
     for (size_t i = 0; i < r->family.n; i++) {

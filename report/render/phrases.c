@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // phrases.c: what the text and HTML reports say in the same words (render.h), each printing
 // sizes its own way (nd_rep_bytes_fn): records the reader did not keep, a snapshot's sites, the
-// workspace saving.
+// workspace saving, the last refused request.
 #include "render/render.h"
+
+#include <string.h>
 
 void nd_rep_not_kept(FILE *o, uint64_t dropped, unsigned max) {
   if (dropped) fprintf(o, "; %llu more not kept (over %u)", (unsigned long long)dropped, max);
@@ -56,4 +58,37 @@ void nd_rep_ws_saving(FILE *o, const report_t *r, nd_rep_bytes_fn bytes) {
     fputs("; the resident peak came while they learned: only what stands above it counts", o);
   fputs(e->saving ? "; fragmentation that grows after the learning is not counted)"
                   : ")", o);
+}
+
+void nd_rep_refusal_words(FILE *o, const nd_trace_t *t, nd_rep_bytes_fn bytes) {
+  const nd_rec_refusal_t *r = &t->refusal;
+  bool device = r->limit == ND_LIMIT_DEVICE;
+  bool growth = !device && (r->fn == 2 || r->fn == 3 || r->fn == 14); // realloc*, mremap
+  fprintf(o, "%s %s", nd_rep_refusal_fn(r), growth ? "growing a block by " : "of ");
+  bytes(o, r->requested, false);
+  fprintf(o, " over %s ", nd_rep_limit_names[r->limit]);
+  bytes(o, r->limit_bytes, false);
+  if (device) fprintf(o, " of device %u", r->device);
+  fprintf(o, " on thread %u at ", r->tid);
+  nd_rep_print_secs(o, nd_rep_since_start(t, r->mono_ns));
+}
+
+void nd_rep_end_words(FILE *o, const nd_trace_t *t) {
+  int status;
+  if (nd_rep_exec_end(t)) {
+    fputs("in an exec", o);
+  } else if (!t->ended || !t->have_exit) {
+    if (t->ended) fputs("normally", o);
+  } else if (t->exit.how == ND_EXIT_SIGNAL) {
+    fprintf(o, "by signal %d (SIG%s)", t->exit.code,
+            sigabbrev_np(t->exit.code) ? sigabbrev_np(t->exit.code) : "?");
+  } else if (t->exit.how == ND_EXIT_LIMIT_ABORT) {
+    fputs("by NDMEM_ON_LIMIT's stop (SIGABRT)", o);
+  } else if (t->exit.how == ND_EXIT_UNDERSCORE) {
+    fprintf(o, "by _exit(%d)", t->exit.code);
+  } else if (nd_rep_exit_status(t, &status) && status) {
+    fprintf(o, "by exit(%d)", status);
+  } else {
+    fputs("normally", o);
+  }
 }

@@ -25,8 +25,9 @@ int nd_rep_collapsed_report(FILE *o, report_t *r); // collapsed.c
 // --format svg (svg.c): the sites as a self-contained flame graph (flame.h), --flame-by.
 int nd_rep_svg_report(FILE *o, report_t *r);
 
-// The text report's summary alone, unwrapped (text_summary.c): the HTML summary's facts.
-void nd_rep_text_summary(FILE *o, report_t *r);
+// The text report's summary alone, unwrapped (text_summary.c): the HTML summary's facts. 0, or -1
+// when out of memory.
+int nd_rep_text_summary(FILE *o, report_t *r);
 
 // JSON (json.c) that merge writes too. The lifetime classes' members (nd_life_keys: bytes,
 // blocks, stacks, estimated), `sep` between them: the single report's leaks.classes and merge's
@@ -78,6 +79,12 @@ size_t nd_html_chars(const char *s);
 // What the text and HTML reports say in the same words, a size printed by each format's own
 // function (nd_text_bytes: "28.23 MiB (29606488 B)"; nd_html_bytes: a span with its bytes).
 typedef void (*nd_rep_bytes_fn)(FILE *o, uint64_t v, bool est);
+// The last refused request (REFUSAL): "malloc of 128.00 MiB over maxBytes 64.00 MiB on thread
+// 4242 at 0.051 s" (a growth: "realloc growing a block by ..."; a device's: "... of device 0").
+void nd_rep_refusal_words(FILE *o, const nd_trace_t *t, nd_rep_bytes_fn bytes);
+// How the process ended, after "ended ": "by signal 11 (SIGSEGV)", "by exit(1)", "by _exit(3)",
+// "normally", "by NDMEM_ON_LIMIT's stop (SIGABRT)", "in an exec"; "" without an end.
+void nd_rep_end_words(FILE *o, const nd_trace_t *t);
 // "; N more not kept (over MAX)" where the reader dropped records beyond the MAX it keeps.
 void nd_rep_not_kept(FILE *o, uint64_t dropped, unsigned max);
 // A snapshot's sites: "N sites" ("R of N sites (the trace ends inside the snapshot)"), ", live X"

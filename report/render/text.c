@@ -240,7 +240,7 @@ static void text_py_lines(FILE *o, report_t *r) {
 // live at the last flush.
 static int text_main(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
-  nd_rep_text_summary(o, r);
+  if (nd_rep_text_summary(o, r)) return -1;
   if (!r->o->brief) {
     size_t n = nd_rep_list_len(r, t->nsites);
     fprintf(o, "\n== top %zu allocation sites by peak live bytes (of %zu sites)\n", n, t->nsites);
@@ -264,7 +264,10 @@ static int text_main(FILE *o, report_t *r) {
     return nd_text_lifetimes(o, r);
   } else {
     size_t n = nd_rep_list_len(r, r->nlive);
-    fputs("\n== live at the last flush (no normal exit, so leaks are unknown): ", o);
+    fputs(nd_rep_exec_end(t) ? "\n== live at the exec (the process went on as another program, so "
+                               "leaks are not judged): "
+                             : "\n== live at the last flush (no normal exit, so leaks are unknown): ",
+          o);
     nd_text_bytes(o, r->live_bytes, r->live_est);
     fprintf(o, " in %zu %s", r->nlive, nd_text_plural(r->nlive, "site", "sites"));
     if (n < r->nlive) fprintf(o, "; top %zu", n);

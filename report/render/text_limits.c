@@ -110,9 +110,41 @@ static void text_limit_full(FILE *o, const nd_trace_t *t, int id) {
   fputc('\n', o);
 }
 
+// The last refused request (version 16), first: what, when, the program's line that asked, how
+// many were refused in all, and how soon the process ended after it where that end is named with
+// it (nd_rep_end_after_refusal).
+static int text_last_refusal(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!t->have_refusal) return 0;
+  fprintf(o, "  %-16s  ", "refused last");
+  nd_rep_refusal_words(o, t, nd_text_bytes);
+  if (t->refusal_stack >= 0) {
+    nd_rep_place_t p;
+    if (nd_rep_place(r, (uint32_t)t->refusal_stack, &p)) return -1;
+    sbuf_t b = {0};
+    if (nd_rep_place_text(&b, &p)) return -1;
+    fputs(", at ", o);
+    nd_rep_print_text(o, b.p);
+    free(b.p);
+  } else {
+    fputs(" (its stack was not recorded)", o);
+  }
+  fprintf(o, "; %llu %s refused in all", (unsigned long long)t->refusal.refusals,
+          nd_text_plural(t->refusal.refusals, "request", "requests"));
+  uint64_t since;
+  if (nd_rep_end_after_refusal(t, &since)) {
+    fputs("; the process ended ", o);
+    nd_rep_end_words(o, t);
+    fputc(' ', o);
+    nd_rep_print_secs(o, since);
+    fputs(" after it", o);
+  }
+  fputc('\n', o);
+  return 0;
+}
+
 // The limits in force, where their percentages came from, and the totals.
 static void text_limit_settings(FILE *o, const nd_trace_t *t) {
-  fputs("\n== limits\n", o);
   if (!t->have_limits) {
     fputs(nd_rep_device_limited(t)
               ? "  no host limits; the device limits are in the device memory view\n"
@@ -390,7 +422,11 @@ static int text_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
 // wanted), the logged breaches, and the kept snapshots (unless brief).
 int nd_text_limits(FILE *o, report_t *r, bool settings) {
   const nd_trace_t *t = r->t;
-  if (settings) text_limit_settings(o, t);
+  if (settings) {
+    fputs("\n== limits\n", o);
+    if (text_last_refusal(o, r)) return -1;
+    text_limit_settings(o, t);
+  }
   if (text_breaches(o, r) || text_admitted(o, r)) return -1;
   if (r->o->brief) return 0;
   if (!t->nsnaps) fputs("\n== snapshots: none\n", o);

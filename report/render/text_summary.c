@@ -29,18 +29,22 @@ void nd_text_trace_line(FILE *o, const nd_trace_t *t) {
             (unsigned long long)t->file_size, (unsigned long long)t->good_end,
             (unsigned long long)t->records);
   else
-    fprintf(o, "%s: %llu bytes, %llu records", t->ended ? "complete" : "no END record",
+    fprintf(o, "%s: %llu bytes, %llu records",
+            t->ended               ? "complete"
+            : nd_rep_exec_end(t)   ? "complete up to the exec (no END record: the process went on "
+                                     "as another program)"
+                                   : "no END record",
             (unsigned long long)t->file_size, (unsigned long long)t->records);
   if (t->compressed) // the offsets above are the decompressed stream's
     fprintf(o, " (zstd: %llu bytes stored)", (unsigned long long)t->stored_size);
-  if (!t->ended && t->have_flush) {
+  if (!t->ended && !nd_rep_exec_end(t) && t->have_flush) {
     fputs("; intact up to its last flush (", o);
     text_flush_at(o, t);
     fputc(')', o);
     if (t->after_flush)
       fprintf(o, " and %llu %s after it, included", (unsigned long long)t->after_flush,
               nd_text_plural(t->after_flush, "record", "records"));
-  } else if (!t->ended) {
+  } else if (!t->ended && !nd_rep_exec_end(t)) {
     fputs(t->records ? "; no flush: only the records written before one" : "; its header only", o);
   }
   fputc('\n', o);
@@ -64,28 +68,83 @@ static void text_kind(FILE *o, const nd_rec_kind_totals_t *k, const char *name, 
   fputc('\n', o);
 }
 
-// The EXIT record in words (version 4 traces).
-static void text_exit_how(FILE *o, const nd_trace_t *t) {
+// ", 0.020 s after a refused request (below)": an end named with the last refused request.
+static void text_after(FILE *o, const uint64_t *since) {
+  if (!since) return;
+  fputs(", ", o);
+  nd_rep_print_secs(o, *since);
+  fputs(" after a refused request (below)", o);
+}
+
+// The EXIT record in words (version 4 traces); since: from the last refused request, where the
+// end is named with it (nd_rep_end_after_refusal).
+static void text_exit_how(FILE *o, const nd_trace_t *t, const uint64_t *since) {
   const nd_rec_exit_t *e = &t->exit;
+  int status;
   switch (e->how) {
-  case ND_EXIT_NORMAL: fputs("normal (END record)", o); break;
+  case ND_EXIT_NORMAL:
+    if (nd_rep_exit_status(t, &status) && status)
+      fprintf(o, "exit(%d) in thread %u", status, e->tid);
+    else
+      fputs("normal", o);
+    text_after(o, since);
+    fputs(" (END record)", o);
+    break;
   case ND_EXIT_UNDERSCORE:
-    fprintf(o, "_exit(%d) in thread %u: no atexit handlers or destructors ran; END record", e->code,
-            e->tid);
+    fprintf(o, "_exit(%d) in thread %u", e->code, e->tid);
+    text_after(o, since);
+    fputs(": no atexit handlers or destructors ran; END record", o);
     break;
   case ND_EXIT_SIGNAL:
-    fprintf(o, "ended by signal %d (SIG%s) in thread %u; the trace was completed then (END "
-               "record); what was live is not a leak",
-            e->code, sigabbrev_np(e->code) ? sigabbrev_np(e->code) : "?", e->tid);
+    fprintf(o, "ended by signal %d (SIG%s) in thread %u", e->code,
+            sigabbrev_np(e->code) ? sigabbrev_np(e->code) : "?", e->tid);
+    text_after(o, since);
+    fputs("; the trace was completed then (END record); what was live is not a leak", o);
     break;
   default:
     if (t->have_limits && (t->limits.flags & ND_LIMITS_RETRY_LOOP))
       fputs("stopped on a retry loop under NDMEM_ON_LIMIT=fail (a thread was refused the same "
-            "requests for NDMEM_LIMIT_RETRY_MS; SIGABRT); END record", o);
+            "requests for NDMEM_LIMIT_RETRY_MS; SIGABRT)", o);
     else
-      fputs("stopped by NDMEM_ON_LIMIT=abort (SIGABRT); END record", o);
+      fputs("stopped by NDMEM_ON_LIMIT=abort (SIGABRT)", o);
+    text_after(o, since);
+    fputs("; END record", o);
     break;
   }
+}
+
+// The exec the trace ends in (version 16): the program, whether the shim followed it, and where
+// the figures stand.
+static void text_exec(FILE *o, const nd_trace_t *t, const uint64_t *since) {
+  const nd_rec_exec_t *e = &t->exec;
+  fputs("exec'd ", o);
+  nd_rep_print_text(o, t->exec_path);
+  fprintf(o, " in thread %u (%s)", e->tid, nd_rep_exec_why[e->follow]);
+  text_after(o, since);
+  fputs(": the trace ends there, with its figures at the exec (", o);
+  text_flush_at(o, t);
+  fputs("); the memory went with the process's image, not a leak", o);
+}
+
+// The last refused request, where the end is named with it: what, on which thread, when, and the
+// program's line that asked (its place: analyse/place.h).
+static int text_refused_line(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  fprintf(o, "  %-10s  ", "refused");
+  nd_rep_refusal_words(o, t, nd_text_bytes);
+  if (t->refusal_stack < 0) {
+    fputs(" (its stack was not recorded)\n", o);
+    return 0;
+  }
+  nd_rep_place_t p;
+  if (nd_rep_place(r, (uint32_t)t->refusal_stack, &p)) return -1;
+  sbuf_t b = {0};
+  if (nd_rep_place_text(&b, &p)) return -1;
+  fputs(", at ", o);
+  nd_rep_print_text(o, b.p);
+  free(b.p);
+  fputc('\n', o);
+  return 0;
 }
 
 // The summary's line about Python (the PYTHON record, version 7).
@@ -214,7 +273,7 @@ static void text_job_lines(FILE *o, const nd_trace_header_t *h) {
   fputc('\n', o);
 }
 
-void nd_rep_text_summary(FILE *o, report_t *r) {
+int nd_rep_text_summary(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_trace_header_t *h = &t->hdr;
   char buf[64];
@@ -230,12 +289,18 @@ void nd_rep_text_summary(FILE *o, report_t *r) {
   fprintf(o, "  %-10s  %s; duration ", "started", buf);
   nd_rep_print_secs(o, t->last_ns > h->start_mono_ns ? t->last_ns - h->start_mono_ns : 0);
   fputs(" (to the last record)\n", o);
+  uint64_t since;
+  bool after = nd_rep_end_after_refusal(t, &since);
   if (t->ended && t->have_exit) {
     fprintf(o, "  %-10s  ", "exit");
-    text_exit_how(o, t);
+    text_exit_how(o, t, after ? &since : NULL);
     fputc('\n', o);
   } else if (t->ended) {
     fprintf(o, "  %-10s  normal (END record)\n", "exit");
+  } else if (nd_rep_exec_end(t)) {
+    fprintf(o, "  %-10s  ", "exit");
+    text_exec(o, t, after ? &since : NULL);
+    fputc('\n', o);
   } else if (r->running == ND_RUN_YES) {
     fprintf(o, "  %-10s  none yet: the process is still running (pid %llu on this host); leaks "
                "cannot be known yet, ",
@@ -254,7 +319,9 @@ void nd_rep_text_summary(FILE *o, report_t *r) {
     }
     fputs("; leaks cannot be known, ", o);
   }
-  if (!t->ended) { // where the live figures stand (the trace line says how intact it is)
+  if (after && text_refused_line(o, r)) return -1;
+  if (!t->ended && !nd_rep_exec_end(t)) { // where the live figures stand (the trace line says
+                                          // how intact it is)
     if (t->have_flush) {
       fputs("live figures are at the last flush (", o);
       text_flush_at(o, t);
@@ -309,7 +376,11 @@ void nd_rep_text_summary(FILE *o, report_t *r) {
     }
   }
   fprintf(o, "  %-10s  ", "leaks");
-  if (t->ended && !nd_rep_leaks_known(t)) {
+  if (nd_rep_exec_end(t)) {
+    fputs("not judged (the process exec'd another program); tracked sites held ", o);
+    nd_text_bytes(o, r->live_bytes, r->live_est);
+    fprintf(o, " at the exec in %zu %s\n", r->nlive, nd_text_plural(r->nlive, "site", "sites"));
+  } else if (t->ended && !nd_rep_leaks_known(t)) {
     fputs("none reported (the process did not end on its own); tracked sites held ", o);
     nd_text_bytes(o, r->live_bytes, r->live_est);
     fprintf(o, " at the end in %zu %s\n", r->nlive, nd_text_plural(r->nlive, "site", "sites"));
@@ -341,4 +412,5 @@ void nd_rep_text_summary(FILE *o, report_t *r) {
       o, r, r->retention.cls == ND_RET_NONE || r->retention.cls == ND_RET_PREVENTED);
   nd_text_ws_saving_line(o, r);
   if (t->have_python) text_python_line(o, t);
+  return 0;
 }

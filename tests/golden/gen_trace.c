@@ -2091,6 +2091,96 @@ static void bad_resident(const char *which) {
   end(T0 + 30 * MS, 0);
 }
 
+// ---------------------------------------------------------------- version 16
+
+// A REFUSAL record (the last refused request).
+static void refusal(uint64_t ns, uint32_t tid, uint16_t limit, uint32_t fn, uint64_t requested,
+                    uint64_t limit_bytes, uint64_t refusals, uint32_t stack_id) {
+  nd_rec_refusal_t r = {.mono_ns = ns, .tid = tid, .limit = limit, .fn = fn,
+                        .requested = requested, .limit_bytes = limit_bytes, .refusals = refusals,
+                        .stack_id = stack_id, .flags = stack_id ? ND_REFUSAL_STACK : 0};
+  nd_tw_record(&w, ND_REC_REFUSAL, &r, sizeof r, NULL, 0);
+}
+
+// An EXEC record: about to be made (err 0) or failed (err).
+static void exec_rec(uint64_t ns, uint32_t tid, uint16_t follow, uint16_t fn, int32_t err,
+                     const char *path, uint32_t path_len) {
+  nd_rec_exec_t e = {.mono_ns = ns, .tid = tid, .follow = follow, .fn = fn, .err = err,
+                     .path_len = path_len};
+  nd_tw_record(&w, ND_REC_EXEC, &e, sizeof e, path, (uint32_t)strlen(path));
+}
+
+// refused: a job under maxBytes 64 MiB that was refused 3 requests, the last a 128 MiB malloc
+// from the executable's main (REFUSAL, stack 2) at 0.5 s on thread 9192, and crashed on it 20 ms
+// later (SIGSEGV); an exec of a helper failed on the way (ENOENT: the trace went on).
+// exec: a job whose process exec'd /bin/true with a cleared environment after 0.3 s: the trace
+// ends in its EXEC record, no END (a failed one before it names no end). The bad- modes: a REFUSAL
+// in a version 15 trace, of an unknown limit, naming an unknown stack; an EXEC shorter than the
+// path it announces, with an unknown reason.
+static void ends_trace(const char *mode) {
+  int exec = !strcmp(mode, "exec");
+  header(exec ? "/nonexistent/bin/launch" : "/nonexistent/bin/refused", exec ? 9090 : 9191,
+         !strcmp(mode, "bad-refusal-v15") ? 15 : 16);
+  module(0, exec ? "/nonexistent/bin/launch" : "/nonexistent/bin/refused", EXE, EXE, EXE + 0x6000);
+  module(2, "/nonexistent/lib/libc.so.6", LIBC, LIBC, LIBC + 0x200000);
+  const uint64_t s1[] = {EXE + 0x1100, LIBC + 0x29d90};
+  const uint64_t s2[] = {EXE + 0x1200, LIBC + 0x29d90};
+  stack(1, 2, s1);
+  stack(2, 2, s2);
+  site(1, 0, 0, 4, 0, 8 * MIB, 0, 8 * MIB);
+  if (!strncmp(mode, "bad-refusal-", 12)) {
+    refusal(T0 + 500 * MS, 9192, !strcmp(mode, "bad-refusal-limit") ? 3 : ND_LIMIT_BYTES, MALLOC,
+            128 * MIB, 64 * MIB, 1, !strcmp(mode, "bad-refusal-stack") ? 7 : 2);
+    flush(1, T0 + 500 * MS);
+    return;
+  }
+  if (!strncmp(mode, "bad-exec-", 9)) {
+    nd_rec_exec_t e = {.mono_ns = T0 + 300 * MS, .tid = 9090, .fn = ND_EXEC_FN_EXECVP,
+                       .follow = !strcmp(mode, "bad-exec-reason") ? 9 : ND_EXEC_NO_PRELOAD,
+                       .path_len = !strcmp(mode, "bad-exec-size") ? 100 : 9};
+    nd_tw_record(&w, ND_REC_EXEC, &e, sizeof e, "/bin/true", 9);
+    flush(1, T0 + 300 * MS);
+    return;
+  }
+  counters(T0 + 100 * MS, 1, (kt_t){8 * MIB, 8 * MIB, 4, 4, 0}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 4}, 0);
+  flush(1, T0 + 100 * MS);
+  if (exec) {
+    exec_rec(T0 + 200 * MS, 9090, ND_EXEC_FOLLOWED, ND_EXEC_FN_EXECVE, 2 /* ENOENT */,
+             "/nonexistent/bin/helper", 23);
+    flush(2, T0 + 200 * MS);
+    counters(T0 + 300 * MS, 1, (kt_t){8 * MIB, 8 * MIB, 4, 4, 0}, (kt_t){0, 0, 0, 0, 0},
+             (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 4}, 0);
+    exec_rec(T0 + 300 * MS, 9090, ND_EXEC_NO_PRELOAD, ND_EXEC_FN_EXECVP, 0, "/usr/bin/true", 13);
+    flush(3, T0 + 300 * MS);
+    return;
+  }
+  nd_rec_limits_t l = {.max_bytes = 64 * MIB, .ram_bytes = 16384 * MIB, .action = ND_ON_LIMIT_FAIL,
+                       .peak_tracked = 8 * MIB};
+  limits_rec(l);
+  nd_rec_breach_t b = {.mono_ns = T0 + 300 * MS, .tid = 9192, .limit = ND_LIMIT_BYTES,
+                       .action = ND_ON_LIMIT_FAIL, .fn = MALLOC, .requested = 100 * MIB,
+                       .value = 8 * MIB, .limit_bytes = 64 * MIB, .count = 1, .stack_id = 1,
+                       .flags = ND_BREACH_STACK | ND_BREACH_NAMED};
+  breach_rec(&b);
+  b.mono_ns = T0 + 400 * MS, b.count = 2;
+  breach_rec(&b);
+  refusal(T0 + 500 * MS, 9192, ND_LIMIT_BYTES, MALLOC, 128 * MIB, 64 * MIB, 3, 2);
+  exec_rec(T0 + 505 * MS, 9191, ND_EXEC_NO_PRELOAD, ND_EXEC_FN_EXECVE, 0,
+           "/nonexistent/bin/helper", 23);
+  flush(2, T0 + 505 * MS);
+  exec_rec(T0 + 506 * MS, 9191, ND_EXEC_NO_PRELOAD, ND_EXEC_FN_EXECVE, 2 /* ENOENT */,
+           "/nonexistent/bin/helper", 23);
+  l.breaches[ND_LIMIT_BYTES] = 3, l.failed = 3, l.reliefs = 3;
+  limits_rec(l);
+  counters(T0 + 520 * MS, 1, (kt_t){8 * MIB, 8 * MIB, 4, 4, 0}, (kt_t){0, 0, 0, 0, 0},
+           (kt_t){0, 0, 0, 0, 0}, (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 7}, 0);
+  flush(3, T0 + 520 * MS);
+  nd_rec_exit_t x = {T0 + 520 * MS, ND_EXIT_SIGNAL, 11, 9192, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 521 * MS, 0);
+}
+
 int main(int argc, char **argv) {
   static const char *const modes[] = {
       "basic",           "killed",           "ws",              "self",
@@ -2121,7 +2211,9 @@ int main(int argc, char **argv) {
       "bad-spill-stack", "bad-spill-counts", "bad-breach-host-v10",
       "job-launcher",    "job-r0",           "job-r0s",         "job-r1",          "job-r1w1",
       "job-r1w2",        "job-bad-value",    "bad-job-from",    "bad-job-origin",
-      "bad-job-rank",    "bad-job-size",     "plateau",         "plateau-cache",   "html-bands"};
+      "bad-job-rank",    "bad-job-size",     "plateau",         "plateau-cache",   "html-bands",
+      "refused",         "exec",             "bad-refusal-v15", "bad-refusal-limit",
+      "bad-refusal-stack", "bad-exec-size",  "bad-exec-reason"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -2182,6 +2274,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "admitted") || !strncmp(argv[1], "bad-admit-", 10) ||
            !strncmp(argv[1], "bad-breach-why", 14))
     admitted_trace(argv[1]);
+  else if (!strcmp(argv[1], "refused") || !strcmp(argv[1], "exec") ||
+           !strncmp(argv[1], "bad-refusal-", 12) || !strncmp(argv[1], "bad-exec-", 9))
+    ends_trace(argv[1]);
   else if (!strncmp(argv[1], "bad-v1-", 7) || !strncmp(argv[1], "bad-ws-", 7) ||
            !strcmp(argv[1], "bad-escape-name"))
     bad_trace(argv[1]);

@@ -6,9 +6,11 @@
 # check the driver test double alone, which must print nothing at all. The program's requests are
 # named refusable (NDMEM_LIMIT_REFUSE=%exe), as PyTorch's caching allocator's are: each limit
 # meets them at its exact boundary (t_cuda_admit.sh has what is admitted when nothing is named).
-# usage: t_cuda_limits.sh LIBNDMEM|- T_CUDA_LIMITS FAKECUDA_DIR
+# With the shim, the last request the device limit refused is the trace's REFUSAL (the report's
+# limits.last_refusal).
+# usage: t_cuda_limits.sh LIBNDMEM|- T_CUDA_LIMITS FAKECUDA_DIR [NDMEMREPORT PYTHON3]
 set -u
-lib=$1 prog=$2 fakedir=$3
+lib=$1 prog=$2 fakedir=$3 rep=${4:-} py=${5:-}
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -87,4 +89,18 @@ lines getinfo_big 0 "[DEVICE"
 lines bad 1 NDMEM_MAX_DEVICE_BYTES
 lines bad 1 NDMEM_MAX_DEVICE_BYTES banana
 lines bad 0 "[DEVICE"
+# percent: the last refused request, cuMemAlloc of 1 B over the 2 MiB limit of device 0, at the
+# program's line (the device limit keeps it as the host limits do)
+if [ -n "$rep" ]; then
+  t=$(ls "$tmp"/percent.*.trace | head -1)
+  "$rep" --format json "$t" >"$tmp/percent.json" || { echo "percent: ndmemreport failed" >&2; fail=1; }
+  "$py" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["limits"]["last_refusal"] or {}
+got = [r.get(k) for k in ("limit", "device", "function", "requested", "limit_bytes", "refusals")]
+want = ["max_device_bytes", 0, "cuMemAlloc", 1, 2097152, 1]
+if got != want or not (r.get("place") or "").startswith("t_cuda_limits.c:"):
+    sys.exit("percent: last_refusal %r %r, want %r at t_cuda_limits.c" % (got, r.get("place"), want))
+' "$tmp/percent.json" || fail=1
+fi
 exit $fail

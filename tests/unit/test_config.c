@@ -140,6 +140,12 @@ static void limits(void) {
   CHECK_EQ(cfg.max_physical_bytes, 1610612736);
   CHECK_EQ(cfg.warn_at, 283115520);
   CHECK_EQ(cfg.on_limit, 1);
+  // 1.5g is above the 300 MiB cgroup limit: kept, said in one line (a remark, not a bad value)
+  CHECK_EQ(nwarn, 1);
+  CHECK_STR(warnings[0], "ndmem: NDMEM_MAX_PHYSICAL_BYTES='1.5g' is 1.50 GiB (1610612736 B), more "
+                         "than the cgroup memory limit 300.00 MiB (314572800 B): it is never "
+                         "reached before memory runs out; kept as given");
+  nwarn = 0;
   char *env2[] = {"NDMEM_MAX_BYTES=8x", "NDMEM_WARN_AT=lots", "NDMEM_ON_LIMIT=explode", env_dir, NULL};
   CHECK_EQ(nd_config_load(&cfg, env2, 0, collect, NULL), 3);
   CHECK_EQ(cfg.max_bytes, 0);

@@ -32,7 +32,8 @@ static int site_details(FILE *o, report_t *r, uint32_t i, const int *cls) {
              "<tr><th>at exit</th><td>",
           nd_rep_kind_names[x->kind < ND_TRACE_KINDS ? x->kind : 0], x->stack_id);
   if (cls[i] >= 0) fputs(nd_life_names[cls[i]], o);
-  else if (!nd_rep_leaks_known(t)) fputs("unknown (no normal exit)", o);
+  else if (!nd_rep_leaks_known(t))
+    fputs(nd_rep_exec_end(t) ? "not judged (an exec)" : "unknown (no normal exit)", o);
   else fputs(nd_rep_site_live(x) ? "live (no class)" : "nothing live", o);
   if (nd_rep_peak_known(t, x->kind)) {
     fputs("</td></tr><tr><th>live at the peak</th><td>", o);

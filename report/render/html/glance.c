@@ -167,10 +167,12 @@ static int card_grew(FILE *o, report_t *r) {
 static int card_leaked(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   const nd_lifetimes_t *l = &r->life;
+  bool exec = nd_rep_exec_end(t);
   fprintf(o, "<section class=\"card\"><h2>What was live at %s, by class</h2>\n",
-          t->ended ? "exit" : "the last flush");
+          t->ended ? "exit" : exec ? "the exec" : "the last flush");
   if (!nd_rep_leaks_known(t)) {
-    fputs("<p class=\"big\">unknown: no normal exit</p>\n<p>Sites held ", o);
+    fputs(exec ? "<p class=\"big\">not judged: the process exec'd another program</p>\n<p>Sites held "
+               : "<p class=\"big\">unknown: no normal exit</p>\n<p>Sites held ", o);
     nd_html_bytes(o, r->live_bytes, r->live_est);
     fprintf(o, " at the end in %zu %s.</p>\n", r->nlive, r->nlive == 1 ? "site" : "sites");
   } else {
@@ -225,15 +227,39 @@ static void limit_line(FILE *o, const char *name, uint64_t limit, uint64_t peak,
   fputs("</li>\n", o);
 }
 
-static void card_limits(FILE *o, const report_t *r) {
+// The last refused request (version 16), first: what and the program's line that asked, and
+// how soon the process ended after it where its end is named with it.
+static int last_refusal(FILE *o, report_t *r) {
+  const nd_trace_t *t = r->t;
+  if (!t->have_refusal) return 0;
+  fputs("<p class=\"big\"><b class=\"bad\">refused</b> ", o);
+  nd_rep_refusal_words(o, t, nd_html_bytes);
+  fputs("</p>\n<p>at <b>", o);
+  if (t->refusal_stack < 0) fputs("(its stack was not recorded)", o);
+  else if (nd_html_site_label(o, r, (uint32_t)t->refusal_stack)) return -1;
+  fputs("</b>", o);
+  uint64_t since;
+  if (nd_rep_end_after_refusal(t, &since)) {
+    fputs("; the process ended ", o);
+    nd_rep_end_words(o, t);
+    fputc(' ', o);
+    nd_rep_print_secs(o, since);
+    fputs(" after it", o);
+  }
+  fputs("</p>\n", o);
+  return 0;
+}
+
+static int card_limits(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
   fputs("<section class=\"card\"><h2>What hit a limit</h2>\n", o);
   if (!nd_rep_has_limits(t) && !nd_rep_device_limited(t)) {
     fputs("<p class=\"big\">no limit set</p>\n<p class=\"note\">NDMEM_MAX_BYTES, "
           "NDMEM_MAX_PHYSICAL_BYTES and NDMEM_MAX_DEVICE_BYTES cap a job's memory.</p>"
           "</section>\n", o);
-    return;
+    return 0;
   }
+  if (last_refusal(o, r)) return -1;
   uint64_t breaches = t->breaches_dropped + t->nbreaches, failed = 0;
   if (t->have_limits) {
     breaches = 0;
@@ -283,12 +309,12 @@ static void card_limits(FILE *o, const report_t *r) {
             t->nsnaps == 1 ? "snapshot" : "snapshots");
   fputs("<p class=\"more\"><a href=\"#limits\">limits, breaches and snapshots</a></p></section>\n",
         o);
+  return 0;
 }
 
 int nd_html_glance(FILE *o, report_t *r) {
   fputs("<div id=\"glance\" class=\"glance\">\n", o);
-  if (card_used(o, r) || card_grew(o, r) || card_leaked(o, r)) return -1;
-  card_limits(o, r);
+  if (card_used(o, r) || card_grew(o, r) || card_leaked(o, r) || card_limits(o, r)) return -1;
   fputs("</div>\n", o);
   return 0;
 }

@@ -23,8 +23,8 @@ static int html_summary(FILE *o, report_t *r) {
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   if (!m) return -1;
-  nd_rep_text_summary(m, r);
-  if (fclose(m)) {
+  int rc = nd_rep_text_summary(m, r);
+  if (fclose(m) || rc) {
     free(buf);
     return -1;
   }

@@ -110,8 +110,11 @@ int nd_html_growth(FILE *o, report_t *r) {
     fputs("</table>\n", o);
   }
   if (!nd_rep_leaks_known(t)) {
-    fputs("<p>No normal exit: what was live at exit is unknown (the summary gives what the "
-          "sites held at the last flush).</p>\n",
+    fputs(nd_rep_exec_end(t)
+              ? "<p>The process exec'd another program: what was live then is not judged (the "
+                "summary gives what the sites held at the exec).</p>\n"
+              : "<p>No normal exit: what was live at exit is unknown (the summary gives what the "
+                "sites held at the last flush).</p>\n",
           o);
     return 0;
   }

@@ -86,6 +86,14 @@ run env_strict 2 NDMEM_MAX_BYTES=64x NDMEM_LIMITS_STRICT=1 -- env 0
 has env_strict "^ndmem: NDMEM_LIMITS_STRICT=1: a job whose limit cannot be read (above) is not started (exit status 2)$"
 [ -s "$tmp/env_strict.out" ] && { echo "env_strict: the program ran" >&2; fail=1; }
 
+# a limit above what the machine has is kept as given, and said: 150% of RAM (no cgroup limit)
+mkdir "$tmp/nocg" && echo max >"$tmp/nocg/memory.max"
+ram=$(($(awk '$1 == "MemTotal:" {print $2}' /proc/meminfo) * 1024))
+env NDMEM_SUMMARY=0 NDMEM_OUTPUT="$tmp/above.%p.trace" NDMEM_TEST_CGROUP_DIR="$tmp/nocg" NDMEM_MAX_BYTES=150% \
+  LD_PRELOAD="$lib" /bin/true 2>"$tmp/above_ram.err" || { echo "above_ram: /bin/true failed" >&2; fail=1; }
+[ "$(wc -l <"$tmp/above_ram.err")" -eq 1 ] || { echo "above_ram: want one line" >&2; cat "$tmp/above_ram.err" >&2; fail=1; }
+has above_ram "^ndmem: NDMEM_MAX_BYTES='150%' is [0-9.]* GiB ($((ram / 2 * 3)) B), more than the RAM [0-9.]* GiB ($ram B): it is never reached before memory runs out; kept as given$"
+
 # ---- large mappings count by their touched pages (NDMEM_MAX_BYTES_MAPPINGS=touched), or whole
 run touched 0 NDMEM_MAX_BYTES=16m NDMEM_LIMIT_POLL_MS=20 -- touched
 has touched "^ndmem: Can't allocate \[HOST\] memory: 8.00 MiB requested; tracked 12.[0-9]* MiB + 8.00 MiB > maxBytes 16.00 MiB after relief gave back [^;]*; "
@@ -179,6 +187,7 @@ else
   echo $cg_limit >"$tmp/cg/memory.max"
   run cgroup 0 NDMEM_TEST_CGROUP_DIR="$tmp/cg" NDMEM_MAX_BYTES=150% -- cgroup $cg_limit
 fi
+has cgroup "^ndmem: NDMEM_MAX_BYTES='150%' is 384.00 MiB (402653184 B), more than the cgroup memory limit 256.00 MiB (268435456 B): it is never reached before memory runs out; kept as given$"
 has cgroup "^ndmem: anonymous resident memory [0-9.]* MiB crossed the watermark 230.40 MiB (NDMEM_WARN_AT; tracked [0-9.]* MiB; snapshot 1): live memory by site goes to the trace$"
 t=$(trace_of cgroup)
 "$report" --limits "$t" >"$tmp/cgroup.report" 2>&1 || { echo "cgroup: ndmemreport failed" >&2; fail=1; }

@@ -249,6 +249,26 @@ def main():
     if any(".tmp." in f for f in os.listdir(out)):
         fail("temporary files left: %r" % os.listdir(out))
 
+    # An absolute pattern is used as given beside a relative trace path (the trace in the
+    # working directory, the metrics file where it was asked for); a relative one goes beside the
+    # trace.
+    rel = os.path.join(top, "rel")
+    os.mkdir(rel)
+    for pat, where in ((os.path.join(out, "a.%p.prom"), out), ("r.%p.prom", rel)):
+        env = env_for(pat)
+        env["NDMEM_OUTPUT"] = "t.%p.trace"
+        r = subprocess.run([EXE], input="\n\n\n", capture_output=True, cwd=rel, env=env,
+                           text=True, timeout=30)
+        name = os.path.basename(pat)[0] + ".%s.prom"
+        got = sorted(f for f in os.listdir(where) if f.endswith(".prom"))
+        pids = [f.split(".")[1] for f in got if f[0] == name[0]]
+        if r.returncode != 0 or r.stderr or len(pids) != 1 or \
+                not os.path.exists(os.path.join(rel, "t.%s.trace" % pids[0])):
+            fail("pattern %s with a relative trace: exit %d, stderr %r, %r in %s, %r in the "
+                 "working directory" % (pat, r.returncode, r.stderr, got, where, os.listdir(rel)))
+        else:
+            value(read(os.path.join(where, name % pids[0]))[0], "ndmem_info", pid=pids[0])
+
     # The parser itself refuses what the format forbids.
     for broken in ['x 1', '# TYPE x_total counter\n# HELP x_total h\nx_total{a="1",a="2"} 1\n',
                    '# HELP x h\n# TYPE x counter\nx 1\n', '# HELP x h\n# TYPE x gauge\nx{0a="1"} 1\n',
