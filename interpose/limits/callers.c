@@ -8,7 +8,11 @@
 //                       destructors and at exit too, where the std::bad_alloc of a refusal ends
 //                       the process (std::terminate)
 //   _multiarray_umath*  numpy's data allocator: numpy raises MemoryError
-//   libpython3*         CPython's allocators in a shared libpython: MemoryError
+//   libpython3*         CPython's allocators in a shared libpython: MemoryError. On the
+//                       process's main thread only: raised in a helper thread of Python's own
+//                       it ends that thread alone (multiprocessing's queue feeder drops the batch
+//                       it was sending, and a DataLoader waits for it for ever); there they are
+//                       admitted within the slack like any library's
 //   a python* executable  the same allocators linked into the interpreter itself (Debian's)
 //   libc10_cuda.so*     (device memory) PyTorch's CUDA caching allocator: it frees its cached
 //                       blocks and asks again, then raises torch.cuda.OutOfMemoryError
@@ -49,6 +53,7 @@ enum {
   O_EXCLUDED = 32,    // NDMEM_LIMIT_REFUSE takes it out (-NAME)
   O_LOADER = 64,      // the dynamic loader
   O_RUNTIME_ALIGNED = 128, // a runtime's host allocator, for aligned requests only
+  O_RUNTIME_MAIN = 256,    // a runtime's host allocator, on the process's main thread only
 };
 
 static const char *const pass_host[] = {"libc.so*",       "libpthread.so*", "libdl.so*",
@@ -61,7 +66,7 @@ static const struct {
   int flag;
 } runtimes[] = {{"libc10.so*", O_RUNTIME_ALIGNED},
                 {"_multiarray_umath*", O_RUNTIME_HOST},
-                {"libpython3*", O_RUNTIME_HOST},
+                {"libpython3*", O_RUNTIME_MAIN},
                 {"libc10_cuda.so*", O_RUNTIME_DEV}};
 
 #define CACHE 128 // objects classed and kept
@@ -76,7 +81,7 @@ static struct {
   unsigned n, next;
   struct {
     uintptr_t lo, hi;
-    uint8_t flags;
+    uint16_t flags;
   } v[CACHE];
 } cs;
 
@@ -118,9 +123,9 @@ static int entry_matches(const char *s, size_t n, const char *path, int exe) {
 }
 
 // The flags of the object at path (exe: the main executable).
-static uint8_t classify(const char *path, int exe) {
+static uint16_t classify(const char *path, int exe) {
   const char *name = base_of(path);
-  uint8_t f = 0;
+  uint16_t f = 0;
   for (size_t i = 0; i < sizeof pass_host / sizeof *pass_host; i++)
     if (nd_callers_glob(pass_host[i], name)) f |= O_PASS_HOST | O_PASS_DEV;
   for (size_t i = 0; i < sizeof pass_dev / sizeof *pass_dev; i++)
@@ -128,8 +133,8 @@ static uint8_t classify(const char *path, int exe) {
   for (size_t i = 0; i < sizeof loader / sizeof *loader; i++)
     if (nd_callers_glob(loader[i], name)) f |= O_LOADER;
   for (size_t i = 0; i < sizeof runtimes / sizeof *runtimes; i++)
-    if (nd_callers_glob(runtimes[i].pat, name)) f |= (uint8_t)runtimes[i].flag;
-  if (exe && nd_callers_glob("python*", name)) f |= O_RUNTIME_HOST;
+    if (nd_callers_glob(runtimes[i].pat, name)) f |= (uint16_t)runtimes[i].flag;
+  if (exe && nd_callers_glob("python*", name)) f |= O_RUNTIME_MAIN;
   for (const char *p = cs.refuse; *p;) {
     while (*p == ',' || *p == ' ') p++;
     const char *e = p;
@@ -156,7 +161,7 @@ static int first_entry(struct dl_phdr_info *info, size_t size, void *ctx) {
 
 typedef struct find {
   uintptr_t addr, lo, hi;
-  uint8_t flags;
+  uint16_t flags;
   int first, found;
 } find_t;
 
@@ -208,6 +213,7 @@ static int frame_class(uintptr_t ip, int ask) {
   if (f & O_NAMED) return ND_CALLER_NAMED;
   if (f & (device ? O_RUNTIME_DEV : O_RUNTIME_HOST)) return ND_CALLER_RUNTIME;
   if ((f & O_RUNTIME_ALIGNED) && ask == ND_ASK_ALIGNED) return ND_CALLER_RUNTIME;
+  if ((f & O_RUNTIME_MAIN) && !device && nd_os_gettid() == getpid()) return ND_CALLER_RUNTIME;
   return ND_CALLER_OTHER;
 }
 

@@ -59,10 +59,11 @@ class Net(nn.Module):
 def main():
     torch.manual_seed(1)
     torch.set_num_threads(1)
-    # timeout: a MemoryError in the thread that feeds the workers their indices (multiprocessing's
-    # queue feeder, a Python thread) ends that thread alone, and the loader would wait for ever
-    # for batches never asked for; the timeout makes that the loader's own RuntimeError, as under
-    # a real out-of-memory.
+    # timeout: the thread that feeds the workers their indices (multiprocessing's queue feeder, a
+    # Python thread) has its requests admitted within the slack, but one past it is refused: the
+    # MemoryError ends that thread alone, and the loader would wait for ever for batches never
+    # asked for; the timeout makes that the loader's own RuntimeError, as under a real
+    # out-of-memory.
     loader = DataLoader(Digits(), batch_size=BATCH, shuffle=True, num_workers=2, timeout=30,
                         generator=torch.Generator().manual_seed(2))
     model = Net()

@@ -6,10 +6,11 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 torch.manual_seed(0)
 ds = TensorDataset(torch.randn(1024, 64), torch.randn(1024, 1))
-# timeout: a refused allocation in the thread of a worker's queue that feeds it (multiprocessing's
-# feeder, a Python thread: MemoryError, "can't allocate lock") ends that thread alone, and the
-# loader waited for ever for a batch never sent (1 run in 3 hung so); the timeout makes that the
-# loader's own RuntimeError, a traceback, as under a real out-of-memory.
+# timeout: CPython's requests are refused on a process's main thread only, but the thread of a
+# worker's queue that feeds it (multiprocessing's feeder, a Python thread) is refused past the
+# slack too (MemoryError, "can't allocate lock"): that ends the thread alone, and the loader would
+# wait for ever for a batch never sent (1 run in 3 hung so when every thread was refused); the
+# timeout makes that the loader's own RuntimeError, a traceback, as under a real out-of-memory.
 dl = DataLoader(ds, batch_size=64, num_workers=2, timeout=20)
 model = torch.nn.Linear(64, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
