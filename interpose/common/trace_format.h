@@ -304,8 +304,10 @@ typedef struct nd_rec_scan {
   uint64_t ns;          // how long the world stood still (threads stopped) for it
   uint32_t status, flags;
   uint32_t threads;     // other threads of the program found
-  uint32_t unheld;      // of them, those that did not stop (every signal blocked): their stacks
-                        // were read from the stack pointer the kernel shows, their registers not
+  uint32_t unheld;      // of them, those that did not stop (every signal blocked, or inside
+                        // ndmem's hooks at every ask): their stacks were read from the stack
+                        // pointer the kernel shows, their registers not, and the memory read was
+                        // copied first (a page they unmapped meanwhile skipped)
   uint64_t blocks;      // live blocks it classed
   uint64_t root_bytes;  // bytes of roots read (stacks, registers, data, other memory)
   uint64_t block_bytes; // bytes of reached blocks read

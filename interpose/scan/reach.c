@@ -31,7 +31,9 @@
 // records are the tables at the scan's moment. A thread stopped inside ndmem's own tables (a
 // half-inserted block) makes the scan let everyone go and try again (20 times). A thread with
 // every signal blocked does not stop: its stack is read from the stack pointer the kernel shows,
-// its registers are not read, and the SCAN record counts it. A blocking call that a signal
+// its registers are not read, and the SCAN record counts it. While any thread runs so (one
+// caught inside ndmem's hooks at every ask for half a second counts too), memory is copied a page
+// at a time before it is read, and a page it unmapped meanwhile is skipped instead of faulting. A blocking call that a signal
 // interrupts and that is never restarted (sleep, select, epoll_wait) returns EINTR in the other
 // threads, as under any stop-the-world collector; the process is ending.
 //
@@ -61,6 +63,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 enum { ST_UNREACHED = 0, ST_REACHABLE, ST_POSSIBLE, ST_INDIRECT, ST_LEADER };
@@ -117,6 +120,11 @@ static struct {
   unsigned py_minor;
   size_t leader;
   int done, held;
+  // Threads that did not stop run while the scan reads: memory is then copied before it is read
+  // (read_words), and what was unmapped meanwhile is skipped.
+  int careful;
+  pid_t pid;
+  uint64_t page[512]; // the copy of one page
   uint64_t t0; // when the threads were stopped
   nd_rec_scan_t rec;
 } graph;
@@ -357,11 +365,34 @@ static void py_int(const uint64_t *p, uintptr_t lo, uintptr_t hi) {
   hit(v);
 }
 
-static void read_words(uintptr_t lo, uintptr_t hi) {
-  lo = (lo + 7) & ~(uintptr_t)7;
+static void read_words_in(uintptr_t lo, uintptr_t hi) {
   for (const uint64_t *p = (const uint64_t *)lo; (uintptr_t)(p + 1) <= hi; p++) {
     if (__builtin_expect(*p == graph.py_long && graph.py_long, 0)) py_int(p, lo, hi);
     hit(*p);
+  }
+}
+
+// A thread the stop did not hold (inside ndmem's hooks every time it was asked for half a second,
+// or blocking the signal) may unmap what the scan reads: a mapping, a freed mmapped chunk, a
+// trimmed heap, its own stack as it ends. Then each page is copied first by process_vm_readv on
+// the process itself, which fails on a page no longer mapped where a read would fault; such a
+// page is skipped (counted with the pages never resident). A Python int across a page's end is
+// not read so.
+static void read_words(uintptr_t lo, uintptr_t hi) {
+  lo = (lo + 7) & ~(uintptr_t)7;
+  if (__builtin_expect(!graph.careful, 1)) {
+    read_words_in(lo, hi);
+    return;
+  }
+  for (uintptr_t a = lo; a + 8 <= hi;) {
+    uintptr_t b = (a & ~(uintptr_t)4095) + 4096;
+    if (b > hi) b = hi;
+    struct iovec l = {graph.page, b - a}, r = {(void *)a, b - a};
+    if (syscall(SYS_process_vm_readv, graph.pid, &l, 1ul, &r, 1ul, 0ul) == (long)(b - a))
+      read_words_in((uintptr_t)graph.page, (uintptr_t)graph.page + (b - a));
+    else
+      graph.rec.skipped_bytes += b - a;
+    a = b;
   }
 }
 
@@ -804,11 +835,15 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
       for (size_t i = 0; i < graph.nt; i++) {
         nd_thr_t *t = &graph.thr[i];
         graph.rec.threads += t->state != ND_THR_GONE;
-        if (t->state == ND_THR_ASKED || t->state == ND_THR_BLOCKS) {
+        // Not held: asked and never caught, blocking the signal, or caught inside ndmem at the
+        // last ask (it runs on).
+        if (t->state != ND_THR_HELD && t->state != ND_THR_GONE) {
           graph.rec.unheld++;
           t->sp = nd_stop_waiting_sp(t->tid);
         }
       }
+      graph.careful = graph.rec.unheld != 0;
+      graph.pid = nd_os_getpid();
       int complete = heap_live == (int64_t)heap_nodes && !graph.rec.unheld;
       if (complete) graph.rec.flags |= ND_SCAN_COMPLETE;
       if (sort_nodes() == 0) {

@@ -83,7 +83,12 @@ static void stop_handler(int sig, siginfo_t *si, void *ucv) {
     if (r == (uint32_t)gen) break;
     syscall(SYS_futex, &stop.resumed, FUTEX_WAIT_PRIVATE, r, NULL, NULL, 0);
   }
-  __atomic_store_n(&t->state, ND_THR_LET_GO, __ATOMIC_RELEASE);
+  // Let go late (the scan waited 1 s for it and went on), this entry may already be a later
+  // stop's: only this thread's own held state is changed, never another's or a fresh ask.
+  int held = ND_THR_HELD;
+  if (t->tid == (pid_t)nd_os_gettid())
+    __atomic_compare_exchange_n(&t->state, &held, ND_THR_LET_GO, 0, __ATOMIC_RELEASE,
+                                __ATOMIC_RELAXED);
   errno = saved;
 }
 

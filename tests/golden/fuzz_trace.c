@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #define MAX_JOBS 8
+#define SAMPLED_BOUNDS 64 // record boundaries cut around per trace when sampling
 
 typedef struct job {
   pid_t pid;
@@ -291,13 +292,15 @@ static void fuzz_trace(const char *path, size_t step, size_t garbles) {
   size_t nb = boundaries(base, len, bound, 1 << 16, &hdr);
   // Truncation lengths: the first 16 bytes, every STEP-th, all around the header's end, and
   // around every record boundary: -9..-8, -2..+2, +7..+9 (cuts inside a record header, at the
-  // boundary, just into a payload), or only -1..+1 when sampling (STEP > 1).
+  // boundary, just into a payload), or when sampling (STEP > 1) only -1..+1 around at most
+  // SAMPLED_BOUNDS boundaries spread over the trace (a process start each).
   char *want = calloc(len + 1, 1);
   static const int around[] = {-1, 0, 1, -9, -8, -2, 2, 7, 8, 9};
   size_t naround = step > 1 ? 3 : sizeof around / sizeof *around;
+  size_t bstride = step > 1 ? nb / SAMPLED_BOUNDS + 1 : 1;
   for (size_t l = 0; l < len; l++)
     want[l] = l < 16 || l % step == 0 || (l + 2 >= hdr && l <= hdr);
-  for (size_t i = 0; i < nb; i++)
+  for (size_t i = 0; i < nb; i += bstride)
     for (size_t k = 0; k < naround; k++) {
       long l = (long)bound[i] + around[k];
       if (l >= 0 && (size_t)l < len) want[l] = 1;
