@@ -802,7 +802,8 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
     graph.rec.status = st == -1 ? ND_SCAN_NO_MEMORY : ND_SCAN_NO_SIGNAL;
     goto out;
   }
-  graph.pm_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  // out of the program's range (its stdout may be closed: the lowest free number is 1)
+  graph.pm_fd = nd_os_fd_high((int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC), 0);
   __builtin_unwind_init(); // this thread's callee-saved registers: on its stack, read as a root
   uintptr_t caller_sp = exit_caller(); // before the stop: dladdr takes the loader's lock
   graph.py_long = (uintptr_t)nd_py_long_type(&graph.py_minor);

@@ -83,11 +83,22 @@ static int quiet_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
 }
 
 // libunwind's calls on its validation pipe (a number it read before a move of the program's is
-// translated; any other descriptor is left as it is).
+// translated; any other descriptor is left as it is). Without a pipe (ND_UNW_NO_PIPE) this
+// thread's would-be pipe is emulated exactly: it holds the byte of its last validation until that
+// is read, then is empty (EAGAIN, as a non-blocking pipe). libunwind drains it in a loop that
+// ends only once errno is not EINTR: a read answering a byte for ever spun there whenever the
+// program's errno was EINTR (timeout(1) at exit, after its sigsuspend).
+static __thread int unw_pipe_byte __attribute__((tls_model("initial-exec")));
 static ssize_t unw_read(int fd, void *buf, size_t n) {
-  if (fd == ND_UNW_NO_PIPE) { // the byte its last validation wrote, as its own pipe would hold:
-    if (n) *(char *)buf = 0;  // errno untouched (the program's, in an allocation's hook)
-    return n ? 1 : 0;
+  if (fd == ND_UNW_NO_PIPE) {
+    if (n && unw_pipe_byte) {
+      unw_pipe_byte = 0;
+      *(char *)buf = 0;
+      return 1;
+    }
+    if (!n) return 0;
+    errno = EAGAIN; // nd_unw_end gives the program its own errno back
+    return -1;
   }
   nd_os_fd_enter();
   ssize_t r = syscall(SYS_read, nd_os_fd_now(fd), buf, n);
@@ -107,6 +118,7 @@ static long unw_syscall(long n, long a, long b, long c, long d, long e, long f) 
     r = syscall(SYS_pipe2, p, O_CLOEXEC | O_NONBLOCK);
     if (r == 0) {
       r = syscall(SYS_write, p[1], b, c);
+      if (r > 0) unw_pipe_byte = 1;
       int err = errno;
       syscall(SYS_close, p[0]);
       syscall(SYS_close, p[1]);
@@ -499,6 +511,7 @@ int nd_unwind_init(void) {
 
 int nd_unw_inflight, nd_unw_gate;
 __thread int nd_unw_own __attribute__((tls_model("initial-exec")));
+__thread int nd_unw_errno __attribute__((tls_model("initial-exec")));
 static int cut; // this process's parent forked it while an unwind ran: it unwinds no more
 
 void nd_unw_gated(void) { __atomic_fetch_add(&unw.gated, 1, __ATOMIC_RELAXED); }

@@ -6,6 +6,7 @@
 
 #include "runtime/shim.h" // nd_sig_changes
 
+#include <errno.h>
 #include <stdint.h>
 
 int unw_backtrace(void **buffer, int size); // libunwind's (libunwind-common.h)
@@ -42,6 +43,9 @@ extern int nd_unw_inflight, nd_unw_gate; // atomic; the gate: 0 open, 1 a fork i
 // The calling thread is inside an unwind of ndmem's: libunwind's searches for an object are
 // answered without the loader's lock where they can be (unwind.c).
 extern __thread int nd_unw_own __attribute__((tls_model("initial-exec")));
+// The program's errno at the unwind's start, given back at its end: libunwind's reads, writes and
+// lookups set it (a free must leave it alone).
+extern __thread int nd_unw_errno __attribute__((tls_model("initial-exec")));
 void nd_unw_gated(void);
 // An unwind of ndmem's own starts (0; -1: the gate is closed, unwind nothing) and ends: the
 // thread's flag follows whether a handler may unwind with libunwind, decided once for the whole
@@ -54,10 +58,12 @@ static inline int nd_unw_begin(void) {
     return -1;
   }
   nd_unw_own = 1;
+  nd_unw_errno = errno;
   nd_unw_quiet = __builtin_expect(nd_unw_sole_decided(), 1) ? 1 : nd_unwind_sole_now();
   return 0;
 }
 static inline void nd_unw_end(void) {
+  errno = nd_unw_errno;
   nd_unw_quiet = 0;
   nd_unw_own = 0;
   __atomic_fetch_sub(&nd_unw_inflight, 1, __ATOMIC_RELEASE);
