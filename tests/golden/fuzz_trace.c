@@ -24,7 +24,8 @@
 #include <unistd.h>
 
 #define MAX_JOBS 8
-#define SAMPLED_BOUNDS 64 // record boundaries cut around per trace when sampling
+#define SAMPLED_BOUNDS 16 // record boundaries cut around per trace when sampling
+#define SAMPLED_STEPS 32  // at most about so many STEP-th lengths per trace when sampling
 
 typedef struct job {
   pid_t pid;
@@ -292,12 +293,19 @@ static void fuzz_trace(const char *path, size_t step, size_t garbles) {
   size_t nb = boundaries(base, len, bound, 1 << 16, &hdr);
   // Truncation lengths: the first 16 bytes, every STEP-th, all around the header's end, and
   // around every record boundary: -9..-8, -2..+2, +7..+9 (cuts inside a record header, at the
-  // boundary, just into a payload), or when sampling (STEP > 1) only -1..+1 around at most
-  // SAMPLED_BOUNDS boundaries spread over the trace (a process start each).
+  // boundary, just into a payload). A process each (STEP > 1 samples): only -1..+1 around at
+  // most SAMPLED_BOUNDS boundaries spread over the trace, and STEP widened to keep about
+  // SAMPLED_STEPS lengths.
   char *want = calloc(len + 1, 1);
   static const int around[] = {-1, 0, 1, -9, -8, -2, 2, 7, 8, 9};
-  size_t naround = step > 1 ? 3 : sizeof around / sizeof *around;
-  size_t bstride = step > 1 ? nb / SAMPLED_BOUNDS + 1 : 1;
+#ifdef FUZZ_INPROC
+  bool sampling = false; // in-process: every boundary, and every STEP-th length between them
+#else
+  bool sampling = step > 1;
+#endif
+  size_t naround = sampling ? 3 : sizeof around / sizeof *around;
+  size_t bstride = sampling ? nb / SAMPLED_BOUNDS + 1 : 1;
+  if (sampling && len / SAMPLED_STEPS > step) step = len / SAMPLED_STEPS | 1;
   for (size_t l = 0; l < len; l++)
     want[l] = l < 16 || l % step == 0 || (l + 2 >= hdr && l <= hdr);
   for (size_t i = 0; i < nb; i += bstride)

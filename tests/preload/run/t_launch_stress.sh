@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# t_launch_stress: `ndmem run` in front of shells and exec chains, hundreds of times, never hangs
+# t_launch_stress: `ndmem run` in front of shells and exec chains, dozens of times, never hangs
 # and always reports the program the chain ends in. Two kinds of launch, each in three modes
 # (default; --exact, every block tracked; --sample=1k, many sampled blocks), ROUNDS times:
 #   chain  a launcher like pyenv's shims: a bash script execs a bash libexec script that runs
@@ -13,7 +13,7 @@
 # Each launch has 30 s; a launch that needs them is a hang (it took under a second here).
 # usage: t_launch_stress.sh NDMEM_TOOL T_LOCALE [ROUNDS]
 set -u
-tool=$1 prog=$2 rounds=${3:-40}
+tool=$1 prog=$2 rounds=${3:-8}
 command -v bash >/dev/null || { echo "bash not found; skipped" >&2; exit 77; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT

@@ -35,7 +35,7 @@ rc=$?
 [ $rc = 1 ] || { echo "leaking job: exit $rc, want 1" >&2; cat "$tmp/keep.err" >&2; fail=1; }
 line=$(grep -n '# KEEP' "$script" | cut -d: -f1)
 name=$(basename "$script")
-grep -q "^== growing\|^== released at teardown" "$tmp/keep.err" && grep -q "$name:$line)" "$tmp/keep.err" ||
+grep -q "^== growing\|^== found growing\|^== released at teardown" "$tmp/keep.err" && grep -q "$name:$line)" "$tmp/keep.err" ||
   { echo "leaking job: the report does not name growth at $name:$line" >&2; cat "$tmp/keep.err" >&2; fail=1; }
 cmp -s "$tmp/ok.out" "$tmp/keep.out" 2>/dev/null && { echo "the two jobs printed the same" >&2; fail=1; }
 exit $fail
