@@ -442,9 +442,16 @@ static struct {
 static __thread unsigned kept_inside;
 static __thread int kept_moving_here; // this thread is between nd_os_fd_yield and _done
 
+// Registration takes a lock of its own, a leaf: its callers are inside (nd_os_fd_enter), and a
+// move holds kept.lock while it waits for them to leave (the writer registering its trace at a
+// flush while the program's dup2 waited for that flush stalled both for ND_OS_PROGRESS_MAX_NS:
+// pytest's capture, 30 s). An owner registered already takes no lock at all.
+static int kept_reg_lock;
 void nd_os_fd_own(int *owner) {
   if (kept_moving_here) return; // (never: ndmem keeps no descriptor inside a program's dup2)
-  while (__atomic_exchange_n(&kept.lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+  for (int i = 0; i < KEPT_MAX; i++)
+    if (__atomic_load_n(&kept.slot[i], __ATOMIC_ACQUIRE) == owner) return;
+  while (__atomic_exchange_n(&kept_reg_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
   int free_at = -1;
   for (int i = 0; i < KEPT_MAX; i++) {
     if (kept.slot[i] == owner) free_at = -2, i = KEPT_MAX;
@@ -454,7 +461,7 @@ void nd_os_fd_own(int *owner) {
     __atomic_store_n(&kept.was[free_at], 0, __ATOMIC_RELEASE);
     __atomic_store_n(&kept.slot[free_at], owner, __ATOMIC_RELEASE);
   }
-  __atomic_store_n(&kept.lock, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&kept_reg_lock, 0, __ATOMIC_RELEASE);
 }
 
 void nd_os_fd_enter(void) {
@@ -479,6 +486,7 @@ void nd_os_fd_atfork_child(void) {
   __atomic_store_n(&kept.users, kept_inside, __ATOMIC_RELAXED); // the forking thread's alone
   __atomic_store_n(&kept.moving, kept_moving_here ? 1 : 0, __ATOMIC_RELAXED);
   kept.lock = kept_moving_here ? 1 : 0;
+  kept_reg_lock = 0;
 }
 
 void nd_os_fd_leave(void) {

@@ -7,6 +7,7 @@
 // descriptors above 2 open as it starts.
 #include <dirent.h>
 #include <fcntl.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,30 @@ static int list(void) {
   return 0;
 }
 
+// "dup2": dup2 onto stdout and back for 3 s while the shim flushes what it allocates (pytest's
+// capture does so around every test); prints "dup2s ok". A dup2 that waited for a flush that waited for it
+// stalled 30 s.
+static int dup2_loop(void) {
+  int null = open("/dev/null", O_WRONLY | O_CLOEXEC), keep = dup(1);
+  if (null < 0 || keep < 0) return perror("open"), 1;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  long n = 0;
+  static void *ring[4096]; // blocks made and freed: each flush has records to write
+  do {
+    if (dup2(null, 1) != 1 || dup2(keep, 1) != 1) return perror("dup2"), 1;
+    free(ring[n % 4096]);
+    ring[n % 4096] = malloc(64 + (size_t)(n % 1024));
+    n++;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while (t.tv_sec - t0.tv_sec < 3);
+  printf("dup2s %s\n", n > 1000 ? "ok" : "few");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "list")) return list();
+  if (argc > 1 && !strcmp(argv[1], "dup2")) return dup2_loop();
   const char *dir = argc > 1 ? argv[1] : ".";
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1;
