@@ -41,10 +41,11 @@ rc=$?
 # it (30 s each time). The watchdog (20 s for a 3 s loop) is not under the shim.
 timeout -k 2 20 env NDMEM_OUTPUT="$tmp/d.%p.trace" NDMEM_SUMMARY=0 NDMEM_FLUSH_MS=10 NDMEM_TRACK_MIN=0 \
   LD_PRELOAD="$lib" \
-  "$prog" dup2 >"$tmp/d.out" 2>&1
+  "$prog" dup2 >"$tmp/d.out" 2>"$tmp/d.err"
 rc=$?
 [ $rc -eq 0 ] && [ "$(cat "$tmp/d.out")" = "dup2s ok" ] ||
-  { no "dup2 while flushing: exit status $rc (124 or 137: it hung)"; cat "$tmp/d.out" >&2; }
+  { no "dup2 while flushing: exit status $rc (124 or 137: it hung), stdout '$(cat "$tmp/d.out")'"
+    cat "$tmp/d.err" >&2; }
 
 # Between its reads and writes ndmem keeps no descriptor in the program's range (it opens the
 # trace and /proc files for each use), but the summary's copy of stderr, in the process that
