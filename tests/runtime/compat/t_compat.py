@@ -25,6 +25,10 @@ SKIP = 77
 CPYTHON_UNITS = [
     'test_multiprocessing_fork', 'test_signal', 'test_subprocess', 'test_threading', 'test_os',
     'test_weakref', 'test_gc', 'test_mmap']
+# test_multiprocessing_fork: its cases with forked processes (144 of 375); the thread and manager
+# variants repeat them over threads (test_threading's ground) and a server process, 200 s under
+# the shim: name the module as a UNIT for all of them
+CPYTHON_EXTRA = {'test_multiprocessing_fork': ['-m', '*WithProcesses*']}
 # numpy test files: array creation, copies and views, ufunc buffers, iterators, linear algebra
 # (LAPACK work arrays), numpy's own allocator hooks and random generation, all allocating heavily.
 NUMPY_UNITS = [
@@ -218,8 +222,9 @@ class CPython(Suite):
     def command(self, unit, xml, cwd):
         # one module per regrtest process, run sequentially in it: its outcome and its files are
         # its own, and the worker protocol of regrtest -j is not in the way
+        extra = CPYTHON_EXTRA.get(unit, []) if self.args.units == CPYTHON_UNITS else []
         return [self.py, '-m', 'test', '--junit-xml', xml, '--tempdir', cwd,
-                '--timeout', str(self.args.timeout), unit]
+                '--timeout', str(self.args.timeout)] + extra + [unit]
 
     @staticmethod
     def case_id(unit, tc):
