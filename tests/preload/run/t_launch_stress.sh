@@ -13,7 +13,7 @@
 # Each launch has 30 s; a launch that needs them is a hang (it took under a second here).
 # usage: t_launch_stress.sh NDMEM_TOOL T_LOCALE [ROUNDS]
 set -u
-tool=$1 prog=$2 rounds=${3:-8}
+tool=$1 prog=$2 rounds=${3:-6}
 command -v bash >/dev/null || { echo "bash not found; skipped" >&2; exit 77; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
