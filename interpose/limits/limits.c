@@ -541,7 +541,8 @@ static int exit_note(nd_buf_t *b, int how, int code) {
   const nd_site_t *site = limits.refusal_site;
   nd_spin_unlock(&limits.rec_lock);
   if (!r.refusals) return 0;
-  uint64_t now = nd_os_mono_ns(), since = now > r.mono_ns ? now - r.mono_ns : 0;
+  uint64_t now = nd_end_ns ? nd_end_ns : nd_os_mono_ns(); // the EXIT record's moment
+  uint64_t since = now > r.mono_ns ? now - r.mono_ns : 0;
   if (how != ND_EXIT_SIGNAL && code <= 0 && since > ND_REFUSAL_NEAR_NS) return 0;
   static const char *const cuda_fns[ND_CUDA_FNS] = {ND_CUDA_FN_NAMES};
   nd_buf_char(b, ' ');

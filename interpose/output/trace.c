@@ -748,7 +748,7 @@ static void region_record(void *ctx, const nd_range_t *m) {
 // How the process ends (enum nd_exit_how), before the final flush.
 // code: the exit status (-1: a normal exit's not known) or the signal.
 static void nd_trace_set_exit(int how, int code) {
-  tr.exit.mono_ns = nd_os_mono_ns();
+  tr.exit.mono_ns = nd_end_ns ? nd_end_ns : nd_os_mono_ns();
   tr.exit.how = (uint32_t)how;
   tr.exit.code = code < 0 ? 0 : code;
   tr.exit.tid = (uint32_t)nd_os_gettid();

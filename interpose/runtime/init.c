@@ -341,6 +341,7 @@ void nd_finish(int how, int code) {
   // one of its locks too.
   nd_os_last_words = how == ND_EXIT_UNDERSCORE || how == ND_EXIT_SIGNAL || saved == ND_T_BUSY;
   nd_finish_inside = saved == ND_T_BUSY;
+  nd_end_ns = nd_os_mono_ns();
   if (nd_accounting) {
     if (t->shard)
       for (int i = 0; i < NDMEM_KIND_COUNT; i++) nd_shard_publish(t->shard, i);

@@ -128,6 +128,9 @@ void nd_finish(int how, int code);
 // Set by nd_finish where the ending thread was inside ndmem (a handler that interrupted a hook
 // called _exit): the unwinder and the loader may be mid-change on this very thread.
 extern int nd_finish_inside;
+// When the end began (nd_finish; 0 before): the EXIT record's time, and what the exit line's
+// "N s after a refused request" counts to, so that the summary and the report say the same.
+extern uint64_t nd_end_ns;
 int nd_accounting_on(void);
 extern int nd_child; // enum nd_child
 extern int nd_parent_unread; // ND_EXEC_CHILD only by assumption: the parent could not be read

@@ -14,6 +14,7 @@ nd_config_t nd_cfg;
 int nd_state;
 int nd_child; // ND_ROOT, ND_EXEC_CHILD or ND_FORK_CHILD
 int nd_finish_inside;
+uint64_t nd_end_ns;
 
 _Alignas(64) char nd_boot_pool[ND_BOOT_POOL_SIZE];
 static size_t nd_boot_used;
