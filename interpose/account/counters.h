@@ -7,8 +7,10 @@
 // peak needs a global view: each shard keeps a pending byte delta per kind and publishes it to a
 // global atomic once it moves more than ND_PUBLISH_BYTES either way (so a loop of small
 // malloc/free pairs never touches shared memory). On publish the candidate peak is the global
-// value plus the highest point the pending delta reached. With one allocating thread the peak is
-// exact; with T threads it can read low by at most (T-1) * ND_PUBLISH_BYTES.
+// value plus the highest point the pending delta reached; a thread publishes too when it starts
+// another (threads.c) and when it ends (its high, even where its delta is back to 0). With one
+// thread allocating at a time the peak is exact; with T at once it can be off by up to
+// ND_PUBLISH_BYTES for each of the others (their deltas not yet published).
 #ifndef ND_COUNTERS_H
 #define ND_COUNTERS_H
 
@@ -76,6 +78,9 @@ uint16_t nd_peak_read(int group, nd_peak_moment_t *out);
 nd_shard_t *nd_shard_acquire(pid_t tid);   // a zeroed shard owned by tid, or NULL (no memory)
 void nd_shard_release(nd_shard_t *s);      // thread exit: folds into the retired totals
 void nd_shard_publish(nd_shard_t *s, int kind);
+// Every kind's pending change (and high) published: a thread about to start another (threads.c),
+// so that what it holds is in the published total the new thread's peaks are measured against.
+void nd_shard_publish_all(nd_shard_t *s);
 nd_shard_t *nd_shard_late(void);           // shared shard for threads past their teardown
 void nd_count_adjust(nd_shard_t *s, int kind, uint64_t allocs, uint64_t alloc_bytes,
                      uint64_t frees, uint64_t free_bytes);

@@ -12,6 +12,7 @@
 #include "runtime/module.h"
 #include "runtime/shim.h"
 
+#include "account/counters.h"
 #include "common/os.h"
 
 #include <dlfcn.h>
@@ -146,6 +147,10 @@ int nd_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void
   }
   start_t *s = __atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) == ND_READY ? record_get() : NULL;
   if (!s) return thr.create(th, attr, fn, arg);
+  // What this thread holds joins the published total before the new one runs: a worker's
+  // peak is measured against it (counters.h), exact where the worker alone allocates.
+  nd_tls_t *t = &nd_tls;
+  if (t->shard && t->mode == ND_T_COUNT) nd_shard_publish_all(t->shard);
   s->fn = fn;
   s->arg = arg;
   int rc = thr.create(th, attr, wrapper, s);
