@@ -58,8 +58,11 @@
 // an end soon after it is named with it) and EXEC (an exec of the process: the program, whether
 // the shim follows it into the new image, and a failed exec's errno), and EXIT's reserved word
 // became its flags (ND_EXIT_STATUS: `code` of a normal exit is its exit status; 0 before: unknown).
-// Readers accept 1 to 16.
-#define ND_TRACE_VERSION 16
+// 17 lengthened SCAN with the ended threads whose stacks were not read (glibc's cache keeps them
+// mapped) and the mappings reached through the address-space reservation they lie in
+// (ND_REC_SCAN_V16_SIZE: none known in the short form).
+// Readers accept 1 to 17.
+#define ND_TRACE_VERSION 17
 #define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
 #define ND_TRACE_MAX_STACK 255 // frames in one STACK record from version 12 (before: 128)
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
@@ -319,8 +322,16 @@ typedef struct nd_rec_scan {
   // until END), so what is live and has no record is measured against these, not against the
   // last COUNTERS record (other threads allocated and freed between the two).
   int64_t live_count[2], live_bytes[2];
+  // Version 17. Threads that had ended, whose stacks glibc keeps mapped for the next ones: their
+  // stacks, static TLS and descriptors not read (what they left there is dead).
+  uint32_t ended_threads;
+  // Tracked mappings that lie in a larger reservation or mapping of the program's (committed
+  // inside it with MAP_FIXED, or a piece of it): a pointer into the whole reaches each.
+  uint32_t reserved_maps;
+  uint64_t ended_bytes; // the ended threads' stack bytes not read
 } nd_rec_scan_t;
-_Static_assert(sizeof(nd_rec_scan_t) == 112, "scan record layout");
+_Static_assert(sizeof(nd_rec_scan_t) == 128, "scan record layout");
+#define ND_REC_SCAN_V16_SIZE 112u // versions 14 to 16: up to `live_bytes`
 
 // The peak moment of a group of memory kinds (host: heap, mmap, pinned, managed; each device on
 // its own): the shim moves it when a publish of the exact counters finds the group's total above

@@ -29,6 +29,24 @@
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static nd_regions_t maps;
+// Under map_lock: every anonymous mapping the program made, as it made it, with any protection
+// (shim.h's nd_mmap_each_reserved_stopped): a reservation and what was committed inside it. The
+// JVM reserves its heap PROT_NONE and commits regions in it with MAP_FIXED: each committed piece
+// is a tracked mapping nothing points to the start of, reached through the reservation's base.
+static nd_regions_t resv;
+
+// A mapping made at [s, e): a part of the one it lies in (MAP_FIXED inside it), or one of its own.
+static void resv_add(uintptr_t s, uintptr_t e, int fixed) {
+  if (fixed && nd_regions_bytes_in(&resv, s, e) == e - s) return;
+  uint64_t bytes, gone, split;
+  nd_regions_remove(&resv, s, e, &bytes, &gone, &split, NULL, NULL);
+  nd_regions_add(&resv, s, e, NULL); // no room: a pointer into it reaches the piece's start only
+}
+
+static void resv_remove(uintptr_t s, uintptr_t e) {
+  uint64_t bytes, gone, split;
+  nd_regions_remove(&resv, s, e, &bytes, &gone, &split, NULL, NULL);
+}
 // Under map_lock: the bytes of tracked mappings known not to be resident (each region's
 // `untouched`, nonzero only for mappings of ND_TOUCH_MIN bytes or more while maxBytes counts
 // touched pages), mirrored in nd_lim.untouched for the checks.
@@ -137,6 +155,13 @@ void nd_mmap_each_live(void (*fn)(void *ctx, const nd_range_t *r), void *ctx) {
   pthread_mutex_unlock(&map_lock);
 }
 
+int nd_mmap_each_reserved_stopped(void (*fn)(void *ctx, uintptr_t lo, uintptr_t hi), void *ctx) {
+  if (pthread_mutex_trylock(&map_lock) != 0) return -1;
+  for (size_t i = 0; i < resv.n; i++) fn(ctx, resv.v[i].start, resv.v[i].end);
+  pthread_mutex_unlock(&map_lock);
+  return 0;
+}
+
 int nd_mmap_each_live_stopped(void (*fn)(void *ctx, const nd_range_t *r), void *ctx) {
   if (pthread_mutex_trylock(&map_lock) != 0) return -1;
   for (size_t i = 0; i < maps.n; i++) fn(ctx, &maps.v[i]);
@@ -198,6 +223,8 @@ void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, vo
     uintptr_t s = (uintptr_t)r, e = round_up(s + len, map_unit(flags));
     if (flags & MAP_FIXED) untrack(t, s, e); // the new mapping replaced whatever was there
     if ((flags & MAP_ANONYMOUS) && prot != PROT_NONE) track(t, s, e, fresh);
+    if (flags & MAP_ANONYMOUS) resv_add(s, e, flags & MAP_FIXED);
+    else if (flags & MAP_FIXED) resv_remove(s, e); // a file's mapping over part of one: not its
   }
   pthread_mutex_unlock(&map_lock);
   if (c.req) nd_limit_settle(t, &c, r != MAP_FAILED);
@@ -218,7 +245,11 @@ int nd_munmap(void *addr, size_t len, void *ra) {
   t->mode = ND_T_BUSY;
   pthread_mutex_lock(&map_lock);
   int rc = nd_real.munmap(addr, len);
-  if (rc == 0) untrack(t, (uintptr_t)addr, round_up((uintptr_t)addr + len, (size_t)sysconf(_SC_PAGESIZE)));
+  if (rc == 0) {
+    uintptr_t e = round_up((uintptr_t)addr + len, (size_t)sysconf(_SC_PAGESIZE));
+    untrack(t, (uintptr_t)addr, e);
+    resv_remove((uintptr_t)addr, e);
+  }
   pthread_mutex_unlock(&map_lock);
   if (t->shard) ND_BUMP(t->shard->calls[NDMEM_FN_MUNMAP], 1);
   t->mode = mode;
@@ -248,6 +279,7 @@ void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_
   }
   pthread_mutex_lock(&map_lock);
   int tracked = nd_regions_bytes_in(&maps, os, oe) > 0;
+  int reserved = nd_regions_bytes_in(&resv, os, oe) > 0; // anonymous (a file's mapping is not)
   void *r = nd_real.mremap(old, old_len, new_len, flags, new_addr);
   if (r != MAP_FAILED) {
     uintptr_t ns = (uintptr_t)r, ne = round_up(ns + new_len, page);
@@ -258,6 +290,9 @@ void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_
       uint64_t moved = flags & MREMAP_DONTUNMAP ? 0 : untrack(t, os, oe);
       track(t, ns, ne, moved + growth);
     }
+    if (!(flags & MREMAP_DONTUNMAP)) resv_remove(os, oe);
+    if (reserved) resv_add(ns, ne, 1);
+    else if (flags & MREMAP_FIXED) resv_remove(ns, ne);
   }
   pthread_mutex_unlock(&map_lock);
   if (c.req) nd_limit_settle(t, &c, r != MAP_FAILED);

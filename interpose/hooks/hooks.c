@@ -141,6 +141,19 @@ ND_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
   return nd_thread_create(th, attr, fn, arg);
 }
 
+// threads.c: a thread joined or detached, whose stack glibc keeps for the next thread once it
+// ends (the exit scan's ended threads).
+ND_EXPORT int pthread_join(pthread_t th, void **ret) { return nd_thread_join(th, ret); }
+ND_EXPORT int pthread_tryjoin_np(pthread_t th, void **ret) { return nd_thread_tryjoin(th, ret); }
+ND_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime) {
+  return nd_thread_timedjoin(th, ret, abstime);
+}
+ND_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock,
+                                   const struct timespec *abstime) {
+  return nd_thread_clockjoin(th, ret, clock, abstime);
+}
+ND_EXPORT int pthread_detach(pthread_t th) { return nd_thread_detach(th); }
+
 // C++ operator new and delete, every form of the C++17 library (alloc.c, nd_cxx_new: why). The
 // nothrow_t and align_val_t arguments are passed as what they are at the ABI level.
 #define NEW(name, form) \

@@ -210,5 +210,10 @@ struct nd_range;
 void nd_mmap_each_live(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
 // The same with every other thread stopped (reach.c): -1 (and no call) when one holds the table.
 int nd_mmap_each_live_stopped(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
+// The program's anonymous mappings as it made them, whatever their protection (a PROT_NONE
+// reservation too): a MAP_FIXED mapping inside one is a part of it, not one of its own. For the
+// scan at exit (reach.c: a pointer into one reaches the tracked mappings inside); -1 where a
+// stopped thread held the table.
+int nd_mmap_each_reserved_stopped(void (*fn)(void *ctx, uintptr_t lo, uintptr_t hi), void *ctx);
 
 #endif

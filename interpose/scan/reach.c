@@ -52,6 +52,7 @@
 #include "runtime/shim.h"
 #include "account/sites.h"
 #include "scan/stopworld.h"
+#include "threads/threads.h"
 
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
@@ -75,7 +76,8 @@ typedef struct node {
   uint8_t state;
   uint8_t chunk; // a glibc chunk: `next` is where the chunk after it begins
   uint8_t from;  // enum nd_reach_from: which table it is of (its BLOCK record)
-  uint8_t pad[5];
+  uint8_t pad;
+  uint32_t group; // the reservation it lies in (index + 1; 0: none)
   uintptr_t next;
   nd_site_t *site;
   uint64_t cycle;
@@ -84,6 +86,17 @@ typedef struct node {
 typedef struct range {
   uintptr_t lo, hi;
 } range_t;
+
+// A reservation or mapping of the program's with tracked mappings inside it that are not the
+// whole of it (mmap.c's nd_mmap_each_reserved_stopped): a pointer anywhere into it reaches each,
+// as a pointer into a block reaches the block. Its members are the MAPS nodes in [first, last)
+// whose group is this one.
+typedef struct group {
+  uintptr_t lo, hi;
+  size_t first, last;
+  uint8_t level;   // what a pointer has done to its members so far: 1 possibly, 2 reachable
+  size_t clique;   // the clique's leader + 1 whose phase marked its members
+} group_t;
 
 #define RED_ZONE 128 // below the stack pointer, the x86-64 ABI's leaf functions keep data
 #define GLIBC_HEAP_MAX (64ull << 20) // a glibc arena heap's size and alignment (64-bit)
@@ -126,6 +139,14 @@ static struct {
   pid_t pid;
   uint64_t page[512]; // the copy of one page
   uint64_t t0; // when the threads were stopped
+  pid_t self;  // the thread that scans
+  range_t *resv; // the program's reservations (mmap.c), sorted
+  size_t nr, rcap;
+  group_t *g; // those with tracked mappings inside that are not the whole of it
+  size_t ng, gcap;
+  uintptr_t gmin, gspan;
+  uintptr_t *dtv; // ended threads' thread vectors (glibc's calloc'd memory its stack cache keeps)
+  size_t ndtv, dcap;
   nd_rec_scan_t rec;
 } graph;
 
@@ -226,6 +247,11 @@ static void node_region(void *ctx, const nd_range_t *r) {
 }
 // Device, pinned and managed blocks are not classed: the driver keeps every allocation in its own
 // tables, so each would read as reachable whatever the program did. They are written unclassed.
+static void node_resv(void *ctx, uintptr_t lo, uintptr_t hi) {
+  (void)ctx;
+  if (grow((void **)&graph.resv, &graph.rcap, sizeof *graph.resv, graph.nr + 1)) return;
+  graph.resv[graph.nr++] = (range_t){lo, hi};
+}
 static void node_device(void *ctx, const nd_cuda_block_t *b) {
   (void)ctx;
   if (grow((void **)&graph.cont, &graph.ccap, sizeof *graph.cont, graph.ncont + 1)) return;
@@ -301,10 +327,36 @@ static void push(size_t i) {
 
 enum { PH_ROOT, PH_DEFINITE, PH_POSSIBLE, PH_CLIQUE };
 
+static void hit_group(size_t g, int exact);
+
+// The reservation holding address a, or SIZE_MAX.
+static size_t find_group(uintptr_t a) {
+  size_t lo = 0, hi = graph.ng;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (graph.g[m].hi <= a) lo = m + 1;
+    else hi = m;
+  }
+  return lo < graph.ng && a >= graph.g[lo].lo ? lo : SIZE_MAX;
+}
+
+static inline void mark(size_t i, uint64_t w);
 static inline void hit(uint64_t w) {
-  if (w - graph.min >= graph.span) return;
-  size_t i = find((uintptr_t)w);
-  if (i == SIZE_MAX) return;
+  if (w - graph.min < graph.span) {
+    size_t i = find((uintptr_t)w);
+    if (i != SIZE_MAX) {
+      if (graph.v[i].group) hit_group(graph.v[i].group - 1, w == graph.v[i].lo);
+      else mark(i, w);
+      return;
+    }
+  }
+  if (__builtin_expect(graph.ng != 0, 0) && w - graph.gmin < graph.gspan) {
+    size_t g = find_group((uintptr_t)w);
+    if (g != SIZE_MAX) hit_group(g, w == graph.g[g].lo);
+  }
+}
+
+static inline void mark(size_t i, uint64_t w) {
   node_t *n = &graph.v[i];
   switch (graph.phase) {
   case PH_ROOT:
@@ -336,6 +388,79 @@ static inline void hit(uint64_t w) {
     }
     return;
   }
+}
+
+// A pointer into a reservation: exact (its start or a member's) in a root or a reachable block
+// reaches every member; any other possibly; from a lost block, each is indirectly lost (but the
+// clique's leader). Once per reservation and level, once per clique.
+static void hit_group(size_t g, int exact) {
+  group_t *G = &graph.g[g];
+  if (graph.phase == PH_CLIQUE) {
+    if (G->clique == graph.leader + 1) return;
+    G->clique = graph.leader + 1;
+  } else {
+    uint8_t level = exact && graph.phase != PH_POSSIBLE ? 2 : 1;
+    if (G->level >= level) return;
+    G->level = level;
+  }
+  for (size_t i = G->first; i < G->last; i++) {
+    node_t *n = &graph.v[i];
+    if (n->group != g + 1) continue;
+    if (graph.phase == PH_CLIQUE) {
+      if (i == graph.leader) continue;
+      if (n->state == ST_UNREACHED) {
+        n->state = ST_INDIRECT;
+        push(i);
+      } else if (n->state == ST_LEADER) {
+        n->state = ST_INDIRECT;
+      }
+    } else if (G->level == 2) {
+      if (n->state != ST_REACHABLE) {
+        n->state = ST_REACHABLE;
+        push(i);
+      }
+    } else if (n->state == ST_UNREACHED) {
+      n->state = ST_POSSIBLE;
+      push(i);
+    }
+  }
+}
+
+// The reservations with tracked mappings inside that are not the whole of them (after
+// sort_nodes): their members get the group.
+static void make_groups(void) {
+  graph.ng = 0;
+  for (size_t r = 0; r < graph.nr; r++) {
+    uintptr_t lo = graph.resv[r].lo, hi = graph.resv[r].hi;
+    size_t a = 0, b = graph.n; // the first node at or after lo
+    while (a < b) {
+      size_t m = (a + b) / 2;
+      if (graph.v[m].lo < lo) a = m + 1;
+      else b = m;
+    }
+    size_t members = 0, last = a, only = SIZE_MAX;
+    for (size_t i = a; i < graph.n && graph.v[i].lo < hi; i++) {
+      const node_t *n = &graph.v[i];
+      if (n->from != ND_REACH_FROM_MAPS || n->lo + n->size > hi) continue;
+      members++, only = i, last = i + 1;
+    }
+    if (!members || (members == 1 && graph.v[only].lo == lo && graph.v[only].lo + graph.v[only].size == hi))
+      continue;
+    if (graph.ng >= UINT32_MAX - 1 ||
+        grow((void **)&graph.g, &graph.gcap, sizeof *graph.g, graph.ng + 1))
+      return;
+    graph.g[graph.ng] = (group_t){.lo = lo, .hi = hi, .first = a, .last = last};
+    for (size_t i = a; i < last; i++) {
+      node_t *n = &graph.v[i];
+      if (n->from == ND_REACH_FROM_MAPS && n->lo + n->size <= hi) {
+        n->group = (uint32_t)graph.ng + 1;
+        graph.rec.reserved_maps++;
+      }
+    }
+    graph.ng++;
+  }
+  graph.gmin = graph.ng ? graph.g[0].lo : 0;
+  graph.gspan = graph.ng ? graph.g[graph.ng - 1].hi - graph.gmin : 0;
 }
 
 // A CPython int whose value is an address is a pointer too: PyTorch keeps its storages' and
@@ -625,6 +750,78 @@ static void glibc_regions(const uintptr_t (*own)[2], size_t nown, int complete) 
   }
 }
 
+// ---------------------------------------------------------------- ended threads
+
+// A word of the program's memory (a descriptor's), where it is mapped readable: 0 or -1.
+static int peek(uintptr_t a, uint64_t *v) {
+  if ((a & 7) || !readable(a, a + 8)) return -1;
+  if (!graph.careful) {
+    *v = *(const uint64_t *)a;
+    return 0;
+  }
+  struct iovec l = {v, 8}, r = {(void *)a, 8};
+  return syscall(SYS_process_vm_readv, graph.pid, &l, 1ul, &r, 1ul, 0ul) == 8 ? 0 : -1;
+}
+
+// The stacks of threads that ended (threads.h): glibc keeps them mapped for the next threads,
+// and what an ended thread left on its stack, in its static TLS and its descriptor (its return
+// value, its thread-specific values) is dead, as memcheck finds after glibc's own release of
+// them at exit. Each record's range is skipped where its thread is none of the process's, no
+// live thread's stack pointer lies in it (a thread glibc started on it since, not through the
+// wrapper), and it still holds that thread's descriptor: on x86-64 the descriptor begins with
+// its own address twice (tcbhead_t's tcb and self), which a mapping made there since would not
+// hold. Elsewhere the check cannot be made and ended threads' stacks stay roots. The thread
+// vector the descriptor points to (glibc's, freed when the stack is reused or released) is
+// held by glibc's cache: it is reached from there, not lost (nd_reach's hold). An ended thread
+// nobody joined yet (threads.c's `released`) keeps its return value for the join: its
+// descriptor stays a root, and only what lies below it (its stack, its static TLS) is skipped.
+static void ended_stacks(uintptr_t self_sp) {
+  size_t n;
+  const nd_thread_rec_t *v = nd_threads_stopped(&n);
+  if (!v) return;
+  for (size_t i = 0; i < graph.nt; i++) // a live thread whose stack pointer is unknown: no check
+    if (graph.thr[i].state != ND_THR_GONE && !graph.thr[i].sp) return;
+  for (size_t k = 0; k < n; k++) {
+    const nd_thread_rec_t *r = &v[k];
+    // ndmem's own threads are not among the stopped ones, and run on.
+    int live = r->tid == graph.self || nd_os_is_own_thread(r->tid) ||
+               (self_sp >= r->lo && self_sp < r->hi);
+    for (size_t i = 0; i < graph.nt && !live; i++) {
+      const nd_thr_t *t = &graph.thr[i];
+      if (t->state == ND_THR_GONE) continue;
+      live = t->tid == r->tid || (t->sp >= r->lo && t->sp < r->hi);
+    }
+    if (live || r->hi <= r->lo || !readable(r->lo, r->hi)) continue;
+#if defined(__x86_64__)
+    uint64_t tcb, self, dtv;
+    if (r->self < r->lo || r->self + 24 > r->hi || peek(r->self, &tcb) || peek(r->self + 16, &self) ||
+        tcb != r->self || self != r->self)
+      continue;
+    // Not joined yet (nor detached): a join may still take its return value from the
+    // descriptor, which is read as a root (its thread vector then too); below it all is dead.
+    uintptr_t hi = r->released ? r->hi : r->self;
+    if (r->released && peek(r->self + 8, &dtv) == 0 && dtv &&
+        !grow((void **)&graph.dtv, &graph.dcap, sizeof *graph.dtv, graph.ndtv + 1))
+      graph.dtv[graph.ndtv++] = (uintptr_t)dtv;
+#else
+    continue;
+#endif
+    add_hole(r->lo, hi);
+    graph.rec.ended_threads++;
+    graph.rec.ended_bytes += hi - r->lo;
+  }
+}
+
+// The node holding address a, reached from a root whatever the offset (a thread vector: glibc
+// points one word past its start).
+static void hold(uintptr_t a) {
+  if (a - graph.min >= graph.span) return;
+  size_t i = find(a);
+  if (i == SIZE_MAX || graph.v[i].state == ST_REACHABLE) return;
+  graph.v[i].state = ST_REACHABLE;
+  push(i);
+}
+
 // ---------------------------------------------------------------- the scan
 
 // A file's mapping is a root only where it is a loaded object's writable segment (its .data; a
@@ -633,6 +830,24 @@ static int elf_data(uintptr_t lo, uintptr_t hi) {
   for (size_t i = 0; i < graph.nelf; i++)
     if (lo < graph.elf[i].hi && hi > graph.elf[i].lo) return 1;
   return 0;
+}
+
+// A file mapped privately and writable (not a loaded object's data): only the pages the program
+// wrote are its memory (/proc/self/pagemap: present and no longer the file's page, or swapped),
+// read as roots; the others are the file's contents, and past the file's end a read would raise
+// SIGBUS. The JVM's class-data archive is such a mapping, its pages holding pointers to blocks.
+static void written_pages(uintptr_t lo, uintptr_t hi) {
+  if (graph.pm_fd < 0) return;
+  const uintptr_t pg = 4096;
+  uint64_t pm[512];
+  for (uintptr_t w = lo; w < hi;) {
+    size_t np = (hi - w) / pg < 512 ? (hi - w) / pg : 512;
+    if (!np || syscall(SYS_pread64, graph.pm_fd, pm, np * 8, (w / pg) * 8) != (long)(np * 8)) return;
+    for (size_t k = 0; k < np; k++)
+      if ((pm[k] >> 63 & 1 && !(pm[k] >> 61 & 1)) || pm[k] >> 62 & 1)
+        scan_root(w + k * pg, w + (k + 1) * pg);
+    w += np * pg;
+  }
 }
 
 static void mark_from_roots(uintptr_t self_sp, int complete) {
@@ -654,6 +869,7 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
     if (low != UINTPTR_MAX && low > m.lo) add_hole(m.lo, low);
   }
   if (graph.oom || sort_ranges(graph.maps, &graph.nm)) return;
+  ended_stacks(self_sp);
   // ndmem's own memory.
   size_t nown = 0;
   int busy, lost;
@@ -677,7 +893,11 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
   for (const char *c = graph.text; *c;) {
     map_line_t m;
     c = parse_line(c, &m);
-    if (!is_root_map(&m) || (m.path[0] == '/' && !elf_data(m.lo, m.hi))) continue;
+    if (!is_root_map(&m)) continue;
+    if (m.path[0] == '/' && !elf_data(m.lo, m.hi)) {
+      written_pages(m.lo, m.hi);
+      continue;
+    }
     // An int in a loaded object's image is a constant of its build (CPython's deep-frozen code
     // objects hold hundreds): never an address, but one that may fall in a heap below 4 GiB.
     uint64_t py_long = graph.py_long;
@@ -686,6 +906,7 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
     graph.py_long = py_long;
   }
   graph.phase = PH_ROOT;
+  for (size_t i = 0; i < graph.ndtv; i++) hold(graph.dtv[i]);
   for (size_t i = 0; i < graph.nt; i++)
     if (graph.thr[i].state == ND_THR_HELD || graph.thr[i].state == ND_THR_LET_GO) {
       for (int k = 0; k < ND_STOP_REGS; k++) hit(graph.thr[i].regs[k]);
@@ -786,6 +1007,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
     graph.rec.status = ND_SCAN_NOT_AT_END;
   if (graph.rec.status != ND_SCAN_DONE) goto out;
   pid_t self = nd_os_gettid();
+  graph.self = self;
   {
     size_t n;
     int busy, lost;
@@ -811,7 +1033,9 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
     graph.rec.tries++;
     uint64_t t0 = nd_os_mono_ns();
     stop_world(self);
-    graph.n = graph.nh = graph.nm = graph.sn = graph.ncont = 0;
+    graph.n = graph.nh = graph.nm = graph.sn = graph.ncont = graph.ndtv = graph.nr = graph.ng = 0;
+    graph.rec.ended_threads = graph.rec.reserved_maps = 0;
+    graph.rec.ended_bytes = 0;
     graph.los = graph.top = NULL;
     graph.oom = 0;
     int64_t *c = graph.rec.live_count, *b = graph.rec.live_bytes;
@@ -819,6 +1043,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
              nd_counters_live_stopped(NDMEM_KIND_MMAP, &c[1], &b[1]) == 0 &&
              nd_blocks_each_stopped(node_block, NULL) == 0 &&
              nd_mmap_each_live_stopped(node_region, NULL) == 0 &&
+             nd_mmap_each_reserved_stopped(node_resv, NULL) == 0 &&
              nd_cuda_each_live_stopped(node_device, NULL) == 0;
     if (ok && read_maps() != 0) {
       let_go(t0);
@@ -848,6 +1073,7 @@ int nd_reach_scan(int how, nd_rec_scan_t *rec) {
       int complete = heap_live == (int64_t)heap_nodes && !graph.rec.unheld;
       if (complete) graph.rec.flags |= ND_SCAN_COMPLETE;
       if (sort_nodes() == 0) {
+        make_groups();
         for (size_t i = 0; i < graph.ncont && complete; i++)
           if (graph.cont[i].from != ND_REACH_FROM_DEVICE)
             add_hole(graph.cont[i].lo, graph.cont[i].lo + extent(&graph.cont[i]));

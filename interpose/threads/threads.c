@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,7 +28,20 @@ typedef struct start {
   void *(*fn)(void *);
   void *arg;
   struct start *next;
+  int own_stack; // the program gave the stack (pthread_attr_setstack): its memory, not glibc's
+  int detached;  // made detached: nobody joins it, glibc takes its stack back when it ends
 } start_t;
+
+// Every stack a wrapped thread started on, with the thread: the scan at exit tells the ended
+// threads' apart (threads.h). A new thread on a stack an ended one left (glibc's cache) replaces
+// its record; a record whose stack was unmapped since stays (the scan checks it is still the
+// same thread's descriptor) until a stack overlapping it replaces it.
+static struct {
+  int lock;
+  nd_thread_rec_t *v;
+  size_t n, cap;
+  uint64_t replaced;
+} reg;
 
 static struct {
   int lock;
@@ -62,11 +76,54 @@ static void record_put(start_t *s) {
   nd_spin_unlock(&thr.lock);
 }
 
+// ---------------------------------------------------------------- the stacks' records
+
+static void reg_add(uintptr_t lo, uintptr_t hi, int detached) {
+  nd_thread_rec_t r = {lo, hi, (uintptr_t)pthread_self(), nd_os_gettid(), detached};
+  nd_spin_lock(&reg.lock);
+  size_t k = 0;
+  for (size_t i = 0; i < reg.n; i++) // those it overlaps are gone: one stack, one thread
+    if (reg.v[i].lo >= hi || reg.v[i].hi <= lo) reg.v[k++] = reg.v[i];
+    else reg.replaced++;
+  reg.n = k;
+  if (reg.n == reg.cap) {
+    size_t cap = reg.cap ? reg.cap * 2 : 4096 / sizeof *reg.v;
+    nd_thread_rec_t *v = nd_os_map(cap * sizeof *v);
+    if (!v) {
+      nd_spin_unlock(&reg.lock);
+      return; // unknown: its stack stays a root when it ends
+    }
+    if (reg.n) memcpy(v, reg.v, reg.n * sizeof *v);
+    if (reg.v) nd_os_unmap(reg.v, reg.cap * sizeof *v);
+    reg.v = v;
+    reg.cap = cap;
+  }
+  reg.v[reg.n++] = r;
+  nd_spin_unlock(&reg.lock);
+}
+
+// A thread joined or detached: once it ends, nothing can ask for its return value.
+static void reg_released(pthread_t th) {
+  nd_spin_lock(&reg.lock);
+  for (size_t i = 0; i < reg.n; i++)
+    if (reg.v[i].self == (uintptr_t)th) reg.v[i].released = 1;
+  nd_spin_unlock(&reg.lock);
+}
+
+const nd_thread_rec_t *nd_threads_stopped(size_t *n) {
+  if (__atomic_load_n(&reg.lock, __ATOMIC_ACQUIRE)) { // a stopped thread is changing them
+    *n = 0;
+    return NULL;
+  }
+  *n = reg.n;
+  return reg.v;
+}
+
 // ---------------------------------------------------------------- stacks
 
 // The new thread, before any code of the program's: its hooks forward while glibc reads the
 // stack (BUSY), so nothing here is counted or tracked, and no hook asks for a stack meanwhile.
-static void read_own_stack(void) {
+static void read_own_stack(int own_stack, int detached) {
   if (__atomic_load_n(&nd_state, __ATOMIC_ACQUIRE) != ND_READY) return; // nothing to forward to yet
   nd_tls_t *t = &nd_tls;
   unsigned char mode = t->mode;
@@ -79,6 +136,7 @@ static void read_own_stack(void) {
       stk_lo = (uintptr_t)addr, stk_hi = (uintptr_t)addr + size;
     pthread_attr_destroy(&a);
   }
+  if (stk_hi && !own_stack) reg_add(stk_lo, stk_hi, detached);
   t->mode = mode;
 }
 
@@ -86,8 +144,9 @@ static void *wrapper(void *arg) {
   start_t *s = arg;
   void *(*fn)(void *) = s->fn;
   void *fn_arg = s->arg;
+  int own_stack = s->own_stack, detached = s->detached;
   record_put(s);
-  read_own_stack();
+  read_own_stack(own_stack, detached);
   return fn(fn_arg);
 }
 
@@ -153,10 +212,59 @@ int nd_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void
   if (t->shard && t->mode == ND_T_COUNT) nd_shard_publish_all(t->shard);
   s->fn = fn;
   s->arg = arg;
+  // A stack the program gave stays its memory when the thread ends: never skipped (glibc answers
+  // an attribute without one with a null address or with one that ends at 0).
+  void *saddr = NULL;
+  size_t ssize = 0;
+  s->own_stack = attr && pthread_attr_getstack(attr, &saddr, &ssize) == 0 && saddr &&
+                 (uintptr_t)saddr + ssize != 0;
+  int state = PTHREAD_CREATE_JOINABLE;
+  s->detached = attr && pthread_attr_getdetachstate(attr, &state) == 0 &&
+                state == PTHREAD_CREATE_DETACHED;
   int rc = thr.create(th, attr, wrapper, s);
   if (rc) record_put(s);
   else __atomic_fetch_add(&thr.wrapped, 1, __ATOMIC_RELAXED);
   return rc;
+}
+
+// The joins and pthread_detach (hooks.c): glibc's, then the thread's record marked released.
+static struct {
+  int (*join)(pthread_t, void **);
+  int (*tryjoin)(pthread_t, void **);
+  int (*timedjoin)(pthread_t, void **, const struct timespec *);
+  int (*clockjoin)(pthread_t, void **, clockid_t, const struct timespec *);
+  int (*detach)(pthread_t);
+} real;
+
+#define REAL(name, sym)                                                                            \
+  if (ND_UNLIKELY(!real.name)) {                                                                   \
+    void *f = dlsym(RTLD_NEXT, sym);                                                               \
+    if (!f) return ENOSYS;                                                                         \
+    __atomic_store_n(&real.name, (__extension__(__typeof__(real.name))f), __ATOMIC_RELEASE);       \
+  }
+static int released(pthread_t th, int rc) {
+  if (rc == 0) reg_released(th);
+  return rc;
+}
+int nd_thread_join(pthread_t th, void **ret) {
+  REAL(join, "pthread_join");
+  return released(th, real.join(th, ret));
+}
+int nd_thread_tryjoin(pthread_t th, void **ret) {
+  REAL(tryjoin, "pthread_tryjoin_np");
+  return released(th, real.tryjoin(th, ret));
+}
+int nd_thread_timedjoin(pthread_t th, void **ret, const struct timespec *abstime) {
+  REAL(timedjoin, "pthread_timedjoin_np");
+  return released(th, real.timedjoin(th, ret, abstime));
+}
+int nd_thread_clockjoin(pthread_t th, void **ret, clockid_t clock, const struct timespec *abstime) {
+  REAL(clockjoin, "pthread_clockjoin_np");
+  return released(th, real.clockjoin(th, ret, clock, abstime));
+}
+int nd_thread_detach(pthread_t th) {
+  REAL(detach, "pthread_detach");
+  return released(th, real.detach(th));
 }
 
 // ---------------------------------------------------------------- module
@@ -164,6 +272,11 @@ int nd_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void
 // glibc's pthread_create found at start-up, not in the hook of a later thread's creation.
 static void setup(char *const *envp) {
   (void)envp;
+  real.join = (__extension__(__typeof__(real.join))dlsym(RTLD_NEXT, "pthread_join"));
+  real.tryjoin = (__extension__(__typeof__(real.tryjoin))dlsym(RTLD_NEXT, "pthread_tryjoin_np"));
+  real.timedjoin = (__extension__(__typeof__(real.timedjoin))dlsym(RTLD_NEXT, "pthread_timedjoin_np"));
+  real.clockjoin = (__extension__(__typeof__(real.clockjoin))dlsym(RTLD_NEXT, "pthread_clockjoin_np"));
+  real.detach = (__extension__(__typeof__(real.detach))dlsym(RTLD_NEXT, "pthread_detach"));
   if (!thr.create) {
     void *f = dlsym(RTLD_NEXT, "pthread_create");
     if (f) __atomic_store_n(&thr.create, (__extension__(__typeof__(thr.create))f), __ATOMIC_RELEASE);
@@ -172,7 +285,18 @@ static void setup(char *const *envp) {
 
 // The records' list lock is a leaf, held for two stores: a holder cut off by the fork loses a
 // record at worst (or hands the child one its thread took: that thread is not in the child).
-static void atfork_child(nd_tls_t *t) { (void)t, thr.lock = 0; }
+// The stacks' records likewise (a record lost, or one twice: a stack read as a root, or the same
+// one twice); the forking thread's record gets its new thread id, and every other thread of the
+// parent has no thread in the child: what they left is no root of the child's.
+static void atfork_child(nd_tls_t *t) {
+  (void)t;
+  thr.lock = reg.lock = 0;
+  uintptr_t self = (uintptr_t)pthread_self();
+  for (size_t i = 0; i < reg.n; i++) {
+    if (reg.v[i].self == self) reg.v[i].tid = nd_os_gettid();
+    else reg.v[i].released = 1; // glibc puts the others' stacks in its cache in the child
+  }
+}
 
 ND_MODULE(nd_threads_module) = {.name = "threads", .rank = 11, .order = 3, .setup = setup,
                                 .atfork_child = atfork_child};

@@ -63,7 +63,7 @@ uint32_t nd_read_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_RESIDENT: return version < 9 ? ND_REC_RESIDENT_V8_SIZE : sizeof(nd_rec_resident_t);
   case ND_REC_DEVICE_WS: return sizeof(nd_rec_device_ws_t);
   case ND_REC_DEVICE_SPILL: return sizeof(nd_rec_device_spill_t);
-  case ND_REC_SCAN: return sizeof(nd_rec_scan_t);
+  case ND_REC_SCAN: return version < 17 ? ND_REC_SCAN_V16_SIZE : sizeof(nd_rec_scan_t);
   case ND_REC_PEAK: return sizeof(nd_rec_peak_t);
   case ND_REC_SITE_PEAK: return sizeof(nd_rec_site_peak_t);
   case ND_REC_ADMITTED: return sizeof(nd_rec_admitted_t);
@@ -192,7 +192,8 @@ _Static_assert(ND_READ_LONGEST >= sizeof(nd_rec_site_t) &&
                    ND_READ_LONGEST >= sizeof(nd_rec_flush_t) &&
                    ND_READ_LONGEST >= sizeof(nd_rec_resident_t) &&
                    ND_READ_LONGEST >= sizeof(nd_rec_limits_t) &&
-                   ND_READ_LONGEST >= sizeof(nd_rec_breach_t),
+                   ND_READ_LONGEST >= sizeof(nd_rec_breach_t) &&
+                   ND_READ_LONGEST >= sizeof(nd_rec_scan_t),
                "room for every lengthened record");
 const char *nd_read_lengthen(const nd_rec_t *r, const char *p, char *full) {
   int var;

@@ -35,6 +35,14 @@ void nd_scan_text(FILE *o, const nd_trace_t *t) {
   nd_rep_print_secs(o, s->ns);
   if (s->unheld)
     fprintf(o, "; %u did not stop (every signal blocked): their registers were not read", s->unheld);
+  if (s->ended_threads)
+    fprintf(o, "; the stacks of %u ended %s (%s, kept mapped by glibc) were not read: what a "
+               "thread left there is dead",
+            s->ended_threads, s->ended_threads == 1 ? "thread" : "threads",
+            nd_rep_human(a, sizeof a, s->ended_bytes));
+  if (s->reserved_maps)
+    fprintf(o, "; %u %s inside larger reservations reached through them", s->reserved_maps,
+            s->reserved_maps == 1 ? "mapping" : "mappings");
   if (!(s->flags & ND_SCAN_COMPLETE))
     fprintf(o, "; %llu live heap %s had no record: the allocator's memory was read as roots (a "
                "block they point to is not called lost; they are unchecked)",
@@ -52,11 +60,13 @@ void nd_scan_json(FILE *o, const nd_trace_t *t) {
           "\"scan\": {\"status\": \"%s\", \"complete\": %s, \"allocator_known\": %s, "
           "\"threads\": %u, \"threads_not_held\": %u, \"held_ns\": %llu, \"tries\": %llu, "
           "\"blocks\": %llu, \"root_bytes\": %llu, \"block_bytes\": %llu, "
-          "\"not_resident_bytes\": %llu, \"untracked_blocks\": %llu}",
+          "\"not_resident_bytes\": %llu, \"untracked_blocks\": %llu, \"ended_threads\": %u, "
+          "\"ended_thread_bytes\": %llu, \"reserved_maps\": %u}",
           status_keys[s->status <= ND_SCAN_STATUS_MAX ? s->status : 0],
           s->flags & ND_SCAN_COMPLETE ? "true" : "false",
           s->flags & ND_SCAN_ALLOCATOR_KNOWN ? "true" : "false", s->threads, s->unheld,
           (unsigned long long)s->ns, (unsigned long long)s->tries, (unsigned long long)s->blocks,
           (unsigned long long)s->root_bytes, (unsigned long long)s->block_bytes,
-          (unsigned long long)s->skipped_bytes, (unsigned long long)s->untracked_blocks);
+          (unsigned long long)s->skipped_bytes, (unsigned long long)s->untracked_blocks,
+          s->ended_threads, (unsigned long long)s->ended_bytes, s->reserved_maps);
 }

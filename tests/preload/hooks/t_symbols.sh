@@ -17,7 +17,7 @@ cuda="cuGetProcAddress cuGetProcAddress_v2 cuMemAllocAsync cuMemAllocAsync_ptsz 
   cuMemCreate cuMemFreeAsync cuMemFreeAsync_ptsz cuMemFreeHost cuMemFree_v2 cuMemGetInfo_v2
   cuMemHostAlloc cuMemMap cuMemRelease cuMemUnmap cuStreamCreate cuStreamCreateWithPriority
   cuStreamDestroy_v2 dlsym"
-want="$cxx $cuda ndmem_device_stats ndmem_device_ws_stats ndmem_cupti_update _Exit _exit __libc_start_main dup2 dup3 execl execle execlp execv execve execveat execvp execvpe fexecve aligned_alloc calloc free malloc malloc_trim malloc_usable_size memalign mmap mmap64 mremap munmap ndmem_cycle_begin ndmem_cycle_end ndmem_limit_set ndmem_limits ndmem_stats ndmem_version ndmem_workspace_configure ndmem_workspace_enter ndmem_workspace_leave ndmem_ws_stats posix_memalign pipe2 pthread_create pthread_key_create pthread_setspecific pvalloc realloc reallocarray sigaction signal valloc"
+want="$cxx $cuda ndmem_device_stats ndmem_device_ws_stats ndmem_cupti_update _Exit _exit __libc_start_main dup2 dup3 execl execle execlp execv execve execveat execvp execvpe fexecve aligned_alloc calloc free malloc malloc_trim malloc_usable_size memalign mmap mmap64 mremap munmap ndmem_cycle_begin ndmem_cycle_end ndmem_limit_set ndmem_limits ndmem_stats ndmem_version ndmem_workspace_configure ndmem_workspace_enter ndmem_workspace_leave ndmem_ws_stats posix_memalign pipe2 pthread_clockjoin_np pthread_create pthread_detach pthread_join pthread_key_create pthread_setspecific pthread_timedjoin_np pthread_tryjoin_np pvalloc realloc reallocarray sigaction signal valloc"
 [ "$2" = 1 ] && want="$want free_aligned_sized free_sized"
 want=$(printf '%s\n' $want | sort | tr '\n' ' ')
 got=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWiVBDRGSu]$/ {print $3}' | sed 's/@.*//' | sort | tr '\n' ' ')
