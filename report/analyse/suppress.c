@@ -88,7 +88,7 @@ typedef struct alt {
 
 typedef struct builtin {
   const char *name, *reason;
-  alt_t alt[5];
+  alt_t alt[6];
   int nalt;
 } builtin_t;
 
@@ -233,6 +233,44 @@ static const builtin_t builtins[] = {
       {{{.function = "^rebuild_storage_filename$",
          .file = "/torch/multiprocessing/reductions.py$", .python = true}}, 1, false}},
      2},
+    // OpenJDK 17's launcher (Debian's openjdk-17-jre-headless), `java -cp . Hello`: its copies of
+    // the command line, the options and the JVM's type, made once before the VM starts and
+    // never freed (the launcher ends by exit):
+    //   #0 JLI_MemAlloc (libjli.so)  #1 CheckJvmType  #2 CreateExecutionEnvironment  #3 JLI_Launch
+    //   #0 JLI_MemAlloc  #1 JLI_List_new  #2 java+0x110a (main)
+    //   #0 malloc  #1 JLI_StringDup (libjli.so)  #2 java+0x1220 (main)
+    // Both are the launcher's own allocators (libjli); a program's JNI code never calls them.
+    {"jvm-launcher",
+     "the java launcher's copies of its command line and options (libjli), kept to exit",
+     {IN("^JLI_MemAlloc$", "/libjli.so"), IN("^JLI_StringDup$", "/libjli.so")},
+     2},
+    // OpenJDK 17's VM (libjvm.so), `java -cp . Hello` under --exact: HotSpot's own state, made
+    // once, that nothing holds at exit once the threads that used it ended at the VM's shutdown
+    // (their Thread objects, handle blocks and compiler arenas then held only by what the ended
+    // threads left) or the VM dropped it (its performance data):
+    //   #0 os::malloc  #1 AllocateHeap  #2 Thread::allocate  #3 WatcherThread::start()
+    //   #4 Threads::create_vm(JavaVMInitArgs*, bool*)  #5 JNI_CreateJavaVM  #6 JavaMain
+    //   #0 os::malloc  #1 AllocateHeap  #2 JNIHandleBlock::allocate_block  #3 WatcherThread::run()
+    //   #0 os::malloc  #1 AllocateHeap  #2 Arena::operator new  #3 Compiler::initialize()
+    //   #4 CompileBroker::init_compiler_runtime()  #5 CompileBroker::compiler_thread_loop()
+    //   #0 os::malloc  #1 ChunkPool::allocate  #2 Arena::Arena  #3 ciEnv::ciEnv
+    //   #4 ciObjectFactory::initialize()  #5 CompileBroker::compiler_thread_loop()
+    //   #0 os::malloc  #1 AllocateHeap  #2 PerfMemory::create_memory_region(unsigned long)
+    //   #0 os::malloc  #1 AllocateHeap  #2 StatSampler::create_sampled_perfdata()
+    // and, once methods are compiled, the holders of inline caches (CompiledICHolder), which
+    // compiled code points to from its instructions' immediates, at offsets no aligned word
+    // holds (memcheck's scan misses them alike):
+    //   #0 os::malloc  #1 AllocateHeap  #2 CompiledIC::compute_monomorphic_entry
+    //   #3 SharedRuntime::resolve_sub_helper_internal  ... SharedRuntime::resolve_virtual_call_C
+    // Each names HotSpot's own classes (the compiler's one-time set-up only, not its
+    // compilations); a program's native memory comes through its JNI library's frames.
+    {"hotspot-vm",
+     "HotSpot's own state: its watcher thread, each compiler thread's set-up, its performance "
+     "data, the inline caches compiled code points to",
+     {IN("^WatcherThread::", "/libjvm.so"), IN("^CompileBroker::init_compiler_runtime(", "/libjvm.so"),
+      IN("^ciObjectFactory::initialize(", "/libjvm.so"), IN("^PerfMemory::", "/libjvm.so"),
+      IN("^StatSampler::", "/libjvm.so"), IN("^CompiledIC::", "/libjvm.so")},
+     6},
 };
 
 static bool frame_is(const frame_pat_t *p, const nd_frame_view_t *f) {

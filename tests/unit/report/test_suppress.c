@@ -181,7 +181,7 @@ static void files(void) {
 static void builtins(void) {
   nd_supp_t *s = nd_supp_new();
   CHECK_EQ(nd_supp_builtin(s), 0);
-  CHECK_EQ(nd_supp_count(s), 11);
+  CHECK_EQ(nd_supp_count(s), 13);
   for (size_t i = 0; i < nd_supp_count(s); i++) {
     const nd_supp_rule_t *r = nd_supp_rule(s, i);
     CHECK(r->reason && *r->reason);
@@ -330,6 +330,43 @@ static void builtins(void) {
   CHECK_STR(match(s, blas_user, N(blas_user)), "-");
   nd_frame_view_t blas_own[] = {V("blas_memory_alloc", "my_blas.c", "/a"), V("main", NULL, "/a")};
   CHECK_STR(match(s, blas_own, N(blas_own)), "-");
+
+  // the java launcher's and HotSpot's own (OpenJDK 17), and a JNI library's leak under the VM
+#define JLI "/usr/lib/jvm/java-17-openjdk-amd64/lib/libjli.so"
+#define JVM "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"
+  nd_frame_view_t jli[] = {V("JLI_MemAlloc", NULL, JLI), V("CheckJvmType", NULL, JLI),
+                           V("CreateExecutionEnvironment", NULL, JLI), V("JLI_Launch", NULL, JLI)};
+  CHECK_STR(match(s, jli, N(jli)), "jvm-launcher");
+  nd_frame_view_t jli_dup[] = {V("malloc", NULL, LIBC), V("JLI_StringDup", NULL, JLI),
+                               V(NULL, NULL, "/usr/lib/jvm/java-17-openjdk-amd64/bin/java")};
+  CHECK_STR(match(s, jli_dup, N(jli_dup)), "jvm-launcher");
+  nd_frame_view_t watcher[] = {V("os::malloc(unsigned long, MEMFLAGS, NativeCallStack const&)", NULL, JVM),
+                               V("Thread::allocate(unsigned long, bool, MEMFLAGS)", NULL, JVM),
+                               V("WatcherThread::start()", NULL, JVM),
+                               V("Threads::create_vm(JavaVMInitArgs*, bool*)", NULL, JVM),
+                               V("JNI_CreateJavaVM", NULL, JVM), V("JavaMain", NULL, JLI)};
+  CHECK_STR(match(s, watcher, N(watcher)), "hotspot-vm");
+  nd_frame_view_t compiler[] = {V("os::malloc(unsigned long, MEMFLAGS, NativeCallStack const&)", NULL, JVM),
+                                V("Arena::Arena(MEMFLAGS)", NULL, JVM),
+                                V("ciObjectFactory::initialize()", NULL, JVM),
+                                V("CompileBroker::compiler_thread_loop()", NULL, JVM),
+                                V("JavaThread::thread_main_inner()", NULL, JVM)};
+  CHECK_STR(match(s, compiler, N(compiler)), "hotspot-vm");
+  nd_frame_view_t jni[] = {V("make_buffer", "native.c", "/opt/app/libnative.so"),
+                           V("Java_App_run", "native.c", "/opt/app/libnative.so"),
+                           V(NULL, NULL, NULL), V("JavaCalls::call_helper(JavaValue*, methodHandle const&, JavaCallArguments*, JavaThread*)", NULL, JVM),
+                           V("JavaMain", NULL, JLI)};
+  CHECK_STR(match(s, jni, N(jni)), "-");
+  nd_frame_view_t ic[] = {V("os::malloc(unsigned long, MEMFLAGS, NativeCallStack const&)", NULL, JVM),
+                          V("CompiledIC::set_to_megamorphic(CallInfo*, Bytecodes::Code, bool&, JavaThread*)", NULL, JVM),
+                          V("SharedRuntime::handle_ic_miss_helper(JavaThread*)", NULL, JVM)};
+  CHECK_STR(match(s, ic, N(ic)), "hotspot-vm");
+  nd_frame_view_t compiled[] = {V("os::malloc(unsigned long, MEMFLAGS, NativeCallStack const&)", NULL, JVM),
+                                V("CompileBroker::invoke_compiler_on_method(CompileTask*)", NULL, JVM),
+                                V("CompileBroker::compiler_thread_loop()", NULL, JVM)};
+  CHECK_STR(match(s, compiled, N(compiled)), "-");
+  nd_frame_view_t own_create_vm[] = {V("Threads::create_vm(int)", "vm.c", "/a"), V("main", NULL, "/a")};
+  CHECK_STR(match(s, own_create_vm, N(own_create_vm)), "-");
 
   // a plain leak of the program, and a program's strdup
   nd_frame_view_t own[] = {V("make_buffer", "t_leaks.c", "/a"), V("main", "t_leaks.c", "/a"),
