@@ -901,6 +901,13 @@ static int json_lifetimes(FILE *o, report_t *r) {
               e->flagged ? "true" : "false");
       if (e->suppressed_by) nd_rep_json_str(o, e->suppressed_by);
       else fputs("null", o);
+      // What the exit scan found of the blocks, whatever the class (a growing site's blocks may
+      // be reachable or lost): memcheck's words; null where they were not scanned.
+      static const char *const reach_keys[ND_REACH_MAX + 1] = {
+          NULL, "still_reachable", "possibly_lost", "indirectly_lost", "definitely_lost"};
+      fputs(", \"reach\": ", o);
+      if (e->reach && e->reach <= ND_REACH_MAX) fprintf(o, "\"%s\"", reach_keys[e->reach]);
+      else fputs("null", o);
       fputs(",\n     ", o);
       if (json_stack(o, r, e->stack, "     ")) return -1;
       fputs("}", o);

@@ -7,7 +7,11 @@
 # tracks no mappings) for t_ended.c's cases and t_reach.c's: each (case, line, class) with bytes
 # and blocks must agree; the glibc thread vectors of ended threads are left out (memcheck runs
 # glibc's release of its stack cache at exit, which frees them). Prints how many agree.
-# usage: python3 t_ended.py LIBNDMEM NDMEMREPORT T_ENDED T_ENDED_C T_REACH T_REACH_C
+# ndmem's class of a run with cycles may be a lifetime (growing, held since start-up): its
+# entries' "reach" is the scan's, compared. glibc's stdio buffers are left out too (freed by the
+# same release at exit).
+# usage: python3 t_ended.py LIBNDMEM NDMEMREPORT T_ENDED T_ENDED_C T_REACH T_REACH_C T_CORPUS
+#                           T_CORPUS_C T_LEAKS T_LEAKS_C
 import json
 import os
 import re
@@ -17,7 +21,7 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-lib, rep, ended, ended_c, reach, reach_c = sys.argv[1:7]
+lib, rep, ended, ended_c, reach, reach_c, corpus, corpus_c, leaks, leaks_c = sys.argv[1:11]
 failures = []
 
 
@@ -51,6 +55,7 @@ CASES = {
     "filemap": ({"filemap": ("still_reachable", 444, 1)}, 0, 0),
 }
 GLIBC_TLS = ("allocate_dtv", "_dl_allocate_tls")
+GLIBC_FREED = GLIBC_TLS + ("_IO_file_doallocate",)  # what glibc's release at exit frees
 
 
 def glibc_tls(frames):
@@ -62,7 +67,7 @@ def ndmem(tmp, prog, case):
     trace = os.path.join(tmp, "%s.%s.trace" % (os.path.basename(prog), case))
     env = dict(os.environ, LD_PRELOAD=lib, NDMEM_OUTPUT=trace, NDMEM_SUMMARY="0",
                NDMEM_TRACK_MIN="0")
-    p = subprocess.run([prog, case], env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run([prog] + ([case] if case else []), env=env, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         fail("%s: exit %d: %s" % (case, p.returncode, p.stderr[-300:]))
         return None, None
@@ -74,7 +79,9 @@ def ndmem(tmp, prog, case):
     d = json.loads(r.stdout)
     groups = [(g["kind"], g["class"], g["bytes"], g["blocks"],
                [(os.path.basename(f.get("file") or ""), f.get("line")) for f in g["frames"]],
-               glibc_tls(g["frames"])) for g in d["leaks"]["groups"]]
+               glibc_tls(g["frames"]), g.get("reach"),
+               any(f.get("function") in GLIBC_FREED for f in g["frames"]))
+              for g in d["leaks"]["groups"]]
     return d["scan"], groups
 
 
@@ -121,21 +128,25 @@ try:
                 if any(n not in ("commit", "outer", "inner") for n in w)]
         runs += [(reach, reach_c, c) for c in
                  ("global", "lose", "interior", "cycle", "register", "stack", "tls", "deep")]
+        runs += [(corpus, corpus_c, c) for c in
+                 ("grow", "table", "thread", "small", "clean", "tiny", "odd", "many", "manygrow")]
+        runs += [(leaks, leaks_c, "")]
         for prog, prog_c, case in runs:
             srcname = os.path.basename(prog_c)
             _, groups = ndmem(tmp, prog, case)
             if groups is None:
                 continue
             mine = {}
-            for kind, cls, nbytes, blocks, frames, tls in groups:
+            for kind, cls, nbytes, blocks, frames, tls, reach_cls, freed in groups:
                 line = next((l for f, l in frames if f == srcname), None)
-                if kind == "heap" and line and not tls:
-                    k = mine.setdefault((line, cls), [0, 0])
+                if kind == "heap" and line and not freed:
+                    k = mine.setdefault((line, reach_cls or cls), [0, 0])
                     k[0] += nbytes
                     k[1] += blocks
             xml = os.path.join(tmp, "vg.xml")
             subprocess.run([vg, "--leak-check=full", "--show-leak-kinds=all", "--xml=yes",
-                            "--xml-file=" + xml, prog, case], capture_output=True, timeout=300)
+                            "--xml-file=" + xml, prog] + ([case] if case else []),
+                           capture_output=True, timeout=300)
             theirs = {}
             names = {"Leak_DefinitelyLost": "definitely_lost", "Leak_IndirectlyLost": "indirectly_lost",
                      "Leak_PossiblyLost": "possibly_lost", "Leak_StillReachable": "still_reachable"}
@@ -145,7 +156,7 @@ try:
                     continue
                 frames = [(f.findtext("file"), f.findtext("line"), f.findtext("fn"))
                           for f in e.find("stack").findall("frame")]
-                if any(fn in GLIBC_TLS for _, _, fn in frames):
+                if any(fn in GLIBC_FREED for _, _, fn in frames):
                     continue
                 line = next((int(l) for f, l, _ in frames if f == srcname), None)
                 if line is None:
