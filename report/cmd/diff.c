@@ -5,6 +5,7 @@
 // the same key and kind are summed. The sites that changed are listed by the absolute change of
 // one measure (--by: peak live bytes, bytes allocated, live at the end), as text or JSON.
 #include "cmd/cmd.h"
+#include "fmt.h" // nd_parse_size: the sizes NDMEM_* variables take
 #include "render/render.h"
 
 #include <errno.h>
@@ -14,7 +15,7 @@
 #define DIFF_USAGE                                                                                 \
   "usage: ndmemreport diff [--format text|json] [--by peak|total|live] [--top N]\n"              \
   "                        [--frames N] [--python-only] [--no-symbols]\n"                          \
-  "                        [--fail-on-growth BYTES] A B"
+  "                        [--fail-on-growth SIZE] A B"
 
 typedef struct side {
   nd_trace_t t;
@@ -180,8 +181,8 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
               "  --frames N                  frames per stack in text [3]; 0 all\n"
               "  --python-only               only the Python frames of each stack\n"
               "  --no-symbols                frames as path+offset\n"
-              "  --fail-on-growth BYTES      exit 1 when a site's live bytes at the end grew\n"
-              "                              by more than BYTES\n\n"
+              "  --fail-on-growth SIZE       exit 1 when a site's live bytes at the end grew\n"
+              "                              by more than SIZE (bytes, or 512k, 10m, 1.5g)\n\n"
               "Exit status: 0, 1 (--fail-on-growth and a finding), 2 (bad usage or trace).\n"
               "See ndmemreport(1).\n",
               DIFF_USAGE);
@@ -205,9 +206,16 @@ int nd_report_diff(int argc, char **argv, FILE *out, FILE *err) {
         return diff_usage(err, "--top and --frames need a number from 0 to 1000000, not", v);
       *(top ? &o.top : &o.frames) = (size_t)n;
     } else if (IS("--fail-on-growth")) {
+      // A size as every size setting takes it (NDMEM_MAX_BYTES, ndmem run --max-bytes): bytes,
+      // or binary units (k, KB, KiB = 1024; m, g, t), a fraction rounded down to a byte.
       const char *v = VALUE();
-      if (nd_rep_parse_count(v, UINT64_MAX, &fail_bytes))
-        return diff_usage(err, "--fail-on-growth needs a number of bytes, not", v);
+      int64_t b;
+      if (!v || nd_parse_size(v, 0, &b)) {
+        fprintf(err, "ndmemreport diff: --fail-on-growth takes a size (bytes, or 512k, 10m, "
+                     "10MiB, 1.5g: k = 1024), not '%s'\n", v ? v : "");
+        return 2;
+      }
+      fail_bytes = (unsigned long long)b;
       fail_set = true;
     } else if (!strcmp(a, "--python-only")) {
       o.python_only = true;
