@@ -34,6 +34,13 @@ typedef struct run {
   bool floors;              // windows enough (judge) for a floor's history to show growth
 } run_t;
 
+// The run as the rules read it (floors: set once judge() has counted the windows).
+static run_t run_of(const nd_trace_t *t) {
+  return (run_t){t, t->hdr.start_mono_ns, t->ended ? t->end.mono_ns : t->last_ns,
+                 t->flush.steady_ns, t->flushes,
+                 t->flush.steady_ns && t->flush.cycles >= MIN_CYCLES, false};
+}
+
 static double frac(const run_t *r, uint64_t ns) {
   if (!ns || r->end <= r->t0 || ns <= r->t0) return 0;
   return ns >= r->end ? 1.0 : (double)(ns - r->t0) / (double)(r->end - r->t0);
@@ -352,8 +359,7 @@ static void cap_growth(const nd_trace_t *t, nd_life_t *e) {
 
 int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out) {
   memset(out, 0, sizeof *out);
-  run_t r = {t, t->hdr.start_mono_ns, t->ended ? t->end.mono_ns : t->last_ns, t->flush.steady_ns,
-             t->flushes, t->flush.steady_ns && t->flush.cycles >= MIN_CYCLES, false};
+  run_t r = run_of(t);
   out->steady = r.steady != 0;
   out->steady_ns = r.steady > r.t0 ? r.steady - r.t0 : 0;
   out->cycles = t->flush.cycles;
@@ -429,6 +435,33 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     out->most_blocks[e->cls] &= e->most_blocks;
   }
   return 0;
+}
+
+uint64_t nd_life_held(const nd_trace_t *t, const nd_site_t *s, bool *teardown) {
+  const nd_site_hist_t *h = &s->h;
+  uint64_t live = s->rec.alloc_bytes > s->rec.free_bytes ? s->rec.alloc_bytes - s->rec.free_bytes
+                                                         : 0;
+  *teardown = false;
+  if (!t->ended || !t->has.site_history || h->records < 2) return live;
+  if (t->have_exit && (t->exit.how == ND_EXIT_SIGNAL || t->exit.how == ND_EXIT_LIMIT_ABORT))
+    return live; // a crash's last frees are no teardown
+  run_t r = run_of(t);
+  bool final;
+  uint32_t rises, drops;
+  moves(&r, h, &final, &rises, &drops);
+  uint64_t held;
+  if (final) { // the falls of "released at teardown": from the record before them
+    bool kept = h->steady && h->held_frees == h->steady_frees; // no block freed since
+    held = h->held_quiet || kept ? h->held_live : h->tail_floor;
+    if (held < h->tail_floor) held = h->tail_floor;
+  } else if (h->seq == r.flushes && h->live < h->prev_live) { // the final flush's fall alone
+    held = h->prev_seq + 1 < h->seq ? h->prev_live : h->prev_floor;
+  } else {
+    return live;
+  }
+  if (held <= live) return live;
+  *teardown = true;
+  return held;
 }
 
 const char *nd_life_judged_key(const nd_lifetimes_t *l) {

@@ -146,6 +146,18 @@ typedef const char *(*nd_life_supp_fn)(void *ctx, uint32_t stack);
 // must have ended normally (leaks known). 0, or -1 out of memory.
 int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out);
 void nd_lifetimes_free(nd_lifetimes_t *l);
+// What a site held through its run, as `diff --fail-on-growth` compares two runs: its live bytes
+// at the end, or, where the process's teardown freed them, what it held before the teardown. A
+// teardown is what "released at teardown" reads as one (a normal exit; the site's trailing falls
+// of its floor began after the last cycle closed, or are the final flush's), or the final flush's
+// fall of its live bytes where the floor could not show it (a site written once, then not again
+// until the exit). What it held then: the live bytes of its record before the teardown where it
+// held them a whole flush window (no record between: a site is written only where it changed)
+// or had freed no block since the steady state began (it kept every block it made); else that
+// record's floor, its lowest live bytes in the window (never a cycle's temporaries). Never less
+// than its live bytes at the end; *teardown set where it is more. A trace before version 5 (no
+// floors) or without a normal end: its live bytes at the end.
+uint64_t nd_life_held(const nd_trace_t *t, const nd_site_t *s, bool *teardown);
 // How much of the growth was judged (l->judged known): "all"; "part" (too few windows, but blocks
 // live at exit were judged by their births, or a site was found growing all the same); "none".
 const char *nd_life_judged_key(const nd_lifetimes_t *l);

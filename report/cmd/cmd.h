@@ -12,8 +12,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// `ndmemreport diff [OPTIONS] A B` (diff.c; argv[1] is "diff"): 0, 1 (--fail-on-growth BYTES and
-// a site whose live bytes at the end grew by more), 2.
+// `ndmemreport diff [OPTIONS] A B` (diff.c; argv[1] is "diff"): 0, 1 (--fail-on-growth SIZE and
+// a site that held more than SIZE more at the end of its run in B, a teardown's frees not
+// counted: named in one line on `err`), 2.
 int nd_report_diff(int argc, char **argv, FILE *out, FILE *err);
 // `ndmemreport merge TRACE...` (merge.c): argv[0] is "merge". The same exit statuses.
 int nd_report_merge(int argc, char **argv, FILE *out, FILE *err);

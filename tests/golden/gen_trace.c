@@ -1723,6 +1723,69 @@ static void diff_trace(int b) {
   end(T0 + 20 * MS, 0);
 }
 
+// What each site held at the end of its run, the measure of diff --fail-on-growth (version 5,
+// the clock of lifetimes_trace: 100 cycles, 5 per 100 ms flush, the 21st flush the final one at
+// exit; frames at other load addresses and stack ids in A and B). The truth (golden diff.held.*):
+//   GROW    B keeps a 1 MiB block 16 times a flush beside 10 temporaries of 1 MiB, all freed at
+//           exit (released at teardown): held 304 MiB, its floor in the 20th window (the kept
+//           blocks of the 19 before it); A makes the temporaries alone: held 0. Live at the
+//           end 0 in both: growth the live bytes cannot show
+//   QUIET   one block made in the 2nd window and freed at exit, the site written in neither
+//           window between (its floor shows no fall): held 8 MiB in A, 72 MiB in B
+//   KEPT    a leak to the end: 1 MiB in A (1 block), 3 MiB in B (3 blocks): held = live
+//   FREED   one block from the 2nd window to the 10th: 10 MiB in A, 20 MiB in B; held 0
+//   SAME    the same temporaries in both: unchanged
+//   GONE    A only: 40 MiB made in the 2nd window, freed at exit (held 40 MiB)
+static void diff_held_trace(int b) {
+  enum { GROW, QUIET, KEPT, FREED, SAME, GONE, HSITES };
+  const uint64_t M = LT_MIB, exe = b ? EXE + 0x3b000000ull : EXE, foo = b ? FOO + 0x450000ull : FOO;
+  header("/nonexistent/bin/heldprog", b ? 3002 : 3001, 5);
+  module(0, "/nonexistent/bin/heldprog", exe, exe, exe + 0x6000);
+  module(1, "/nonexistent/lib/libfoo.so", foo, foo, foo + 0x200000);
+  static const uint32_t ids[2][HSITES] = {{1, 2, 3, 4, 5, 6}, {21, 7, 13, 40, 9, 0}};
+  for (int p = 0; p < HSITES; p++) {
+    if (b && p == GONE) continue;
+    const uint64_t ips[2] = {foo + 0x2000 + 0x10 * (uint64_t)p, exe + 0x1100 + 0x100 * (uint64_t)p};
+    stack(ids[b][p], 2, ips);
+  }
+  uint64_t calls[ND_TRACE_FNS] = {[MALLOC] = 1000, [FREE] = 900};
+  for (uint64_t k = 1; k <= 21; k++) {
+    uint64_t cyc = k < 21 ? 5 * k : 100, kk = k < 21 ? k : 20;
+    const uint32_t *id = ids[b];
+    // GROW: 10 temporaries a flush (and in B 16 kept), the kept freed in the final flush
+    uint64_t kept = b ? 16 * kk : 0, tmp = 10 * kk;
+    uint64_t live = k < 21 ? kept : 0, floor = k < 21 ? (b ? 16 * (k - 1) : 0) : 0;
+    if (b || k < 21) // A's site does nothing in the final window: not written
+      site5(id[GROW], 0, kept + tmp, tmp + (k < 21 ? 0 : kept), (kept + tmp) * M,
+            (tmp + (k < 21 ? 0 : kept)) * M, (kept + 1) * M, floor * M, cyc);
+    uint64_t q = b ? 72 : 8;
+    if (k == 2) site5(id[QUIET], 0, 1, 0, q * M, 0, q * M, 0, cyc);
+    if (k == 21) site5(id[QUIET], 0, 1, 1, q * M, q * M, q * M, 0, cyc);
+    if (k == 5 && b) site5(id[KEPT], 0, 1, 0, M, 0, M, 0, cyc);
+    if (k == 10) site5(id[KEPT], 0, b ? 2 : 1, 0, (b ? 2 : 1) * M, 0, (b ? 2 : 1) * M, b ? M : 0, cyc);
+    if (k == 15 && b) site5(id[KEPT], 0, 3, 0, 3 * M, 0, 3 * M, 2 * M, cyc);
+    uint64_t f = b ? 20 : 10;
+    if (k == 2) site5(id[FREED], 0, 1, 0, f * M, 0, f * M, 0, cyc);
+    if (k == 10) site5(id[FREED], 0, 1, 1, f * M, f * M, f * M, 0, cyc);
+    if (k < 21) site5(id[SAME], 0, 3 * k, 3 * k, 3 * k * 4096, 3 * k * 4096, 4096, 0, cyc);
+    if (!b && k == 2) site5(id[GONE], 0, 1, 0, 40 * M, 0, 40 * M, 0, cyc);
+    if (!b && k == 21) site5(id[GONE], 0, 1, 1, 40 * M, 40 * M, 40 * M, 0, cyc);
+    uint64_t kept_now = live + (k >= 2 && k < 21 ? q + (b ? 0 : 40) : 0) +
+                        (b ? (k >= 15 ? 3 : k >= 10 ? 2 : k >= 5 ? 1 : 0) : k >= 10 ? 1 : 0) +
+                        (k >= 2 && k < 10 ? f : 0);
+    int64_t bytes = (int64_t)(kept_now * M);
+    counters(T0 + (100 * k - 1) * MS, 1,
+             (kt_t){bytes, bytes + 10 * (int64_t)M, (int64_t)kept_now, 100 * k, 90 * k},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    nd_rec_flush_t fl = {T0 + 100 * k * MS, k, cyc, T0 + 20 * MS};
+    nd_tw_record(&w, ND_REC_FLUSH, &fl, sizeof fl, NULL, 0);
+    nd_tw_flush(&w);
+  }
+  nd_rec_exit_t x = {T0 + 2140 * MS, ND_EXIT_NORMAL, 0, b ? 3002 : 3001, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 2150 * MS, 0);
+}
+
 // ---------------------------------------------------------------- resident (version 8)
 
 // Six flushes 100 ms apart of a job whose tracked heap stays at 10 MiB while its anonymous
@@ -2196,7 +2259,7 @@ int main(int argc, char **argv) {
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
       "bad-py-short",    "bad-py-state",     "bad-py-python-size", "merge-r0",
       "merge-r1",        "merge-r2",         "merge-r3",           "diff-a",
-      "diff-b",          "resident",         "html-long",       "html-hostile",
+      "diff-b",          "diff-held-a",      "diff-held-b",          "resident",         "html-long",       "html-hostile",
       "collapsed-order", "hostile",          "retention",       "bad-res-v8-long",
       "bad-res-v7",      "bad-res-v9-short", "bad-res-allocator", "bad-res-unknown-read",
       "bad-res-free",    "bad-res-top",      "bad-res-trimmed", "retention-trimmed",
@@ -2261,6 +2324,7 @@ int main(int argc, char **argv) {
     ws_effect_trace(argv[1]);
   else if (!strncmp(argv[1], "merge-r", 7)) merge_rank(argv[1][7] - '0');
   else if (!strncmp(argv[1], "job-", 4) || !strncmp(argv[1], "bad-job-", 8)) job_trace(argv[1]);
+  else if (!strncmp(argv[1], "diff-held-", 10)) diff_held_trace(argv[1][10] == 'b');
   else if (!strncmp(argv[1], "diff-", 5)) diff_trace(argv[1][5] == 'b');
   else if (!strcmp(argv[1], "py-max")) py_max();
   else if (!strcmp(argv[1], "py-v6-bit63")) py_v6_bit63();
