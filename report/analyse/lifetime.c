@@ -464,6 +464,51 @@ uint64_t nd_life_held(const nd_trace_t *t, const nd_site_t *s, bool *teardown) {
   return held;
 }
 
+void nd_life_unseen(const nd_trace_t *t, const nd_lifetimes_t *l, nd_life_unseen_t *u) {
+  const nd_life_judged_t *j = &l->judged;
+  *u = (nd_life_unseen_t){.track_min = t->hdr.track_min, .sample = t->hdr.sample_interval};
+  if (t->hdr.track_min <= 1 || !j->known) return; // every block exact; or no floors to judge by
+  if (!j->judged && !j->by_births) return;         // not judged for exact blocks either
+  if (!t->hdr.sample_interval || !j->judged) {     // none sampled; no sampled site's floor judged
+    u->unseen = true;
+    u->units = j->cycles;
+    return;
+  }
+  run_t r = run_of(t);
+  uint64_t m = 0; // the cycles (windows) of the quarter that has fewest
+  if (r.by_cycles) {
+    u->units = t->flush.cycles;
+    m = u->units / 4;
+  } else { // the windows of each quarter of the span growing() judges, as judge() counts them
+    uint64_t from = r.steady ? r.steady : r.t0, span = r.end > from ? r.end - from : 0;
+    uint64_t q[4] = {0, 0, 0, 0};
+    for (size_t i = 0; span && i < t->npoints; i++) {
+      uint64_t ns = t->series[i].mono_ns;
+      if (ns <= from || ns > r.end) continue;
+      unsigned k = (unsigned)((__extension__(unsigned __int128)(ns - from - 1) * 4) / span);
+      q[k < 4 ? k : 3] += t->series_stride > 1 ? t->series_stride : 1;
+    }
+    u->per_window = true;
+    u->since_steady = r.steady != 0;
+    u->units = q[0] + q[1] + q[2] + q[3];
+    m = q[0];
+    for (int k = 1; k < 4; k++) m = q[k] < m ? q[k] : m;
+  }
+  u->unseen = true;
+  if (!m) return; // a quarter without a window: no rate shows
+  // R ln(4 * ND_LIFE_UNSEEN_MISS) / m, rounded up, in integers: ln 400 = 5.991464547107...,
+  // its ninth decimal rounded up
+  _Static_assert(ND_LIFE_UNSEEN_MISS == 100, "the logarithm below is ln(4 * 100)");
+  __extension__ unsigned __int128 den = (unsigned __int128)1000000000u * m;
+  __extension__ unsigned __int128 x = ((unsigned __int128)t->hdr.sample_interval * 5991464548u +
+                                       den - 1) / den;
+  u->rate = x > UINT64_MAX ? UINT64_MAX : (uint64_t)x;
+  // What exact tracking names at all (nd_growth_below_floor): sampling hides nothing below it.
+  uint64_t floor = u->units ? (ND_GROWTH_MIN_BYTES + u->units - 1) / u->units : ND_GROWTH_MIN_BYTES;
+  if (floor > ND_GROWTH_MIN_RATE) floor = ND_GROWTH_MIN_RATE;
+  if (u->rate <= floor) *u = (nd_life_unseen_t){.track_min = u->track_min, .sample = u->sample};
+}
+
 const char *nd_life_judged_key(const nd_lifetimes_t *l) {
   if (l->judged.judged) return "all";
   if (l->judged.by_births || l->entries[ND_LIFE_GROWING] || l->entries[ND_LIFE_TEARDOWN])

@@ -158,6 +158,36 @@ void nd_lifetimes_free(nd_lifetimes_t *l);
 // than its live bytes at the end; *teardown set where it is more. A trace before version 5 (no
 // floors) or without a normal end: its live bytes at the end.
 uint64_t nd_life_held(const nd_trace_t *t, const nd_site_t *s, bool *teardown);
+// What sampling hid from the growth verdict (load.c): blocks under the header's track_min are
+// recorded only when the sampler picks them, a Poisson process over their bytes at one sample per
+// sample_interval bytes on average (interpose/account/track.c), so a run that kept g bytes in them
+// left no record of a kept block with probability exp(-g / sample_interval), exactly, whatever
+// their sizes. A sampled site is found growing only by kept samples born across the run (three
+// at least, a quarter of the run apart, its floor rising in their windows): `rate` is the
+// smallest growth per cycle (per flush window in a job without cycles; per flush in one with
+// fewer than 8, since its first cycle)
+// at which each quarter of the run kept a sample with probability 1 - 1/ND_LIFE_UNSEEN_MISS
+// at least, R ln(4 ND_LIFE_UNSEEN_MISS) / m over the m cycles (windows) of its quarter that has
+// fewest. Less may have gone unseen; more would have been sampled (whether then found growing
+// is the classes' rules, as for exact blocks). Nothing is unseen where every block was tracked
+// (track_min 0 or 1), where growth could not be judged for any block either (the report says
+// so), or where rate is no more than what exact tracking names (the growth floor). rate 0:
+// growth in small blocks could not show at any rate: none was sampled (sample_interval 0), or the
+// run had too few flush windows to judge a sampled site's floor where exact blocks live at exit
+// were still judged by their births (judged.by_births).
+#define ND_LIFE_UNSEEN_MISS 100
+typedef struct nd_life_unseen {
+  bool unseen;        // growth in blocks under track_min may have gone unseen
+  uint64_t track_min, sample; // the header's track_min and sample_interval
+  uint64_t rate;      // bytes per cycle (per_window: per flush window); 0: at any rate
+  uint64_t units;     // the run's cycles (flush windows) the rate is over
+  bool per_window;
+  // per_window: the flushes since the first cycle (fewer than 8 cycles), which close windows
+  // only where the clock moved or stood still for a few: per flush, not per window
+  bool since_steady;
+} nd_life_unseen_t;
+// For a trace whose leaks are known (a normal exit); `l` its classes.
+void nd_life_unseen(const nd_trace_t *t, const nd_lifetimes_t *l, nd_life_unseen_t *u);
 // How much of the growth was judged (l->judged known): "all"; "part" (too few windows, but blocks
 // live at exit were judged by their births, or a site was found growing all the same); "none".
 const char *nd_life_judged_key(const nd_lifetimes_t *l);

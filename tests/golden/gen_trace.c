@@ -33,6 +33,7 @@ static nd_tw_t w;
 static uint32_t ver; // the version being written: records version 5 lengthened are short before
 static const char *host = "golden-host"; // the header's host (hostile: a name JSON must escape)
 static uint64_t track_min = 64 * 1024;   // the header's NDMEM_TRACK_MIN (0: every block exact)
+static uint64_t sample_interval = 512 * 1024; // the header's NDMEM_SAMPLE (0: none sampled)
 
 // Where a version 12 process stands in its job (the header's fields from ppid on).
 typedef struct job {
@@ -60,7 +61,7 @@ static void header(const char *exe, uint64_t pid, uint32_t version) {
   h.header_size = version < 12 ? ND_TRACE_HEADER_V11_SIZE : sizeof h; // 12 lengthened it
   h.pid = pid;
   h.start_mono_ns = T0;
-  h.sample_interval = 512 * 1024;
+  h.sample_interval = sample_interval;
   h.track_min = track_min;
   h.depth = 32;
   h.page_size = 4096;
@@ -1786,6 +1787,71 @@ static void diff_held_trace(int b) {
   end(T0 + 2150 * MS, 0);
 }
 
+// ---------------------------------------------------------------- growth sampling could hide (v5)
+
+// A clean job whose small blocks were sampled, for the growth verdict's "unchecked" line
+// (t_growth_unseen.sh has the truth): site 80 makes 2 x 256 KiB temporaries a cycle, 81 is a
+// 1 MiB table made before the first cycle (held since start-up), nothing grows. By mode:
+//   unseen           100 cycles, 5 a flush (lifetimes_trace's clock), NDMEM_TRACK_MIN=64 KiB,
+//                    NDMEM_SAMPLE=512 KiB; -sample64k: one sample per 64 KiB; -exact:
+//                    NDMEM_TRACK_MIN=0; -min1: NDMEM_TRACK_MIN=1 (every block exact too);
+//                    -nosample: NDMEM_SAMPLE=0; -dense: one sample per 16 B (finer than the
+//                    growth floor); -grow: site 82 also keeps 1 MiB every 10 cycles (growing)
+//   unseen-nocycles  no cycle closed: 20 flush windows of 100 ms, 5 in each quarter of the run
+//   unseen-cycles5   5 cycles, one a flush from the first, then none: 21 flushes from the first
+//                    cycle, the fewest in a quarter of that span 5
+//   unseen-few       100 cycles in 2 flush windows (the steady state's: 3 needed) after the
+//                    start-up's: blocks live at exit judged by their births, floors not at all
+static void unseen_trace(const char *mode) {
+  int nocycles = !strcmp(mode, "unseen-nocycles"), few = !strcmp(mode, "unseen-few");
+  int grow = !strcmp(mode, "unseen-grow"), five = !strcmp(mode, "unseen-cycles5");
+  track_min = !strcmp(mode, "unseen-exact") ? 0 : !strcmp(mode, "unseen-min1") ? 1 : 64 * 1024;
+  sample_interval = !strcmp(mode, "unseen-sample64k") ? 64 * 1024
+                    : !strcmp(mode, "unseen-nosample") ? 0
+                    : !strcmp(mode, "unseen-dense")    ? 16
+                                                       : 512 * 1024;
+  header("/nonexistent/bin/unseen", 8383, 5);
+  module(0, "/nonexistent/bin/unseen", EXE, EXE, EXE + 0x8000);
+  for (uint32_t s = 80; s <= 82; s++) {
+    const uint64_t ips[] = {EXE + 0x2000 + 0x100 * (s - 80), EXE + 0x3000};
+    stack(s, 2, ips);
+  }
+  uint64_t calls[ND_TRACE_FNS] = {0};
+  uint64_t nflush = few ? 3 : nocycles ? 20 : 21, steady = nocycles ? 0 : T0 + 20 * MS;
+  for (uint64_t k = 1; k <= nflush; k++) {
+    // unseen: flush k at T0 + 100k ms with 5k cycles (the 21st, the final one, 100); few: flush 1
+    // at cycle 0, then cycles 50 and 100; nocycles: 20 flushes, no cycle
+    uint64_t cyc = nocycles ? 0
+                   : few    ? 50 * (k - 1)
+                   : five   ? (k < 5 ? k : 5)
+                   : k < 21 ? 5 * k
+                            : 100;
+    uint64_t ns = T0 + (few ? 700 * k : 100 * k) * MS, n = nocycles ? 4 * k : 2 * cyc;
+    site5(80, 0, n, n, n * 256 * LT_KIB, n * 256 * LT_KIB, 512 * LT_KIB, 0, cyc);
+    if (k == 1) site5(81, 0, 1, 0, LT_MIB, 0, LT_MIB, 0, cyc);
+    uint64_t kept = grow ? cyc / 10 : 0;
+    if (grow && k > 1) site5(82, 0, kept, 0, kept * LT_MIB, 0, kept * LT_MIB,
+                             (5 * (k - 1) / 10) * LT_MIB, cyc);
+    calls[MALLOC] = 1 + n + kept;
+    calls[FREE] = n;
+    counters(ns - MS, 1,
+             (kt_t){(int64_t)((1 + kept) * LT_MIB), (int64_t)((2 + kept) * LT_MIB),
+                    (int64_t)(1 + kept), calls[MALLOC], calls[FREE]},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    nd_rec_flush_t f = {ns, k, cyc, cyc ? steady : 0};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    nd_tw_flush(&w);
+  }
+  uint64_t n = 0, a = 0x600000000000ull, end_ns = T0 + (few ? 2100 : nocycles ? 2000 : 2100) * MS;
+  nd_rec_block_t table = {81, 0, 0, a, LT_MIB, LT_MIB, T0 + 10 * MS, 0};
+  nd_tw_record(&w, ND_REC_BLOCK, &table, sizeof table, NULL, 0), n++;
+  for (uint64_t c = 10; grow && c <= 100; c += 10, n++)
+    block5(82, 0, a += LT_MIB, LT_MIB, LT_MIB, c);
+  nd_rec_exit_t x = {end_ns + 5 * MS, ND_EXIT_NORMAL, 0, 8383, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(end_ns + 10 * MS, n);
+}
+
 // ---------------------------------------------------------------- resident (version 8)
 
 // Six flushes 100 ms apart of a job whose tracked heap stays at 10 MiB while its anonymous
@@ -2259,7 +2325,11 @@ int main(int argc, char **argv) {
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
       "bad-py-short",    "bad-py-state",     "bad-py-python-size", "merge-r0",
       "merge-r1",        "merge-r2",         "merge-r3",           "diff-a",
-      "diff-b",          "diff-held-a",      "diff-held-b",          "resident",         "html-long",       "html-hostile",
+      "diff-b",          "diff-held-a",      "diff-held-b",
+      "unseen",          "unseen-sample64k", "unseen-exact",    "unseen-min1",
+      "unseen-nosample", "unseen-dense",     "unseen-grow",     "unseen-nocycles",
+      "unseen-few",      "unseen-cycles5",
+      "resident",         "html-long",       "html-hostile",
       "collapsed-order", "hostile",          "retention",       "bad-res-v8-long",
       "bad-res-v7",      "bad-res-v9-short", "bad-res-allocator", "bad-res-unknown-read",
       "bad-res-free",    "bad-res-top",      "bad-res-trimmed", "retention-trimmed",
@@ -2325,6 +2395,7 @@ int main(int argc, char **argv) {
   else if (!strncmp(argv[1], "merge-r", 7)) merge_rank(argv[1][7] - '0');
   else if (!strncmp(argv[1], "job-", 4) || !strncmp(argv[1], "bad-job-", 8)) job_trace(argv[1]);
   else if (!strncmp(argv[1], "diff-held-", 10)) diff_held_trace(argv[1][10] == 'b');
+  else if (!strncmp(argv[1], "unseen", 6)) unseen_trace(argv[1]);
   else if (!strncmp(argv[1], "diff-", 5)) diff_trace(argv[1][5] == 'b');
   else if (!strcmp(argv[1], "py-max")) py_max();
   else if (!strcmp(argv[1], "py-v6-bit63")) py_v6_bit63();
