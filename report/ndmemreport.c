@@ -96,7 +96,7 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "  --fail-on-leak              exit 1 on lost memory or growth; 3 when unchecked\n"
               "  --fail-on-reachable         --fail-on-leak, and possibly lost and still\n"
               "                              reachable memory fail too\n"
-              "  --fail-on-growth            exit 1 on growth\n"
+              "  --fail-on-growth            exit 1 on growth; 3 when unchecked\n"
               "  --suppressions FILE         leaks matching FILE's leak:PATTERN rules are\n"
               "                              not reported (repeatable)\n"
               "  --no-builtin-suppressions   report the C and C++ runtimes' blocks too\n"
@@ -104,8 +104,9 @@ static int parse_args(int argc, char **argv, opts_t *o, FILE *out, FILE *err) {
               "  --follow-interval MS        milliseconds between refreshes [1000]\n"
               "  --version                   the version\n\n"
               "Exit status: 0 nothing found, 1 a finding (--fail-on-leak, --fail-on-growth),\n"
-              "2 bad usage or trace, 3 unchecked (--fail-on-leak: blocks live at exit had no\n"
-              "record). diff --help and merge --help list their options.\n"
+              "2 bad usage or trace, 3 unchecked (blocks live at exit had no record, or growth\n"
+              "in sampled small blocks may have gone unseen; one stderr line each). diff --help\n"
+              "and merge --help list their options.\n"
               "See ndmemreport(1).\n",
               USAGE_HELP);
       return -1;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // fmt.c: fixed-buffer formatting (see fmt.h). Human sizes use binary units with two decimals,
-// computed in integers so no floating-point formatting code is involved.
+// computed in integers so no floating-point formatting code is involved; sizes users write are
+// parsed the same way, in integers.
 #include "fmt.h"
 
 #include "os.h"
@@ -220,4 +221,52 @@ void nd_say_path_error(const char *what, const char *path, int err, const char *
   nd_buf_reset(&b);
   nd_buf_fmt(&b, "ndmem: %s '%.600s': %s; %s", what, path, nd_errno_text(err), then);
   nd_buf_line(&b, 2);
+}
+
+// ---------------------------------------------------------------- sizes as users write them
+
+static int size_lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+static int size_ieq(const char *a, const char *b) {
+  while (*a && *b && size_lower((unsigned char)*a) == size_lower((unsigned char)*b)) a++, b++;
+  return *a == 0 && *b == 0;
+}
+
+int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out) {
+  // value = whole + frac_num / frac_den, both exact integers; 19 fraction digits at most.
+  nd_u128 whole = 0, frac_num = 0, frac_den = 1;
+  int digits = 0;
+  for (; *s >= '0' && *s <= '9'; s++, digits++) {
+    whole = whole * 10 + (unsigned)(*s - '0');
+    if (whole > (nd_u128)INT64_MAX) return -1;
+  }
+  if (*s == '.') {
+    s++;
+    for (; *s >= '0' && *s <= '9'; s++, digits++) {
+      if (frac_den < (nd_u128)1e18) {
+        frac_num = frac_num * 10 + (unsigned)(*s - '0');
+        frac_den *= 10;
+      }
+    }
+  }
+  if (!digits) return -1;
+  nd_u128 mul = 1, div = 1;
+  if (*s == '%') {
+    if (!percent_base || s[1]) return -1;
+    mul = percent_base;
+    div = 100;
+  } else if (*s) {
+    static const char *const names[][3] = {
+        {"k", "kb", "kib"}, {"m", "mb", "mib"}, {"g", "gb", "gib"}, {"t", "tb", "tib"}};
+    int found = size_ieq(s, "b") ? 0 : -1;
+    for (int u = 0; u < 4 && found < 0; u++)
+      for (int f = 0; f < 3; f++)
+        if (size_ieq(s, names[u][f])) found = u + 1;
+    if (found < 0) return -1;
+    for (int u = 0; u < found; u++) mul *= 1024;
+  }
+  nd_u128 v = (whole * mul) / div + (frac_num * mul) / (frac_den * div);
+  if (v > (nd_u128)INT64_MAX) return -1;
+  *out = (int64_t)v;
+  return 0;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// fmt.h: a tiny formatter into a fixed buffer, written out with write(2).
+// fmt.h: a tiny formatter into a fixed buffer, written out with write(2), and the parser of sizes
+// as users write them (NDMEM_* variables, ndmemreport's size options).
 // printf can allocate (locale, wide and float conversions), so nothing on a hook path or at exit
 // uses it. A line that overflows its buffer is truncated, never split or reallocated.
 #ifndef ND_FMT_H
@@ -46,5 +47,10 @@ const char *nd_buf_cstr(nd_buf_t *b);                    // NUL-terminated view 
 const char *nd_errno_text(int err);
 // One stderr line about a file: "ndmem: WHAT 'PATH': nd_errno_text(err); THEN".
 void nd_say_path_error(const char *what, const char *path, int err, const char *then);
+
+// Sizes: "1073741824", "512k", "512KB", "512KiB", "8G", "1.5g", "75%" (of percent_base; an error
+// when percent_base is 0). Binary multiples (k = 1024), case-insensitive; fractions round down to a
+// whole byte. Overflow past 2^63-1 is an error. 0, or -1 on a bad value (*out untouched).
+int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out);
 
 #endif

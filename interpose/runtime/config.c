@@ -231,45 +231,6 @@ int nd_parse_choice(const char *s, const char *words, int64_t *index) {
   return -1;
 }
 
-int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out) {
-  // value = whole + frac_num / frac_den, both exact integers; 19 fraction digits at most.
-  nd_u128 whole = 0, frac_num = 0, frac_den = 1;
-  int digits = 0;
-  for (; *s >= '0' && *s <= '9'; s++, digits++) {
-    whole = whole * 10 + (unsigned)(*s - '0');
-    if (whole > (nd_u128)INT64_MAX) return -1;
-  }
-  if (*s == '.') {
-    s++;
-    for (; *s >= '0' && *s <= '9'; s++, digits++) {
-      if (frac_den < (nd_u128)1e18) {
-        frac_num = frac_num * 10 + (unsigned)(*s - '0');
-        frac_den *= 10;
-      }
-    }
-  }
-  if (!digits) return -1;
-  nd_u128 mul = 1, div = 1;
-  if (*s == '%') {
-    if (!percent_base || s[1]) return -1;
-    mul = percent_base;
-    div = 100;
-  } else if (*s) {
-    static const char *const names[][3] = {
-        {"k", "kb", "kib"}, {"m", "mb", "mib"}, {"g", "gb", "gib"}, {"t", "tb", "tib"}};
-    int found = ieq(s, "b") ? 0 : -1;
-    for (int u = 0; u < 4 && found < 0; u++)
-      for (int f = 0; f < 3; f++)
-        if (ieq(s, names[u][f])) found = u + 1;
-    if (found < 0) return -1;
-    for (int u = 0; u < found; u++) mul *= 1024;
-  }
-  nd_u128 v = (whole * mul) / div + (frac_num * mul) / (frac_den * div);
-  if (v > (nd_u128)INT64_MAX) return -1;
-  *out = (int64_t)v;
-  return 0;
-}
-
 int nd_parse_limit(const char *s, uint64_t base, int allow_auto, int64_t *out) {
   if (ieq(s, "off") || ieq(s, "none") || (s[0] == '0' && !s[1])) return *out = 0, 0;
   if (allow_auto && ieq(s, "auto")) return *out = -1, 0;

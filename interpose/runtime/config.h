@@ -6,6 +6,8 @@
 #ifndef ND_CONFIG_H
 #define ND_CONFIG_H
 
+#include "common/fmt.h" // nd_parse_size
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,10 +138,7 @@ int nd_parse_bool(const char *s, int64_t *out);
 int nd_parse_int(const char *s, int64_t *out);
 int nd_parse_fraction(const char *s, int64_t *ppm); // "0.3" -> 300000
 int nd_parse_choice(const char *s, const char *words, int64_t *index); // words "a|b|c"
-// Sizes: "1073741824", "512k", "512KB", "512KiB", "8G", "1.5g", "75%" (of percent_base; an error
-// when percent_base is 0). Binary multiples (k = 1024), case-insensitive; fractions round down to a
-// whole byte. Overflow past 2^63-1 is an error.
-int nd_parse_size(const char *s, uint64_t percent_base, int64_t *out);
+// Sizes (nd_parse_size): in common/fmt.h, which ndmemreport's size options share.
 
 // A limit value: as nd_parse_size with `base` for '%', "0"/"off"/"none" (0), and with allow_auto
 // "auto" (-1). 0, or -1 on a bad value (including a '%' when base is 0, or a value of 0 bytes

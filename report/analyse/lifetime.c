@@ -34,6 +34,13 @@ typedef struct run {
   bool floors;              // windows enough (judge) for a floor's history to show growth
 } run_t;
 
+// The run as the rules read it (floors: set once judge() has counted the windows).
+static run_t run_of(const nd_trace_t *t) {
+  return (run_t){t, t->hdr.start_mono_ns, t->ended ? t->end.mono_ns : t->last_ns,
+                 t->flush.steady_ns, t->flushes,
+                 t->flush.steady_ns && t->flush.cycles >= MIN_CYCLES, false};
+}
+
 static double frac(const run_t *r, uint64_t ns) {
   if (!ns || r->end <= r->t0 || ns <= r->t0) return 0;
   return ns >= r->end ? 1.0 : (double)(ns - r->t0) / (double)(r->end - r->t0);
@@ -352,8 +359,7 @@ static void cap_growth(const nd_trace_t *t, nd_life_t *e) {
 
 int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out) {
   memset(out, 0, sizeof *out);
-  run_t r = {t, t->hdr.start_mono_ns, t->ended ? t->end.mono_ns : t->last_ns, t->flush.steady_ns,
-             t->flushes, t->flush.steady_ns && t->flush.cycles >= MIN_CYCLES, false};
+  run_t r = run_of(t);
   out->steady = r.steady != 0;
   out->steady_ns = r.steady > r.t0 ? r.steady - r.t0 : 0;
   out->cycles = t->flush.cycles;
@@ -429,6 +435,78 @@ int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifeti
     out->most_blocks[e->cls] &= e->most_blocks;
   }
   return 0;
+}
+
+uint64_t nd_life_held(const nd_trace_t *t, const nd_site_t *s, bool *teardown) {
+  const nd_site_hist_t *h = &s->h;
+  uint64_t live = s->rec.alloc_bytes > s->rec.free_bytes ? s->rec.alloc_bytes - s->rec.free_bytes
+                                                         : 0;
+  *teardown = false;
+  if (!t->ended || !t->has.site_history || h->records < 2) return live;
+  if (t->have_exit && (t->exit.how == ND_EXIT_SIGNAL || t->exit.how == ND_EXIT_LIMIT_ABORT))
+    return live; // a crash's last frees are no teardown
+  run_t r = run_of(t);
+  bool final;
+  uint32_t rises, drops;
+  moves(&r, h, &final, &rises, &drops);
+  uint64_t held;
+  if (final) { // the falls of "released at teardown": from the record before them
+    bool kept = h->steady && h->held_frees == h->steady_frees; // no block freed since
+    held = h->held_quiet || kept ? h->held_live : h->tail_floor;
+    if (held < h->tail_floor) held = h->tail_floor;
+  } else if (h->seq == r.flushes && h->live < h->prev_live) { // the final flush's fall alone
+    held = h->prev_seq + 1 < h->seq ? h->prev_live : h->prev_floor;
+  } else {
+    return live;
+  }
+  if (held <= live) return live;
+  *teardown = true;
+  return held;
+}
+
+void nd_life_unseen(const nd_trace_t *t, const nd_lifetimes_t *l, nd_life_unseen_t *u) {
+  const nd_life_judged_t *j = &l->judged;
+  *u = (nd_life_unseen_t){.track_min = t->hdr.track_min, .sample = t->hdr.sample_interval};
+  if (t->hdr.track_min <= 1 || !j->known) return; // every block exact; or no floors to judge by
+  if (!j->judged && !j->by_births) return;         // not judged for exact blocks either
+  if (!t->hdr.sample_interval || !j->judged) {     // none sampled; no sampled site's floor judged
+    u->unseen = true;
+    u->units = j->cycles;
+    return;
+  }
+  run_t r = run_of(t);
+  uint64_t m = 0; // the cycles (windows) of the quarter that has fewest
+  if (r.by_cycles) {
+    u->units = t->flush.cycles;
+    m = u->units / 4;
+  } else { // the windows of each quarter of the span growing() judges, as judge() counts them
+    uint64_t from = r.steady ? r.steady : r.t0, span = r.end > from ? r.end - from : 0;
+    uint64_t q[4] = {0, 0, 0, 0};
+    for (size_t i = 0; span && i < t->npoints; i++) {
+      uint64_t ns = t->series[i].mono_ns;
+      if (ns <= from || ns > r.end) continue;
+      unsigned k = (unsigned)((__extension__(unsigned __int128)(ns - from - 1) * 4) / span);
+      q[k < 4 ? k : 3] += t->series_stride > 1 ? t->series_stride : 1;
+    }
+    u->per_window = true;
+    u->since_steady = r.steady != 0;
+    u->units = q[0] + q[1] + q[2] + q[3];
+    m = q[0];
+    for (int k = 1; k < 4; k++) m = q[k] < m ? q[k] : m;
+  }
+  u->unseen = true;
+  if (!m) return; // a quarter without a window: no rate shows
+  // R ln(4 * ND_LIFE_UNSEEN_MISS) / m, rounded up, in integers: ln 400 = 5.991464547107...,
+  // its ninth decimal rounded up
+  _Static_assert(ND_LIFE_UNSEEN_MISS == 100, "the logarithm below is ln(4 * 100)");
+  __extension__ unsigned __int128 den = (unsigned __int128)1000000000u * m;
+  __extension__ unsigned __int128 x = ((unsigned __int128)t->hdr.sample_interval * 5991464548u +
+                                       den - 1) / den;
+  u->rate = x > UINT64_MAX ? UINT64_MAX : (uint64_t)x;
+  // What exact tracking names at all (nd_growth_below_floor): sampling hides nothing below it.
+  uint64_t floor = u->units ? (ND_GROWTH_MIN_BYTES + u->units - 1) / u->units : ND_GROWTH_MIN_BYTES;
+  if (floor > ND_GROWTH_MIN_RATE) floor = ND_GROWTH_MIN_RATE;
+  if (u->rate <= floor) *u = (nd_life_unseen_t){.track_min = u->track_min, .sample = u->sample};
 }
 
 const char *nd_life_judged_key(const nd_lifetimes_t *l) {

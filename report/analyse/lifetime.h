@@ -146,6 +146,48 @@ typedef const char *(*nd_life_supp_fn)(void *ctx, uint32_t stack);
 // must have ended normally (leaks known). 0, or -1 out of memory.
 int nd_lifetimes(const nd_trace_t *t, nd_life_supp_fn supp, void *ctx, nd_lifetimes_t *out);
 void nd_lifetimes_free(nd_lifetimes_t *l);
+// What a site held through its run, as `diff --fail-on-growth` compares two runs: its live bytes
+// at the end, or, where the process's teardown freed them, what it held before the teardown. A
+// teardown is what "released at teardown" reads as one (a normal exit; the site's trailing falls
+// of its floor began after the last cycle closed, or are the final flush's), or the final flush's
+// fall of its live bytes where the floor could not show it (a site written once, then not again
+// until the exit). What it held then: the live bytes of its record before the teardown where it
+// held them a whole flush window (no record between: a site is written only where it changed)
+// or had freed no block since the steady state began (it kept every block it made); else that
+// record's floor, its lowest live bytes in the window (never a cycle's temporaries). Never less
+// than its live bytes at the end; *teardown set where it is more. A trace before version 5 (no
+// floors) or without a normal end: its live bytes at the end.
+uint64_t nd_life_held(const nd_trace_t *t, const nd_site_t *s, bool *teardown);
+// What sampling hid from the growth verdict (load.c): blocks under the header's track_min are
+// recorded only when the sampler picks them, a Poisson process over their bytes at one sample per
+// sample_interval bytes on average (interpose/account/track.c), so a run that kept g bytes in them
+// left no record of a kept block with probability exp(-g / sample_interval), exactly, whatever
+// their sizes. A sampled site is found growing only by kept samples born across the run (three
+// at least, a quarter of the run apart, its floor rising in their windows): `rate` is the
+// smallest growth per cycle (per flush window in a job without cycles; per flush in one with
+// fewer than 8, since its first cycle)
+// at which each quarter of the run kept a sample with probability 1 - 1/ND_LIFE_UNSEEN_MISS
+// at least, R ln(4 ND_LIFE_UNSEEN_MISS) / m over the m cycles (windows) of its quarter that has
+// fewest. Less may have gone unseen; more would have been sampled (whether then found growing
+// is the classes' rules, as for exact blocks). Nothing is unseen where every block was tracked
+// (track_min 0 or 1), where growth could not be judged for any block either (the report says
+// so), or where rate is no more than what exact tracking names (the growth floor). rate 0:
+// growth in small blocks could not show at any rate: none was sampled (sample_interval 0), or the
+// run had too few flush windows to judge a sampled site's floor where exact blocks live at exit
+// were still judged by their births (judged.by_births).
+#define ND_LIFE_UNSEEN_MISS 100
+typedef struct nd_life_unseen {
+  bool unseen;        // growth in blocks under track_min may have gone unseen
+  uint64_t track_min, sample; // the header's track_min and sample_interval
+  uint64_t rate;      // bytes per cycle (per_window: per flush window); 0: at any rate
+  uint64_t units;     // the run's cycles (flush windows) the rate is over
+  bool per_window;
+  // per_window: the flushes since the first cycle (fewer than 8 cycles), which close windows
+  // only where the clock moved or stood still for a few: per flush, not per window
+  bool since_steady;
+} nd_life_unseen_t;
+// For a trace whose leaks are known (a normal exit); `l` its classes.
+void nd_life_unseen(const nd_trace_t *t, const nd_lifetimes_t *l, nd_life_unseen_t *u);
 // How much of the growth was judged (l->judged known): "all"; "part" (too few windows, but blocks
 // live at exit were judged by their births, or a site was found growing all the same); "none".
 const char *nd_life_judged_key(const nd_lifetimes_t *l);

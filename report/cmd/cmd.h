@@ -12,8 +12,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// `ndmemreport diff [OPTIONS] A B` (diff.c; argv[1] is "diff"): 0, 1 (--fail-on-growth BYTES and
-// a site whose live bytes at the end grew by more), 2.
+// `ndmemreport diff [OPTIONS] A B` (diff.c; argv[1] is "diff"): 0, 1 (--fail-on-growth SIZE and
+// a site that held more than SIZE more at the end of its run in B, a teardown's frees not
+// counted: named in one line on `err`), 2.
 int nd_report_diff(int argc, char **argv, FILE *out, FILE *err);
 // `ndmemreport merge TRACE...` (merge.c): argv[0] is "merge". The same exit statuses.
 int nd_report_merge(int argc, char **argv, FILE *out, FILE *err);
@@ -45,9 +46,9 @@ nd_supp_t *nd_rep_load_suppressions(const opts_t *o, FILE *err);
 int nd_report_read(nd_trace_t *t, const char *file, bool update, FILE *err);
 // Analyses the read trace and renders it as `o` says on `out`: the exit status (0, 1 for
 // --fail-on-leak or --fail-on-growth and a finding, 2 out of memory or a write error, reported
-// on `err`, ND_REP_UNCHECKED for --fail-on-leak, no finding, and heap blocks live at exit that
-// had no record, with its one line on `err`). `running`: nd_trace_running's answer for a trace
-// without an END record.
+// on `err`, ND_REP_UNCHECKED for no finding and what sampling left unchecked: heap blocks live at
+// exit that had no record (--fail-on-leak), growth in sampled small blocks (either flag), one
+// line each on `err`). `running`: nd_trace_running's answer for a trace without an END record.
 #define ND_REP_UNCHECKED 3
 int nd_report_render(const opts_t *o, const nd_trace_t *t, nd_sym_t *sym, nd_supp_t *supp,
                      int running, FILE *out, FILE *err);

@@ -2,7 +2,7 @@
 // load.c: what every command and the command line share (cmd.h): an option's count, a trace read
 // with the progress bar a large read shows on a terminal, the suppressions, and the single-trace
 // report run on a read trace: the analysis (analyse.h), the renderer --format names (render.h)
-// and the verdict --fail-on-leak and --fail-on-growth ask for.
+// and the verdict --fail-on-leak and --fail-on-growth ask for, with what it could not check.
 #include "cmd/cmd.h"
 #include "render/render.h"
 
@@ -77,35 +77,26 @@ int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_f
 
 // ---------------------------------------------------------------- the single-trace report
 
-// The verdict. --fail-on-growth: 1 on growth, or (no normal exit, so no classes) on a site found
-// growing while running. --fail-on-leak: 1 on that, or on memory live at exit that was not held
-// since start-up, a bounded cache nor suppressed; else ND_REP_UNCHECKED where heap blocks live at
-// a normal exit have no record (under NDMEM_TRACK_MIN only a sample of the blocks is recorded,
-// with a stack): nothing tells whether they are the program's leaks, and 0 would say they are
-// not. An estimate that claims some of them for a start-up or suppressed stack is a guess, not a
-// check. Its one line on `err` says what was not checked, why, and what checks it.
-static int verdict(const opts_t *o, const report_t *r, FILE *err) {
+// A size as the text report gives bytes: "27.48 KiB (28136 B)", "512 B".
+static const char *size_text(char *out, size_t n, uint64_t v) {
+  char h[48];
+  nd_rep_human(h, sizeof h, v);
+  if (v < 1024) snprintf(out, n, "%s", h);
+  else snprintf(out, n, "%s (%llu B)", h, (unsigned long long)v);
+  return out;
+}
+
+// The leak verdict's "unchecked" line (see verdict).
+static void unchecked_leaks(const opts_t *o, const report_t *r, FILE *err) {
   const nd_lifetimes_t *l = &r->life;
   const nd_trace_t *t = r->t;
-  bool known = nd_rep_leaks_known(t);
-  bool growth = known ? l->entries[ND_LIFE_GROWING] || l->entries[ND_LIFE_TEARDOWN]
-                      : t->ngrowth > 0;
-  if (o->fail_on_growth && growth) return 1;
-  if (!o->fail_on_leak) return 0;
-  if (growth) return 1;
-  for (int c = 0; known && c < ND_LIFE_CLASSES; c++)
-    if (l->entries[c] && nd_life_fails(c, o->fail_on_reachable)) return 1;
-  if (!known || !l->unrecorded_blocks) return 0;
-  char h[48], b[32] = "";
-  nd_rep_human(h, sizeof h, l->unrecorded_bytes);
-  if (l->unrecorded_bytes >= 1024) // as the text report prints bytes: "27.48 KiB (28136 B)"
-    snprintf(b, sizeof b, " (%llu B)", (unsigned long long)l->unrecorded_bytes);
+  char b[80];
   fprintf(err,
-          "ndmemreport: %s: --fail-on-leak: unchecked: %llu heap %s live at exit, at most %s%s, "
+          "ndmemreport: %s: --fail-on-leak: unchecked: %llu heap %s live at exit, at most %s, "
           "had no record, so whether %s leaked is unknown",
           o->file, (unsigned long long)l->unrecorded_blocks,
-          l->unrecorded_blocks == 1 ? "block" : "blocks", h, b,
-          l->unrecorded_blocks == 1 ? "it" : "they");
+          l->unrecorded_blocks == 1 ? "block" : "blocks",
+          size_text(b, sizeof b, l->unrecorded_bytes), l->unrecorded_blocks == 1 ? "it" : "they");
   if (t->hdr.track_min)
     fprintf(err, " (NDMEM_TRACK_MIN=%llu: smaller blocks are recorded only when sampled); "
                  "check %s with every block tracked: ndmem run --exact -- CMD "
@@ -113,7 +104,81 @@ static int verdict(const opts_t *o, const report_t *r, FILE *err) {
             (unsigned long long)t->hdr.track_min, l->unrecorded_blocks == 1 ? "it" : "them");
   else // every block was to be tracked: the shim had no room for them, or they predate it
     fputs(" (NDMEM_TRACK_MIN=0, yet the shim recorded no stack for them)\n", err);
-  return ND_REP_UNCHECKED;
+}
+
+// The growth verdict's "unchecked" line (see verdict): what growth sampling could hide, from
+// the trace's sampling settings and its cycles (nd_life_unseen), and what checks it.
+static void unchecked_growth(const opts_t *o, const report_t *r, const nd_life_unseen_t *u,
+                             FILE *err) {
+  const nd_life_judged_t *j = &r->life.judged;
+  char under[80], every[80], rate[80];
+  size_text(under, sizeof under, u->track_min);
+  fprintf(err, "ndmemreport: %s: %s: unchecked: no growth found, but blocks under %s ", o->file,
+          o->fail_on_growth ? "--fail-on-growth" : "--fail-on-leak", under);
+  if (!u->sample) {
+    fputs("had no record (NDMEM_SAMPLE=0: none is sampled), so growth in them could not be seen "
+          "at any rate", err);
+  } else {
+    fprintf(err, "are recorded only when sampled (about 1 per %s allocated)",
+            size_text(every, sizeof every, u->sample));
+    if (u->rate)
+      // (since the first cycle, a window closes only where the cycle clock moved or after a
+      // few flushes: the unit is the flush)
+      fprintf(err, ", so growth in them under %s per %s, over the %llu %s, may have gone unseen",
+              size_text(rate, sizeof rate, u->rate),
+              !u->per_window ? "cycle" : u->since_steady ? "flush" : "flush window",
+              (unsigned long long)u->units,
+              !u->per_window      ? (u->units == 1 ? "cycle of this run" : "cycles of this run")
+              : u->since_steady ? "flushes since its first cycle"
+                                  : "flush windows of this run");
+    else if (!j->judged)
+      fprintf(err, " and a sampled site grows only by its floor, which %llu flush %s of the "
+                   "steady state (%d needed) could not judge, so growth in them could not be "
+                   "seen at any rate",
+              (unsigned long long)j->windows, j->windows == 1 ? "window" : "windows",
+              ND_LIFE_MIN_WINDOWS);
+    else
+      fputs(", and a quarter of this run has no flush window in the trace's timeline for a "
+            "sample to show in, so growth in them could not be seen at any rate", err);
+  }
+  fputs("; check it with every block tracked: ndmem run --exact -- CMD (NDMEM_TRACK_MIN=0)", err);
+  if (!j->judged && j->flush_ms)
+    fprintf(err, " and NDMEM_FLUSH_MS=%llu", (unsigned long long)j->flush_ms);
+  fputc('\n', err);
+}
+
+// The verdict. --fail-on-growth: 1 on growth, or (no normal exit, so no classes) on a site found
+// growing while running. --fail-on-leak: 1 on that, or on memory live at exit that was not held
+// since start-up, a bounded cache nor suppressed. Else ND_REP_UNCHECKED, each thing that could
+// not be checked said in one line on `err` (what was not checked, why, and what checks it):
+//   - --fail-on-leak: heap blocks live at a normal exit that have no record (under
+//     NDMEM_TRACK_MIN only a sample of the blocks is recorded, with a stack): nothing tells
+//     whether they are the program's leaks, and 0 would say they are not. An estimate that
+//     claims some of them for a start-up or suppressed stack is a guess, not a check.
+//   - either flag: growth in blocks under NDMEM_TRACK_MIN, which shows only in what the sampler
+//     picked: growth under a rate (nd_life_unseen, from the sampling settings and the cycles)
+//     may have gone unseen. Where every block was tracked, or growth was judged for no block,
+//     nothing is said for it (the report says what was not judged).
+static int verdict(const opts_t *o, const report_t *r, FILE *err) {
+  const nd_lifetimes_t *l = &r->life;
+  const nd_trace_t *t = r->t;
+  bool known = nd_rep_leaks_known(t);
+  bool growth = known ? l->entries[ND_LIFE_GROWING] || l->entries[ND_LIFE_TEARDOWN]
+                      : t->ngrowth > 0;
+  if (o->fail_on_growth && growth) return 1;
+  if (!o->fail_on_leak && !o->fail_on_growth) return 0;
+  if (o->fail_on_leak) {
+    if (growth) return 1;
+    for (int c = 0; known && c < ND_LIFE_CLASSES; c++)
+      if (l->entries[c] && nd_life_fails(c, o->fail_on_reachable)) return 1;
+  }
+  if (!known) return 0;
+  nd_life_unseen_t u;
+  nd_life_unseen(t, l, &u);
+  bool leaks = o->fail_on_leak && l->unrecorded_blocks;
+  if (leaks) unchecked_leaks(o, r, err);
+  if (u.unseen) unchecked_growth(o, r, &u, err);
+  return leaks || u.unseen ? ND_REP_UNCHECKED : 0;
 }
 
 // The suppressions: the built-ins unless off, then each --suppressions file. NULL after an

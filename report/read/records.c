@@ -222,9 +222,12 @@ static void site_history(const nd_trace_t *t, nd_site_hist_t *h, const nd_rec_si
       h->held_frees = h->frees;
       h->held_live = h->live;
       h->held_cycle = h->cycle;
+      h->held_quiet = t->flushes + 1 > h->seq + 1;
     }
     h->prev_floor = h->floor;
     h->prev_cycle = h->cycle;
+    h->prev_live = h->live;
+    h->prev_seq = h->seq;
   }
   if (!h->records) h->first_floor = s->floor_bytes;
   h->records++;

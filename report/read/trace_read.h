@@ -49,6 +49,7 @@ typedef struct nd_site_hist {
   uint64_t floor, cycle;  // the latest record's floor and cycle clock
   uint64_t first_floor;   // the first record's floor
   uint64_t prev_floor, prev_cycle; // the record's before it (records >= 2)
+  uint64_t prev_live, prev_seq;   // ... its live bytes and flush
   int move;               // the latest record's floor against the one before: -1, 0, 1
   // The trailing run of falls (no rise since): how many, the floor before the first and the
   // cycle clock at the first. A teardown may free a structure over several flush windows.
@@ -81,6 +82,10 @@ typedef struct nd_site_hist {
   uint64_t allocs, alloc_bytes, frees, live;
   uint64_t steady_allocs, steady_alloc_bytes, steady_frees;
   uint64_t held_allocs, held_alloc_bytes, held_frees, held_live, held_cycle;
+  // The first of the trailing falls came a flush or more after the record before it: a site is
+  // written only where it changed, so it held that record's live bytes (held_live) in every
+  // window between.
+  bool held_quiet;
 } nd_site_hist_t;
 
 typedef struct nd_site {

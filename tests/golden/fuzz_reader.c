@@ -288,6 +288,20 @@ static const struct view {
 };
 #define NVIEWS (sizeof views / sizeof *views)
 
+// Whether `err` is what an exit status 3 (unchecked) prints: a line for each thing the verdict
+// could not check (heap blocks with no record, growth in sampled blocks), one or two, each
+// "ndmemreport: FILE: --fail-on-...: unchecked: ...".
+static bool unchecked_lines(const char *err, size_t elen) {
+  size_t lines = 0;
+  for (const char *p = err, *end = err + elen; p < end; lines++) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl || strncmp(p, "ndmemreport: ", 13) || !memmem(p, (size_t)(nl - p), ": unchecked: ", 13))
+      return false;
+    p = nl + 1;
+  }
+  return lines >= 1 && lines <= 2;
+}
+
 static _Noreturn void broken(const char *view, const char *what, const char *out, size_t olen,
                              const char *err, size_t elen) {
   fprintf(stderr, "fuzz_reader: ndmemreport --no-symbols %s: %s\n", view, what);
@@ -352,14 +366,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fclose(o);
     fclose(e);
 
-    // The contract: 0, 1 or 3 (unchecked; only with --fail-on-leak), or 2, 2 and 3 with exactly
-    // one "ndmemreport: " line on stderr; nothing on stderr otherwise; the same verdict on the
-    // trace in every view.
+    // The contract: 0, 1 or 3 (unchecked; only with --fail-on-leak), or 2; 2 with exactly one
+    // "ndmemreport: " line on stderr, 3 with one "unchecked" line for each thing not checked;
+    // nothing on stderr otherwise; the same verdict on the trace in every view.
     const char *nl = memchr(err, '\n', elen);
     if (rc != 0 && rc != 2 && !((rc == 1 || rc == 3) && fail_on_leak))
       broken(desc, "unexpected exit status", out, olen, err, elen);
-    if ((rc == 2 || rc == 3) && (!nl || nl != err + elen - 1 || strncmp(err, "ndmemreport: ", 13)))
-      broken(desc, "exit 2 or 3 without exactly one 'ndmemreport: ' line", out, olen, err, elen);
+    if (rc == 2 && (!nl || nl != err + elen - 1 || strncmp(err, "ndmemreport: ", 13)))
+      broken(desc, "exit 2 without exactly one 'ndmemreport: ' line", out, olen, err, elen);
+    if (rc == 3 && !unchecked_lines(err, elen))
+      broken(desc, "exit 3 without one or two 'ndmemreport: ...: unchecked: ' lines", out, olen,
+             err, elen);
     if (rc != 2 && rc != 3 && elen) broken(desc, "output on stderr", out, olen, err, elen);
     if (first_rc >= 0 && (rc == 2) != (first_rc == 2))
       broken(desc, "the views disagree on whether the trace is valid", out, olen, err, elen);

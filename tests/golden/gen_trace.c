@@ -33,6 +33,7 @@ static nd_tw_t w;
 static uint32_t ver; // the version being written: records version 5 lengthened are short before
 static const char *host = "golden-host"; // the header's host (hostile: a name JSON must escape)
 static uint64_t track_min = 64 * 1024;   // the header's NDMEM_TRACK_MIN (0: every block exact)
+static uint64_t sample_interval = 512 * 1024; // the header's NDMEM_SAMPLE (0: none sampled)
 
 // Where a version 12 process stands in its job (the header's fields from ppid on).
 typedef struct job {
@@ -60,7 +61,7 @@ static void header(const char *exe, uint64_t pid, uint32_t version) {
   h.header_size = version < 12 ? ND_TRACE_HEADER_V11_SIZE : sizeof h; // 12 lengthened it
   h.pid = pid;
   h.start_mono_ns = T0;
-  h.sample_interval = 512 * 1024;
+  h.sample_interval = sample_interval;
   h.track_min = track_min;
   h.depth = 32;
   h.page_size = 4096;
@@ -1723,6 +1724,134 @@ static void diff_trace(int b) {
   end(T0 + 20 * MS, 0);
 }
 
+// What each site held at the end of its run, the measure of diff --fail-on-growth (version 5,
+// the clock of lifetimes_trace: 100 cycles, 5 per 100 ms flush, the 21st flush the final one at
+// exit; frames at other load addresses and stack ids in A and B). The truth (golden diff.held.*):
+//   GROW    B keeps a 1 MiB block 16 times a flush beside 10 temporaries of 1 MiB, all freed at
+//           exit (released at teardown): held 304 MiB, its floor in the 20th window (the kept
+//           blocks of the 19 before it); A makes the temporaries alone: held 0. Live at the
+//           end 0 in both: growth the live bytes cannot show
+//   QUIET   one block made in the 2nd window and freed at exit, the site written in neither
+//           window between (its floor shows no fall): held 8 MiB in A, 72 MiB in B
+//   KEPT    a leak to the end: 1 MiB in A (1 block), 3 MiB in B (3 blocks): held = live
+//   FREED   one block from the 2nd window to the 10th: 10 MiB in A, 20 MiB in B; held 0
+//   SAME    the same temporaries in both: unchanged
+//   GONE    A only: 40 MiB made in the 2nd window, freed at exit (held 40 MiB)
+static void diff_held_trace(int b) {
+  enum { GROW, QUIET, KEPT, FREED, SAME, GONE, HSITES };
+  const uint64_t M = LT_MIB, exe = b ? EXE + 0x3b000000ull : EXE, foo = b ? FOO + 0x450000ull : FOO;
+  header("/nonexistent/bin/heldprog", b ? 3002 : 3001, 5);
+  module(0, "/nonexistent/bin/heldprog", exe, exe, exe + 0x6000);
+  module(1, "/nonexistent/lib/libfoo.so", foo, foo, foo + 0x200000);
+  static const uint32_t ids[2][HSITES] = {{1, 2, 3, 4, 5, 6}, {21, 7, 13, 40, 9, 0}};
+  for (int p = 0; p < HSITES; p++) {
+    if (b && p == GONE) continue;
+    const uint64_t ips[2] = {foo + 0x2000 + 0x10 * (uint64_t)p, exe + 0x1100 + 0x100 * (uint64_t)p};
+    stack(ids[b][p], 2, ips);
+  }
+  uint64_t calls[ND_TRACE_FNS] = {[MALLOC] = 1000, [FREE] = 900};
+  for (uint64_t k = 1; k <= 21; k++) {
+    uint64_t cyc = k < 21 ? 5 * k : 100, kk = k < 21 ? k : 20;
+    const uint32_t *id = ids[b];
+    // GROW: 10 temporaries a flush (and in B 16 kept), the kept freed in the final flush
+    uint64_t kept = b ? 16 * kk : 0, tmp = 10 * kk;
+    uint64_t live = k < 21 ? kept : 0, floor = k < 21 ? (b ? 16 * (k - 1) : 0) : 0;
+    if (b || k < 21) // A's site does nothing in the final window: not written
+      site5(id[GROW], 0, kept + tmp, tmp + (k < 21 ? 0 : kept), (kept + tmp) * M,
+            (tmp + (k < 21 ? 0 : kept)) * M, (kept + 1) * M, floor * M, cyc);
+    uint64_t q = b ? 72 : 8;
+    if (k == 2) site5(id[QUIET], 0, 1, 0, q * M, 0, q * M, 0, cyc);
+    if (k == 21) site5(id[QUIET], 0, 1, 1, q * M, q * M, q * M, 0, cyc);
+    if (k == 5 && b) site5(id[KEPT], 0, 1, 0, M, 0, M, 0, cyc);
+    if (k == 10) site5(id[KEPT], 0, b ? 2 : 1, 0, (b ? 2 : 1) * M, 0, (b ? 2 : 1) * M, b ? M : 0, cyc);
+    if (k == 15 && b) site5(id[KEPT], 0, 3, 0, 3 * M, 0, 3 * M, 2 * M, cyc);
+    uint64_t f = b ? 20 : 10;
+    if (k == 2) site5(id[FREED], 0, 1, 0, f * M, 0, f * M, 0, cyc);
+    if (k == 10) site5(id[FREED], 0, 1, 1, f * M, f * M, f * M, 0, cyc);
+    if (k < 21) site5(id[SAME], 0, 3 * k, 3 * k, 3 * k * 4096, 3 * k * 4096, 4096, 0, cyc);
+    if (!b && k == 2) site5(id[GONE], 0, 1, 0, 40 * M, 0, 40 * M, 0, cyc);
+    if (!b && k == 21) site5(id[GONE], 0, 1, 1, 40 * M, 40 * M, 40 * M, 0, cyc);
+    uint64_t kept_now = live + (k >= 2 && k < 21 ? q + (b ? 0 : 40) : 0) +
+                        (b ? (k >= 15 ? 3 : k >= 10 ? 2 : k >= 5 ? 1 : 0) : k >= 10 ? 1 : 0) +
+                        (k >= 2 && k < 10 ? f : 0);
+    int64_t bytes = (int64_t)(kept_now * M);
+    counters(T0 + (100 * k - 1) * MS, 1,
+             (kt_t){bytes, bytes + 10 * (int64_t)M, (int64_t)kept_now, 100 * k, 90 * k},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    nd_rec_flush_t fl = {T0 + 100 * k * MS, k, cyc, T0 + 20 * MS};
+    nd_tw_record(&w, ND_REC_FLUSH, &fl, sizeof fl, NULL, 0);
+    nd_tw_flush(&w);
+  }
+  nd_rec_exit_t x = {T0 + 2140 * MS, ND_EXIT_NORMAL, 0, b ? 3002 : 3001, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 2150 * MS, 0);
+}
+
+// ---------------------------------------------------------------- growth sampling could hide (v5)
+
+// A clean job whose small blocks were sampled, for the growth verdict's "unchecked" line
+// (t_growth_unseen.sh has the truth): site 80 makes 2 x 256 KiB temporaries a cycle, 81 is a
+// 1 MiB table made before the first cycle (held since start-up), nothing grows. By mode:
+//   unseen           100 cycles, 5 a flush (lifetimes_trace's clock), NDMEM_TRACK_MIN=64 KiB,
+//                    NDMEM_SAMPLE=512 KiB; -sample64k: one sample per 64 KiB; -exact:
+//                    NDMEM_TRACK_MIN=0; -min1: NDMEM_TRACK_MIN=1 (every block exact too);
+//                    -nosample: NDMEM_SAMPLE=0; -dense: one sample per 16 B (finer than the
+//                    growth floor); -grow: site 82 also keeps 1 MiB every 10 cycles (growing)
+//   unseen-nocycles  no cycle closed: 20 flush windows of 100 ms, 5 in each quarter of the run
+//   unseen-cycles5   5 cycles, one a flush from the first, then none: 21 flushes from the first
+//                    cycle, the fewest in a quarter of that span 5
+//   unseen-few       100 cycles in 2 flush windows (the steady state's: 3 needed) after the
+//                    start-up's: blocks live at exit judged by their births, floors not at all
+static void unseen_trace(const char *mode) {
+  int nocycles = !strcmp(mode, "unseen-nocycles"), few = !strcmp(mode, "unseen-few");
+  int grow = !strcmp(mode, "unseen-grow"), five = !strcmp(mode, "unseen-cycles5");
+  track_min = !strcmp(mode, "unseen-exact") ? 0 : !strcmp(mode, "unseen-min1") ? 1 : 64 * 1024;
+  sample_interval = !strcmp(mode, "unseen-sample64k") ? 64 * 1024
+                    : !strcmp(mode, "unseen-nosample") ? 0
+                    : !strcmp(mode, "unseen-dense")    ? 16
+                                                       : 512 * 1024;
+  header("/nonexistent/bin/unseen", 8383, 5);
+  module(0, "/nonexistent/bin/unseen", EXE, EXE, EXE + 0x8000);
+  for (uint32_t s = 80; s <= 82; s++) {
+    const uint64_t ips[] = {EXE + 0x2000 + 0x100 * (s - 80), EXE + 0x3000};
+    stack(s, 2, ips);
+  }
+  uint64_t calls[ND_TRACE_FNS] = {0};
+  uint64_t nflush = few ? 3 : nocycles ? 20 : 21, steady = nocycles ? 0 : T0 + 20 * MS;
+  for (uint64_t k = 1; k <= nflush; k++) {
+    // unseen: flush k at T0 + 100k ms with 5k cycles (the 21st, the final one, 100); few: flush 1
+    // at cycle 0, then cycles 50 and 100; nocycles: 20 flushes, no cycle
+    uint64_t cyc = nocycles ? 0
+                   : few    ? 50 * (k - 1)
+                   : five   ? (k < 5 ? k : 5)
+                   : k < 21 ? 5 * k
+                            : 100;
+    uint64_t ns = T0 + (few ? 700 * k : 100 * k) * MS, n = nocycles ? 4 * k : 2 * cyc;
+    site5(80, 0, n, n, n * 256 * LT_KIB, n * 256 * LT_KIB, 512 * LT_KIB, 0, cyc);
+    if (k == 1) site5(81, 0, 1, 0, LT_MIB, 0, LT_MIB, 0, cyc);
+    uint64_t kept = grow ? cyc / 10 : 0;
+    if (grow && k > 1) site5(82, 0, kept, 0, kept * LT_MIB, 0, kept * LT_MIB,
+                             (5 * (k - 1) / 10) * LT_MIB, cyc);
+    calls[MALLOC] = 1 + n + kept;
+    calls[FREE] = n;
+    counters(ns - MS, 1,
+             (kt_t){(int64_t)((1 + kept) * LT_MIB), (int64_t)((2 + kept) * LT_MIB),
+                    (int64_t)(1 + kept), calls[MALLOC], calls[FREE]},
+             (kt_t){0, 0, 0, 0, 0}, (kt_t){0, 0, 0, 0, 0}, calls, 0);
+    nd_rec_flush_t f = {ns, k, cyc, cyc ? steady : 0};
+    nd_tw_record(&w, ND_REC_FLUSH, &f, sizeof f, NULL, 0);
+    nd_tw_flush(&w);
+  }
+  uint64_t n = 0, a = 0x600000000000ull, end_ns = T0 + (few ? 2100 : nocycles ? 2000 : 2100) * MS;
+  nd_rec_block_t table = {81, 0, 0, a, LT_MIB, LT_MIB, T0 + 10 * MS, 0};
+  nd_tw_record(&w, ND_REC_BLOCK, &table, sizeof table, NULL, 0), n++;
+  for (uint64_t c = 10; grow && c <= 100; c += 10, n++)
+    block5(82, 0, a += LT_MIB, LT_MIB, LT_MIB, c);
+  nd_rec_exit_t x = {end_ns + 5 * MS, ND_EXIT_NORMAL, 0, 8383, 0};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(end_ns + 10 * MS, n);
+}
+
 // ---------------------------------------------------------------- resident (version 8)
 
 // Six flushes 100 ms apart of a job whose tracked heap stays at 10 MiB while its anonymous
@@ -2196,7 +2325,11 @@ int main(int argc, char **argv) {
       "bad-py-dup",      "bad-py-qualname",  "bad-py-filename", "bad-py-lengths",
       "bad-py-short",    "bad-py-state",     "bad-py-python-size", "merge-r0",
       "merge-r1",        "merge-r2",         "merge-r3",           "diff-a",
-      "diff-b",          "resident",         "html-long",       "html-hostile",
+      "diff-b",          "diff-held-a",      "diff-held-b",
+      "unseen",          "unseen-sample64k", "unseen-exact",    "unseen-min1",
+      "unseen-nosample", "unseen-dense",     "unseen-grow",     "unseen-nocycles",
+      "unseen-few",      "unseen-cycles5",
+      "resident",         "html-long",       "html-hostile",
       "collapsed-order", "hostile",          "retention",       "bad-res-v8-long",
       "bad-res-v7",      "bad-res-v9-short", "bad-res-allocator", "bad-res-unknown-read",
       "bad-res-free",    "bad-res-top",      "bad-res-trimmed", "retention-trimmed",
@@ -2261,6 +2394,8 @@ int main(int argc, char **argv) {
     ws_effect_trace(argv[1]);
   else if (!strncmp(argv[1], "merge-r", 7)) merge_rank(argv[1][7] - '0');
   else if (!strncmp(argv[1], "job-", 4) || !strncmp(argv[1], "bad-job-", 8)) job_trace(argv[1]);
+  else if (!strncmp(argv[1], "diff-held-", 10)) diff_held_trace(argv[1][10] == 'b');
+  else if (!strncmp(argv[1], "unseen", 6)) unseen_trace(argv[1]);
   else if (!strncmp(argv[1], "diff-", 5)) diff_trace(argv[1][5] == 'b');
   else if (!strcmp(argv[1], "py-max")) py_max();
   else if (!strcmp(argv[1], "py-v6-bit63")) py_v6_bit63();

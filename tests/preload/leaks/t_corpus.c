@@ -16,6 +16,9 @@
 //             what --fail-on-leak cannot check unless a sample shows a leak (t_verdict.py)
 //   manygrow  100 x 500 B kept per iteration of 100: growing, 10000 blocks, for the sampled
 //             estimates' caps (t_verdict.py)
+//   smallgrow N
+//             N x 100 B kept per iteration of 60, in a list (still reachable), to exit: growing
+//             by N x 100 B a cycle, which sampling shows or not (t_verdict.py)
 // Built with -O0 -g so every call keeps its own line.
 #include <pthread.h>
 #include <stdio.h>
@@ -123,6 +126,20 @@ static void burst(int n, size_t size, int which) {
   }
 }
 
+static void smallgrow(int n) {
+  void **list = NULL;
+  for (int i = 0; i < 60; i++) {
+    step(i);
+    for (int k = 0; k < n; k++) {
+      void **p = malloc(100); // LEAK:smallgrow
+      *p = list;
+      list = p;
+    }
+    pause_ms(8);
+  }
+  kept[nkept++] = list;
+}
+
 static void manygrow(void) {
   for (int i = 0; i < 100; i++) {
     step(i);
@@ -145,9 +162,10 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "odd")) burst(100, 123, 1);
   else if (!strcmp(mode, "many")) burst(10000, 500, 2);
   else if (!strcmp(mode, "manygrow")) manygrow();
+  else if (!strcmp(mode, "smallgrow") && argc > 2) smallgrow(atoi(argv[2]));
   else
     return fprintf(stderr, "usage: t_corpus grow|table|thread|small|clean|tiny|odd|many|"
-                           "manygrow\n"), 2;
+                           "manygrow|smallgrow N\n"), 2;
   printf("%s done\n", mode);
   return 0;
 }

@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
 # t_corpus: the planted-leak corpus (t_corpus.c, np_teardown.py) under the shim, each case's
 # report checked against its known truth: class, bytes, blocks and file:line (the LEAK:<name>
-# marker's line), plus the exit status of --fail-on-leak and --fail-on-growth. --fail-on-leak's
-# verdict is never silently wrong: where no leak was found but heap blocks live at exit had no
-# record (small blocks the sampler did not pick, at the default NDMEM_TRACK_MIN) it is 3 with one
-# stderr line naming them; with every block tracked (NDMEM_TRACK_MIN=0) small leaks are found
-# exactly and healthy jobs (numpy, PyTorch) pass.
+# marker's line), plus the exit status of --fail-on-leak and --fail-on-growth. The verdicts are
+# never silently wrong: where no leak was found but heap blocks live at exit had no record (small
+# blocks the sampler did not pick, at the default NDMEM_TRACK_MIN) --fail-on-leak is 3 with a
+# stderr line naming them, and where nothing was found growing but small blocks were sampled
+# both flags are 3 with a line giving the growth a cycle sampling may have hidden (unseen.py);
+# with every block tracked (NDMEM_TRACK_MIN=0) small leaks are found exactly and healthy jobs
+# (numpy, PyTorch) pass.
 # usage: python3 t_corpus.py LIBNDMEM T_CORPUS NDMEMREPORT T_CORPUS_C NP_TEARDOWN_PY NUMPY_PYTHON
 #                           TRAIN_NUMPY_PY T_IOSTREAM ('-' for NUMPY_PYTHON or T_IOSTREAM: none)
 import json
@@ -16,6 +18,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import unseen
 
 lib, prog, rep, src, np_script, np_python, train, iostream = sys.argv[1:9]
 failures = []
@@ -74,16 +78,31 @@ LEAK_CLASSES = ("definitely_lost", "indirectly_lost", "growing", "released_at_te
                 "live_at_exit")
 
 
+def growth_verdict(case, trace, report):
+    """--fail-on-growth where nothing was found growing: 3 with the growth line unseen.py
+    derives from the report (small blocks sampled), else 0 and nothing on stderr."""
+    p = subprocess.run([rep, "--fail-on-growth", trace], capture_output=True, text=True)
+    line = unseen.line(trace, "--fail-on-growth", report)
+    if line is None and (p.returncode or p.stderr):
+        fail("%s: --fail-on-growth exit %d: %r" % (case, p.returncode, p.stderr))
+    elif line and (p.returncode != 3 or not re.fullmatch(line + "\n", p.stderr)):
+        fail("%s: --fail-on-growth exit %d, stderr %r; want 3, /%s/" % (case, p.returncode,
+                                                                      p.stderr, line))
+    return p.returncode
+
+
 def verdict(case, trace, report, want=None):
     """--fail-on-leak's exit status, checked against the JSON report of the same trace: 1 where
-    a leak class has an entry, else 3 where heap blocks live at exit had no record (exactly one
-    stderr line, with their count and bytes, why and what checks them), else 0; and `want`, a
-    status or a tuple of those allowed, when given."""
+    a leak class has an entry, else 3 where heap blocks live at exit had no record (a stderr line
+    with their count and bytes, why and what checks them) or where growth in sampled small blocks
+    may have gone unseen (a line with the figure, unseen.py), those lines alone, else 0; and
+    `want`, a status or a tuple of those allowed, when given."""
     p = subprocess.run([rep, "--fail-on-leak", trace], capture_output=True, text=True)
     l = report["leaks"]
     n, b = l["unrecorded_blocks"], l["unrecorded_bytes_at_most"]
     found = any(l["classes"][c]["stacks"] for c in LEAK_CLASSES)
-    expect = 1 if found else 3 if n else 0
+    growth = unseen.line(trace, "--fail-on-leak", report)
+    expect = 1 if found else 3 if n or growth else 0
     if p.returncode != expect:
         fail("%s: --fail-on-leak exit %d, want %d (%d unrecorded blocks): %s" %
              (case, p.returncode, expect, n, p.stderr))
@@ -93,6 +112,11 @@ def verdict(case, trace, report, want=None):
         if p.stderr:
             fail("%s: --fail-on-leak exit %d with stderr %r" % (case, p.returncode, p.stderr))
         return p.returncode
+    want_lines = [growth] if growth else []
+    if not n:
+        if len(want_lines) != 1 or not re.fullmatch(growth + "\n", p.stderr):
+            fail("%s: --fail-on-leak's unchecked line %r, want /%s/" % (case, p.stderr, growth))
+        return 3
     one = n == 1
     line = re.escape(
         "ndmemreport: %s: --fail-on-leak: unchecked: %d heap %s live at exit, at most " %
@@ -103,8 +127,9 @@ def verdict(case, trace, report, want=None):
         "are recorded only when sampled); check %s with every block tracked: ndmem run --exact "
         "-- CMD (NDMEM_TRACK_MIN=0)" % ("it" if one else "they", report["tracking"]["track_min"],
                                         "it" if one else "them"))
-    if not re.fullmatch(line + "\n", p.stderr):
-        fail("%s: --fail-on-leak's unchecked line %r, want /%s/" % (case, p.stderr, line))
+    want = "".join(w + "\n" for w in [line] + want_lines)
+    if not re.fullmatch(want, p.stderr):
+        fail("%s: --fail-on-leak's unchecked lines %r, want /%s/" % (case, p.stderr, want))
     return 3
 
 
@@ -215,23 +240,24 @@ with tempfile.TemporaryDirectory() as tmp:
         expect("table", rep_, base, marker_line(src, "table"), "held_since_startup", 4 << 20, 1)
         expect("table", rep_, base, marker_line(src, "names"), "held_since_startup", 96 << 10, 1)
         no_other("table", rep_, set())
-        if status(trace, "--fail-on-growth") != 0:
-            fail("table: --fail-on-growth did not exit 0")
-        verdict("table", trace, rep_, (0, 3))  # 3: stdout's buffer, unless it was sampled
+        # 3: small blocks sampled, growth in them unseen (and stdout's buffer, unless sampled)
+        if growth_verdict("table", trace, rep_) != 3:
+            fail("table: --fail-on-growth must be unchecked (3) at the default tracking")
+        verdict("table", trace, rep_, 3)
     # A leak on one thread only.
     rep_, trace, _ = run(tmp, "thread", [prog, "thread"])
     if rep_:
         expect("thread", rep_, base, marker_line(src, "thread"), "growing", 40 * 131072, 40)
         no_other("thread", rep_, {"growing"})
-    # Temporaries only: nothing growing; --fail-on-leak passes with every block tracked (the
-    # stdio buffer is the libc's, suppressed), and by default cannot check the buffer unless it
-    # was sampled.
-    for case, env, want in (("clean", {}, (0, 3)), ("clean-exact", {"NDMEM_TRACK_MIN": "0"}, 0)):
+    # Temporaries only: nothing growing; --fail-on-leak and --fail-on-growth pass with every
+    # block tracked (the stdio buffer is the libc's, suppressed); by default neither can check
+    # growth in the small blocks, nor --fail-on-leak the buffer unless it was sampled (3).
+    for case, env, want in (("clean", {}, 3), ("clean-exact", {"NDMEM_TRACK_MIN": "0"}, 0)):
         rep_, trace, _ = run(tmp, case, [prog, "clean"], env)
         if rep_:
             no_other(case, rep_, set())
-            if status(trace, "--fail-on-growth") != 0:
-                fail("%s: --fail-on-growth did not exit 0" % case)
+            if growth_verdict(case, trace, rep_) != want:
+                fail("%s: --fail-on-growth did not exit %d" % (case, want))
             verdict(case, trace, rep_, want)
     # Small blocks lost at one line each: by default --fail-on-leak cannot pass them (3, unless
     # a sample shows the leak: 1); with every block tracked each is found exactly, definitely
@@ -339,8 +365,9 @@ with tempfile.TemporaryDirectory() as tmp:
                     or not c.get("held_since_startup")):
                 fail("%s: classes %s, want held_since_startup, reachable or possibly lost "
                      "(and suppressed)" % (case, c))
-            if status(trace, "--fail-on-growth") != 0:
-                fail("%s: --fail-on-growth did not exit 0" % case)
+            if growth_verdict(case, trace, rep_) != (0 if env else 3):
+                fail("%s: --fail-on-growth must pass %s" % (
+                    case, "with every block tracked" if env else "unchecked (3) when sampled"))
             verdict(case, trace, rep_, want)
         # A healthy PyTorch CPU loop (Debian's python3-torch; skipped without it): the same.
         torch_loop = os.path.join(os.path.dirname(np_script), "torch_loop.py")
@@ -365,8 +392,9 @@ with tempfile.TemporaryDirectory() as tmp:
                         (g["bytes"], g["blocks"], g["estimated"], g["births"],
                          [(f["function"], f["module"]) for f in g["frames"][:6]])
                         for g in rep_["leaks"]["groups"] if g["class"] == "live_at_exit"]))
-                if status(trace, "--fail-on-growth") != 0:
-                    fail("%s: --fail-on-growth did not exit 0" % case)
+                if growth_verdict(case, trace, rep_) != (0 if env else 3):
+                    fail("%s: --fail-on-growth must pass %s" % (
+                        case, "with every block tracked" if env else "unchecked (3) when sampled"))
                 verdict(case, trace, rep_, want)
         if len(sizes) == 2 and sizes[80] <= sizes[40]:
             fail("np-teardown: 80 steps report %d B, not more than 40 steps' %d B" %

@@ -11,8 +11,13 @@
 #              counters prove for it and is said "at most" (text, JSON, HTML), and --fail-on-leak
 #              gives 1 or 3 as the report's classes say.
 #   run        ndmem run --fail-on-leak / --fail-on-growth: every block tracked unless
-#              --track-min says otherwise (then 3 and its line), the verdict's status when the
+#              --track-min says otherwise (then 3 and its lines), the verdict's status when the
 #              command exited 0, the command's own otherwise, nothing run without a trace.
+#   unseen     t_corpus smallgrow: 48 x 100 B kept a step (4.8 KiB) at the default tracking is
+#              not found: --fail-on-growth and --fail-on-leak exit 3, the growth line giving the
+#              figure the trace's sampling and cycles imply (unseen.py), above 4800 B; with every
+#              block tracked it is growing, 2880 blocks of 100 B (1); 4000 x 100 B a step, over
+#              that figure, is found from its samples (1).
 # usage: python3 t_verdict.py CASE LIBNDMEM T_CORPUS NDMEMREPORT T_CORPUS_C NDMEM_TOOL [RUNS]
 import json
 import os
@@ -20,6 +25,8 @@ import re
 import subprocess
 import sys
 import tempfile
+
+import unseen
 
 case, lib, prog, rep, src, tool = sys.argv[1:7]
 runs = int(sys.argv[7]) if len(sys.argv) > 7 else 4
@@ -142,7 +149,8 @@ def check_estimates(name, mode, trace):
     found = any(leaks["classes"][c]["stacks"] for c in
                 ("definitely_lost", "indirectly_lost", "growing", "released_at_teardown",
                  "live_at_exit"))
-    if v.returncode != (1 if found else 3 if leaks["unrecorded_blocks"] else 0):
+    owed = leaks["unrecorded_blocks"] or unseen.line(trace, "--fail-on-leak", r)
+    if v.returncode != (1 if found else 3 if owed else 0):
         fail("%s: --fail-on-leak exit %d: %s" % (name, v.returncode, v.stderr))
     return g
 
@@ -206,6 +214,7 @@ def track_min(trace):
 
 
 def unchecked_lines(stderr):
+    """The unchecked lines of --fail-on-leak: heap blocks without a record, growth unseen."""
     return [l for l in stderr.splitlines() if "--fail-on-leak: unchecked:" in l]
 
 
@@ -221,12 +230,14 @@ def run_cases(tmp):
                       (["--set", "NDMEM_TRACK_MIN=8192"], {})):
         p, trace = ndmem_run(tmp, "tiny-sampled", ["--fail-on-leak"] + opts, [prog, "tiny"], env)
         lines = unchecked_lines(p.stderr)
+        blocks = [l for l in lines if " live at exit, at most " in l]
         if track_min(trace) != 8192 or p.returncode not in (1, 3) or (
-                len(lines) != (p.returncode == 3)):
+                bool(lines) != (p.returncode == 3)) or len(blocks) > 1:
             fail("tiny %s %s: exit %d, track_min %s: %s" % (opts, env, p.returncode,
                                                             track_min(trace), p.stderr))
-        elif lines and not ("ndmem run --exact" in lines[0] and "NDMEM_TRACK_MIN=8192" in lines[0]):
-            fail("tiny %s: the unchecked line %r" % (opts, lines[0]))
+        elif blocks and not ("ndmem run --exact" in blocks[0] and
+                             "NDMEM_TRACK_MIN=8192" in blocks[0]):
+            fail("tiny %s: the unchecked line %r" % (opts, blocks[0]))
     # nothing leaked: 0; --no-report: the verdict without the report
     p, trace = ndmem_run(tmp, "clean", ["--fail-on-leak"], [prog, "clean"])
     if p.returncode != 0 or p.stderr.count("== summary") != 1:
@@ -261,11 +272,66 @@ def run_cases(tmp):
             fail("ndmem --help lacks %r" % s)
 
 
+def report_of(trace):
+    r = subprocess.run([rep, "--format", "json", "--top", "0", trace], capture_output=True,
+                       text=True)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def unseen_cases(tmp):
+    at = marker_line("smallgrow")
+    for name, n, env, want in (("smallgrow-48", 48, {}, 3),
+                               ("smallgrow-48-exact", 48, {"NDMEM_TRACK_MIN": "0"}, 1),
+                               ("smallgrow-4000", 4000, {}, 1)):
+        trace = os.path.join(tmp, name + ".trace")
+        env = dict(env, NDMEM_OUTPUT=trace)
+        p = subprocess.run([prog, "smallgrow", str(n)], env=shim_env(env), capture_output=True,
+                           text=True, timeout=120)
+        r = report_of(trace) if p.returncode == 0 else None
+        if not r:
+            fail("%s: exit %d: %s" % (name, p.returncode, p.stderr[-300:]))
+            continue
+        mine = [g for g in r["leaks"]["groups"] if any(
+            f["file"] and f["file"].endswith("t_corpus.c") and f["line"] == at
+            for f in g["frames"])]
+        growing = [g for g in mine if g["class"] == "growing"]
+        figure = unseen.rate(r)
+        for flag in ("--fail-on-growth", "--fail-on-leak"):
+            v = subprocess.run([rep, flag, trace], capture_output=True, text=True)
+            lines = v.stderr.splitlines()
+            if want == 3:
+                # the default tracking, 4800 B a cycle: under the figure, and not found
+                line = unseen.line(trace, flag, r)
+                if growing or not line or figure is None or figure <= n * 100:
+                    fail("%s: growing %s, figure %s B a cycle for %d B kept a cycle" % (
+                        name, growing, figure, n * 100))
+                elif v.returncode != 3 or not lines or not re.fullmatch(line, lines[-1]) or (
+                        len(lines) != 1 + (flag == "--fail-on-leak" and
+                                           r["leaks"]["unrecorded_blocks"] > 0)):
+                    fail("%s: %s exit %d, stderr %r, want 3 and /%s/" % (
+                        name, flag, v.returncode, v.stderr, line))
+            elif v.returncode != 1 or v.stderr:
+                fail("%s: %s exit %d: %s" % (name, flag, v.returncode, v.stderr))
+        if want == 1 and len(growing) != 1:
+            fail("%s: growing groups at t_corpus.c:%d: %s" % (
+                name, at, [(g["class"], g["bytes"], g["blocks"]) for g in mine]))
+        elif env.get("NDMEM_TRACK_MIN") == "0" and (growing[0]["bytes"], growing[0]["blocks"],
+                                                     growing[0]["estimated"]) != (288000, 2880,
+                                                                                  False):
+            fail("%s: growing %d B in %d blocks (estimated %s), want 288000 B in 2880" % (
+                name, growing[0]["bytes"], growing[0]["blocks"], growing[0]["estimated"]))
+        elif n == 4000 and (figure is None or figure >= n * 100):
+            fail("%s: the figure %s B a cycle is not under the %d B kept a cycle" % (
+                name, figure, n * 100))
+
+
 with tempfile.TemporaryDirectory() as tmp:
     if case == "estimates":
         estimates(tmp)
     elif case == "run":
         run_cases(tmp)
+    elif case == "unseen":
+        unseen_cases(tmp)
     else:
         raise SystemExit("unknown case %r" % case)
 if failures:
