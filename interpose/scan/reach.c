@@ -907,6 +907,7 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
   }
   graph.phase = PH_ROOT;
   for (size_t i = 0; i < graph.ndtv; i++) hold(graph.dtv[i]);
+  nd_threads_starting(hit); // a thread's argument before it started: the program's root
   for (size_t i = 0; i < graph.nt; i++)
     if (graph.thr[i].state == ND_THR_HELD || graph.thr[i].state == ND_THR_LET_GO) {
       for (int k = 0; k < ND_STOP_REGS; k++) hit(graph.thr[i].regs[k]);

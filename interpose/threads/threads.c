@@ -30,7 +30,10 @@ typedef struct start {
   struct start *next;
   int own_stack; // the program gave the stack (pthread_attr_setstack): its memory, not glibc's
   int detached;  // made detached: nobody joins it, glibc takes its stack back when it ends
+  int used;      // handed to a thread that has not taken its routine and argument yet
 } start_t;
+
+#define RECORD_PAGES 64 // pages of records: threads starting at once, a hundred per page
 
 // Every stack a wrapped thread started on, with the thread: the scan at exit tells the ended
 // threads' apart (threads.h). A new thread on a stack an ended one left (glibc's cache) replaces
@@ -46,6 +49,8 @@ static struct {
 static struct {
   int lock;
   start_t *free;
+  start_t *pages[RECORD_PAGES]; // every page of records (the exit scan reads the used ones)
+  int npages;
   int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
   uintptr_t main_lo, main_hi; // the main thread's (0: not read yet)
   uint64_t wrapped, unknown;  // atomic
@@ -54,26 +59,47 @@ static struct {
 // ---------------------------------------------------------------- start records
 
 // A page of records at a time from ndmem's own pages, kept on a free list for the next threads.
+// Past RECORD_PAGES pages at once, NULL: the thread starts unwrapped.
 static start_t *record_get(void) {
   nd_spin_lock(&thr.lock);
   start_t *s = thr.free;
-  if (s) thr.free = s->next;
+  if (s) thr.free = s->next, s->used = 1;
+  int full = thr.npages == RECORD_PAGES;
   nd_spin_unlock(&thr.lock);
-  if (s) return s;
+  if (s || full) return s;
   size_t page = nd_os_page_size(), n = page / sizeof(start_t);
   start_t *v = nd_os_map(page);
   if (!v) return NULL;
   nd_spin_lock(&thr.lock);
+  if (thr.npages == RECORD_PAGES) { // another thread's page came first: a leaf lock, no unmap here
+    nd_spin_unlock(&thr.lock);
+    nd_os_unmap(v, page);
+    return NULL;
+  }
+  thr.pages[thr.npages++] = v;
   for (size_t i = 1; i < n; i++) v[i].next = thr.free, thr.free = &v[i];
+  v[0].used = 1;
   nd_spin_unlock(&thr.lock);
   return &v[0];
 }
 
 static void record_put(start_t *s) {
   nd_spin_lock(&thr.lock);
+  s->used = 0;
   s->next = thr.free;
   thr.free = s;
   nd_spin_unlock(&thr.lock);
+}
+
+// Until the new thread has taken it, a record holds the program's argument for its routine,
+// in ndmem's own pages (no root of the scan's): the exit scan reads it here (glibc's descriptor
+// of the new thread points at the record, not at the argument).
+void nd_threads_starting(void (*fn)(uint64_t word)) {
+  size_t n = nd_os_page_size() / sizeof(start_t);
+  int pages = __atomic_load_n(&thr.npages, __ATOMIC_ACQUIRE);
+  for (int p = 0; p < pages; p++)
+    for (size_t i = 0; i < n; i++)
+      if (thr.pages[p][i].used) fn((uint64_t)(uintptr_t)thr.pages[p][i].arg);
 }
 
 // ---------------------------------------------------------------- the stacks' records

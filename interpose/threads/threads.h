@@ -41,6 +41,9 @@ typedef struct nd_thread_rec {
   int released; // joined or detached: once ended, its descriptor's return value is dead too
 } nd_thread_rec_t;
 const nd_thread_rec_t *nd_threads_stopped(size_t *n);
+// The arguments of threads made that have not started their routine yet (their start records
+// are ndmem's memory): each given to fn, with every other thread stopped.
+void nd_threads_starting(void (*fn)(uint64_t word));
 
 // Counts for the summary: threads started through the wrapper, and those whose stack a caller
 // asked for and was not known (nd_thread_unknown: the caller counts one).

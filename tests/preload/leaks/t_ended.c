@@ -11,6 +11,9 @@
 //   reuse         a thread keeps a block in a local and ends (lost); the next one starts on its
 //                 stack (glibc's cache) and keeps another in a local while main exits: reachable
 //   live          a thread keeps a block in a local while main exits: reachable
+//   starting      50 threads are each given a block, which each keeps in a local while it
+//                 waits; main exits at once, whether or not they have started: all reachable
+//                 (a thread not started yet has its argument only in ndmem's start record)
 //   unjoined      a thread keeps a block in a local (lost) and returns another, and ends; main
 //                 exits without joining it: a join could still take the second (reachable)
 //   reserve       a 64 MiB PROT_NONE reservation (its base in a global), 1 MiB committed inside
@@ -103,6 +106,14 @@ static void *hold(void *arg) {
   return (void *)p;
 }
 
+static void *wait_with(void *arg) {
+  void *volatile p = arg;
+  char c;
+  while (read(pipefd[0], &c, 1) < 0) {
+  }
+  return (void *)p;
+}
+
 static void *unjoined(void *arg) {
   void *volatile p = malloc(444); // END:unjoined_local
   (void)p, (void)arg;
@@ -179,6 +190,9 @@ int main(int argc, char **argv) {
   } else if (!strcmp(c, "live")) {
     start(&t[0], hold, (void *)900);
     while (!started) usleep(1000);
+  } else if (!strcmp(c, "starting")) {
+    pthread_t many[50];
+    for (int i = 0; i < 50; i++) start(&many[i], wait_with, malloc(222)); // END:starting
   } else if (!strcmp(c, "unjoined")) {
     start(&t[0], unjoined, NULL);
     while (!detached_tid) usleep(1000);

@@ -47,6 +47,7 @@ CASES = {
     "detached": ({"detached": ("definitely_lost", 700, 1)}, 1, 0),
     "reuse": ({"reuse_first": ("definitely_lost", 600, 1), "hold": ("still_reachable", 800, 1)}, 0, 0),
     "live": ({"hold": ("still_reachable", 900, 1)}, 0, 0),
+    "starting": ({"starting": ("still_reachable", 11100, 50)}, 0, 0),
     "unjoined": ({"unjoined_local": ("definitely_lost", 444, 1),
                   "unjoined_result": ("still_reachable", 333, 1)}, 1, 0),
     "reserve": ({"commit": ("still_reachable", MiB, 1)}, 0, 1),
