@@ -327,7 +327,7 @@ static void push(size_t i) {
 
 enum { PH_ROOT, PH_DEFINITE, PH_POSSIBLE, PH_CLIQUE };
 
-static void hit_group(size_t g, int exact);
+static __attribute__((noinline, cold)) void hit_group(size_t g, int exact);
 
 // The reservation holding address a, or SIZE_MAX.
 static size_t find_group(uintptr_t a) {
@@ -340,23 +340,27 @@ static size_t find_group(uintptr_t a) {
   return lo < graph.ng && a >= graph.g[lo].lo ? lo : SIZE_MAX;
 }
 
-static inline void mark(size_t i, uint64_t w);
-static inline void hit(uint64_t w) {
+// A word outside every node, in a reservation's span (rare: kept out of hit's inlined path).
+static __attribute__((noinline, cold)) void hit_outside(uint64_t w) {
+  size_t g = find_group((uintptr_t)w);
+  if (g != SIZE_MAX) hit_group(g, w == graph.g[g].lo);
+}
+
+static inline __attribute__((always_inline)) void mark(size_t i, uint64_t w);
+// Every word read asks: inlined into the reading loops, as the node search is.
+static inline __attribute__((always_inline)) void hit(uint64_t w) {
   if (w - graph.min < graph.span) {
     size_t i = find((uintptr_t)w);
     if (i != SIZE_MAX) {
-      if (graph.v[i].group) hit_group(graph.v[i].group - 1, w == graph.v[i].lo);
+      if (__builtin_expect(graph.v[i].group != 0, 0)) hit_group(graph.v[i].group - 1, w == graph.v[i].lo);
       else mark(i, w);
       return;
     }
   }
-  if (__builtin_expect(graph.ng != 0, 0) && w - graph.gmin < graph.gspan) {
-    size_t g = find_group((uintptr_t)w);
-    if (g != SIZE_MAX) hit_group(g, w == graph.g[g].lo);
-  }
+  if (__builtin_expect(graph.ng != 0, 0) && w - graph.gmin < graph.gspan) hit_outside(w);
 }
 
-static inline void mark(size_t i, uint64_t w) {
+static inline __attribute__((always_inline)) void mark(size_t i, uint64_t w) {
   node_t *n = &graph.v[i];
   switch (graph.phase) {
   case PH_ROOT:
@@ -393,7 +397,7 @@ static inline void mark(size_t i, uint64_t w) {
 // A pointer into a reservation: exact (its start or a member's) in a root or a reachable block
 // reaches every member; any other possibly; from a lost block, each is indirectly lost (but the
 // clique's leader). Once per reservation and level, once per clique.
-static void hit_group(size_t g, int exact) {
+static __attribute__((noinline, cold)) void hit_group(size_t g, int exact) {
   group_t *G = &graph.g[g];
   if (graph.phase == PH_CLIQUE) {
     if (G->clique == graph.leader + 1) return;
@@ -462,6 +466,8 @@ static void make_groups(void) {
   graph.gmin = graph.ng ? graph.g[0].lo : 0;
   graph.gspan = graph.ng ? graph.g[graph.ng - 1].hi - graph.gmin : 0;
 }
+
+static void hit_word(uint64_t w) { hit(w); } // hit, where a function is wanted
 
 // A CPython int whose value is an address is a pointer too: PyTorch keeps its storages' and
 // tensors' addresses in ints (`_cdata`, the weak references of its shared-memory cache), and no
@@ -907,7 +913,7 @@ static void mark_from_roots(uintptr_t self_sp, int complete) {
   }
   graph.phase = PH_ROOT;
   for (size_t i = 0; i < graph.ndtv; i++) hold(graph.dtv[i]);
-  nd_threads_starting(hit); // a thread's argument before it started: the program's root
+  nd_threads_starting(hit_word); // a thread's argument before it started: the program's root
   for (size_t i = 0; i < graph.nt; i++)
     if (graph.thr[i].state == ND_THR_HELD || graph.thr[i].state == ND_THR_LET_GO) {
       for (int k = 0; k < ND_STOP_REGS; k++) hit(graph.thr[i].regs[k]);
