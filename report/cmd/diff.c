@@ -11,6 +11,7 @@
 #include "cmd/cmd.h"
 #include "fmt.h" // nd_parse_size: the sizes NDMEM_* variables take
 #include "render/render.h"
+#include "render/text.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -108,15 +109,6 @@ static void json_vals(FILE *o, const dent_t *e, int s) {
   fprintf(o, "\"freed_at_teardown\": %s}", e->torn[s] ? "true" : "false");
 }
 
-// A size as the leak verdict's line gives it: "27.48 KiB (28136 B)", "512 B".
-static const char *size_text(char *out, size_t n, uint64_t v) {
-  char h[48];
-  nd_rep_human(h, sizeof h, v);
-  if (v < 1024) snprintf(out, n, "%s", h);
-  else snprintf(out, n, "%s (%llu B)", h, (unsigned long long)v);
-  return out;
-}
-
 // The entry's frames (from B where it is there, else A): a malloc'd array (nd_rep_free_names).
 static int names_of(side_t *sd, const dent_t *e, char ***names, size_t *n) {
   int s = e->in[1] ? 1 : 0;
@@ -137,7 +129,7 @@ typedef struct view {
 
 static int render(FILE *o, side_t *sd, const char *const *files, const view_t *w,
                   const opts_t *opt) {
-  char size[80];
+  char size[ND_TEXT_SIZE];
   if (w->json) {
     fprintf(o, "{\n  \"ndmemreport_diff\": 1,\n  \"by\": \"%s\",\n", by_words[w->sort_by]);
     for (int s = 0; s < 2; s++) {
@@ -158,7 +150,7 @@ static int render(FILE *o, side_t *sd, const char *const *files, const view_t *w
     if (w->fail_set) {
       fprintf(o, "  --fail-on-growth %s, on the bytes each site held\n"
                  "  at the end of its run, before teardown: ",
-              size_text(size, sizeof size, w->fail_bytes));
+              nd_text_size(size, w->fail_bytes, false));
       if (w->ngrew) fprintf(o, "%zu %s grew by more\n", w->ngrew, w->ngrew == 1 ? "site" : "sites");
       else fputs("no site grew by more\n", o);
     }
@@ -223,7 +215,7 @@ static int render(FILE *o, side_t *sd, const char *const *files, const view_t *w
 // join them, and how many more grew.
 static int say_growth(FILE *err, side_t *sd, const view_t *w, const opts_t *opt) {
   const dent_t *e = w->grew[0];
-  char size[80], grew[80], a[48], b[48];
+  char size[ND_TEXT_SIZE], grew[ND_TEXT_SIZE], a[48], b[48];
   char **names;
   size_t nn;
   if (names_of(sd, e, &names, &nn)) return -1;
@@ -232,8 +224,8 @@ static int say_growth(FILE *err, side_t *sd, const view_t *w, const opts_t *opt)
   fprintf(err,
           "ndmemreport diff: --fail-on-growth %s: %s site %016llx held %s more in B than in A "
           "at the end of its run: %s in A%s, %s in B%s: ",
-          size_text(size, sizeof size, w->fail_bytes), nd_rep_kind_names[e->kind],
-          (unsigned long long)e->key, size_text(grew, sizeof grew, (uint64_t)delta(e, HELD)),
+          nd_text_size(size, w->fail_bytes, false), nd_rep_kind_names[e->kind],
+          (unsigned long long)e->key, nd_text_size(grew, (uint64_t)delta(e, HELD), false),
           e->in[0] ? a : "none", e->torn[0] ? " (before teardown)" : "", b,
           e->torn[1] ? " (before teardown)" : "");
   size_t show = opt->frames && opt->frames < nn ? opt->frames : nn;

@@ -5,6 +5,7 @@
 // and the verdict --fail-on-leak and --fail-on-growth ask for, with what it could not check.
 #include "cmd/cmd.h"
 #include "render/render.h"
+#include "render/text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -77,26 +78,17 @@ int nd_rep_read_trace(nd_trace_t *t, const char *path, FILE *err, uint64_t bar_f
 
 // ---------------------------------------------------------------- the single-trace report
 
-// A size as the text report gives bytes: "27.48 KiB (28136 B)", "512 B".
-static const char *size_text(char *out, size_t n, uint64_t v) {
-  char h[48];
-  nd_rep_human(h, sizeof h, v);
-  if (v < 1024) snprintf(out, n, "%s", h);
-  else snprintf(out, n, "%s (%llu B)", h, (unsigned long long)v);
-  return out;
-}
-
 // The leak verdict's "unchecked" line (see verdict).
 static void unchecked_leaks(const opts_t *o, const report_t *r, FILE *err) {
   const nd_lifetimes_t *l = &r->life;
   const nd_trace_t *t = r->t;
-  char b[80];
+  char b[ND_TEXT_SIZE];
   fprintf(err,
           "ndmemreport: %s: --fail-on-leak: unchecked: %llu heap %s live at exit, at most %s, "
           "had no record, so whether %s leaked is unknown",
           o->file, (unsigned long long)l->unrecorded_blocks,
           l->unrecorded_blocks == 1 ? "block" : "blocks",
-          size_text(b, sizeof b, l->unrecorded_bytes), l->unrecorded_blocks == 1 ? "it" : "they");
+          nd_text_size(b, l->unrecorded_bytes, false), l->unrecorded_blocks == 1 ? "it" : "they");
   if (t->hdr.track_min)
     fprintf(err, " (NDMEM_TRACK_MIN=%llu: smaller blocks are recorded only when sampled); "
                  "check %s with every block tracked: ndmem run --exact -- CMD "
@@ -111,8 +103,8 @@ static void unchecked_leaks(const opts_t *o, const report_t *r, FILE *err) {
 static void unchecked_growth(const opts_t *o, const report_t *r, const nd_life_unseen_t *u,
                              FILE *err) {
   const nd_life_judged_t *j = &r->life.judged;
-  char under[80], every[80], rate[80];
-  size_text(under, sizeof under, u->track_min);
+  char under[ND_TEXT_SIZE], every[ND_TEXT_SIZE], rate[ND_TEXT_SIZE];
+  nd_text_size(under, u->track_min, false);
   fprintf(err, "ndmemreport: %s: %s: unchecked: no growth found, but blocks under %s ", o->file,
           o->fail_on_growth ? "--fail-on-growth" : "--fail-on-leak", under);
   if (!u->sample) {
@@ -120,12 +112,12 @@ static void unchecked_growth(const opts_t *o, const report_t *r, const nd_life_u
           "at any rate", err);
   } else {
     fprintf(err, "are recorded only when sampled (about 1 per %s allocated)",
-            size_text(every, sizeof every, u->sample));
+            nd_text_size(every, u->sample, false));
     if (u->rate)
       // (since the first cycle, a window closes only where the cycle clock moved or after a
       // few flushes: the unit is the flush)
       fprintf(err, ", so growth in them under %s per %s, over the %llu %s, may have gone unseen",
-              size_text(rate, sizeof rate, u->rate),
+              nd_text_size(rate, u->rate, false),
               !u->per_window ? "cycle" : u->since_steady ? "flush" : "flush window",
               (unsigned long long)u->units,
               !u->per_window      ? (u->units == 1 ? "cycle of this run" : "cycles of this run")
