@@ -7,6 +7,7 @@
 // Long runs and artifacts: docs/tests.md, Fuzzing.
 #include "ndmemreport.h"
 #include "trace_format.h"
+#include "fuzz_verdict.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -287,20 +288,6 @@ static const struct view {
     {false, false, {"--brief", NULL}},
 };
 #define NVIEWS (sizeof views / sizeof *views)
-
-// Whether `err` is what an exit status 3 (unchecked) prints: a line for each thing the verdict
-// could not check (heap blocks with no record, growth in sampled blocks), one or two, each
-// "ndmemreport: FILE: --fail-on-...: unchecked: ...".
-static bool unchecked_lines(const char *err, size_t elen) {
-  size_t lines = 0;
-  for (const char *p = err, *end = err + elen; p < end; lines++) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl || strncmp(p, "ndmemreport: ", 13) || !memmem(p, (size_t)(nl - p), ": unchecked: ", 13))
-      return false;
-    p = nl + 1;
-  }
-  return lines >= 1 && lines <= 2;
-}
 
 static _Noreturn void broken(const char *view, const char *what, const char *out, size_t olen,
                              const char *err, size_t elen) {

@@ -7,6 +7,7 @@
 // under ASan costs ~20 ms); as fuzz_inproc (-DFUZZ_INPROC) it calls nd_report_main() in-process
 // on every truncation length and tens of thousands of variants. Usage: see main().
 #include "trace_format.h"
+#include "fuzz_verdict.h"
 #ifdef FUZZ_INPROC
 #include "ndmemreport.h"
 #endif
@@ -99,20 +100,6 @@ static void fail(const job_t *j, const char *err, size_t elen, const char *fmt, 
   if (err && elen) fprintf(stderr, "\n  stderr: %.*s", (int)(elen > 2000 ? 2000 : elen), err);
   fputc('\n', stderr);
   failures++;
-}
-
-// Whether `err` is what an exit status 3 (unchecked) prints: a line for each thing the verdict
-// could not check (heap blocks with no record, growth in sampled blocks), one or two, each
-// "ndmemreport: FILE: --fail-on-...: unchecked: ...".
-static bool unchecked_lines(const char *err, size_t elen) {
-  size_t lines = 0;
-  for (const char *p = err, *end = err + elen; p < end; lines++) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl || strncmp(p, "ndmemreport: ", 13) || !memmem(p, (size_t)(nl - p), ": unchecked: ", 13))
-      return false;
-    p = nl + 1;
-  }
-  return lines >= 1 && lines <= 2;
 }
 
 // Checks one run: `rc` its exit status (-1: killed), `err`/`out` its output (NUL-terminated).
