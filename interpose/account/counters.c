@@ -127,8 +127,7 @@ static void add_shard(nd_shard_t *dst, const nd_shard_t *src) {
 // A thread's last publish: its pending high, too, where its pending is back to 0 (a worker that
 // allocated and freed below the publishing step: its high is the process's peak).
 static void retire_locked(nd_shard_t *s) {
-  for (int i = 0; i < NDMEM_KIND_COUNT; i++)
-    if (s->k[i].pending || s->k[i].pending_hi) nd_shard_publish(s, i);
+  nd_shard_publish_all(s);
   add_shard(&g.retired, s);
   // Zero the counters with relaxed stores: a concurrent snapshot may briefly count this
   // thread twice or not at all, never crash; quiescent snapshots are exact.

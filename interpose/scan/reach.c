@@ -92,7 +92,7 @@ typedef struct range {
 // as a pointer into a block reaches the block. Its members are the MAPS nodes in [first, last)
 // whose group is this one.
 typedef struct group {
-  uintptr_t lo, hi;
+  range_t r;
   size_t first, last;
   uint8_t level;   // what a pointer has done to its members so far: 1 possibly, 2 reachable
   size_t clique;   // the clique's leader + 1 whose phase marked its members
@@ -149,6 +149,18 @@ static struct {
   size_t ndtv, dcap;
   nd_rec_scan_t rec;
 } graph;
+
+// The first of n sorted, disjoint ranges that ends after a (n when none does): v's elements are
+// `elem` bytes each, a range_t first (holes, readable mappings, reservations).
+static size_t ending_after(const void *v, size_t n, size_t elem, uintptr_t a) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (((const range_t *)(const void *)((const char *)v + m * elem))->hi <= a) lo = m + 1;
+    else hi = m;
+  }
+  return lo;
+}
 
 // ---------------------------------------------------------------- the scan's own memory
 
@@ -331,19 +343,14 @@ static __attribute__((noinline, cold)) void hit_group(size_t g, int exact);
 
 // The reservation holding address a, or SIZE_MAX.
 static size_t find_group(uintptr_t a) {
-  size_t lo = 0, hi = graph.ng;
-  while (lo < hi) {
-    size_t m = (lo + hi) / 2;
-    if (graph.g[m].hi <= a) lo = m + 1;
-    else hi = m;
-  }
-  return lo < graph.ng && a >= graph.g[lo].lo ? lo : SIZE_MAX;
+  size_t k = ending_after(graph.g, graph.ng, sizeof *graph.g, a);
+  return k < graph.ng && a >= graph.g[k].r.lo ? k : SIZE_MAX;
 }
 
 // A word outside every node, in a reservation's span (rare: kept out of hit's inlined path).
 static __attribute__((noinline, cold)) void hit_outside(uint64_t w) {
   size_t g = find_group((uintptr_t)w);
-  if (g != SIZE_MAX) hit_group(g, w == graph.g[g].lo);
+  if (g != SIZE_MAX) hit_group(g, w == graph.g[g].r.lo);
 }
 
 static inline __attribute__((always_inline)) void mark(size_t i, uint64_t w);
@@ -407,27 +414,9 @@ static __attribute__((noinline, cold)) void hit_group(size_t g, int exact) {
     if (G->level >= level) return;
     G->level = level;
   }
-  for (size_t i = G->first; i < G->last; i++) {
-    node_t *n = &graph.v[i];
-    if (n->group != g + 1) continue;
-    if (graph.phase == PH_CLIQUE) {
-      if (i == graph.leader) continue;
-      if (n->state == ST_UNREACHED) {
-        n->state = ST_INDIRECT;
-        push(i);
-      } else if (n->state == ST_LEADER) {
-        n->state = ST_INDIRECT;
-      }
-    } else if (G->level == 2) {
-      if (n->state != ST_REACHABLE) {
-        n->state = ST_REACHABLE;
-        push(i);
-      }
-    } else if (n->state == ST_UNREACHED) {
-      n->state = ST_POSSIBLE;
-      push(i);
-    }
-  }
+  // Each member as if pointed to at its start, or into it (a mapping is no glibc chunk).
+  for (size_t i = G->first; i < G->last; i++)
+    if (graph.v[i].group == g + 1) mark(i, G->level == 2 ? graph.v[i].lo : graph.v[i].lo + 1);
 }
 
 // The reservations with tracked mappings inside that are not the whole of them (after
@@ -453,7 +442,7 @@ static void make_groups(void) {
     if (graph.ng >= UINT32_MAX - 1 ||
         grow((void **)&graph.g, &graph.gcap, sizeof *graph.g, graph.ng + 1))
       return;
-    graph.g[graph.ng] = (group_t){.lo = lo, .hi = hi, .first = a, .last = last};
+    graph.g[graph.ng] = (group_t){.r = {lo, hi}, .first = a, .last = last};
     for (size_t i = a; i < last; i++) {
       node_t *n = &graph.v[i];
       if (n->from == ND_REACH_FROM_MAPS && n->lo + n->size <= hi) {
@@ -463,8 +452,8 @@ static void make_groups(void) {
     }
     graph.ng++;
   }
-  graph.gmin = graph.ng ? graph.g[0].lo : 0;
-  graph.gspan = graph.ng ? graph.g[graph.ng - 1].hi - graph.gmin : 0;
+  graph.gmin = graph.ng ? graph.g[0].r.lo : 0;
+  graph.gspan = graph.ng ? graph.g[graph.ng - 1].r.hi - graph.gmin : 0;
 }
 
 static void hit_word(uint64_t w) { hit(w); } // hit, where a function is wanted
@@ -564,15 +553,7 @@ static void scan(uintptr_t lo, uintptr_t hi, uint64_t *bytes) {
 }
 
 // The first readable mapping (sorted, merged) that ends after a; graph.nm when none does.
-static size_t map_after(uintptr_t a) {
-  size_t lo = 0, hi = graph.nm;
-  while (lo < hi) {
-    size_t m = (lo + hi) / 2;
-    if (graph.maps[m].hi <= a) lo = m + 1;
-    else hi = m;
-  }
-  return lo;
-}
+static size_t map_after(uintptr_t a) { return ending_after(graph.maps, graph.nm, sizeof *graph.maps, a); }
 
 static int readable(uintptr_t lo, uintptr_t hi) {
   size_t k = map_after(lo);
@@ -602,14 +583,8 @@ static void drain(int clique) {
 static void scan_root(uintptr_t lo, uintptr_t hi) {
   size_t h = 0, k = 0;
   { // the first hole and node ending after lo
-    size_t a = 0, b = graph.nh;
-    while (a < b) {
-      size_t m = (a + b) / 2;
-      if (graph.holes[m].hi <= lo) a = m + 1;
-      else b = m;
-    }
-    h = a;
-    a = 0, b = graph.n;
+    h = ending_after(graph.holes, graph.nh, sizeof *graph.holes, lo);
+    size_t a = 0, b = graph.n;
     while (a < b) {
       size_t m = (a + b) / 2;
       if (graph.v[m].lo + extent(&graph.v[m]) <= lo) a = m + 1;
@@ -819,13 +794,10 @@ static void ended_stacks(uintptr_t self_sp) {
 }
 
 // The node holding address a, reached from a root whatever the offset (a thread vector: glibc
-// points one word past its start).
+// points one word past its start). In the roots' phase.
 static void hold(uintptr_t a) {
-  if (a - graph.min >= graph.span) return;
-  size_t i = find(a);
-  if (i == SIZE_MAX || graph.v[i].state == ST_REACHABLE) return;
-  graph.v[i].state = ST_REACHABLE;
-  push(i);
+  size_t i = a - graph.min < graph.span ? find(a) : SIZE_MAX;
+  if (i != SIZE_MAX) mark(i, graph.v[i].lo);
 }
 
 // ---------------------------------------------------------------- the scan
