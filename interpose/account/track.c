@@ -62,7 +62,14 @@ static void thread_init(nd_tls_t *t) { // the sampler's state
 // (ndmemreport classes it so), and a child's own block must never read as such. 0 in a process
 // that is no fork child.
 static uint64_t fork_ns;
-void nd_track_fork(uint64_t start_ns) { fork_ns = start_ns; }
+// A fork child's cycles are its own, counted from 0 (a DataLoader worker's loop is not its
+// parent's training loop): its flush windows then close at every flush until it closes a cycle of
+// its own, as in any job without cycles, and its steady state is the one its own cycles begin.
+void nd_track_fork(uint64_t start_ns) {
+  fork_ns = start_ns;
+  __atomic_store_n(&nd_cycle_clock, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&nd_steady_ns, 0, __ATOMIC_RELAXED);
+}
 static inline uint64_t birth_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);

@@ -23,7 +23,7 @@ void nd_cycle_closed(uint64_t cycles); // a workspace closed its cycles-th cycle
 // Tracking starts (the trace is set up): the sampler's mean, the exact threshold, and the trace
 // writer, started by the first tracked block while *started is 0.
 void nd_track_setup(double sample_mean, size_t track_min, int *started, void (*start)(void));
-void nd_track_fork(uint64_t start_ns);      // a fork child's trace starts at start_ns
+void nd_track_fork(uint64_t start_ns);      // a fork child: its trace starts at start_ns, its cycles at 0
 void nd_track_alloc(struct nd_tls *t, void *p, size_t req, int kind);
 void nd_track_free(void *p);
 // The bytes and blocks a tracked block stands for: its size and 1, or a sampled block's weights.

@@ -34,9 +34,18 @@ typedef struct run {
   bool floors;              // windows enough (judge) for a floor's history to show growth
 } run_t;
 
-// The run as the rules read it (floors: set once judge() has counted the windows).
+// The run as the rules read it (floors: set once judge() has counted the windows). It ends where
+// the program ended (its EXIT record: exit called, a fatal signal), not where the trace did: the
+// exit scan and the last records come after the program's last allocation, and in a fork worker
+// that inherited a large heap they can take a quarter of its life, with no flush in them.
+static uint64_t run_end(const nd_trace_t *t) {
+  uint64_t end = t->ended ? t->end.mono_ns : t->last_ns;
+  if (t->have_exit && t->exit.mono_ns > t->hdr.start_mono_ns && t->exit.mono_ns < end)
+    end = t->exit.mono_ns;
+  return end;
+}
 static run_t run_of(const nd_trace_t *t) {
-  return (run_t){t, t->hdr.start_mono_ns, t->ended ? t->end.mono_ns : t->last_ns,
+  return (run_t){t, t->hdr.start_mono_ns, run_end(t),
                  t->flush.steady_ns, t->flushes,
                  t->flush.steady_ns && t->flush.cycles >= MIN_CYCLES, false};
 }
