@@ -757,6 +757,57 @@ static void nd_trace_set_exit(int how, int code) {
 
 static void nd_trace_flush(int final) { flush_exec(final, NULL, NULL); }
 
+// A followed exec of a program that did work of its own (EXEC_KEEP_BYTES at its heap and mmap
+// peak, or EXEC_KEEP_NS of life since it started or was forked) keeps its trace: flushed whole, then moved aside
+// (move_aside), so that an exec chain shows each program in turn (`ndmem run` reports them in
+// order). A launcher's link of the chain (a shell that only execs, pyenv's shims, `nice`) is
+// taken over by the new image, as the program the user meant.
+#define EXEC_KEEP_BYTES (1ll << 20)
+#define EXEC_KEEP_NS 1000000000ull
+// A fork child that execs (subprocess, a launcher starting its ranks) ran its parent's program
+// until then, and its peak is its parent's, inherited: only its life counts.
+static int exec_keeps(void) {
+  if (nd_os_mono_ns() - tr.hdr.start_mono_ns >= EXEC_KEEP_NS) return 1;
+  if (tr.hdr.origin == ND_ORIGIN_FORK) return 0;
+  ndmem_stats_t s;
+  nd_counters_snapshot_process(&s);
+  return s.kind[NDMEM_KIND_HEAP].peak_bytes + s.kind[NDMEM_KIND_MMAP].peak_bytes >= EXEC_KEEP_BYTES;
+}
+
+// The trace of an image about to exec moves to "STEM.execN.trace" beside it (STEM: the path less
+// its ".trace"; N the first of 1-9 free: link, which never replaces a file, then unlink), logged
+// for the run under its new name; the new image then creates its own at the path. Where none is
+// free, or the folder cannot link, it stays, for the new image to take over.
+static void move_aside(void) {
+  static const char ext[] = ".trace";
+  const size_t el = sizeof ext - 1;
+  char to[sizeof tr.path];
+  size_t n = strlen(tr.path);
+  size_t stem = n > el && !strcmp(tr.path + n - el, ext) ? n - el : n;
+  if (n + 8 > sizeof to) return;
+  int saved = errno;
+  for (char k = '1'; k <= '9'; k++) {
+    memcpy(to, tr.path, stem);
+    memcpy(to + stem, ".exec", 5);
+    to[stem + 5] = k;
+    memcpy(to + stem + 6, tr.path + stem, n - stem + 1);
+    if (link(tr.path, to) == 0) {
+      if (unlink(tr.path) == 0) {
+        memcpy(tr.path, to, strlen(to) + 1);
+        nd_trace_header_t h = tr.hdr;
+        h.pid = (uint64_t)nd_os_getpid();
+        h.ppid = tr.hdr.ppid ? tr.hdr.ppid : (uint64_t)getppid();
+        run_log(&h, 0);
+      } else {
+        unlink(to);
+      }
+      break;
+    }
+    if (errno != EEXIST) break;
+  }
+  errno = saved;
+}
+
 static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
   if (!tr.on) return;
   // The last words wait for a flush of the writer thread's while it works (a million sites take
@@ -778,7 +829,8 @@ static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
     return;
   }
   tr.w.fd = fd;
-  if (ex && !ex->err && ex->follow == ND_EXEC_FOLLOWED) {
+  int keep = ex && !ex->err && ex->follow == ND_EXEC_FOLLOWED && exec_keeps();
+  if (ex && !ex->err && ex->follow == ND_EXEC_FOLLOWED && !keep) {
     // Followed: the new image writes on where this one stopped (it takes the file over, trace's
     // pid being its own), so this one's figures since its last flush are not worth a flush of
     // every site at each link of an exec chain: the record and the batch's end.
@@ -852,6 +904,7 @@ static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
   } else if (ex && !ex->err) { // nothing more until the exec fails; where it succeeds, its end
     tr.state = TR_EXEC;
     run_log_end();
+    if (keep) move_aside();
   }
   // After the trace: its sites' windows named the growth.
   nd_metrics_write(tr.growth_sites, have_anon ? &anon : NULL);

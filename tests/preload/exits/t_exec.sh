@@ -7,7 +7,8 @@
 # t_exec.c:KEEP_LINE) and says "exec'd PROGRAM (not followed: WHY)" in text and JSON, and the shim
 # said so with its summary. A failed exec leaves the process as it was (-1, errno ENOENT, the trace
 # going on to a normal exit, one failed exec counted); a followed one (itself, the environment
-# kept) leaves the new image's trace, taken over, with its 2 MiB block and no word of the exec.
+# kept) keeps each program's trace: the first's moved to NAME.exec1.trace, ending in the exec
+# with its block, the new image's at the path with its 2 MiB block and no word of the exec.
 # usage: t_exec.sh LIBNDMEM T_EXEC T_EXEC_STATIC|none NDMEMREPORT T_EXEC_C NDMEM_TOOL PYTHON3
 set -u
 abs() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
@@ -83,13 +84,20 @@ if run fail 0; then
   if grep -q "exec" "$tmp/fail.err"; then no "fail: ndmem spoke of the exec"; cat "$tmp/fail.err" >&2; fi
 fi
 
-# A followed exec: the new image's trace takes the file over; nothing says the exec.
+# A followed exec of a program that did work (its 3 MiB block: 1 MiB at least) keeps that
+# program's trace, moved to NAME.exec1.trace, which ends in the exec with the block; the new
+# image's is at the path, with its 2 MiB block and no word of the exec; the shim says nothing.
 if run self 0; then
   grep -qx "after $pid" "$tmp/self.out" || no "self: the new image did not run ($(cat "$tmp/self.out"))"
   flat "$tmp/self.txt" >"$tmp/self.flat"
   grep -qF "exit normal (END record)" "$tmp/self.flat" && grep -qF "t_exec.c:$after" "$tmp/self.flat" ||
     { no "self: the new image's trace"; cat "$tmp/self.txt" >&2; }
   ! grep -q "exec'd\|t_exec.c:$keep" "$tmp/self.flat" "$tmp/self.err" || no "self: the followed exec is named"
-  [ "$(ls "$tmp"/self.*.trace | wc -l)" -eq 1 ] || no "self: $(ls "$tmp"/self.*.trace)"
+  [ "$(ls "$tmp"/self.*.trace | wc -l)" -eq 2 ] || no "self: $(ls "$tmp"/self.*.trace)"
+  first="$tmp/self.$pid.exec1.trace"
+  "$rep" "$first" 2>&1 | flat /dev/stdin >"$tmp/self1.flat"
+  grep -qF "exit exec'd $prog in thread $pid (followed:" "$tmp/self1.flat" &&
+    grep -qF "t_exec.c:$keep" "$tmp/self1.flat" ||
+    { no "self: the first program's trace ($first)"; "$rep" "$first" >&2; }
 fi
 exit $fail
