@@ -35,12 +35,36 @@ void nd_warn_line(const char *line, void *ctx) {
   nd_buf_line(&b, 2);
 }
 
-// Only the process the user started prints its summary, unless NDMEM_SUMMARY_CHILDREN=1.
+// Under ndmem run (NDMEM_RUN_LOG set) every process's summary goes to a file of its own beside
+// the run's log, "LOG.PID", not to stderr: after the job, ndmem run prints the summary of the
+// program that did the work (not that of a wrapper in front of it, timeout's or sh's, whose
+// process the user started), and the others' where asked (--summary-children).
+static int to_run_file(void) { return nd_cfg.run_log[0] == '/'; }
+
+// Only the process the user started prints its summary, unless NDMEM_SUMMARY_CHILDREN=1; under
+// ndmem run, every process writes its own for the run to choose from.
 int nd_prints_summary(void) {
-  return nd_cfg.summary && (nd_child == ND_ROOT || nd_cfg.summary_children);
+  return nd_cfg.summary && (nd_child == ND_ROOT || nd_cfg.summary_children || to_run_file());
+}
+
+// The run's file for this process's summary (O_APPEND: an exec chain's images add theirs in
+// turn), or -1 (then nothing is said: stderr is the program's).
+static int run_file(void) {
+  char path[sizeof nd_cfg.run_log + 24];
+  nd_buf_t b;
+  nd_buf_reset(&b);
+  nd_buf_char(&b, '.');
+  nd_buf_u64(&b, (uint64_t)nd_os_getpid());
+  size_t n = strlen(nd_cfg.run_log);
+  if (n + b.len + 1 > sizeof path) return -1;
+  memcpy(path, nd_cfg.run_log, n);
+  memcpy(path + n, b.data, b.len);
+  path[n + b.len] = 0;
+  return open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
 }
 
 void nd_summary_open(void) {
+  if (to_run_file()) return; // written to the run's file at the end: no copy of stderr kept
   int saved = errno;
   nd_os_fd_enter();
   int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
@@ -160,12 +184,17 @@ static void exit_line(int fd, int how, int code) {
 
 void nd_summary_end(int how, int code) {
   nd_os_fd_enter(); // its descriptor stays where it is while the summary is written (os.h)
-  int fd = log_fd();
-  nd_buf_t b;
-  nd_buf_reset(&b);
-  if (!nd_os_at_line_start(fd)) nd_buf_line(&b, fd); // after a program's unfinished line
-  exit_line(fd, how, code);
-  nd_print_summary(fd);
+  int saved = errno;
+  int file = to_run_file() ? run_file() : -1, fd = to_run_file() ? file : log_fd();
+  if (fd >= 0) {
+    nd_buf_t b;
+    nd_buf_reset(&b);
+    if (!nd_os_at_line_start(fd)) nd_buf_line(&b, fd); // after a program's unfinished line
+    exit_line(fd, how, code);
+    nd_print_summary(fd);
+  }
+  if (file >= 0) close(file);
+  errno = saved;
   nd_os_fd_leave();
 }
 
@@ -178,7 +207,11 @@ static const char *const not_followed[ND_EXEC_FOLLOW_MAX + 1] = {
 static void summary_exec(int fd, const char *path, int follow, int err);
 void nd_summary_exec(const char *path, int follow, int err) {
   nd_os_fd_enter();
-  summary_exec(log_fd(), path, follow, err);
+  int saved = errno;
+  int file = to_run_file() ? run_file() : -1;
+  if (file >= 0 || !to_run_file()) summary_exec(file >= 0 ? file : log_fd(), path, follow, err);
+  if (file >= 0) close(file);
+  errno = saved;
   nd_os_fd_leave();
 }
 

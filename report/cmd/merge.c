@@ -8,7 +8,7 @@
 // between processes), with per-process min / median / max and the processes far above the median
 // named. A process's workers count in its column. The traces are read one at a time; only the
 // aggregated sites stay in memory.
-#include "cmd/cmd.h"
+#include "cmd/merge.h"
 #include "render/render.h"
 
 #include <errno.h>
@@ -17,74 +17,9 @@
 #include <string.h>
 
 #define MERGE_USAGE                                                                                \
-  "usage: ndmemreport merge [--format text|json] [--top N] [--frames N] [--python-only] "         \
-  "[--no-symbols] [--suppressions FILE]... [--no-builtin-suppressions] TRACE..."
+  "usage: ndmemreport merge [--format text|json] [--job TRACE] [--top N] [--frames N] "          \
+  "[--python-only] [--no-symbols] [--suppressions FILE]... [--no-builtin-suppressions] TRACE..."
 #define OUTLIER_FLOOR (1ull << 20) // a process above 2x the median is named only from 1 MiB
-#define NONE SIZE_MAX
-
-// One trace: its row of the tables, where it stands in the job (version 12 headers; older ones
-// know none of it) and what was live at its end by class.
-typedef struct mproc {
-  const char *path;
-  char host[sizeof(((nd_trace_t *)0)->host)];
-  nd_trace_header_t hdr; // pid, ppid, origin, rank fields as the reader gives them
-  uint64_t duration_ns;
-  char ended[48];
-  uint64_t peak[ND_TRACE_KINDS], live_end;
-  bool leaks_known;            // a normal exit: the classes below are known
-  uint64_t life_bytes[ND_LIFE_CLASSES], life_blocks[ND_LIFE_CLASSES], life_stacks[ND_LIFE_CLASSES];
-  bool life_est[ND_LIFE_CLASSES];
-  bool life_most[ND_LIFE_CLASSES]; // the class's estimates are bounds the counters prove
-  size_t parent;  // the trace whose fork child (worker) this is, or NONE
-  size_t col;     // its column: the process (a rank, or one without) it is merged into
-  unsigned worker; // its number among its column's workers (1, 2, ...); 0: the column's own
-  int not_rank;    // NOT_RANK_*: a header's rank that is no rank of the merged job (then -1)
-} mproc_t;
-
-// A process whose header holds a rank that is not one of the merged job's ranks: a fork child
-// whose parent's trace is not among these (a worker: its rank is its parent's), and a launcher
-// whose exec'd children read their ranks from another variable (srun's task running torchrun:
-// SLURM_PROCID 0, its children RANK 0 and 1). Each is ordered and labelled by its pid.
-enum { NOT_RANK_NO, NOT_RANK_ORPHAN, NOT_RANK_LAUNCHER };
-
-// A column of the sites' statistics: a process and its workers.
-typedef struct mcol {
-  size_t main;  // its process (index into procs)
-  char label[48];
-} mcol_t;
-
-// A site aggregated over the traces: its identity (stack key, kind), its frames as the first trace
-// with it names them, and each trace's peak live bytes (the sum over that trace's stacks with the
-// same identity), then each column's.
-typedef struct msite {
-  uint64_t key;  // nd_rep_stack_key
-  uint16_t kind;
-  char *frames;  // per frame: 'P' (Python) or 'N', then its name NUL-terminated; innermost first
-  uint32_t nframes;
-  char *python;  // its Python line (frame_names), or NULL
-  // Per trace: its peak live bytes; what of it was live at the end as a leak (growing, released
-  // at teardown, live at exit), as held since start-up and as a bounded cache, by the trace's own
-  // classes. One allocation, val first.
-  uint64_t *val, *leak, *startup, *cache;
-  uint64_t *col, *col_leak, *col_startup, *col_cache; // the same per column (finish_sites)
-  uint64_t allocs, alloc_bytes; // summed over traces
-  uint64_t total, min, median, max;
-  size_t in;      // columns with the site
-  // traces with the site; with some of it leaked, held since start-up, a bounded cache at their end
-  size_t procs_in, procs_leak, procs_startup, procs_cache;
-} msite_t;
-
-typedef struct merge {
-  size_t nprocs, ncols;
-  mproc_t *procs;
-  size_t *order; // procs in display order: each column's process, then its workers
-  mcol_t *cols;
-  msite_t *sites;
-  size_t nsites, cap;
-  uint32_t *slots; // open addressing over sites (index + 1)
-  size_t nslots;
-  opts_t o;        // the options the single-trace report shares (symbols, frames, python-only)
-} merge_t;
 
 static uint64_t hash_key(uint64_t key, uint16_t kind) {
   uint64_t h = (key ^ kind) * 0x9e3779b97f4a7c15ull; // the key is a hash already: spread it
@@ -163,7 +98,7 @@ static msite_t *site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_
     return NULL;
   }
   msite_t *s = &m->sites[m->nsites];
-  *s = (msite_t){.key = key, .kind = kind, .frames = b.p, .nframes = st->depth, .python = py.p,
+  *s = (msite_t){.id = m->nsites, .key = key, .kind = kind, .frames = b.p, .nframes = st->depth, .python = py.p,
                  .val = calloc(4 * m->nprocs, sizeof *s->val)};
   if (!s->val) {
     free(b.p), free(py.p);
@@ -196,6 +131,27 @@ static void describe_end(const nd_trace_t *t, const char *path, char *out, size_
   }
 }
 
+// The job view's entries of a process: its JOB_FINDINGS largest (findings first: what
+// --fail-on-leak fails on, then the rest), in order.
+static int finding_rank(int cls) { return nd_life_fails(cls, false) ? 0 : 1; }
+static void keep_finding(mproc_t *p, size_t site, const nd_life_t *e) {
+  p->nentries++;
+  if (e->flagged) p->growth_flagged++;
+  mfind_t f = {.site = site, .cls = e->cls, .bytes = e->bytes, .est = e->samples > 0};
+  size_t at = p->nfind;
+  while (at > 0) {
+    const mfind_t *q = &p->find[at - 1];
+    int a = finding_rank(f.cls), b = finding_rank(q->cls);
+    if (a > b || (a == b && f.bytes <= q->bytes)) break;
+    at--;
+  }
+  if (at >= JOB_FINDINGS) return;
+  size_t n = p->nfind < JOB_FINDINGS ? p->nfind : JOB_FINDINGS - 1;
+  memmove(&p->find[at + 1], &p->find[at], (n - at) * sizeof f);
+  p->find[at] = f;
+  if (p->nfind < JOB_FINDINGS) p->nfind++;
+}
+
 // Reads trace `i` and folds it into `m`: its row, its classes (the single-trace report's own
 // analysis, nd_rep_analyse, with the same suppressions) and its sites. 0, or 2 after an error
 // reported.
@@ -209,6 +165,7 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
     return 2;
   }
   snprintf(p->host, sizeof p->host, "%s", t->host);
+  snprintf(p->exe, sizeof p->exe, "%s", t->exe);
   p->hdr = t->hdr;
   uint64_t last = t->ended ? t->end.mono_ns : t->last_ns;
   p->duration_ns = nd_rep_since_start(t, last);
@@ -253,8 +210,29 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
     if (e->cls == ND_LIFE_STARTUP) s->startup[i] += e->bytes;
     else if (e->cls == ND_LIFE_CACHE) s->cache[i] += e->bytes;
     else if (nd_life_fails(e->cls, false)) s->leak[i] += e->bytes;
+    keep_finding(p, s->id, e);
   }
   nd_rep_analysis_free(&rep);
+  for (size_t j = 0; j < t->ngrowth; j++) { // the job view's: what the shim saw growing
+    const nd_rec_growth_t *g = &t->growth[j].rec;
+    uint64_t key, rise = g->floor_bytes > g->base_bytes ? g->floor_bytes - g->base_bytes : 0;
+    msite_t *s = nd_rep_stack_key(&rep, t->growth[j].stack, &key) ? NULL
+                 : site_of(m, key, g->kind, t, sym, &t->stacks[t->growth[j].stack]);
+    if (!s) {
+      nd_sym_free(sym);
+      goto oom;
+    }
+    size_t at = p->ngrew;
+    while (at > 0 && p->grew[at - 1].bytes - p->grew_base[at - 1] < rise) at--;
+    if (at >= JOB_FINDINGS) continue;
+    size_t n = p->ngrew < JOB_FINDINGS ? p->ngrew : JOB_FINDINGS - 1;
+    memmove(&p->grew[at + 1], &p->grew[at], (n - at) * sizeof *p->grew);
+    memmove(&p->grew_base[at + 1], &p->grew_base[at], (n - at) * sizeof *p->grew_base);
+    p->grew[at] = (mfind_t){.site = s->id, .cls = ND_LIFE_GROWING, .bytes = g->floor_bytes,
+                            .est = (g->flags & ND_SITE_SAMPLED) != 0};
+    p->grew_base[at] = g->base_bytes;
+    if (p->ngrew < JOB_FINDINGS) p->ngrew++;
+  }
   for (size_t j = 0; j < t->nsites; j++) {
     const nd_site_t *ts = &t->sites[j];
     uint64_t key;
@@ -370,7 +348,12 @@ static int arrange(merge_t *m) {
     const mproc_t *p = &m->procs[mains[c]];
     m->cols[c].main = mains[c];
     char *label = m->cols[c].label;
+    const mproc_t *jp = m->job != NONE ? &m->procs[m->job] : NULL;
     if (p->hdr.rank >= 0) snprintf(label, sizeof m->cols[c].label, "rank %d", p->hdr.rank);
+    else if (jp && p == jp) snprintf(label, sizeof m->cols[c].label, "main");
+    else if (jp && p->hdr.pid == jp->hdr.pid && !strcmp(p->host, jp->host) &&
+             p->hdr.start_realtime_ns <= jp->hdr.start_realtime_ns)
+      snprintf(label, sizeof m->cols[c].label, "main before exec"); // an earlier image of its pid
     else snprintf(label, sizeof m->cols[c].label, "pid %llu", (unsigned long long)p->hdr.pid);
     size_t nw = 0;
     for (size_t i = 0; i < n; i++)
@@ -389,8 +372,9 @@ static int arrange(merge_t *m) {
 }
 
 // A process's label: its column's, and "worker N" for a worker.
-static void label_of(const merge_t *m, const mproc_t *p, char *out, size_t n) {
-  if (p->worker) snprintf(out, n, "%s worker %u", m->cols[p->col].label, p->worker);
+void nd_merge_label(const merge_t *m, const mproc_t *p, char *out, size_t n) {
+  if (p->worker && !strcmp(m->cols[p->col].label, "main")) snprintf(out, n, "worker %u", p->worker);
+  else if (p->worker) snprintf(out, n, "%s worker %u", m->cols[p->col].label, p->worker);
   else snprintf(out, n, "%s", m->cols[p->col].label);
 }
 
@@ -461,7 +445,7 @@ static uint64_t dev_peak(const mproc_t *p) {
 // The leaks of a process as `ndmemreport TRACE` counts them for --fail-on-leak (nd_life_fails):
 // lost memory, growth (growing, released at teardown) and what was live at exit unscanned; never
 // what was reachable, held since start-up, a bounded cache, suppressed or inherited.
-static uint64_t leak_bytes(const mproc_t *p) {
+uint64_t nd_merge_leak_bytes(const mproc_t *p) {
   uint64_t b = 0;
   for (int c = 0; c < ND_LIFE_CLASSES; c++)
     if (nd_life_fails(c, false)) b += p->life_bytes[c];
@@ -480,7 +464,7 @@ static bool shown(const merge_t *m, const msite_t *s, const char *k) {
 // ("at::detail::empty_generic(c10::Arr... (libtorch_cpu.so.1.13+0xd51887)"); else "..." and its
 // last FRAME_COLS - 3 bytes (a long path's end names the file).
 #define FRAME_COLS 68
-static void print_frame(FILE *o, const char *name) {
+void nd_merge_print_frame(FILE *o, const char *name) {
   size_t len = strlen(name);
   if (len <= FRAME_COLS) {
     nd_rep_print_text(o, name);
@@ -503,7 +487,7 @@ static void print_frame(FILE *o, const char *name) {
 }
 
 // A cell of bytes, "~" before an estimate (sampled blocks), as the single report marks them.
-static const char *cell(char *out, size_t n, uint64_t v, bool est) {
+const char *nd_merge_cell(char *out, size_t n, uint64_t v, bool est) {
   char h[24];
   nd_rep_human(h, sizeof h, v);
   snprintf(out, n, "%s%s", est ? "~" : "", h);
@@ -523,7 +507,7 @@ static const char *life_cell(char *out, size_t n, const mproc_t *p, unsigned mas
     est = true;
     bound &= p->life_most[c];
   }
-  if (!(est && bound)) return cell(out, n, v, est);
+  if (!(est && bound)) return nd_merge_cell(out, n, v, est);
   char h[24];
   nd_rep_human(h, sizeof h, v);
   snprintf(out, n, "<=%s", h);
@@ -711,7 +695,7 @@ static void text_report(FILE *o, const merge_t *m) {
     for (uint32_t f = 0; f < s->nframes && k_shown < show; f++, k = next_frame(k)) {
       if (!shown(m, s, k)) continue;
       fprintf(o, "      #%-2zu ", k_shown++);
-      print_frame(o, k + 1);
+      nd_merge_print_frame(o, k + 1);
       fputc('\n', o);
     }
     if (show < total) fprintf(o, "      (%zu more frames)\n", total - show);
@@ -731,7 +715,7 @@ static void json_report(FILE *o, const merge_t *m) {
   fputs("{\"processes\": [", o);
   for (size_t x = 0; x < m->nprocs; x++) {
     const mproc_t *p = &m->procs[m->order[x]];
-    label_of(m, p, lab, sizeof lab);
+    nd_merge_label(m, p, lab, sizeof lab);
     fprintf(o, "%s\n  {\"label\": ", x ? "," : "");
     nd_rep_json_str(o, lab);
     fprintf(o, ", \"column\": %zu, \"worker_of\": ", p->col);
@@ -756,7 +740,7 @@ static void json_report(FILE *o, const merge_t *m) {
       fputs("null, \"lifetime\": null}", o);
       continue;
     }
-    fprintf(o, "%llu, \"lifetime\": {", (unsigned long long)leak_bytes(p));
+    fprintf(o, "%llu, \"lifetime\": {", (unsigned long long)nd_merge_leak_bytes(p));
     nd_rep_json_classes(o, p->life_bytes, p->life_blocks, p->life_stacks, p->life_est, ", ");
     fputs("}}", o);
   }
@@ -819,13 +803,16 @@ static void json_report(FILE *o, const merge_t *m) {
 // ---------------------------------------------------------------- the command
 
 static const char merge_help[] =
-    "usage: ndmemreport merge [--format text|json] [--top N] [--frames N]\n"
+    "usage: ndmemreport merge [--format text|json] [--job TRACE] [--top N] [--frames N]\n"
     "                         [--python-only] [--no-symbols] [--suppressions FILE]...\n"
     "                         [--no-builtin-suppressions] TRACE...\n\n"
     "Puts the traces of one job's processes side by side: a row per process, labelled\n"
     "by its rank (a fork child as its parent's worker), what each left live at its end\n"
     "by class, and the sites aggregated across the processes.\n\n"
     "  --format FORMAT             text | json [text]\n"
+    "  --job TRACE                 the job's view, as ndmem run gives it: TRACE (one of\n"
+    "                              those given) is the main program's; each process\n"
+    "                              named main, worker N, rank R, with its largest entries\n"
     "  --top N                     sites listed [10]; 0 all\n"
     "  --frames N                  frames per site in text [8]; 0 all\n"
     "  --python-only               a site with Python frames shows only those\n"
@@ -836,7 +823,8 @@ static const char merge_help[] =
 
 int nd_report_merge(int argc, char **argv, FILE *out, FILE *err) {
   bool json = false;
-  merge_t m = {.o = {.symbols = true, .top = 10, .frames = 8, .builtin_supp = true}};
+  merge_t m = {.o = {.symbols = true, .top = 10, .frames = 8, .builtin_supp = true}, .job = NONE};
+  const char *job = NULL;
   const char **files = calloc((size_t)argc + 1, sizeof *files);
   m.o.supp_files = calloc((size_t)argc + 1, sizeof *m.o.supp_files);
   if (!files || !m.o.supp_files) {
@@ -862,6 +850,12 @@ int nd_report_merge(int argc, char **argv, FILE *out, FILE *err) {
       free(files);
       free(m.o.supp_files);
       return 0;
+    } else if (IS("--job")) {
+      job = VALUE();
+      if (!*job) {
+        fputs("ndmemreport: --job needs the TRACE of the job's program (" MERGE_USAGE ")\n", err);
+        rc = 2;
+      }
     } else if (!strcmp(a, "--no-symbols")) {
       m.o.symbols = false;
     } else if (!strcmp(a, "--python-only")) {
@@ -903,6 +897,16 @@ int nd_report_merge(int argc, char **argv, FILE *out, FILE *err) {
     fputs("ndmemreport: merge needs at least one TRACE (" MERGE_USAGE ")\n", err);
     rc = 2;
   }
+  for (size_t i = 0; !rc && job && i < m.nprocs; i++)
+    if (!strcmp(files[i], job)) m.job = i;
+  if (!rc && job && m.job == NONE) {
+    fprintf(err, "ndmemreport: --job %s: not one of the TRACEs given\n", job);
+    rc = 2;
+  }
+  if (!rc && job && json) {
+    fputs("ndmemreport: --job is a text view (merge --format json has every process)\n", err);
+    rc = 2;
+  }
   nd_supp_t *supp = rc ? NULL : nd_rep_load_suppressions(&m.o, err);
   if (!rc && !supp) rc = 2;
   if (!rc && !(m.procs = calloc(m.nprocs, sizeof *m.procs))) {
@@ -920,6 +924,7 @@ int nd_report_merge(int argc, char **argv, FILE *out, FILE *err) {
   if (!rc) {
     if (m.nsites) qsort(m.sites, m.nsites, sizeof *m.sites, cmp_site);
     if (json) json_report(out, &m);
+    else if (m.job != NONE) nd_merge_job_text(out, &m);
     else text_report(out, &m);
     if (fflush(out) || ferror(out)) {
       fprintf(err, "ndmemreport: cannot write the report: %s\n", strerror(errno));

@@ -74,7 +74,7 @@ mkdir "$d"
 (cd "$d" && "$tool" run --no-summary --fail-on-leak -- "$prog" fork-leak) >"$d/out" 2>"$d/err"
 rc=$?
 [ $rc = 1 ] || { no "fork-leak: exit status $rc, want 1"; cat "$d/err" >&2; }
-grep -q "^ndmem: pid [0-9]* (.*/t_wrapped): --fail-on-leak: leaks definitely lost 13.06 KiB (13370 B) in 1 block (1 stack); see ndmemreport ndmem\.[0-9]*\.trace$" "$d/err" ||
+grep -q "^ndmem: worker 1 (pid [0-9]*, .*/t_wrapped): --fail-on-leak: leaks definitely lost 13.06 KiB (13370 B) in 1 block (1 stack); see ndmemreport ndmem\.[0-9]*\.trace$" "$d/err" ||
   { no "fork-leak: no line naming the child's leak"; cat "$d/err" >&2; }
 rm -f "$d"/*.trace
 (cd "$d" && "$tool" run --no-summary --fail-on-leak -- "$prog" fork-free) >"$d/out" 2>"$d/err"

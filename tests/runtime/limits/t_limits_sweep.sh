@@ -59,8 +59,8 @@ job() {
 job ref --max-bytes=90% --max-physical-bytes=90%
 [ "$(cat "$tmp/ref.rc")" = 0 ] && grep -qx done "$tmp/ref.out" ||
   { no "the run without a limit failed: exit $(cat "$tmp/ref.rc")"; tail -20 "$tmp/ref.err" >&2; exit 1; }
-# the main process's line: the last (its workers end before it does)
-line=$(grep "^ndmem\[[0-9]*\]: limits: maxBytes" "$tmp/ref.err" | tail -1)
+# the main process's line: the first (ndmem run prints the program's summary first)
+line=$(grep "^ndmem\[[0-9]*\]: limits: maxBytes" "$tmp/ref.err" | head -1)
 mib() { awk -v v="$1" -v u="$2" 'BEGIN { m = u == "GiB" ? 1024 : u == "KiB" ? 1 / 1024 : 1; printf "%d", v * m * 1048576 }'; }
 set -- $(echo "$line" | sed -n 's/.*(peak tracked \([0-9.]*\) \([KMG]iB\).*(peak resident \([0-9.]*\) \([KMG]iB\)).*/\1 \2 \3 \4/p')
 [ $# = 4 ] || { no "no peaks in: $line"; exit 1; }
