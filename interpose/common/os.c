@@ -149,6 +149,35 @@ const uintptr_t (*nd_os_own(size_t *n, int *busy, int *lost))[2] {
   return (const uintptr_t(*)[2])own.v;
 }
 
+int64_t nd_os_resident_in(uintptr_t lo, uintptr_t hi) {
+  size_t page = nd_os_page_size();
+  unsigned char vec[4096];
+  int64_t resident = 0;
+  for (uintptr_t a = lo; a < hi;) {
+    size_t pages = (hi - a + page - 1) / page;
+    if (pages > sizeof vec) pages = sizeof vec;
+    if (syscall(SYS_mincore, a, pages * page, vec) != 0) return -1;
+    for (size_t k = 0; k < pages; k++) resident += vec[k] & 1;
+    a += pages * page;
+  }
+  return resident * (int64_t)page;
+}
+
+int64_t nd_os_own_resident(void) {
+  int expect = 0, saved = errno;
+  // Taken only when free: a signal handler's flush may have interrupted an update.
+  if (!__atomic_compare_exchange_n(&own.lock, &expect, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    return -1;
+  int64_t sum = own.lost ? -1 : 0;
+  for (uint32_t i = 0; sum >= 0 && i < own.n; i++) {
+    int64_t r = nd_os_resident_in(own.v[i][0], own.v[i][1]);
+    sum = r < 0 ? -1 : sum + r;
+  }
+  nd_spin_unlock(&own.lock);
+  errno = saved;
+  return sum;
+}
+
 void nd_os_release(void *p, size_t size) {
   int saved = errno;
   syscall(SYS_madvise, p, size, MADV_DONTNEED);

@@ -22,6 +22,12 @@ void nd_os_unmap_ctx(void *ctx, void *p, size_t size);
 // order. *busy: a thread was changing the table (read it again once it is done); *lost: some did
 // not fit in it (not all of ndmem's memory is known). For the reachability scan (reach.c).
 const uintptr_t (*nd_os_own(size_t *n, int *busy, int *lost))[2];
+// The resident bytes of ndmem's own mappings (mincore over the table above), or -1 when the table
+// is being changed (a thread inside nd_os_map: the caller may be a signal handler that
+// interrupted it) or not all of it is known. errno kept.
+int64_t nd_os_own_resident(void);
+// Resident pages of [lo, hi) (page-aligned) by mincore, in bytes; -1 when it cannot be read.
+int64_t nd_os_resident_in(uintptr_t lo, uintptr_t hi);
 // Gives the pages of [p, p + size) back (page-aligned p): the range stays mapped and reads as
 // zeros from then on, so a lock-free reader still holding it reads zeros, never a fault.
 void nd_os_release(void *p, size_t size);

@@ -61,8 +61,12 @@
 // 17 lengthened SCAN with the ended threads whose stacks were not read (glibc's cache keeps them
 // mapped) and the mappings reached through the address-space reservation they lie in
 // (ND_REC_SCAN_V16_SIZE: none known in the short form).
-// Readers accept 1 to 17.
-#define ND_TRACE_VERSION 17
+// 18 added the kernel's peak: an RSS record at each flush (VmRSS, VmHWM and their parts from
+// /proc/self/status, getrusage's ru_maxrss, the tracked mappings' untouched bytes, and the
+// breakdown of the reading with the highest VmRSS so far) and SITE_UNTOUCHED records (a mapping
+// site's bytes never resident, where they changed). Before 18 neither is known.
+// Readers accept 1 to 18.
+#define ND_TRACE_VERSION 18
 #define ND_TRACE_MAX_DEPTH 128 // NDMEM_DEPTH: native frames per stack
 #define ND_TRACE_MAX_STACK 255 // frames in one STACK record from version 12 (before: 128)
 #define ND_TRACE_MAX_RECORD (1u << 20) // no record is larger; the reader rejects what is
@@ -161,6 +165,9 @@ enum nd_rec_tag {
   ND_REC_ADMIT_SITE = 27, // nd_rec_admit_site_t: one asking site's admissions (latest wins)
   ND_REC_REFUSAL = 28,  // nd_rec_refusal_t: the last refused request (latest wins; version 16)
   ND_REC_EXEC = 29,     // nd_rec_exec_t + path bytes: an exec of the process (version 16)
+  ND_REC_RSS = 30,      // nd_rec_rss_t: the kernel's resident memory and peak, before each
+                        // COUNTERS (latest wins; version 18)
+  ND_REC_SITE_UNTOUCHED = 31, // nd_rec_site_untouched_t: a site's mapped bytes never resident
   ND_REC_TAG_MAX
 };
 
@@ -810,6 +817,66 @@ typedef struct nd_rec_resident {
 } nd_rec_resident_t;
 _Static_assert(sizeof(nd_rec_resident_t) == 64, "resident record layout");
 #define ND_REC_RESIDENT_V8_SIZE 24u // version 8: mono_ns, anon_bytes, a reserved 0
+
+// ---------------------------------------------------------------- the kernel's peak (version 18)
+
+// The process's resident memory as the kernel keeps it, and what held it, at one reading:
+// /proc/self/status's VmRSS = RssAnon + RssFile + RssShmem (the kernel's own split), and ndmem's
+// account of the anonymous part from the same flush: the parts below, plus what none of them
+// explains (the reader shows anon - the parts as "other", signed, never hidden). Heap blocks are
+// counted by usable size whether touched or not; mappings by their resident pages (mincore).
+typedef struct nd_rss_parts {
+  uint64_t mono_ns;            // when it was read (0: no reading)
+  uint64_t rss, anon, file, shmem; // VmRSS, RssAnon, RssFile, RssShmem
+  uint64_t heap_bytes;         // heap in use: the tracked heap's live bytes (usable sizes; blocks
+                               // served from workspace arenas included)
+  uint64_t alloc_free_bytes;   // freed memory the allocator holds, surely resident (its free
+                               // bytes less those a trim may have given back), as last read
+  uint64_t alloc_ns;           // when the allocator was read (0: not read or unknown: 0 above)
+  uint64_t maps_touched_bytes; // tracked anonymous mappings: their resident pages
+  uint64_t maps_untouched_bytes; // ... and their pages never resident (in no RSS: shown apart)
+  uint64_t ws_idle_bytes;      // workspace arenas not holding live blocks
+  uint64_t self_bytes;         // ndmem's own mappings' resident pages (its metadata, the trace's
+                               // buffers), the workspace arenas' mapped bytes left out
+} nd_rss_parts_t;
+_Static_assert(sizeof(nd_rss_parts_t) == 96, "rss parts layout");
+
+// Written at each flush before COUNTERS (latest wins). maxrss_bytes is the kernel's peak of the
+// process (getrusage's ru_maxrss, which an exec keeps: what /usr/bin/time's %M, wait4 and the
+// cgroup's accounting of one process go by), exact to the KiB, not sampled: the kernel keeps it.
+// Read at every flush and again by the last one (ND_RSS_AT_END), so a process killed early keeps
+// its figure as of its last flush. `now` is this flush's reading; `at_peak` the reading with the
+// highest VmRSS so far (the closest a reading came to the peak: maxrss - at_peak.rss of the peak
+// fell between two readings and is shown as such).
+enum nd_rss_flags {
+  ND_RSS_AT_END = 1,       // read by the last flush, at the process's end
+  ND_RSS_MAPS_UNREAD = 2,  // the mappings' pages could not be read now (the table was busy): the
+                           // untouched bytes are the last reading's
+  ND_RSS_OWN_UNREAD = 4,   // ndmem's own mappings could not be read now (0 or the last reading)
+  ND_RSS_SITES_FULL = 8,   // more mapping sites with untouched pages than the writer keeps: some
+                           // sites' untouched bytes are in the totals only
+  ND_RSS_FLAGS_KNOWN = 15
+};
+typedef struct nd_rec_rss {
+  uint64_t maxrss_bytes;   // ru_maxrss x 1024
+  uint64_t hwm_bytes;      // VmHWM: the peak of this program image (since its exec)
+  uint32_t flags;          // enum nd_rss_flags
+  uint32_t reserved;
+  nd_rss_parts_t now;
+  nd_rss_parts_t at_peak;
+} nd_rec_rss_t;
+_Static_assert(sizeof(nd_rec_rss_t) == 24 + 2 * 96, "rss record layout");
+
+// A mapping site's live bytes that were never resident at a flush's reading (mincore): a
+// reservation made and not (yet) touched. Written after the SITE records for each site whose
+// untouched bytes changed since last written (0 included); the latest wins.
+typedef struct nd_rec_site_untouched {
+  uint32_t stack_id;
+  uint16_t kind;     // enum ndmem_kind (anonymous mappings)
+  uint16_t reserved;
+  uint64_t untouched_bytes;
+} nd_rec_site_untouched_t;
+_Static_assert(sizeof(nd_rec_site_untouched_t) == 16, "site untouched record layout");
 
 // ---------------------------------------------------------------- Python (version 7)
 

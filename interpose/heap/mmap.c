@@ -148,6 +148,28 @@ static int64_t untouched_read(void) {
   return v;
 }
 
+int64_t nd_mmap_read_touched(void (*fn)(void *ctx, struct nd_site *site, uint64_t untouched),
+                             void *ctx) {
+  int saved = errno;
+  if (pthread_mutex_trylock(&map_lock) != 0) return -1;
+  int64_t sum = 0;
+  for (size_t i = 0; i < maps.n; i++) {
+    nd_range_t *r = &maps.v[i];
+    int64_t res = nd_os_resident_in(r->start, r->end);
+    // A range mincore cannot read (unmapped behind ndmem's back) counts touched, as the limits'.
+    uint64_t u = res < 0 ? 0 : (r->end - r->start) - (uint64_t)res;
+    if (nd_lim.touched && r->end - r->start >= ND_TOUCH_MIN) {
+      untouched_add((int64_t)u - (int64_t)r->untouched);
+      r->untouched = u;
+    }
+    sum += (int64_t)u;
+    if (u && fn) fn(ctx, nd_track_inherited(r->born) ? NULL : r->tag, u);
+  }
+  pthread_mutex_unlock(&map_lock);
+  errno = saved;
+  return sum;
+}
+
 // Every live tracked mapping (for the trace's leaks at exit).
 void nd_mmap_each_live(void (*fn)(void *ctx, const nd_range_t *r), void *ctx) {
   nd_os_mutex_lock(&map_lock);

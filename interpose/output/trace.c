@@ -19,6 +19,7 @@
 #include "common/fmt.h"
 #include "account/growth.h"
 #include "output/metrics.h"
+#include "output/rss.h"
 #include "heap/regions.h"
 #include "common/os.h"
 #include "stacks/python.h"
@@ -866,6 +867,7 @@ static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
   nd_modules_write_records(module_record, NULL); // after the sites: records name their stacks
   uint64_t anon;
   int have_anon = write_resident(&anon) == 0;
+  nd_rss_write(&tr.w, final); // the kernel's peak and its parts (version 18)
   write_counters();
   if (nd_py_state() != ND_PY_NONE) {
     nd_rec_python_t py;
@@ -1009,6 +1011,7 @@ static void atfork_child(nd_tls_t *t) {
   nd_sites_atfork_rebase();
   nd_py_mark_unwritten();
   nd_allocstat_atfork_child();
+  nd_rss_atfork_child();
   nd_metrics_atfork_child();
   pthread_mutex_init(&tr.lock, NULL);
 }

@@ -207,9 +207,17 @@ void *nd_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, vo
 int nd_munmap(void *addr, size_t len, void *ra); // ra: the caller (libunwind's own is not counted)
 void *nd_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr, void *ra);
 struct nd_range;
+struct nd_site;
 void nd_mmap_each_live(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
 // The same with every other thread stopped (reach.c): -1 (and no call) when one holds the table.
 int nd_mmap_each_live_stopped(void (*fn)(void *ctx, const struct nd_range *r), void *ctx);
+// Reads which pages of every tracked mapping are resident (mincore; the trace's RSS record): fn
+// sees each mapping with untouched bytes, its allocation site (NULL: none of this process's, a
+// fork child's inherited one) and those bytes; the untouched total, or -1 when the table was busy
+// (not waited for: the caller may be a signal handler's last flush). Large mappings' untouched
+// bytes are kept for maxBytes as the limits' own reading keeps them.
+int64_t nd_mmap_read_touched(void (*fn)(void *ctx, struct nd_site *site, uint64_t untouched),
+                             void *ctx);
 // The program's anonymous mappings as it made them, whatever their protection (a PROT_NONE
 // reservation too): a MAP_FIXED mapping inside one is a part of it, not one of its own. For the
 // scan at exit (reach.c: a pointer into one reaches the tracked mappings inside); -1 where a

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define LINE_MAX_ND 1024
@@ -357,6 +358,59 @@ int nd_threads_self(void) {
   return nd_stat_threads_parse(buf);
 }
 
+// ---------------------------------------------------------------- status
+
+// "Name:   1234 kB" lines, the five wanted found by their names.
+int nd_status_parse(const char *s, nd_status_mem_t *m) {
+  static const char *const names[5] = {"VmRSS:", "VmHWM:", "RssAnon:", "RssFile:", "RssShmem:"};
+  uint64_t *out[5] = {&m->rss, &m->hwm, &m->anon, &m->file, &m->shmem};
+  unsigned found = 0;
+  for (const char *line = s; *line; ) {
+    for (int i = 0; i < 5; i++) {
+      size_t n = strlen(names[i]);
+      if (strncmp(line, names[i], n)) continue;
+      const char *p = line + n;
+      while (*p == ' ' || *p == '\t') p++;
+      if (*p < '0' || *p > '9') return -1;
+      uint64_t v = 0;
+      while (*p >= '0' && *p <= '9') {
+        if (v > UINT64_MAX / 16) return -1;
+        v = v * 10 + (uint64_t)(*p++ - '0');
+      }
+      if (strncmp(p, " kB", 3)) return -1;
+      *out[i] = v * 1024;
+      found |= 1u << i;
+    }
+    const char *nl = strchr(line, '\n');
+    if (!nl) break;
+    line = nl + 1;
+  }
+  return found == 31 ? 0 : -1;
+}
+
+static int status_fd = -1;
+int nd_status_self(nd_status_mem_t *m) {
+  int once;
+  nd_os_fd_enter();
+  int fd = kept_open(&status_fd, "/proc/self/status", 0, &once), saved = errno;
+  char buf[4096]; // ~1.5 KB on 6.x kernels
+  ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+  once_done(fd, once);
+  nd_os_fd_leave();
+  errno = saved;
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  return nd_status_parse(buf, m);
+}
+
+uint64_t nd_maxrss_self(void) {
+  struct rusage ru;
+  int saved = errno;
+  int rc = getrusage(RUSAGE_SELF, &ru);
+  errno = saved;
+  return rc == 0 && ru.ru_maxrss > 0 ? (uint64_t)ru.ru_maxrss * 1024 : 0;
+}
+
 static void close_kept(int *kept) {
   int fd = __atomic_exchange_n(kept, -1, __ATOMIC_ACQ_REL);
   if (fd >= 0) {
@@ -370,6 +424,7 @@ static void atfork_child(struct nd_tls *t) {
   (void)t;
   close_kept(&self_fd);
   close_kept(&stat_fd);
+  close_kept(&status_fd);
 }
 
 // Before anything reads resident memory again in a fork child: the descriptors are the parent's.

@@ -43,6 +43,18 @@ uint64_t nd_statm_peak(void);
 void nd_statm_self_open(int raise_ok);
 // A fork child: /proc/self named the parent when the descriptor was opened; the next call opens it
 // again.
+// The kernel's account of this process's resident memory (/proc/self/status, a descriptor kept
+// as statm's): VmRSS, VmHWM and VmRSS's parts RssAnon, RssFile, RssShmem, in bytes. 0, or -1 when
+// it cannot be read or lacks a field (a kernel before 4.5 has no Rss* lines). errno kept.
+typedef struct nd_status_mem {
+  uint64_t rss, hwm, anon, file, shmem;
+} nd_status_mem_t;
+int nd_status_self(nd_status_mem_t *m);
+// The same out of a /proc/PID/status text (NUL-terminated).
+int nd_status_parse(const char *s, nd_status_mem_t *m);
+// getrusage(RUSAGE_SELF)'s ru_maxrss in bytes: the process's peak, an exec's earlier images
+// included (what wait4 and /usr/bin/time report); 0 when it cannot be had.
+uint64_t nd_maxrss_self(void);
 // The threads of this process still running (/proc/self/stat's num_threads, less the main thread
 // where it ended before the others: it stays a zombie until they do), from a descriptor kept open
 // above the program's range as statm's is (opened at the first call, again in a fork child); -1

@@ -4,6 +4,7 @@
 // rule a leak's stack matches (suppressed_by), the sites by Python line, and what resident memory
 // did beside tracked memory (retention) and what workspaces did to it (ws_effect).
 #include "analyse/analyse.h"
+#include "analyse/frames.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,8 @@ static int cmp_site_tie(const nd_trace_t *t, uint32_t a, uint32_t b) {
 static int by_peak(const void *a, const void *b, void *arg) {
   const nd_trace_t *t = arg;
   uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-  int c = cmp_u64_desc(t->sites[i].rec.peak_live_bytes, t->sites[j].rec.peak_live_bytes);
+  // A mapping's untouched pages never existed: by touched bytes (version 18; the peak before).
+  int c = cmp_u64_desc(nd_rep_site_peak_touched(&t->sites[i]), nd_rep_site_peak_touched(&t->sites[j]));
   return c ? c : cmp_site_tie(t, i, j);
 }
 

@@ -152,6 +152,26 @@ typedef struct report {
 int nd_rep_analyse(report_t *r);
 void nd_rep_analysis_free(report_t *r);
 
+// ---------------------------------------------------------------- peak.c
+
+// The kernel's peak of resident memory and its parts (RSS records, version 18), as every format
+// gives them. The peak is ru_maxrss (what /usr/bin/time, wait4 and the OOM killer's accounting
+// of one process go by) or VmHWM where it stands higher (the kernel reads its per-CPU counters
+// exactly for /proc and not for ru_maxrss: they may differ by a counter batch). The parts are
+// those of the reading with the highest VmRSS; with `other` (the anonymous memory none of
+// ndmem's parts explains) and `unseen` (the peak above that reading: it fell between two
+// readings) they add up to the peak exactly; both are signed and always shown.
+typedef struct nd_rep_peak {
+  bool known;            // an RSS record
+  bool at_end;           // read at the process's end (else: at its last flush)
+  uint64_t peak, maxrss, hwm;
+  nd_rss_parts_t p;      // the reading nearest the peak
+  int64_t other, unseen;
+  uint64_t untouched;    // tracked mappings' bytes never resident at that reading (not in RSS)
+  uint64_t rss_now;      // VmRSS at the latest reading
+} nd_rep_peak_t;
+void nd_rep_peak(const nd_trace_t *t, nd_rep_peak_t *out);
+
 // ---------------------------------------------------------------- facts.c
 
 // The name tables: kinds, functions and fallbacks by index.

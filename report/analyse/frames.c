@@ -25,7 +25,7 @@ uint64_t nd_rep_site_weight(const nd_trace_t *t, const nd_site_t *site, enum nd_
   case ND_BY_TOTAL: return s->alloc_bytes;
   case ND_BY_LIVE: return nd_rep_site_live(s);
   case ND_BY_PEAK: return nd_rep_site_at_peak(t, site);
-  default: return s->peak_live_bytes;
+  default: return nd_rep_site_peak_touched(site);
   }
 }
 
@@ -37,10 +37,21 @@ uint64_t nd_rep_site_at_peak(const nd_trace_t *t, const nd_site_t *s) {
   // Without a SITE_PEAK of the moment's epoch the site has not changed since: what it holds.
   // Without a moment (a trace before version 15, or a group whose total never passed the
   // counters' first publish): what it holds at the end (nd_flame_measure says so).
-  if (nd_rep_peak_known(t, s->rec.kind) &&
-      s->at_peak_epoch == t->peak[ND_PEAK_GROUP(s->rec.kind)].epoch)
-    return s->at_peak;
-  return nd_rep_site_live(&s->rec);
+  uint64_t v = nd_rep_peak_known(t, s->rec.kind) &&
+                       s->at_peak_epoch == t->peak[ND_PEAK_GROUP(s->rec.kind)].epoch
+                   ? s->at_peak
+                   : nd_rep_site_live(&s->rec);
+  uint64_t u = nd_rep_site_untouched(s);
+  return v > u ? v - u : 0;
+}
+
+uint64_t nd_rep_site_untouched(const nd_site_t *s) {
+  return nd_rep_site_live(&s->rec) ? s->untouched : s->untouched_last;
+}
+
+uint64_t nd_rep_site_peak_touched(const nd_site_t *s) {
+  uint64_t p = s->rec.peak_live_bytes, u = nd_rep_site_untouched(s);
+  return p > u ? p - u : 0;
 }
 
 // ---------------------------------------------------------------- the text report's names

@@ -41,7 +41,14 @@ int nd_rep_parse_weight(const char *word); // -1: none of them
 uint64_t nd_rep_site_weight(const nd_trace_t *t, const nd_site_t *s, enum nd_weight w);
 // A site's live bytes at its group's peak moment (trace_format.h, PEAK); where the trace has no
 // moment for its group (nd_rep_peak_known false), its live bytes at the end.
+// Only memory that existed counts (version 18): a mapping's pages never touched, as the last
+// reading saw them (SITE_UNTOUCHED), are left out of it and shown apart.
 uint64_t nd_rep_site_at_peak(const nd_trace_t *t, const nd_site_t *s);
+// A site's bytes never resident as the readings last saw them (live: the latest reading; a site
+// with nothing live: the last reading that saw some untouched), 0 before version 18; and its own
+// peak less them (what the top sites rank by: a reservation barely touched does not lead).
+uint64_t nd_rep_site_untouched(const nd_site_t *s);
+uint64_t nd_rep_site_peak_touched(const nd_site_t *s);
 bool nd_rep_peak_known(const nd_trace_t *t, unsigned kind);
 
 // The frames of a stack named as in text on one line each (function, module+0xOFF, 0xIP;

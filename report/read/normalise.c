@@ -29,6 +29,7 @@ void nd_read_facts(nd_trace_has_t *has, uint32_t version) {
       .ws_held = version >= 15,
       .admissions = version >= 16,
       .end_causes = version >= 16,
+      .rss = version >= 18,
       .cuda_fns = version >= 11 ? ND_CUDA_FN_USED : ND_CUDA_FN_USED_V10};
 }
 
@@ -70,6 +71,8 @@ uint32_t nd_read_size(unsigned tag, uint32_t version, int *var) {
   case ND_REC_ADMIT_SITE: return sizeof(nd_rec_admit_site_t);
   case ND_REC_REFUSAL: return sizeof(nd_rec_refusal_t);
   case ND_REC_EXEC: *var = 1; return sizeof(nd_rec_exec_t);
+  case ND_REC_RSS: return sizeof(nd_rec_rss_t);
+  case ND_REC_SITE_UNTOUCHED: return sizeof(nd_rec_site_untouched_t);
   default: return sizeof(nd_rec_end_t);
   }
 }
@@ -115,6 +118,9 @@ int nd_read_check(nd_trace_t *t, uint64_t off, const nd_rec_t *r) {
   if (t->hdr.version < 16 && (r->tag == ND_REC_ADMITTED || r->tag == ND_REC_ADMIT_SITE ||
                               r->tag == ND_REC_REFUSAL || r->tag == ND_REC_EXEC))
     return nd_read_fail(t, off, "%s record in a version %u trace (version 16 introduced it)",
+                        nd_read_tag_names[r->tag], t->hdr.version);
+  if (t->hdr.version < 18 && (r->tag == ND_REC_RSS || r->tag == ND_REC_SITE_UNTOUCHED))
+    return nd_read_fail(t, off, "%s record in a version %u trace (version 18 introduced it)",
                         nd_read_tag_names[r->tag], t->hdr.version);
   if (r->tag == ND_REC_EXIT && t->have_exit) return nd_read_fail(t, off, "a second EXIT record");
   if (r->tag == ND_REC_SCAN && t->have_scan) return nd_read_fail(t, off, "a second SCAN record");

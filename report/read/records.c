@@ -525,6 +525,8 @@ static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
   pt->alloc_trimmed = pt->alloc_free >= 0 ? (int64_t)t->resident.alloc_trimmed_bytes : -1;
   pt->alloc_top = pt->alloc_free >= 0 ? (int64_t)t->resident.alloc_top_bytes : -1;
   pt->alloc_ns = pt->alloc_free >= 0 ? t->resident.alloc_ns : 0;
+  pt->rss = t->have_rss ? (int64_t)t->rss.now.rss : -1;
+  pt->untouched = t->have_rss ? (int64_t)t->rss.now.maps_untouched_bytes : -1;
   t->series_open = true;
   return 0;
 }
@@ -536,6 +538,51 @@ static int on_counters(nd_trace_t *t, uint64_t off, const char *p) {
 static void saw_resident(nd_trace_t *t, uint64_t v) {
   if (!t->have_resident_peak || v > t->resident_peak) t->resident_peak = v;
   t->have_resident_peak = true;
+}
+
+// The kernel's figures (version 18): VmRSS is its three parts' sum (the kernel adds them up for
+// the line), the peak reading holds the highest VmRSS, and no peak is below a reading.
+static int check_parts(nd_trace_t *t, uint64_t off, const nd_rss_parts_t *p, const char *which) {
+  if (!p->mono_ns) return 0;
+  if (p->anon > p->rss || p->file > p->rss - p->anon || p->shmem != p->rss - p->anon - p->file)
+    return nd_read_fail(t, off, "RSS record whose %s parts do not add up to its VmRSS", which);
+  if (p->maps_touched_bytes > UINT64_MAX / 4 || p->heap_bytes > UINT64_MAX / 4 ||
+      p->maps_untouched_bytes > UINT64_MAX / 4 || p->alloc_free_bytes > UINT64_MAX / 4 ||
+      p->ws_idle_bytes > UINT64_MAX / 4 || p->self_bytes > UINT64_MAX / 4)
+    return nd_read_fail(t, off, "RSS record with an impossible %s part", which);
+  return 0;
+}
+
+static int on_rss(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_rss_t r;
+  memcpy(&r, p, sizeof r);
+  if (!r.now.mono_ns) return nd_read_fail(t, off, "RSS record without a reading");
+  if (check_parts(t, off, &r.now, "current") || check_parts(t, off, &r.at_peak, "peak"))
+    return -1;
+  if (r.at_peak.rss < r.now.rss)
+    return nd_read_fail(t, off, "RSS record whose peak reading is below its current one");
+  // No order is checked between ru_maxrss, VmHWM and the readings: the kernel keeps its RSS
+  // counters per CPU and reads them exactly for /proc's lines but not for ru_maxrss and the
+  // high-water mark it keeps at an unmap, so each may stand a counter batch below another.
+  saw_time(t, r.now.mono_ns);
+  t->rss = r;
+  t->have_rss = true;
+  return 0;
+}
+
+static int on_site_untouched(nd_trace_t *t, uint64_t off, const char *p) {
+  nd_rec_site_untouched_t r;
+  memcpy(&r, p, sizeof r);
+  if (r.kind >= ND_TRACE_KINDS)
+    return nd_read_fail(t, off, "SITE_UNTOUCHED kind %u out of range", r.kind);
+  long i = nd_trace_site_of(t, r.stack_id, r.kind);
+  if (i < 0) {
+    t->untouched_unplaced++;
+    return 0;
+  }
+  t->sites[i].untouched = r.untouched_bytes;
+  if (r.untouched_bytes) t->sites[i].untouched_last = r.untouched_bytes;
+  return 0;
 }
 
 static int on_limits(nd_trace_t *t, uint64_t off, const char *p) {
@@ -877,6 +924,8 @@ int nd_read_record(nd_trace_t *t, uint64_t off, const nd_rec_t *r, const char *p
     saw_time(t, t->scan.mono_ns);
     return 0;
   case ND_REC_GROWTH: return on_growth(t, off, p);
+  case ND_REC_RSS: return on_rss(t, off, p);
+  case ND_REC_SITE_UNTOUCHED: return on_site_untouched(t, off, p);
   case ND_REC_PEAK: return on_peak(t, off, p);
   case ND_REC_SITE_PEAK: return on_site_peak(t, off, p);
   case ND_REC_ADMITTED: return on_admitted(t, off, p);

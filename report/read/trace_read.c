@@ -20,8 +20,9 @@ const char *const nd_read_tag_names[ND_REC_TAG_MAX] = {
     "?",         "MODULE",    "STACK",  "SITE",   "COUNTERS", "BLOCK",     "FLUSH",        "END",
     "WORKSPACE", "WS_ESCAPE", "LIMITS", "BREACH", "SNAPSHOT", "SNAP_SITE", "EXIT",         "GROWTH",
     "DEVICE",    "CUDA",      "PYCODE", "PYTHON", "RESIDENT", "DEVICE_WS", "DEVICE_SPILL", "SCAN",
-    "PEAK",      "SITE_PEAK", "ADMITTED",  "ADMIT_SITE", "REFUSAL",   "EXEC"};
-_Static_assert(ND_REC_TAG_MAX == 30, "a name for every record tag");
+    "PEAK",      "SITE_PEAK", "ADMITTED",  "ADMIT_SITE", "REFUSAL",   "EXEC",
+    "RSS",       "SITE_UNTOUCHED"};
+_Static_assert(ND_REC_TAG_MAX == 32, "a name for every record tag");
 
 int nd_read_fail(nd_trace_t *t, uint64_t off, const char *fmt, ...) {
   va_list ap;

@@ -93,6 +93,9 @@ typedef struct nd_site {
   nd_rec_site_t rec; // the latest SITE record of (stack id, kind)
   uint16_t at_peak_epoch; // its latest SITE_PEAK (version 15; 0: none): its live bytes at its
   uint64_t at_peak;       // group's peak moment of that epoch (nd_rep_site_at_peak reads them)
+  uint64_t untouched;     // its latest SITE_UNTOUCHED (version 18): live bytes never resident
+  uint64_t untouched_last; // the latest of them that was not 0 (what a reading last saw of a
+                           // mapping since unmapped)
   nd_site_hist_t h;
 } nd_site_t;
 
@@ -173,6 +176,8 @@ typedef struct nd_point {
   int64_t alloc_trimmed; // of its free bytes, those a malloc_trim may have given back; -1: none
   int64_t alloc_top;  // of its free bytes, the heap's top chunk; -1: none
   uint64_t alloc_ns;  // when that reading was taken (0: none)
+  int64_t rss;        // VmRSS as the latest RSS record read it (version 18); -1: none
+  int64_t untouched;  // tracked mappings' bytes never resident at that reading; -1: none
 } nd_point_t;
 // Points kept. When a point arrives with the array full, every other one is dropped and from then
 // on only every 2nd (4th, ...) COUNTERS record is kept, so the points stay evenly spaced in
@@ -235,6 +240,8 @@ typedef struct nd_trace_has {
                       // refused (16): before, every request over a limit could be
   bool end_causes;    // REFUSAL and EXEC records, a normal exit's status in EXIT: what an end
                       // came after (version 16)
+  bool rss;           // RSS and SITE_UNTOUCHED records: the kernel's peak and its parts, the
+                      // mappings' untouched pages (version 18)
   uint32_t cuda_fns;  // the calls a CUDA record counts (ND_CUDA_FN_USED_V10 before device_ws)
 } nd_trace_has_t;
 
@@ -290,6 +297,9 @@ typedef struct nd_trace {
   // flushes', the limit checks', breaches' and snapshots'. The one `peak resident` of a report.
   bool have_resident_peak;
   uint64_t resident_peak;
+  bool have_rss;            // an RSS record (version 18): the kernel's peak and its parts
+  nd_rec_rss_t rss;         // the latest
+  uint64_t untouched_unplaced; // SITE_UNTOUCHED records naming no site read before them
   uint64_t ws_served_ns;    // the flush whose WORKSPACE records first show an arena's hit (its
                             // last record's time): points before it are from before any arena
                             // served; 0: none did

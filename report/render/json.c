@@ -149,6 +149,39 @@ static void json_u64(FILE *o, const char *key, uint64_t v, bool more) {
   fprintf(o, "\"%s\": %llu%s", key, (unsigned long long)v, more ? ", " : "");
 }
 
+// Version 18: the kernel's peak (ru_maxrss) and its parts at the reading nearest it
+// (analyse/peak.c), inside "resident"; null where the trace has no RSS record.
+static void json_kernel_peak(FILE *o, const nd_trace_t *t) {
+  nd_rep_peak_t k;
+  nd_rep_peak(t, &k);
+  if (!k.known) {
+    fputs("\"peak_rss_bytes\": null, \"peak_rss_read\": null, \"at_peak\": null", o);
+    return;
+  }
+  const nd_rss_parts_t *p = &k.p;
+  json_u64(o, "peak_rss_bytes", k.peak, true);
+  fprintf(o, "\"peak_rss_read\": \"%s\", ", k.at_end ? "at_end" : "last_flush");
+  json_u64(o, "maxrss_bytes", k.maxrss, true);
+  json_u64(o, "hwm_bytes", k.hwm, true);
+  json_u64(o, "rss_last_bytes", k.rss_now, true);
+  fputs("\"at_peak\": {", o);
+  json_u64(o, "mono_ns", p->mono_ns, true);
+  json_u64(o, "rss_bytes", p->rss, true);
+  json_u64(o, "heap_in_use_bytes", p->heap_bytes, true);
+  if (p->alloc_ns) json_u64(o, "allocator_free_bytes", p->alloc_free_bytes, true);
+  else fputs("\"allocator_free_bytes\": null, ", o);
+  json_u64(o, "mappings_touched_bytes", p->maps_touched_bytes, true);
+  json_u64(o, "workspace_idle_bytes", p->ws_idle_bytes, true);
+  json_u64(o, "ndmem_bytes", p->self_bytes, true);
+  fprintf(o, "\"other_anonymous_bytes\": %lld, ", (long long)k.other);
+  json_u64(o, "anonymous_bytes", p->anon, true);
+  json_u64(o, "file_bytes", p->file, true);
+  json_u64(o, "shmem_bytes", p->shmem, true);
+  fprintf(o, "\"between_readings_bytes\": %lld, ", (long long)k.unseen);
+  json_u64(o, "mappings_untouched_bytes", k.untouched, false);
+  fputs("}", o);
+}
+
 // Version 9: resident growth beside flat tracked memory (analyse.c), one fixed-schema object.
 // class: "allocator" (the allocator's own free bytes grew by most of it), "untracked" (nothing
 // ndmem reads accounts for it) or null; the figures are null where the trace cannot give them.
@@ -1041,7 +1074,8 @@ int nd_rep_json_report(FILE *o, report_t *r) {
     } else {
       fputs("  \"resident\": {", o);
       json_u64(o, "peak_bytes", t->resident_peak, true);
-      json_u64(o, "last_bytes", t->resident.anon_bytes, false);
+      json_u64(o, "last_bytes", t->resident.anon_bytes, t->has.rss);
+      if (t->has.rss) json_kernel_peak(o, t);
       fputs("},\n", o);
     }
   }

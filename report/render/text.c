@@ -4,6 +4,7 @@
 // what was live at exit, then the workspaces, devices and limits views, each in its own file
 // beside this one: text.h), and what they all print with: sizes, counts, stacks.
 #include "render/text.h"
+#include "analyse/frames.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -147,15 +148,17 @@ static int text_site(FILE *o, report_t *r, size_t rank, uint32_t si, enum rank_b
   bool est = x->flags & ND_SITE_SAMPLED;
   const char *e = est ? "~" : "";
   fprintf(o, "#%-3zu %-8s ", rank, nd_rep_kind_names[x->kind]);
+  uint64_t untouched = nd_rep_site_untouched(s); // version 18: a mapping's pages never touched
   if (by == BY_PEAK) {
-    fputs("peak ", o);
-    nd_text_bytes(o, x->peak_live_bytes, est);
+    fputs(untouched ? "peak touched " : "peak ", o);
+    nd_text_bytes(o, nd_rep_site_peak_touched(s), est);
     fprintf(o, "  [stack %u]\n      total ", x->stack_id);
     nd_text_bytes(o, x->alloc_bytes, est);
     fputs(" in ", o);
     text_allocs(o, x, e);
     fputs("; live ", o);
     nd_text_bytes(o, nd_rep_site_live(x), est);
+    if (untouched) nd_text_untouched(o, x->peak_live_bytes, untouched);
   } else if (by == BY_TOTAL) {
     fputs("total ", o);
     nd_text_bytes(o, x->alloc_bytes, est);

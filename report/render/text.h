@@ -48,6 +48,10 @@ void nd_text_ws_retention_line(FILE *o, const report_t *r, bool first);
 void nd_text_ws_saving_line(FILE *o, const report_t *r);
 void nd_text_limits_line(FILE *o, const nd_trace_t *t);                 // text_limits.c
 void nd_text_devices_line(FILE *o, const nd_trace_t *t);                // text_devices.c
+// The kernel's peak and its parts, the summary's first lines (version 18); a site's mapped
+// bytes never touched, after its totals (text_peak.c).
+void nd_text_peak_lines(FILE *o, const nd_trace_t *t);
+void nd_text_untouched(FILE *o, uint64_t peak, uint64_t untouched);
 
 // ---------------------------------------------------------------- the views: -1 out of memory
 

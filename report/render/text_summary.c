@@ -278,6 +278,7 @@ int nd_rep_text_summary(FILE *o, report_t *r) {
   const nd_trace_header_t *h = &t->hdr;
   char buf[64];
   fputs("== summary\n", o);
+  nd_text_peak_lines(o, t); // the headline: the kernel's peak (version 18)
   fprintf(o, "  %-10s  pid %llu on ", "process", (unsigned long long)h->pid);
   nd_rep_print_text(o, t->host[0] ? t->host : "?");
   fputs(": ", o);

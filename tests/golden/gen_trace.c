@@ -2220,6 +2220,96 @@ static void bad_resident(const char *which) {
   end(T0 + 30 * MS, 0);
 }
 
+// ---------------------------------------------------------------- version 18
+
+static nd_rss_parts_t rss_parts(uint64_t ns, uint64_t heap, uint64_t touched, uint64_t untouched,
+                                uint64_t other) {
+  nd_rss_parts_t p = {.mono_ns = ns, .heap_bytes = heap, .alloc_free_bytes = 2 * MIB,
+                      .alloc_ns = ns - MS, .maps_touched_bytes = touched,
+                      .maps_untouched_bytes = untouched, .self_bytes = 3 * MIB};
+  p.anon = heap + 2 * MIB + touched + 3 * MIB + other;
+  p.file = 24 * MIB, p.shmem = MIB;
+  p.rss = p.anon + p.file + p.shmem;
+  return p;
+}
+
+// peak: an OpenBLAS-like job (version 18). Its executable's main fills a 32 MiB heap block (stack
+// 1) while a library maps a 256 MiB buffer and touches 1 MiB of it (stack 2: 255 MiB untouched);
+// the heap block is freed before the end. RSS readings at 99, 199 and 299 ms (the end's): VmRSS
+// 43 MiB (4 MiB other), 68 MiB (5 MiB other: the nearest the peak), 29 MiB; the kernel's peak
+// (ru_maxrss, at the end) 72 MiB, 4 MiB above the peak reading. Truth: the headline 72.00 MiB,
+// parts heap 32, allocator 2, mappings 1, ndmem 3, other 5, file 24, shmem 1, between readings
+// 4 (sum 72 MiB), 255 MiB untouched apart; the heap site leads the top sites, the mapping after
+// it by 1 MiB touched; the flame graph's peak width (the host's peak moment at 150 ms) 33 MiB,
+// not 288. The bad- modes: an RSS record in a
+// version 17 trace, one whose parts do not add up to its VmRSS, one whose peak reading is below
+// its current one; a SITE_UNTOUCHED of an unknown kind.
+static void peak_trace(const char *mode) {
+  header("/nonexistent/bin/blas", 1818, !strcmp(mode, "bad-rss-v17") ? 17 : 18);
+  if (strncmp(mode, "bad-", 4)) {
+    module(0, "/nonexistent/bin/blas", EXE, EXE, EXE + 0x6000);
+    module(1, "/nonexistent/lib/libopenblas.so.0", FOO, FOO, FOO + 0x100000);
+    module(2, "/nonexistent/lib/libc.so.6", LIBC, LIBC, LIBC + 0x200000);
+    const uint64_t s1[] = {EXE + 0x1100, LIBC + 0x29d90};
+    const uint64_t s2[] = {FOO + 0x4400, FOO + 0x2000, EXE + 0x1000, LIBC + 0x29d90};
+    stack(1, 2, s1);
+    stack(2, 4, s2);
+  } else {
+    flush(1, T0 + 10 * MS);
+    nd_rec_rss_t r = {.maxrss_bytes = 72 * MIB, .hwm_bytes = 72 * MIB};
+    r.now = r.at_peak = rss_parts(T0 + 20 * MS, 32 * MIB, MIB, 255 * MIB, 5 * MIB);
+    if (!strcmp(mode, "bad-rss-parts")) r.now.file += 1;
+    if (!strcmp(mode, "bad-rss-order")) r.at_peak.rss -= 1, r.at_peak.anon -= 1;
+    if (!strcmp(mode, "bad-rss-kind")) {
+      nd_rec_site_untouched_t u = {1, ND_TRACE_KINDS, 0, MIB};
+      nd_tw_record(&w, ND_REC_SITE_UNTOUCHED, &u, sizeof u, NULL, 0);
+    } else {
+      nd_tw_record(&w, ND_REC_RSS, &r, sizeof r, NULL, 0);
+    }
+    end(T0 + 30 * MS, 0);
+    return;
+  }
+  static const uint64_t heap[3] = {8 * MIB, 32 * MIB, 0};
+  nd_rss_parts_t at_peak = {0};
+  for (uint64_t k = 1; k <= 3; k++) {
+    uint64_t ns = T0 + 100 * k * MS;
+    if (k >= 2) { // the host's peak moment: 150 ms, the heap block and the mapping live
+      nd_rec_peak_t pk = {ND_PEAK_HOST, 1, 0, T0 + 150 * MS, 288 * MIB, 288 * MIB};
+      nd_tw_record(&w, ND_REC_PEAK, &pk, sizeof pk, NULL, 0);
+    }
+    site(1, 0, 0, k >= 2 ? 2 : 1, k == 3 ? 2 : 0, 40 * MIB * (k >= 2) + 8 * MIB * (k == 1),
+         k == 3 ? 40 * MIB : 0, 32 * MIB);
+    if (k == 3) { // freed since the moment: what it held then
+      nd_rec_site_peak_t sp = {1, 0, 1, 32 * MIB};
+      nd_tw_record(&w, ND_REC_SITE_PEAK, &sp, sizeof sp, NULL, 0);
+    }
+    site(2, 1, 0, 1, 0, 256 * MIB, 0, 256 * MIB);
+    if (k == 1) {
+      nd_rec_site_untouched_t u = {2, 1, 0, 255 * MIB};
+      nd_tw_record(&w, ND_REC_SITE_UNTOUCHED, &u, sizeof u, NULL, 0);
+    }
+    nd_rec_resident_t res = {.mono_ns = ns - 2 * MS,
+                             .anon_bytes = heap[k - 1] + 2 * MIB + MIB + 3 * MIB + (3 + k) * MIB};
+    nd_tw_record(&w, ND_REC_RESIDENT, &res, sizeof res, NULL, 0);
+    nd_rec_rss_t r = {.maxrss_bytes = (k == 3 ? 72 : k == 2 ? 71 : 45) * MIB,
+                      .hwm_bytes = (k == 3 ? 72 : k == 2 ? 71 : 45) * MIB,
+                      .flags = k == 3 ? ND_RSS_AT_END : 0};
+    r.now = rss_parts(ns - MS, heap[k - 1], MIB, 255 * MIB, (3 + k) * MIB);
+    if (k == 3) r.now.file = 16 * MIB, r.now.rss = r.now.anon + r.now.file + r.now.shmem;
+    if (!at_peak.mono_ns || r.now.rss >= at_peak.rss) at_peak = r.now;
+    r.at_peak = at_peak;
+    nd_tw_record(&w, ND_REC_RSS, &r, sizeof r, NULL, 0);
+    counters(ns, 1, (kt_t){(int64_t)heap[k - 1], 32 * (int64_t)MIB, heap[k - 1] ? 1 : 0, k >= 2 ? 2 : 1, k == 3 ? 2 : 0},
+             (kt_t){256 * (int64_t)MIB, 256 * (int64_t)MIB, 1, 1, 0}, (kt_t){0, 0, 0, 0, 0},
+             (const uint64_t[ND_TRACE_FNS]){[MALLOC] = 2, [FREE] = 2, [MMAP] = 1}, 0);
+    flush(k, ns);
+  }
+  block(2, 1, 0, 0x7f2000000000ull, 256 * MIB, 256 * MIB, T0 + 50 * MS);
+  nd_rec_exit_t x = {T0 + 310 * MS, ND_EXIT_NORMAL, 0, 1818, ND_EXIT_STATUS};
+  nd_tw_record(&w, ND_REC_EXIT, &x, sizeof x, NULL, 0);
+  end(T0 + 311 * MS, 1);
+}
+
 // ---------------------------------------------------------------- version 16
 
 // A REFUSAL record (the last refused request).
@@ -2346,7 +2436,8 @@ int main(int argc, char **argv) {
       "job-r1w2",        "job-bad-value",    "bad-job-from",    "bad-job-origin",
       "bad-job-rank",    "bad-job-size",     "plateau",         "plateau-cache",   "html-bands",
       "refused",         "exec",             "bad-refusal-v15", "bad-refusal-limit",
-      "bad-refusal-stack", "bad-exec-size",  "bad-exec-reason"};
+      "bad-refusal-stack", "bad-exec-size",  "bad-exec-reason",
+      "peak",            "bad-rss-v17",      "bad-rss-parts",   "bad-rss-order",   "bad-rss-kind"};
   int known = 0;
   for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof *modes; i++)
     known |= !strcmp(argv[1], modes[i]);
@@ -2412,6 +2503,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "refused") || !strcmp(argv[1], "exec") ||
            !strncmp(argv[1], "bad-refusal-", 12) || !strncmp(argv[1], "bad-exec-", 9))
     ends_trace(argv[1]);
+  else if (!strcmp(argv[1], "peak") || !strncmp(argv[1], "bad-rss-", 8)) peak_trace(argv[1]);
   else if (!strncmp(argv[1], "bad-v1-", 7) || !strncmp(argv[1], "bad-ws-", 7) ||
            !strcmp(argv[1], "bad-escape-name"))
     bad_trace(argv[1]);

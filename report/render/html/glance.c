@@ -49,7 +49,9 @@ static int site_rows(FILE *o, report_t *r, bool mappings, size_t max, const char
 
 static int card_used(FILE *o, report_t *r) {
   const nd_trace_t *t = r->t;
-  fputs("<section class=\"card\"><h2>What used the memory</h2>\n<p class=\"big\">", o);
+  fputs("<section class=\"card\"><h2>What used the memory</h2>\n", o);
+  nd_html_peak(o, t); // the kernel's peak and its parts (version 18)
+  fputs("<p class=\"big\">", o);
   int n = 0;
   for (int k = 0; t->have_counters && k < ND_TRACE_KINDS; k++) {
     int64_t p = t->counters.kind[k].peak_bytes;

@@ -74,6 +74,9 @@ int nd_html_flame(FILE *o, report_t *r);
 // The first screen (glance.c): what used the memory, what grew, what was live at
 // exit, what hit a limit. -1 when out of memory.
 int nd_html_glance(FILE *o, report_t *r);
+// The kernel's peak of resident memory and its parts at the reading nearest it (peak.c; version
+// 18, nothing before), the figures text and JSON give (analyse/peak.c).
+void nd_html_peak(FILE *o, const nd_trace_t *t);
 
 // The page's inline style and script (assets.c), each in pieces, NULL after the last.
 extern const char *const nd_html_css[];

@@ -95,6 +95,35 @@ static void steady_marker(FILE *o, const nd_trace_t *t, const plot_t *p) {
           x, MT, x, MT + PH, x + 3, MT + 12);
 }
 
+// A kind's live bytes at a point as the chart draws them: memory that existed, so a mapping's
+// pages never touched (version 18: the point's reading) are left out of the mmap line.
+static int64_t point_live(const nd_point_t *q, int k) {
+  int64_t v = q->live[k];
+  if (k == ND_REP_KIND_MMAP && q->untouched > 0) v -= q->untouched;
+  return v > 0 ? v : 0;
+}
+
+// A dashed line of the RSS readings (untouched: the mappings' untouched bytes), with its legend.
+static void series_of(FILE *o, const nd_trace_t *t, const plot_t *p, bool untouched,
+                      const char *color, const char *dash, const char *title, const char *label,
+                      int legend) {
+  fprintf(o, "<polyline class=\"series\" stroke=\"%s\" stroke-dasharray=\"%s\" points=\"",
+          color, dash);
+  int first = 1;
+  for (size_t i = 0; i < t->npoints; i++) {
+    const nd_point_t *q = &t->series[i];
+    int64_t v = untouched ? q->untouched : q->rss;
+    if (v < 0) continue;
+    fprintf(o, "%s%.1f,%.1f", first ? "" : " ", px(p, sec_of(t, q->mono_ns)), py(p, (double)v));
+    first = 0;
+  }
+  fprintf(o, "\"><title>%s</title></polyline>\n", title);
+  fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/>"
+             "<text class=\"lab\" x=\"%d\" y=\"%d\">%s</text>\n",
+          ML + PW + 4, MT + PH - 60 + 14 * legend - 4, color, ML + PW + 20,
+          MT + PH - 60 + 14 * legend, label);
+}
+
 void nd_html_timeline(FILE *o, const report_t *r, plot_t *out) {
   const nd_trace_t *t = r->t;
   fputs("<h2 id=\"timeline\">Timeline</h2>\n", o);
@@ -103,16 +132,19 @@ void nd_html_timeline(FILE *o, const report_t *r, plot_t *out) {
     return;
   }
   // The kinds that ever held memory, and the axes' ranges.
-  bool shown[ND_TRACE_KINDS] = {false};
+  bool shown[ND_TRACE_KINDS] = {false}, any_untouched = false;
   plot_t p = {sec_of(t, t->last_ns), 0, 0};
   for (size_t i = 0; i < t->npoints; i++) {
     const nd_point_t *q = &t->series[i];
     up(&p.tmax, sec_of(t, q->mono_ns));
     for (int k = 0; k < ND_TRACE_KINDS; k++) {
       if (q->live[k] > 0) shown[k] = true;
-      up(&p.ymax, (double)q->live[k]);
+      up(&p.ymax, (double)point_live(q, k));
     }
     up(&p.ymax, (double)q->resident);
+    up(&p.ymax, (double)q->rss);
+    if (q->untouched > 0) any_untouched = true;
+    up(&p.ymax, (double)q->untouched);
   }
   const nd_rec_limits_t *l = t->have_limits ? &t->limits : NULL;
   if (l) {
@@ -173,15 +205,15 @@ void nd_html_timeline(FILE *o, const report_t *r, plot_t *out) {
     for (size_t i = 0; i < t->npoints; i++) {
       const nd_point_t *q = &t->series[i];
       fprintf(o, "%s%.1f,%.1f", i ? " " : "", px(&p, sec_of(t, q->mono_ns)),
-              py(&p, q->live[k] > 0 ? (double)q->live[k] : 0));
+              py(&p, (double)point_live(q, k)));
     }
     fprintf(o, "\"><title>%s</title></polyline>\n", nd_rep_kind_names[k]);
     for (size_t i = 0; t->npoints <= 64 && i < t->npoints; i++) {
       const nd_point_t *q = &t->series[i];
       char h[48];
-      nd_rep_human(h, sizeof h, q->live[k] > 0 ? (uint64_t)q->live[k] : 0);
+      nd_rep_human(h, sizeof h, (uint64_t)point_live(q, k));
       fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>%s %s at ",
-              px(&p, sec_of(t, q->mono_ns)), py(&p, q->live[k] > 0 ? (double)q->live[k] : 0), c,
+              px(&p, sec_of(t, q->mono_ns)), py(&p, (double)point_live(q, k)), c,
               nd_rep_kind_names[k], h);
       nd_rep_print_secs(o, nd_rep_since_start(t, q->mono_ns));
       fputs("</title></circle>\n", o);
@@ -210,6 +242,14 @@ void nd_html_timeline(FILE *o, const report_t *r, plot_t *out) {
                "<text class=\"lab\" x=\"%d\" y=\"%d\">resident</text>\n",
             ML + PW + 4, MT + PH - 60 + 14 * legend - 4, ML + PW + 20, MT + PH - 60 + 14 * legend);
     legend++;
+  }
+  // The kernel's resident memory (version 18): VmRSS at each flush, and the mappings' pages never
+  // touched, apart (in no other line: the mmap line counts touched pages).
+  if (t->have_rss) {
+    series_of(o, t, &p, false, "#000", "2 2", "RSS (kernel), sampled at flushes", "RSS", legend++);
+    if (any_untouched)
+      series_of(o, t, &p, true, "#bbb", "1 3", "mappings reserved, never touched (not resident)",
+                "untouched", legend++);
   }
   // Breaches (the logged ones) and snapshots, at the value they saw.
   for (size_t i = 0; i < t->nbreaches; i++) {

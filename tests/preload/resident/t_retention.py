@@ -69,7 +69,7 @@ def main():
         j, txt, leak_rc, prom = run("allocator", tmp)
         r = j["retention"]
         print("allocator:", r)
-        check(j["trace"]["version"] == 17, "trace version %s" % j["trace"]["version"])
+        check(j["trace"]["version"] == 18, "trace version %s" % j["trace"]["version"])
         check(r["class"] == "allocator", "allocator: class %r" % r["class"])
         check(r["allocator"] == "glibc", "allocator: allocator %r" % r["allocator"])
         # Every freed block is a hole glibc counts free; beyond them only its top chunk and small

@@ -93,7 +93,7 @@ def main():
         err, j, txt = run("marked", tmp, "marked")
         e, r = j["workspaces_effect"], j["retention"]
         print("marked:", e, r["class"])
-        check(j["trace"]["version"] == 17, "trace version %s" % j["trace"]["version"])
+        check(j["trace"]["version"] == 18, "trace version %s" % j["trace"]["version"])
         served = (CYCLES_MARKED - 1) * N
         check(e["served"] and e["allocations"] == served and e["bytes"] == served * BLOCK,
               "marked: served %s allocations, %s B; want %d, %d" %
