@@ -129,8 +129,7 @@ static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
             : e->cls == ND_LIFE_TEARDOWN ? ", lowered to the peak the exact counters show"
                                          : ", lowered to what the exact counters show live");
   text_life_evidence(o, e, r->life.cycles);
-  if (nd_text_place(o, r, e->stack)) return -1;
-  return nd_text_stack(o, r, e->stack);
+  return nd_text_placed_stack(o, r, e->stack);
 }
 
 static const char *const life_heads[ND_LIFE_CLASSES] = {

@@ -51,23 +51,25 @@ int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const c
 
 // ---------------------------------------------------------------- Python lines
 
-// The sites grouped by their innermost Python frame (version 7), by bytes allocated: the text
-// report's view of them.
+// The sites grouped by Python line (version 7), the program's lines first: the text report's view
+// of them, its two groups in one table ("whose").
 void nd_html_py_lines(FILE *o, const report_t *r) {
   if (!r->npy_lines) return;
-  size_t n = nd_rep_list_len(r, r->npy_lines);
-  fprintf(o, "<h2 id=\"python\">Top %zu Python lines by total bytes (of %zu)</h2>\n<table>\n"
+  size_t own, n = nd_rep_py_lines_shown(r, &own);
+  fprintf(o, "<h2 id=\"python\">Top %zu Python lines by total bytes (of %zu)</h2>\n"
+             "<p>The program's lines first, each with what the library code it called "
+             "allocated; then the libraries' lines that allocated.</p>\n<table>\n"
              "<tr><th>#</th><th>total</th><th>sites</th><th>allocations</th><th>live</th>"
-             "<th>line</th></tr>\n",
+             "<th>whose</th><th>line</th></tr>\n",
           n, r->npy_lines);
   for (size_t i = 0; i < n; i++) {
-    const py_line_t *l = &r->py_lines[i];
-    fprintf(o, "<tr><td>%zu</td><td class=\"n\">", i + 1);
+    const py_line_t *l = &r->py_lines[i < own ? i : r->npy_program + i - own];
+    fprintf(o, "<tr><td>%zu</td><td class=\"n\">", i < own ? i + 1 : i - own + 1);
     nd_html_bytes(o, l->alloc_bytes, l->est);
     fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">%s%llu</td><td class=\"n\">",
             (unsigned long long)l->sites, l->est ? "~" : "", (unsigned long long)l->allocs);
     nd_html_bytes(o, l->live_bytes, l->est);
-    fputs("</td><td><b>", o);
+    fputs(l->program ? "</td><td>program</td><td><b>" : "</td><td>library</td><td><b>", o);
     nd_html_esc(o, l->code->qualname && *l->code->qualname ? l->code->qualname : "?");
     fputs("</b> <span class=\"at\">", o);
     nd_html_esc(o, l->code->filename && *l->code->filename ? l->code->filename : "?");
