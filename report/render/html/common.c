@@ -4,6 +4,8 @@
 // lifetime class. Every string from the trace goes through nd_html_esc (render/escape.c).
 #include "render/html/html.h"
 
+#include "analyse/flame.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,80 @@ int nd_html_site_label(FILE *o, report_t *r, uint32_t stack) {
   if (nd_rep_place_text(&b, &p)) return -1;
   nd_html_esc_max(o, b.p, ND_HTML_LEGEND_NAME);
   free(b.p);
+  return 0;
+}
+
+// Whether stack `s` has a native frame named `fn`.
+static bool has_function(report_t *r, uint32_t s, const char *fn) {
+  const nd_stack_t *x = &r->t->stacks[s];
+  const uint64_t *ips = nd_stack_frames(r->t, x);
+  for (size_t i = 0; i < x->depth; i++) {
+    if (nd_trace_is_pyframe(r->t, ips[i])) continue;
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (f && f->at.function && !strcmp(f->at.function, fn)) return true;
+  }
+  return false;
+}
+
+int nd_html_site_label_apart(FILE *o, report_t *r, uint32_t stack, const uint32_t *stacks,
+                             size_t n) {
+  nd_rep_place_t p;
+  if (nd_rep_place(r, stack, &p)) return -1;
+  sbuf_t b = {0}, c = {0};
+  if (nd_rep_place_text(&b, &p)) return -1;
+  nd_html_esc_max(o, b.p, ND_HTML_LEGEND_NAME);
+  // The other shown sites of the same label (twin[i]: stacks[i] is one)
+  bool *twin = calloc(n ? n : 1, sizeof *twin), any = false;
+  if (!twin) {
+    free(b.p);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (stacks[i] == stack) continue;
+    if (nd_rep_place(r, stacks[i], &p) || nd_rep_place_text(&c, &p)) {
+      free(b.p);
+      free(twin);
+      return -1;
+    }
+    any |= twin[i] = !strcmp(b.p, c.p);
+    free(c.p);
+    c = (sbuf_t){0};
+  }
+  free(b.p);
+  if (!any) {
+    free(twin);
+    return 0;
+  }
+  const nd_stack_t *x = &r->t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(r->t, x);
+  for (size_t i = 0; i < x->depth; i++) { // innermost first
+    if (nd_trace_is_pyframe(r->t, ips[i])) continue;
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (!f) {
+      free(twin);
+      return -1;
+    }
+    if (!f->at.function || nd_flame_runtime_module(f->module ? f->module : "")) continue;
+    bool shared = false; // by a twin: then it does not tell this one apart
+    for (size_t j = 0; j < n && !shared; j++)
+      shared = twin[j] && has_function(r, stacks[j], f->at.function);
+    if (shared) continue;
+    free(twin);
+    char fn[49]; // without a C++ function's parameters; 48 bytes at the most (cut at a character)
+    size_t len = strcspn(f->at.function, "(");
+    if (len > 48) {
+      len = 48;
+      while (len > 0 && ((unsigned char)f->at.function[len] & 0xc0) == 0x80) len--;
+    }
+    memcpy(fn, f->at.function, len);
+    fn[len] = 0;
+    fputs(" <span class=\"at\">· via ", o);
+    nd_html_esc(o, fn);
+    fputs("</span>", o);
+    return 0;
+  }
+  free(twin);
+  fprintf(o, " <span class=\"at\">· stack %u</span>", r->t->stacks[stack].id);
   return 0;
 }
 

@@ -11,6 +11,8 @@
 // ---------------------------------------------------------------- sites
 
 // One site list: by peak (stacks shown) or by total (a site already listed by peak links there).
+// Each row names its site by its place first (the program's line, the library frame beside it),
+// told apart from another row of the same place by what differs, then its stack.
 int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const char *title,
                       const char *id, const uint32_t *peak_rank) {
   const nd_trace_t *t = r->t;
@@ -19,8 +21,11 @@ int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const c
     fputs("<p>No sites.</p>\n", o);
     return 0;
   }
+  uint32_t *stacks = malloc(n * sizeof *stacks);
+  if (!stacks) return -1;
+  for (size_t i = 0; i < n; i++) stacks[i] = t->sites[order[i]].stack;
   fputs("<table>\n<tr><th>#</th><th>kind</th><th>peak live</th><th>total</th>"
-        "<th>allocations</th><th>freed</th><th>live</th><th>stack</th></tr>\n",
+        "<th>allocations</th><th>freed</th><th>live</th><th>site</th></tr>\n",
         o);
   for (size_t i = 0; i < n; i++) {
     const nd_site_t *s = &t->sites[order[i]];
@@ -36,15 +41,22 @@ int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const c
             est ? "~" : "", (unsigned long long)x->allocs, est ? "~" : "",
             (unsigned long long)x->frees);
     nd_html_bytes(o, nd_rep_site_live(x), est);
-    fprintf(o, "</td><td>stack %u ", x->stack_id);
+    fputs("</td><td class=\"site\"><b>", o);
+    if (nd_html_site_label_apart(o, r, s->stack, stacks, n)) {
+      free(stacks);
+      return -1;
+    }
+    fprintf(o, "</b><br>stack %u ", x->stack_id);
     if (peak_rank && peak_rank[order[i]]) {
       fprintf(o, "(as in <a href=\"#peak-%u\">#%u by peak</a>)", peak_rank[order[i]],
               peak_rank[order[i]]);
     } else if (nd_html_stack(o, r, s->stack)) {
+      free(stacks);
       return -1;
     }
     fputs("</td></tr>\n", o);
   }
+  free(stacks);
   fputs("</table>\n", o);
   return 0;
 }
