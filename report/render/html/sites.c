@@ -191,15 +191,21 @@ int nd_html_growth(FILE *o, report_t *r) {
     at += n;
   }
   fputs("</table>\n", o);
-  if (l->untracked_blocks)
-    fprintf(o, "<p>Untracked: %llu small %s live at exit in no entry above (sampled).</p>\n",
-            (unsigned long long)l->untracked_blocks, l->untracked_blocks == 1 ? "block" : "blocks");
+  // As the text report says it: the blocks without a record of their own (small blocks are
+  // sampled; the entries above scale the sample), of which `untracked` are in no estimate
   if (l->unrecorded_blocks) { // the blocks --fail-on-leak cannot check (load.c)
-    fprintf(o, "<p>Unrecorded: %llu heap %s live at exit, at most ",
+    fprintf(o, "<p>Small blocks are sampled: only the sampled ones have a record, and the entries "
+               "above scale them (~). %llu heap %s live at exit (at most ",
             (unsigned long long)l->unrecorded_blocks,
             l->unrecorded_blocks == 1 ? "block" : "blocks");
     nd_html_bytes(o, l->unrecorded_bytes, false);
-    fputs(", had no record: --fail-on-leak cannot check them (exit status 3).</p>\n", o);
+    fprintf(o, ") had no record of %s own; %llu of them %s in no entry above. --fail-on-leak "
+               "cannot check them (exit status 3).</p>\n",
+            l->unrecorded_blocks == 1 ? "its" : "their", (unsigned long long)l->untracked_blocks,
+            l->untracked_blocks == 1 ? "is" : "are");
+  } else if (l->untracked_blocks) {
+    fprintf(o, "<p>Untracked: %llu small %s live at exit in no entry above (sampled).</p>\n",
+            (unsigned long long)l->untracked_blocks, l->untracked_blocks == 1 ? "block" : "blocks");
   }
   return 0;
 }
