@@ -11,10 +11,12 @@
 
 enum { GLANCE_SITES = 3, GLANCE_MAPPINGS = 2 }; // sites a card lists; mappings besides
 
-// A bar as wide as v's share of max (CSS), then the site's name and v; `shown`: the stacks of
-// the list's rows (n), which the name tells this one apart from.
+// A bar as wide as v's share of max (CSS), then the site's name and v; `shown`, `labels`: the
+// stacks and labels of the list's rows (n), this one the i-th (nd_html_site_label_apart), or
+// NULL: the name alone.
 static int glance_row(FILE *o, report_t *r, uint32_t stack, uint64_t v, uint64_t max, bool est,
-                      const char *tag, const char *sign, const uint32_t *shown, size_t n) {
+                      const char *tag, const char *sign, const uint32_t *shown, char **labels,
+                      size_t n, size_t i) {
   int pct = max ? (int)((double)v / (double)max * 100 + 0.5) : 0;
   fprintf(o, "<li><span class=\"bar\" style=\"width:%d%%\"></span><span class=\"v\">%s", pct,
           sign);
@@ -22,7 +24,9 @@ static int glance_row(FILE *o, report_t *r, uint32_t stack, uint64_t v, uint64_t
   fputs("</span> ", o);
   if (tag) fprintf(o, "<span class=\"tag\">%s</span> ", tag);
   fputs("<span class=\"nm\">", o); // over the bar: an element, positioned
-  if (nd_html_site_label_apart(o, r, stack, shown, n)) return -1;
+  if (labels ? nd_html_site_label_apart(o, r, shown, labels, n, i)
+             : nd_html_site_label(o, r, stack))
+    return -1;
   fputs("</span></li>\n", o);
   return 0;
 }
@@ -38,6 +42,8 @@ static int site_rows(FILE *o, report_t *r, bool mappings, size_t max, const char
       rows[nrows++] = r->by_peak[i];
   uint32_t stacks[sizeof rows / sizeof *rows];
   for (size_t i = 0; i < nrows; i++) stacks[i] = t->sites[rows[i]].stack;
+  char **labels;
+  if (nd_html_labels(r, stacks, nrows, &labels)) return -1;
   for (size_t i = 0; i < nrows; i++) {
     const nd_site_t *s = &t->sites[rows[i]];
     if (!shown++) {
@@ -46,9 +52,12 @@ static int site_rows(FILE *o, report_t *r, bool mappings, size_t max, const char
     }
     const char *kind = nd_rep_kind_names[s->rec.kind < ND_TRACE_KINDS ? s->rec.kind : 0];
     if (glance_row(o, r, s->stack, s->rec.peak_live_bytes, top, s->rec.flags & ND_SITE_SAMPLED,
-                   mappings ? "mapped" : kind, "", stacks, nrows))
+                   mappings ? "mapped" : kind, "", stacks, labels, nrows, i)) {
+      nd_html_labels_free(labels, nrows);
       return -1;
+    }
   }
+  nd_html_labels_free(labels, nrows);
   if (shown) fputs("</ol>\n", o);
   return 0;
 }
@@ -100,7 +109,7 @@ static int life_rows(FILE *o, report_t *r, unsigned classes, bool growth) {
       if (!(classes >> c & 1) || shown == GLANCE_SITES) continue;
       shown++;
       if (glance_row(o, r, e->stack, growth ? e->grew : e->bytes, max, e->samples > 0,
-                     nd_life_names[c], growth ? "+" : "", NULL, 0))
+                     nd_life_names[c], growth ? "+" : "", NULL, NULL, 0, 0))
         return -1;
     }
     at += l->entries[c];
@@ -161,7 +170,7 @@ static int card_grew(FILE *o, report_t *r) {
       const nd_rec_growth_t *g = &t->growth[i].rec;
       uint64_t v = g->floor_bytes > g->base_bytes ? g->floor_bytes - g->base_bytes : 0;
       if (glance_row(o, r, t->growth[i].stack, v, v, g->flags & ND_SITE_SAMPLED, "rose", "+", NULL,
-                     0))
+                     NULL, 0, 0))
         return -1;
     }
     if (m) fputs("</ol>\n", o);

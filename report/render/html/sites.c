@@ -24,6 +24,11 @@ int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const c
   uint32_t *stacks = malloc(n * sizeof *stacks);
   if (!stacks) return -1;
   for (size_t i = 0; i < n; i++) stacks[i] = t->sites[order[i]].stack;
+  char **labels;
+  if (nd_html_labels(r, stacks, n, &labels)) {
+    free(stacks);
+    return -1;
+  }
   fputs("<table>\n<tr><th>#</th><th>kind</th><th>peak live</th><th>total</th>"
         "<th>allocations</th><th>freed</th><th>live</th><th>site</th></tr>\n",
         o);
@@ -42,7 +47,8 @@ int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const c
             (unsigned long long)x->frees);
     nd_html_bytes(o, nd_rep_site_live(x), est);
     fputs("</td><td class=\"site\"><b>", o);
-    if (nd_html_site_label_apart(o, r, s->stack, stacks, n)) {
+    if (nd_html_site_label_apart(o, r, stacks, labels, n, i)) {
+      nd_html_labels_free(labels, n);
       free(stacks);
       return -1;
     }
@@ -51,11 +57,13 @@ int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const c
       fprintf(o, "(as in <a href=\"#peak-%u\">#%u by peak</a>)", peak_rank[order[i]],
               peak_rank[order[i]]);
     } else if (nd_html_stack(o, r, s->stack)) {
+      nd_html_labels_free(labels, n);
       free(stacks);
       return -1;
     }
     fputs("</td></tr>\n", o);
   }
+  nd_html_labels_free(labels, n);
   free(stacks);
   fputs("</table>\n", o);
   return 0;
