@@ -77,11 +77,9 @@ int nd_text_place(FILE *o, report_t *r, uint32_t stack, bool always) {
   if (!p.own || (!always && p.own_at == first)) return 0; // the stack's first line names it
   sbuf_t b = {0};
   if (nd_rep_place_text(&b, &p)) return -1;
-  nd_wrap_raw(o, r->wrap, true); // whole, as the frames
-  fputs("      at ", o);
+  fputs("      at ", o); // wrapped at 80 columns, unlike the frames: it names two of them
   nd_rep_print_text(o, b.p);
   fputc('\n', o);
-  nd_wrap_raw(o, r->wrap, false);
   free(b.p);
   return 0;
 }
@@ -224,8 +222,7 @@ static int text_py_group(FILE *o, report_t *r, size_t from, size_t count, bool p
             nd_text_plural(l->sites, "site", "sites"));
     nd_rep_place_t p;
     if (nd_rep_place(r, r->t->sites[l->top_site].stack, &p)) return -1;
-    nd_wrap_raw(o, r->wrap, true); // the locations whole, as the frames they are
-    if (p.own && p.lib) { // the line and the frame beside it
+    if (p.own && p.lib) { // the line and the frame beside it (wrapped, as every place line)
       sbuf_t b = {0};
       if (nd_rep_place_text(&b, &p)) return -1;
       fputs("      at ", o);
@@ -233,6 +230,7 @@ static int text_py_group(FILE *o, report_t *r, size_t from, size_t count, bool p
       fputs(l->others_differ ? " (and elsewhere)\n" : "\n", o);
       free(b.p);
     }
+    nd_wrap_raw(o, r->wrap, true); // the line whole, as the frame it is
     fputs("      #0  ", o);
     nd_text_pyloc(o, l->code->qualname, l->code->filename, l->line);
     fputc('\n', o);
