@@ -99,17 +99,17 @@ for run in ("plain", "limit"):
         bad.append("%s: the program's Python lines (at %d) not before the libraries' (at %d)"
                    % (run, own, lib))
     if run == "plain":
-        libs = next(es for h, es in secs.items() if "Python lines in libraries" in h)
+        libs = next((es for h, es in secs.items() if "Python lines in libraries" in h), [])
         bw = [e for e in libs if re.search(r"#0  backward \(.*/torch/autograd/__init__.py:\d+\)", e[2] if len(e) > 2 else "")]
         want = "      at %s:%d, in backward (__init__.py:" % (base, backward)
         if len(bw) != 1 or not bw[0][1].startswith(want):
             bad.append("plain: autograd's backward not placed %r: %r" % (want, bw))
 d = json.load(open(os.path.join(tmp, "plain.json")))
 rows = d["python_lines"]["top"]
-flags = [r["program"] for r in rows]
-if flags != sorted(flags, reverse=True) or True not in flags or False not in flags:
+flags = [r.get("program") for r in rows]
+if None in flags or flags != sorted(flags, reverse=True) or True not in flags or False not in flags:
     bad.append("JSON: python_lines not the program's first, then the libraries': %r" % flags)
-mine = [r for r in rows if r["program"] and os.path.realpath(r["file"]) == os.path.realpath(script)]
+mine = [r for r in rows if r.get("program") and os.path.realpath(r["file"]) == os.path.realpath(script)]
 if not any(r["line"] == backward for r in mine):
     bad.append("JSON: no program line %s:%d: %r" % (base, backward, [(r["file"], r["line"]) for r in mine]))
 for b in bad:
