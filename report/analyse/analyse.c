@@ -167,11 +167,15 @@ static const char *suppressed_by(void *ctx, uint32_t stack) {
 
 // ---------------------------------------------------------------- Python lines
 
-// A site with a Python frame and its innermost one's (code, line), for grouping.
+// A site under one Python line: grouped by `code`:`line`, the program's innermost Python frame
+// (`program`) or the innermost one where that is a library's; `other`:`other_line` the frame that
+// names the site beside it (the library frame below the program's line, the program's line above
+// the library's; NULL: none), which tells whether a line's sites all went one way.
 typedef struct py_site {
   uint32_t site;
-  uint32_t line;
-  const nd_pycode_t *code;
+  uint32_t line, other_line;
+  const nd_pycode_t *code, *other;
+  bool program;
 } py_site_t;
 
 static int py_str_cmp(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : ""); }
@@ -186,32 +190,59 @@ static int py_key_cmp(const nd_pycode_t *c, uint32_t line, const nd_pycode_t *d,
   return py_str_cmp(c->qualname, d->qualname);
 }
 
+static bool py_same_other(const py_site_t *x, const py_site_t *y) {
+  if (!x->other || !y->other) return !x->other && !y->other;
+  return !py_key_cmp(x->other, x->other_line, y->other, y->other_line);
+}
+
 static int by_py_key(const void *a, const void *b) {
   const py_site_t *x = a, *y = b;
+  if (x->program != y->program) return x->program ? -1 : 1;
   int k = py_key_cmp(x->code, x->line, y->code, y->line);
   return k ? k : (x->site > y->site) - (x->site < y->site);
 }
 
+// The program's lines first (a script's own line before autograd's backward), each group by
+// bytes allocated.
 static int by_py_bytes(const void *a, const void *b) {
   const py_line_t *x = a, *y = b;
+  if (x->program != y->program) return x->program ? -1 : 1;
   int c = cmp_u64_desc(x->alloc_bytes, y->alloc_bytes);
   return c ? c : py_key_cmp(x->code, x->line, y->code, y->line);
 }
 
-// The sites grouped by their innermost Python frame, by bytes allocated. 0, or -1 (memory).
+// The sites grouped by Python line, by bytes allocated: by the program's innermost Python frame
+// (what a line of the program cost, the libraries it called included), then by the innermost
+// Python frame where that is a library's (the library code that allocated). A site with both
+// counts in both groups. 0, or -1 (memory).
 static int analyse_py_lines(report_t *r) {
   const nd_trace_t *t = r->t;
   if (!t->py_stacks) return 0;
-  py_site_t *v = malloc((t->nsites ? t->nsites : 1) * sizeof *v);
+  py_site_t *v = malloc((t->nsites ? t->nsites : 1) * 2 * sizeof *v);
   if (!v) return -1;
   size_t n = 0;
   for (size_t i = 0; i < t->nsites; i++) {
     const nd_stack_t *s = &t->stacks[t->sites[i].stack];
     long k = nd_rep_py_innermost(t, s);
     if (k < 0) continue;
-    uint64_t ip = nd_stack_frames(t, s)[k];
-    const nd_pycode_t *c = nd_trace_pycode(t, ip); // the reader made sure there is one
-    if (c) v[n++] = (py_site_t){(uint32_t)i, nd_pyframe_line(ip), c};
+    const uint64_t *ips = nd_stack_frames(t, s);
+    const nd_pycode_t *c = nd_trace_pycode(t, ips[k]); // the reader made sure there is one
+    if (!c) continue;
+    py_site_t in = {(uint32_t)i, nd_pyframe_line(ips[k]), 0, c, NULL, false}, own = in;
+    own.code = NULL;
+    for (size_t j = (size_t)k; j < s->depth && !own.code; j++) { // place.h's rule
+      const nd_pycode_t *d = nd_trace_is_pyframe(t, ips[j]) ? nd_trace_pycode(t, ips[j]) : NULL;
+      if (d && !nd_rep_py_library(d->filename)) own.code = d, own.line = nd_pyframe_line(ips[j]);
+    }
+    if (own.code) {
+      own.program = true;
+      if (own.code != c || own.line != in.line) { // the library frame it went through
+        own.other = c, own.other_line = in.line;
+        in.other = own.code, in.other_line = own.line;
+      }
+      v[n++] = own;
+    }
+    if (nd_rep_py_library(c->filename)) v[n++] = in;
   }
   qsort(v, n, sizeof *v, by_py_key);
   r->py_lines = calloc(n ? n : 1, sizeof *r->py_lines);
@@ -219,23 +250,37 @@ static int analyse_py_lines(report_t *r) {
     free(v);
     return -1;
   }
-  for (size_t i = 0; i < n; i++) {
-    py_line_t *l = r->npy_lines ? &r->py_lines[r->npy_lines - 1] : NULL;
-    if (!l || py_key_cmp(l->code, l->line, v[i].code, v[i].line)) {
-      l = &r->py_lines[r->npy_lines++];
-      l->code = v[i].code;
-      l->line = v[i].line;
+  for (size_t i = 0, end; i < n; i = end) { // one line: v[i .. end)
+    for (end = i + 1; end < n && v[end].program == v[i].program &&
+                      !py_key_cmp(v[i].code, v[i].line, v[end].code, v[end].line);)
+      end++;
+    py_line_t *l = &r->py_lines[r->npy_lines++];
+    l->code = v[i].code;
+    l->line = v[i].line;
+    l->program = v[i].program;
+    r->npy_program += l->program;
+    const py_site_t *top = &v[i];
+    for (size_t j = i; j < end; j++) {
+      const nd_rec_site_t *x = &t->sites[v[j].site].rec;
+      if (x->alloc_bytes > t->sites[top->site].rec.alloc_bytes) top = &v[j];
+      l->allocs = nd_rep_sat_add(l->allocs, x->allocs);
+      l->alloc_bytes = nd_rep_sat_add(l->alloc_bytes, x->alloc_bytes);
+      l->live_bytes = nd_rep_sat_add(l->live_bytes, nd_rep_site_live(x));
+      l->sites++;
+      l->est |= (x->flags & ND_SITE_SAMPLED) != 0;
     }
-    const nd_rec_site_t *x = &t->sites[v[i].site].rec;
-    l->allocs = nd_rep_sat_add(l->allocs, x->allocs);
-    l->alloc_bytes = nd_rep_sat_add(l->alloc_bytes, x->alloc_bytes);
-    l->live_bytes = nd_rep_sat_add(l->live_bytes, nd_rep_site_live(x));
-    l->sites++;
-    l->est |= (x->flags & ND_SITE_SAMPLED) != 0;
+    l->top_site = top->site;
+    for (size_t j = i; j < end && !l->others_differ; j++)
+      l->others_differ = !py_same_other(&v[j], top);
   }
   free(v);
   qsort(r->py_lines, r->npy_lines, sizeof *r->py_lines, by_py_bytes);
   return 0;
+}
+
+size_t nd_rep_py_lines_shown(const report_t *r, size_t *program) {
+  *program = nd_rep_list_len(r, r->npy_program);
+  return *program + nd_rep_list_len(r, r->npy_lines - r->npy_program);
 }
 
 // ---------------------------------------------------------------- allocator retention

@@ -56,13 +56,22 @@ typedef struct esc_group {
   uint64_t born, seen;    // the earliest cycle_born and cycle_seen
 } esc_group_t;
 
-// The sites whose innermost Python frame is one (file, line, function): their totals.
+// The sites under one Python line (file, line, function): their totals. The program's lines group
+// the sites by the program's innermost Python frame, the libraries' lines by the innermost one
+// (analyse.c: analyse_py_lines).
 typedef struct py_line {
   const nd_pycode_t *code; // the first site's code object: its file and qualified name
   uint32_t line;           // 0: unknown
   uint64_t allocs, alloc_bytes, live_bytes;
   uint64_t sites;
   bool est;                // a site is sampled: the totals are estimates
+  bool program;            // a line of the program's own (not nd_rep_py_library)
+  // The line's largest site by bytes allocated: its place (analyse/place.h) names the line
+  // beside the frame the site went through (the library function a line of the program called,
+  // the program's line that called a library's); others_differ: a site of the line went another
+  // way.
+  uint32_t top_site;
+  bool others_differ;
 } py_line_t;
 
 // Resident memory that grew while the tracked bytes stayed flat (nd_rep_retention, analyse.c).
@@ -133,8 +142,8 @@ typedef struct report {
   uint32_t *group_order;  // group indices by bytes
   size_t ngroups;
   uint64_t esc_bytes;     // over the escapes kept
-  py_line_t *py_lines;    // by bytes allocated (Python frames in the trace; not with --brief)
-  size_t npy_lines;
+  py_line_t *py_lines;    // the program's lines by bytes allocated, then the libraries'
+  size_t npy_lines, npy_program; // (Python frames in the trace; not with --brief)
   nd_lifetimes_t life;    // what was live at exit, by class (a normal exit)
   nd_retention_t retention; // resident growth beside flat tracked memory (RESIDENT records)
   nd_ws_effect_t ws_effect;  // what workspaces did to resident memory (has.ws_served)
@@ -245,6 +254,9 @@ bool nd_rep_python_only(const report_t *r, const nd_stack_t *s);
 // module, an unknown file (the shim's live lines tell them apart by the same rules,
 // interpose/stacks/names.c).
 bool nd_rep_py_library(const char *file);
+// The Python lines a list shows (--top of each group): *program of the program's, py_lines[0 ..
+// *program), then the rest from py_lines[npy_program]; their number.
+size_t nd_rep_py_lines_shown(const report_t *r, size_t *program);
 // Whether what was live at the end is a leak: the program ended on its own.
 bool nd_rep_leaks_known(const nd_trace_t *t);
 bool nd_rep_aborted(const nd_trace_t *t);

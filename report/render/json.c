@@ -809,16 +809,18 @@ static void json_python(FILE *o, const nd_trace_t *t) {
   fputs("},\n", o);
 }
 
-// "python_lines": the sites grouped by their innermost Python frame, by bytes allocated.
-// Version 7 reports, not brief ones.
+// "python_lines": the sites grouped by Python line, the program's lines first, each group by
+// bytes allocated ("program": the line is the program's, which counts what the library code it
+// called allocated; else a library's innermost frame: analyse.h, py_line_t). Version 7 reports,
+// not brief ones.
 static void json_py_lines(FILE *o, report_t *r) {
-  size_t n = nd_rep_list_len(r, r->npy_lines);
+  size_t own, n = nd_rep_py_lines_shown(r, &own);
   fprintf(o, "  \"python_lines\": {\"count\": %zu, \"top\": [%s", r->npy_lines, n ? "\n" : "");
   for (size_t i = 0; i < n; i++) {
-    const py_line_t *l = &r->py_lines[i];
+    const py_line_t *l = &r->py_lines[i < own ? i : r->npy_program + i - own];
     fputs("    {", o);
     json_pyloc(o, l->code->qualname, l->code->filename, l->line);
-    fputs(", ", o);
+    fprintf(o, ", \"program\": %s, ", l->program ? "true" : "false");
     json_u64(o, "sites", l->sites, true);
     json_u64(o, "allocs", l->allocs, true);
     json_u64(o, "alloc_bytes", l->alloc_bytes, true);

@@ -70,19 +70,17 @@ static int text_frame(FILE *o, const nd_frame_t *f, sbuf_t *b) {
   return 0;
 }
 
-int nd_text_place(FILE *o, report_t *r, uint32_t stack) {
+int nd_text_place(FILE *o, report_t *r, uint32_t stack, bool always) {
   nd_rep_place_t p;
   if (nd_rep_place(r, stack, &p)) return -1;
   const nd_stack_t *s = &r->t->stacks[stack];
   long first = nd_rep_python_only(r, s) ? nd_rep_py_innermost(r->t, s) : 0;
-  if (!p.own || p.own_at == first) return 0; // the stack's first line names it
+  if (!p.own || (!always && p.own_at == first)) return 0; // the stack's first line names it
   sbuf_t b = {0};
   if (nd_rep_place_text(&b, &p)) return -1;
-  nd_wrap_raw(o, r->wrap, true); // whole, as the frames
-  fputs("      at ", o);
+  fputs("      at ", o); // wrapped at 80 columns, unlike the frames: it names two of them
   nd_rep_print_text(o, b.p);
   fputc('\n', o);
-  nd_wrap_raw(o, r->wrap, false);
   free(b.p);
   return 0;
 }
@@ -107,27 +105,12 @@ int nd_text_stack(FILE *o, report_t *r, uint32_t stack) {
   }
   free(b.p);
   nd_wrap_raw(o, r->wrap, false);
-  if (show < n) {
-    // The program's own Python line, where the frames shown stop short of it (a tensor kept by
-    // train.py under ten frames of torch's): the first Python frame outside the libraries.
-    const nd_frame_t *own = NULL;
-    for (size_t i = 0, k = 0; i < s->depth; i++) { // k: the frame's number as shown
-      bool py = nd_trace_is_pyframe(r->t, ips[i]);
-      if (py) {
-        const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
-        if (!f) return -1;
-        if (!nd_rep_py_library(f->at.file)) {
-          if (k >= show) own = f; // shown already: nothing to add
-          break;
-        }
-      }
-      k += py || !py_only;
-    }
-    fprintf(o, "      (%zu more frames%s", n - show, own ? "; the program's: " : "");
-    if (own) nd_text_pyloc(o, own->at.function, own->at.file, (uint32_t)own->at.line);
-    fputs(")\n", o);
-  }
+  if (show < n) fprintf(o, "      (%zu more frames)\n", n - show);
   return 0;
+}
+
+int nd_text_placed_stack(FILE *o, report_t *r, uint32_t stack) {
+  return nd_text_place(o, r, stack, false) ? -1 : nd_text_stack(o, r, stack);
 }
 
 // ---------------------------------------------------------------- the report's order
@@ -141,18 +124,26 @@ static void text_allocs(FILE *o, const nd_rec_site_t *x, const char *e) {
 }
 
 // `same`: the rank of this site in the by-peak list shown above (its stack is not repeated), or 0.
+// The first line the figure ranked by, the second the site's place (the program's line, where
+// the stack's first frame is not it), then the other figures and the stack.
 static int text_site(FILE *o, report_t *r, size_t rank, uint32_t si, enum rank_by by,
                      size_t same) {
   const nd_site_t *s = &r->t->sites[si];
   const nd_rec_site_t *x = &s->rec;
   bool est = x->flags & ND_SITE_SAMPLED;
   const char *e = est ? "~" : "";
-  fprintf(o, "#%-3zu %-8s ", rank, nd_rep_kind_names[x->kind]);
   uint64_t untouched = nd_rep_site_untouched(s); // version 18: a mapping's pages never touched
+  fprintf(o, "#%-3zu %-8s %s ", rank, nd_rep_kind_names[x->kind],
+          by == BY_PEAK ? (untouched ? "peak touched" : "peak") : by == BY_TOTAL ? "total" : "live");
+  nd_text_bytes(o, by == BY_PEAK    ? nd_rep_site_peak_touched(s)
+                   : by == BY_TOTAL ? x->alloc_bytes
+                                    : nd_rep_site_live(x),
+                est);
+  fprintf(o, "  [stack %u]\n", x->stack_id);
+  if (nd_text_place(o, r, s->stack, same != 0)) return -1;
+  fputs("      ", o);
   if (by == BY_PEAK) {
-    fputs(untouched ? "peak touched " : "peak ", o);
-    nd_text_bytes(o, nd_rep_site_peak_touched(s), est);
-    fprintf(o, "  [stack %u]\n      total ", x->stack_id);
+    fputs("total ", o);
     nd_text_bytes(o, x->alloc_bytes, est);
     fputs(" in ", o);
     text_allocs(o, x, e);
@@ -160,18 +151,13 @@ static int text_site(FILE *o, report_t *r, size_t rank, uint32_t si, enum rank_b
     nd_text_bytes(o, nd_rep_site_live(x), est);
     if (untouched) nd_text_untouched(o, x->peak_live_bytes, untouched);
   } else if (by == BY_TOTAL) {
-    fputs("total ", o);
-    nd_text_bytes(o, x->alloc_bytes, est);
-    fprintf(o, "  [stack %u]\n      ", x->stack_id);
     text_allocs(o, x, e);
     fputs("; peak ", o);
     nd_text_bytes(o, x->peak_live_bytes, est);
     fputs(", live ", o);
     nd_text_bytes(o, nd_rep_site_live(x), est);
   } else {
-    fputs("live ", o);
-    nd_text_bytes(o, nd_rep_site_live(x), est);
-    fprintf(o, "  [stack %u]\n      peak ", x->stack_id);
+    fputs("peak ", o);
     nd_text_bytes(o, x->peak_live_bytes, est);
     fputs(", total ", o);
     nd_text_bytes(o, x->alloc_bytes, est);
@@ -210,33 +196,62 @@ static int text_growth(FILE *o, report_t *r) {
     fputs(", named at ", o);
     nd_rep_print_secs(o, nd_rep_since_start(t, g->mono_ns));
     fprintf(o, "; rose in %llu flush windows\n", (unsigned long long)g->rises);
-    if (nd_text_place(o, r, t->growth[i].stack) || nd_text_stack(o, r, t->growth[i].stack))
+    if (nd_text_placed_stack(o, r, t->growth[i].stack))
       return -1;
   }
   return 0;
 }
 
-// The sites grouped by their innermost Python frame (version 7), by bytes allocated.
-static void text_py_lines(FILE *o, report_t *r) {
-  size_t n = nd_rep_list_len(r, r->npy_lines);
-  fprintf(o, "\n== top %zu Python lines by total bytes (of %zu %s)\n", n, r->npy_lines,
-          nd_text_plural(r->npy_lines, "line", "lines"));
+// One group of the Python lines, py_lines[from .. from + count): `program` the program's own.
+// Each entry's first line under its figures is the place of its largest site (the program's line,
+// the library function it went through: autograd's backward reads as called by train.py:35),
+// where that names more than the line itself, then the line in full.
+static int text_py_group(FILE *o, report_t *r, size_t from, size_t count, bool program) {
+  size_t n = nd_rep_list_len(r, count);
+  fprintf(o, "\n== top %zu Python lines %s by total bytes (of %zu %s)\n", n,
+          program ? "of the program" : "in libraries", count,
+          nd_text_plural(count, "line", "lines"));
+  if (n)
+    fputs(program ? "   (each with what the library code it called allocated; \"at\": its largest site)\n"
+                  : "   (the innermost Python frame in an installed package or the standard library;\n"
+                    "   \"at\": its largest site, from the program's line)\n",
+          o);
   for (size_t i = 0; i < n; i++) {
-    const py_line_t *l = &r->py_lines[i];
+    const py_line_t *l = &r->py_lines[from + i];
     const char *e = l->est ? "~" : "";
     fprintf(o, "#%-3zu total ", i + 1);
     nd_text_bytes(o, l->alloc_bytes, l->est);
-    fprintf(o, "  [%llu %s]\n      %s%llu %s; live ", (unsigned long long)l->sites,
-            nd_text_plural(l->sites, "site", "sites"), e, (unsigned long long)l->allocs,
-            nd_text_plural(l->allocs, "allocation", "allocations"));
-    nd_text_bytes(o, l->live_bytes, l->est);
-    fputc('\n', o);
-    nd_wrap_raw(o, r->wrap, true); // the location whole, as the frame it is
+    fprintf(o, "  [%llu %s]\n", (unsigned long long)l->sites,
+            nd_text_plural(l->sites, "site", "sites"));
+    nd_rep_place_t p;
+    if (nd_rep_place(r, r->t->sites[l->top_site].stack, &p)) return -1;
+    if (p.own && p.lib) { // the line and the frame beside it (wrapped, as every place line)
+      sbuf_t b = {0};
+      if (nd_rep_place_text(&b, &p)) return -1;
+      fputs("      at ", o);
+      nd_rep_print_text(o, b.p);
+      fputs(l->others_differ ? " (and elsewhere)\n" : "\n", o);
+      free(b.p);
+    }
+    nd_wrap_raw(o, r->wrap, true); // the line whole, as the frame it is
     fputs("      #0  ", o);
     nd_text_pyloc(o, l->code->qualname, l->code->filename, l->line);
     fputc('\n', o);
     nd_wrap_raw(o, r->wrap, false);
+    fprintf(o, "      %s%llu %s; live ", e, (unsigned long long)l->allocs,
+            nd_text_plural(l->allocs, "allocation", "allocations"));
+    nd_text_bytes(o, l->live_bytes, l->est);
+    fputc('\n', o);
   }
+  return 0;
+}
+
+// The sites grouped by Python line (version 7), by bytes allocated: the program's own lines, then
+// the libraries' (analyse.h, py_line_t).
+static int text_py_lines(FILE *o, report_t *r) {
+  if (r->npy_program && text_py_group(o, r, 0, r->npy_program, true)) return -1;
+  size_t lib = r->npy_lines - r->npy_program;
+  return lib ? text_py_group(o, r, r->npy_program, lib, false) : 0;
 }
 
 // The summary, the site lists (unless brief), and the leaks or, without a normal exit, the sites
@@ -260,7 +275,7 @@ static int text_main(FILE *o, report_t *r) {
       }
     }
     free(peak_rank);
-    if (r->npy_lines) text_py_lines(o, r);
+    if (r->npy_lines && text_py_lines(o, r)) return -1;
   }
   if (t->ngrowth && text_growth(o, r)) return -1;
   if (nd_rep_leaks_known(t)) {

@@ -32,10 +32,13 @@ void nd_text_pyloc(FILE *o, const char *function, const char *file, uint32_t lin
 // The frames of a stack, --frames of them; --python-only: only the Python frames of a stack that
 // has one, numbered as shown. -1 when out of memory.
 int nd_text_stack(FILE *o, report_t *r, uint32_t stack);
-// The place of a growth or leak entry (analyse/place.h), "      at train.py:46, in relu
-// (functional.py:1457)", before its stack: where the program's own frame is not the stack's
-// first line. -1 when out of memory.
-int nd_text_place(FILE *o, report_t *r, uint32_t stack);
+// The place of an entry's stack (analyse/place.h), "      at train.py:46, in relu
+// (functional.py:1457)": the program's own line first, where it is not the stack's first line
+// (`always`: also there, for an entry that does not show its stack). A stack's "(N more frames)"
+// may hide it: an entry prints its place before its stack, as nd_text_placed_stack does. -1 when
+// out of memory.
+int nd_text_place(FILE *o, report_t *r, uint32_t stack, bool always);
+int nd_text_placed_stack(FILE *o, report_t *r, uint32_t stack);
 
 // ---------------------------------------------------------------- the summary's lines
 

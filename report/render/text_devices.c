@@ -66,7 +66,7 @@ static int text_spill(FILE *o, report_t *r, int d) {
     nd_rep_human(peak, sizeof peak, (uint64_t)x->rec.peak_bytes);
     fprintf(o, " in %llu %s, peak %s [stack %u]\n", (unsigned long long)x->rec.allocs,
             nd_text_plural(x->rec.allocs, "allocation", "allocations"), peak, x->rec.stack_id);
-    if (nd_text_stack(o, r, (uint32_t)x->stack)) return -1;
+    if (nd_text_placed_stack(o, r, (uint32_t)x->stack)) return -1;
   }
   return 0;
 }

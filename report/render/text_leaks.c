@@ -129,8 +129,7 @@ static int text_life(FILE *o, report_t *r, size_t rank, const nd_life_t *e) {
             : e->cls == ND_LIFE_TEARDOWN ? ", lowered to the peak the exact counters show"
                                          : ", lowered to what the exact counters show live");
   text_life_evidence(o, e, r->life.cycles);
-  if (nd_text_place(o, r, e->stack)) return -1;
-  return nd_text_stack(o, r, e->stack);
+  return nd_text_placed_stack(o, r, e->stack);
 }
 
 static const char *const life_heads[ND_LIFE_CLASSES] = {
@@ -208,25 +207,31 @@ int nd_text_lifetimes(FILE *o, report_t *r) {
   if (l->untracked_blocks || l->unrecorded_blocks) {
     const nd_trace_header_t *h = &r->t->hdr;
     any = true;
+    // Two counts of one thing: the blocks without a record of their own (unrecorded), of
+    // which the sampled entries above estimate the most; what no estimate covers (untracked)
     if (l->untracked_blocks)
-      fprintf(o, "\n== untracked: %llu small %s live at exit\n   are in no entry above: ",
+      fprintf(o, "\n== untracked: %llu small %s live at exit in no entry above\n   ",
               (unsigned long long)l->untracked_blocks,
               nd_text_plural(l->untracked_blocks, "block", "blocks"));
     else
       fputs("\n== untracked: none beyond the estimates above\n   ", o);
     if (h->track_min) {
       char under[ND_TEXT_SIZE], every[ND_TEXT_SIZE];
-      fprintf(o, "blocks under %s are sampled,\n   about 1 per %s allocated.\n",
+      fprintf(o, "Blocks under %s are sampled, about 1 per %s allocated:\n   only the sampled "
+                 "ones have a record, and the entries above scale them (~).\n",
               nd_text_size(under, h->track_min, false),
               nd_text_size(every, h->sample_interval, false));
     } else {
-      fputs("every block was to be tracked (NDMEM_TRACK_MIN=0).\n", o);
+      fputs("Every block was to be tracked (NDMEM_TRACK_MIN=0).\n", o);
     }
     if (l->unrecorded_blocks) {
-      fprintf(o, "   %llu heap %s live at exit, at most ", (unsigned long long)l->unrecorded_blocks,
+      fprintf(o, "   %llu heap %s live at exit (at most ", (unsigned long long)l->unrecorded_blocks,
               nd_text_plural(l->unrecorded_blocks, "block", "blocks"));
       nd_text_bytes(o, l->unrecorded_bytes, false);
-      fprintf(o, ",\n   had no record: --fail-on-leak cannot check %s (exit status 3).\n",
+      fprintf(o, ") had no record of %s own, the %llu above among them:\n"
+                 "   --fail-on-leak cannot check %s (exit status 3).\n",
+              l->unrecorded_blocks == 1 ? "its" : "their",
+              (unsigned long long)l->untracked_blocks,
               l->unrecorded_blocks == 1 ? "it" : "them");
     }
     if (h->track_min)

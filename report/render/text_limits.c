@@ -222,8 +222,9 @@ static int text_breach(FILE *o, report_t *r, size_t rank, const nd_breach_t *x) 
   if (device) fprintf(o, " on device %u", b->device);
   static const char *const done[4] = {"failed", "allowed (warn)", "aborted the process",
                                       "served from host memory"};
-  fprintf(o, " -> %s\n      %s ", done[b->action],
-          device ? "device memory" : b->limit == ND_LIMIT_BYTES ? "tracked" : "physical");
+  fprintf(o, " -> %s\n", done[b->action]);
+  if (x->stack >= 0 && nd_text_place(o, r, (uint32_t)x->stack, false)) return -1;
+  fprintf(o, "      %s ", device ? "device memory" : b->limit == ND_LIMIT_BYTES ? "tracked" : "physical");
   nd_text_bytes(o, b->value, false);
   fputs(" before the call; limit ", o);
   nd_text_bytes(o, b->limit_bytes, false);
@@ -413,7 +414,7 @@ static int text_snapshot(FILE *o, report_t *r, const nd_snapshot_t *s) {
             e->rec.kind == 1 ? nd_text_plural(e->rec.live_count, "mapping", "mappings")
                              : nd_text_plural(e->rec.live_count, "block", "blocks"),
             e->rec.stack_id);
-    if (nd_text_stack(o, r, e->stack)) return -1;
+    if (nd_text_placed_stack(o, r, e->stack)) return -1;
   }
   return 0;
 }

@@ -158,11 +158,16 @@ static void text_python_line(FILE *o, const nd_trace_t *t) {
     fprintf(o, "%s: Python frames in the stacks of %llu of %llu tracked %s", v,
             (unsigned long long)p->with_python, (unsigned long long)p->stacks,
             nd_text_plural(p->stacks, "allocation", "allocations"));
+    // The shim counts a frame it could not keep at every allocation whose stack had it: a sum
+    // over allocations, mostly the outer frames of deep import chains while modules load
     if (p->dropped)
-      fprintf(o, t->has.py_depth ? "; %llu Python %s left out (past NDMEM_PY_DEPTH, or "
-                                        "unreadable)"
-                                      : "; %llu %s left out (the depth limit, or unreadable)",
-              (unsigned long long)p->dropped, nd_text_plural(p->dropped, "frame", "frames"));
+      fprintf(o, t->has.py_depth ? "; the outermost Python frames of stacks deeper than "
+                                        "NDMEM_PY_DEPTH (or unreadable ones) not recorded: %llu, "
+                                        "summed over allocations"
+                                      : "; the outermost frames of stacks past the depth limit "
+                                        "(or unreadable ones) not recorded: %llu, summed over "
+                                        "allocations",
+              (unsigned long long)p->dropped);
     break;
   case ND_PY_UNSUPPORTED: fprintf(o, "%s unsupported: native frames only", v); break;
   case ND_PY_FREE_THREADED:

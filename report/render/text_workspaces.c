@@ -156,7 +156,7 @@ static int text_esc_group(FILE *o, report_t *r, size_t rank, const esc_group_t *
     fprintf(o, "      (frames unknown: stack %u is not in the trace)\n", e->rec.stack_id);
     return 0;
   }
-  return nd_text_stack(o, r, e->stack);
+  return nd_text_placed_stack(o, r, e->stack);
 }
 
 // The workspaces view: every workspace (unless brief), then the leaked workspace pointers.

@@ -11,7 +11,8 @@
 # console error; show a non-blank first screen (png_pixels.py); hold the flame graphs and the
 # stacked timeline; on a click (Input.dispatchMouseEvent at the frame's place on screen) of a
 # frame named in the trace, show that frame's site stack in the panel (the frames' text known
-# from the trace); on a pointer move over the timeline, show the cursor and its readout. With
+# from the trace); on a pointer move over the timeline, show the cursor and its readout; at 1366
+# px, be no wider than the window (document.documentElement.scrollWidth). With
 # scripts disabled before navigation the flame graph's SVG and the tables are still there and
 # the script's tools stay hidden. NDMEM_HTML_SHOT_DIR=DIR keeps the screenshots. Exit 77 (skip)
 # without chromium, or after (b) passes when no interpreter has numpy.
@@ -184,6 +185,10 @@ def check_page(b, name, html, frame_js, stack_texts):
         tag = f"{name}-{w}x{h}"
         target, s = open_page(b, url, w, h)
         shot(b, s, tag)
+        # The page never scrolls sideways at a laptop's width (a wide table scrolls in its box)
+        if w == 1366:
+            sw = js(b, s, "document.documentElement.scrollWidth")
+            want(sw is not None and sw <= w, f"{tag}: the page is {sw} px wide: it scrolls sideways")
         n = js(b, s, "document.querySelectorAll('svg.flamesvg g.fr').length")
         want(n and n > 1, f"{tag}: no flame graph frames in the DOM ({n})")
         n = js(b, s, "document.querySelectorAll('svg.stack polygon.band').length")

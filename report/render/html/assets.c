@@ -12,6 +12,9 @@ const char *const nd_html_css[] = {
     "body{font:14px/1.4 sans-serif;margin:1em 2em;color:#222;background:#fff}\n"
     "h1{font-size:1.4em;overflow-wrap:anywhere}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:1.6em}\n"
     "h3{font-size:1em}table{border-collapse:collapse;margin:.5em 0}\n"
+    // A table wider than the window (the workspaces' 18 columns at 1366 px) scrolls in its own
+    // box, never the page
+    "table:not(.classes):not(.ro){display:block;max-width:100%;overflow-x:auto}\n"
     "td,th{border:1px solid #ddd;padding:2px 6px;vertical-align:top;text-align:left}\n"
     "th{background:#f3f3f3}td.n{text-align:right;white-space:nowrap}\n"
     "table.kv th{width:8em}ol.stack{margin:0;padding-left:2.5em;font:12px monospace;overflow-wrap:anywhere}\n"

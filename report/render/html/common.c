@@ -4,6 +4,8 @@
 // lifetime class. Every string from the trace goes through nd_html_esc (render/escape.c).
 #include "render/html/html.h"
 
+#include "analyse/flame.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,79 @@ int nd_html_site_label(FILE *o, report_t *r, uint32_t stack) {
   if (nd_rep_place_text(&b, &p)) return -1;
   nd_html_esc_max(o, b.p, ND_HTML_LEGEND_NAME);
   free(b.p);
+  return 0;
+}
+
+// Whether stack `s` has a native frame named `fn`.
+static bool has_function(report_t *r, uint32_t s, const char *fn) {
+  const nd_stack_t *x = &r->t->stacks[s];
+  const uint64_t *ips = nd_stack_frames(r->t, x);
+  for (size_t i = 0; i < x->depth; i++) {
+    if (nd_trace_is_pyframe(r->t, ips[i])) continue;
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[i]);
+    if (f && f->at.function && !strcmp(f->at.function, fn)) return true;
+  }
+  return false;
+}
+
+int nd_html_labels(report_t *r, const uint32_t *stacks, size_t n, char ***labels) {
+  char **v = calloc(n ? n : 1, sizeof *v);
+  if (!v) return -1;
+  for (size_t i = 0; i < n; i++) {
+    nd_rep_place_t p;
+    sbuf_t b = {0};
+    if (nd_rep_place(r, stacks[i], &p) || nd_rep_place_text(&b, &p)) {
+      nd_html_labels_free(v, n);
+      return -1;
+    }
+    v[i] = b.p;
+  }
+  *labels = v;
+  return 0;
+}
+
+void nd_html_labels_free(char **labels, size_t n) {
+  for (size_t i = 0; labels && i < n; i++) free(labels[i]);
+  free(labels);
+}
+
+// Past this many rows of one label, a row is told apart by its stack id alone: the search for a
+// function that none of the others has grows with the square of their number.
+#define APART_MAX_TWINS 8
+
+int nd_html_site_label_apart(FILE *o, report_t *r, const uint32_t *stacks, char **labels,
+                             size_t n, size_t i) {
+  nd_html_esc_max(o, labels[i], ND_HTML_LEGEND_NAME);
+  size_t twins = 0;
+  for (size_t j = 0; j < n; j++) twins += j != i && stacks[j] != stacks[i] &&
+                                          !strcmp(labels[j], labels[i]);
+  if (!twins) return 0;
+  const nd_stack_t *x = &r->t->stacks[stacks[i]];
+  const uint64_t *ips = nd_stack_frames(r->t, x);
+  for (size_t k = 0; twins <= APART_MAX_TWINS && k < x->depth; k++) { // innermost first
+    if (nd_trace_is_pyframe(r->t, ips[k])) continue;
+    const nd_frame_t *f = nd_sym_frame(r->sym, ips[k]);
+    if (!f) return -1;
+    if (!f->at.function || nd_flame_runtime_module(f->module ? f->module : "")) continue;
+    bool shared = false; // by a row of the same label: then it does not tell this one apart
+    for (size_t j = 0; j < n && !shared; j++)
+      shared = j != i && stacks[j] != stacks[i] && !strcmp(labels[j], labels[i]) &&
+               has_function(r, stacks[j], f->at.function);
+    if (shared) continue;
+    char fn[49]; // without a C++ function's parameters; 48 bytes at the most (cut at a character)
+    size_t len = strcspn(f->at.function, "(");
+    if (len > 48) {
+      len = 48;
+      while (len > 0 && ((unsigned char)f->at.function[len] & 0xc0) == 0x80) len--;
+    }
+    memcpy(fn, f->at.function, len);
+    fn[len] = 0;
+    fputs(" <span class=\"at\">· via ", o);
+    nd_html_esc(o, fn);
+    fputs("</span>", o);
+    return 0;
+  }
+  fprintf(o, " <span class=\"at\">· stack %u</span>", x->id);
   return 0;
 }
 

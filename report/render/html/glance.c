@@ -11,9 +11,12 @@
 
 enum { GLANCE_SITES = 3, GLANCE_MAPPINGS = 2 }; // sites a card lists; mappings besides
 
-// A bar as wide as v's share of max (CSS), then the site's name and v.
+// A bar as wide as v's share of max (CSS), then the site's name and v; `shown`, `labels`: the
+// stacks and labels of the list's rows (n), this one the i-th (nd_html_site_label_apart), or
+// NULL: the name alone.
 static int glance_row(FILE *o, report_t *r, uint32_t stack, uint64_t v, uint64_t max, bool est,
-                      const char *tag, const char *sign) {
+                      const char *tag, const char *sign, const uint32_t *shown, char **labels,
+                      size_t n, size_t i) {
   int pct = max ? (int)((double)v / (double)max * 100 + 0.5) : 0;
   fprintf(o, "<li><span class=\"bar\" style=\"width:%d%%\"></span><span class=\"v\">%s", pct,
           sign);
@@ -21,7 +24,9 @@ static int glance_row(FILE *o, report_t *r, uint32_t stack, uint64_t v, uint64_t
   fputs("</span> ", o);
   if (tag) fprintf(o, "<span class=\"tag\">%s</span> ", tag);
   fputs("<span class=\"nm\">", o); // over the bar: an element, positioned
-  if (nd_html_site_label(o, r, stack)) return -1;
+  if (labels ? nd_html_site_label_apart(o, r, shown, labels, n, i)
+             : nd_html_site_label(o, r, stack))
+    return -1;
   fputs("</span></li>\n", o);
   return 0;
 }
@@ -31,18 +36,28 @@ static int site_rows(FILE *o, report_t *r, bool mappings, size_t max, const char
   const nd_trace_t *t = r->t;
   size_t shown = 0;
   uint64_t top = 0;
-  for (size_t i = 0; i < t->nsites && shown < max; i++) {
-    const nd_site_t *s = &t->sites[r->by_peak[i]];
-    if ((s->rec.kind == ND_REP_KIND_MMAP) != mappings) continue;
+  uint32_t rows[GLANCE_SITES > GLANCE_MAPPINGS ? GLANCE_SITES : GLANCE_MAPPINGS], nrows = 0;
+  for (size_t i = 0; i < t->nsites && nrows < max && nrows < sizeof rows / sizeof *rows; i++)
+    if ((t->sites[r->by_peak[i]].rec.kind == ND_REP_KIND_MMAP) == mappings)
+      rows[nrows++] = r->by_peak[i];
+  uint32_t stacks[sizeof rows / sizeof *rows];
+  for (size_t i = 0; i < nrows; i++) stacks[i] = t->sites[rows[i]].stack;
+  char **labels;
+  if (nd_html_labels(r, stacks, nrows, &labels)) return -1;
+  for (size_t i = 0; i < nrows; i++) {
+    const nd_site_t *s = &t->sites[rows[i]];
     if (!shown++) {
       top = s->rec.peak_live_bytes;
       fprintf(o, "<p>%s</p><ol class=\"glance\">\n", title);
     }
     const char *kind = nd_rep_kind_names[s->rec.kind < ND_TRACE_KINDS ? s->rec.kind : 0];
     if (glance_row(o, r, s->stack, s->rec.peak_live_bytes, top, s->rec.flags & ND_SITE_SAMPLED,
-                   mappings ? "mapped" : kind, ""))
+                   mappings ? "mapped" : kind, "", stacks, labels, nrows, i)) {
+      nd_html_labels_free(labels, nrows);
       return -1;
+    }
   }
+  nd_html_labels_free(labels, nrows);
   if (shown) fputs("</ol>\n", o);
   return 0;
 }
@@ -96,7 +111,7 @@ static int life_rows(FILE *o, report_t *r, unsigned classes, bool growth) {
       if (!(classes >> c & 1) || shown == GLANCE_SITES) continue;
       shown++;
       if (glance_row(o, r, e->stack, growth ? e->grew : e->bytes, max, e->samples > 0,
-                     nd_life_names[c], growth ? "+" : ""))
+                     nd_life_names[c], growth ? "+" : "", NULL, NULL, 0, 0))
         return -1;
     }
     at += l->entries[c];
@@ -156,7 +171,8 @@ static int card_grew(FILE *o, report_t *r) {
     for (size_t i = 0; i < m; i++) {
       const nd_rec_growth_t *g = &t->growth[i].rec;
       uint64_t v = g->floor_bytes > g->base_bytes ? g->floor_bytes - g->base_bytes : 0;
-      if (glance_row(o, r, t->growth[i].stack, v, v, g->flags & ND_SITE_SAMPLED, "rose", "+"))
+      if (glance_row(o, r, t->growth[i].stack, v, v, g->flags & ND_SITE_SAMPLED, "rose", "+", NULL,
+                     NULL, 0, 0))
         return -1;
     }
     if (m) fputs("</ol>\n", o);

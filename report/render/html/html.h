@@ -27,6 +27,14 @@ void nd_html_amount(FILE *o, uint64_t v, bool est, bool most);
 // memory.
 #define ND_HTML_LEGEND_NAME 72
 int nd_html_site_label(FILE *o, report_t *r, uint32_t stack);
+// The labels of a list's rows (stacks[0 .. n)), made once (nd_html_labels: a malloc'd array of
+// malloc'd strings, -1 when out of memory), and row i's label: where another row has the same,
+// what tells row i apart follows it (" · via FUNCTION": its innermost named native function that
+// none of theirs has, else " · stack N"). -1 when out of memory.
+int nd_html_labels(report_t *r, const uint32_t *stacks, size_t n, char ***labels);
+void nd_html_labels_free(char **labels, size_t n);
+int nd_html_site_label_apart(FILE *o, report_t *r, const uint32_t *stacks, char **labels,
+                             size_t n, size_t i);
 int nd_html_stack(FILE *o, report_t *r, uint32_t stack);
 // Every frame of a stack, innermost first, one <li> each, for the flame graph's panel (no
 // --frames limit: the panel shows the full stack).

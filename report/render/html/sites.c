@@ -11,6 +11,8 @@
 // ---------------------------------------------------------------- sites
 
 // One site list: by peak (stacks shown) or by total (a site already listed by peak links there).
+// Each row names its site by its place first (the program's line, the library frame beside it),
+// told apart from another row of the same place by what differs, then its stack.
 int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const char *title,
                       const char *id, const uint32_t *peak_rank) {
   const nd_trace_t *t = r->t;
@@ -19,8 +21,16 @@ int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const c
     fputs("<p>No sites.</p>\n", o);
     return 0;
   }
+  uint32_t *stacks = malloc(n * sizeof *stacks);
+  if (!stacks) return -1;
+  for (size_t i = 0; i < n; i++) stacks[i] = t->sites[order[i]].stack;
+  char **labels;
+  if (nd_html_labels(r, stacks, n, &labels)) {
+    free(stacks);
+    return -1;
+  }
   fputs("<table>\n<tr><th>#</th><th>kind</th><th>peak live</th><th>total</th>"
-        "<th>allocations</th><th>freed</th><th>live</th><th>stack</th></tr>\n",
+        "<th>allocations</th><th>freed</th><th>live</th><th>site</th></tr>\n",
         o);
   for (size_t i = 0; i < n; i++) {
     const nd_site_t *s = &t->sites[order[i]];
@@ -36,38 +46,50 @@ int nd_html_sites(FILE *o, report_t *r, const uint32_t *order, size_t n, const c
             est ? "~" : "", (unsigned long long)x->allocs, est ? "~" : "",
             (unsigned long long)x->frees);
     nd_html_bytes(o, nd_rep_site_live(x), est);
-    fprintf(o, "</td><td>stack %u ", x->stack_id);
+    fputs("</td><td class=\"site\"><b>", o);
+    if (nd_html_site_label_apart(o, r, stacks, labels, n, i)) {
+      nd_html_labels_free(labels, n);
+      free(stacks);
+      return -1;
+    }
+    fprintf(o, "</b><br>stack %u ", x->stack_id);
     if (peak_rank && peak_rank[order[i]]) {
       fprintf(o, "(as in <a href=\"#peak-%u\">#%u by peak</a>)", peak_rank[order[i]],
               peak_rank[order[i]]);
     } else if (nd_html_stack(o, r, s->stack)) {
+      nd_html_labels_free(labels, n);
+      free(stacks);
       return -1;
     }
     fputs("</td></tr>\n", o);
   }
+  nd_html_labels_free(labels, n);
+  free(stacks);
   fputs("</table>\n", o);
   return 0;
 }
 
 // ---------------------------------------------------------------- Python lines
 
-// The sites grouped by their innermost Python frame (version 7), by bytes allocated: the text
-// report's view of them.
+// The sites grouped by Python line (version 7), the program's lines first: the text report's view
+// of them, its two groups in one table ("whose").
 void nd_html_py_lines(FILE *o, const report_t *r) {
   if (!r->npy_lines) return;
-  size_t n = nd_rep_list_len(r, r->npy_lines);
-  fprintf(o, "<h2 id=\"python\">Top %zu Python lines by total bytes (of %zu)</h2>\n<table>\n"
+  size_t own, n = nd_rep_py_lines_shown(r, &own);
+  fprintf(o, "<h2 id=\"python\">Top %zu Python lines by total bytes (of %zu)</h2>\n"
+             "<p>The program's lines first, each with what the library code it called "
+             "allocated; then the libraries' lines that allocated.</p>\n<table>\n"
              "<tr><th>#</th><th>total</th><th>sites</th><th>allocations</th><th>live</th>"
-             "<th>line</th></tr>\n",
+             "<th>whose</th><th>line</th></tr>\n",
           n, r->npy_lines);
   for (size_t i = 0; i < n; i++) {
-    const py_line_t *l = &r->py_lines[i];
-    fprintf(o, "<tr><td>%zu</td><td class=\"n\">", i + 1);
+    const py_line_t *l = &r->py_lines[i < own ? i : r->npy_program + i - own];
+    fprintf(o, "<tr><td>%zu</td><td class=\"n\">", i < own ? i + 1 : i - own + 1);
     nd_html_bytes(o, l->alloc_bytes, l->est);
     fprintf(o, "</td><td class=\"n\">%llu</td><td class=\"n\">%s%llu</td><td class=\"n\">",
             (unsigned long long)l->sites, l->est ? "~" : "", (unsigned long long)l->allocs);
     nd_html_bytes(o, l->live_bytes, l->est);
-    fputs("</td><td><b>", o);
+    fputs(l->program ? "</td><td>program</td><td><b>" : "</td><td>library</td><td><b>", o);
     nd_html_esc(o, l->code->qualname && *l->code->qualname ? l->code->qualname : "?");
     fputs("</b> <span class=\"at\">", o);
     nd_html_esc(o, l->code->filename && *l->code->filename ? l->code->filename : "?");
@@ -177,15 +199,21 @@ int nd_html_growth(FILE *o, report_t *r) {
     at += n;
   }
   fputs("</table>\n", o);
-  if (l->untracked_blocks)
-    fprintf(o, "<p>Untracked: %llu small %s live at exit in no entry above (sampled).</p>\n",
-            (unsigned long long)l->untracked_blocks, l->untracked_blocks == 1 ? "block" : "blocks");
+  // As the text report says it: the blocks without a record of their own (small blocks are
+  // sampled; the entries above scale the sample), of which `untracked` are in no estimate
   if (l->unrecorded_blocks) { // the blocks --fail-on-leak cannot check (load.c)
-    fprintf(o, "<p>Unrecorded: %llu heap %s live at exit, at most ",
+    fprintf(o, "<p>Small blocks are sampled: only the sampled ones have a record, and the entries "
+               "above scale them (~). %llu heap %s live at exit (at most ",
             (unsigned long long)l->unrecorded_blocks,
             l->unrecorded_blocks == 1 ? "block" : "blocks");
     nd_html_bytes(o, l->unrecorded_bytes, false);
-    fputs(", had no record: --fail-on-leak cannot check them (exit status 3).</p>\n", o);
+    fprintf(o, ") had no record of %s own; %llu of them %s in no entry above. --fail-on-leak "
+               "cannot check them (exit status 3).</p>\n",
+            l->unrecorded_blocks == 1 ? "its" : "their", (unsigned long long)l->untracked_blocks,
+            l->untracked_blocks == 1 ? "is" : "are");
+  } else if (l->untracked_blocks) {
+    fprintf(o, "<p>Untracked: %llu small %s live at exit in no entry above (sampled).</p>\n",
+            (unsigned long long)l->untracked_blocks, l->untracked_blocks == 1 ? "block" : "blocks");
   }
   return 0;
 }

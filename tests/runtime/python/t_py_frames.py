@@ -24,7 +24,8 @@ K_FRAME_FILE = "file"
 K_FRAME_LINE = "line"
 K_LINES = "python_lines"       # top level: allocations by the line of their innermost Python frame
 K_LINE = {"file": "file", "line": "line", "function": "function", "sites": "sites",
-          "allocs": "allocs", "alloc_bytes": "alloc_bytes", "live_bytes": "live_bytes"}
+          "allocs": "allocs", "alloc_bytes": "alloc_bytes", "live_bytes": "live_bytes",
+          "program": "program"}
 K_SUMMARY = "python"           # top level, beside the summary's other parts: the PYTHON record
 K_SUMMARY_FIELD = {"version": "version", "state": "state", "stacks": "stacks",
                    "with_python": "with_python", "frames": "frames", "dropped": "dropped"}
@@ -361,8 +362,10 @@ def case_lines(ctx, find_python, script):
               "with_python" % (s["stacks"], s["with_python"], 2 * n + 1, s["frames"]))
     rows = py_lines(doc)
     if check(rows is not None, "the report has '%s'" % K_LINES):
-        ab = [r["alloc_bytes"] for r in rows]
-        check(ab == sorted(ab, reverse=True), "%s sorted by alloc_bytes, largest first" % K_LINES)
+        # the program's lines first, then the libraries', each by alloc_bytes, largest first
+        key = [(not r["program"], -r["alloc_bytes"]) for r in rows]
+        check(key == sorted(key), "%s: the program's lines first, each group sorted by "
+              "alloc_bytes, largest first" % K_LINES)
         for name, line in (("LINE_A", A), ("LINE_B", B), ("LINE_C", C)):
             row = [r for r in rows if same_file(r["file"], script) and r["line"] == line]
             if not check(len(row) == 1, "%s names %s once (%d rows)" % (K_LINES, name, len(row))):
