@@ -9,6 +9,7 @@
 #include "common/trace_format.h"
 #include "runtime/module.h"
 #include "runtime/kinds.h"
+#include "runtime/sysmem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,6 +125,17 @@ void nd_print_summary(int fd) {
   ndmem_stats_t s;
   nd_counters_snapshot_process(&s);
   nd_buf_t b;
+  // The headline: the kernel's peak of the process's resident memory, as /usr/bin/time, the
+  // cgroup and the OOM killer count it (the larger of ru_maxrss and VmHWM, as the report's)
+  nd_status_mem_t st;
+  uint64_t rss = nd_maxrss_self();
+  if (nd_status_self(&st) == 0 && st.hwm > rss) rss = st.hwm;
+  if (rss) {
+    line_start(&b);
+    nd_buf_fmt(&b, "peak RSS %s (%llu B): the kernel's high-water mark of resident memory",
+               ND_BYTES((int64_t)rss), (unsigned long long)rss);
+    nd_buf_line(&b, fd);
+  }
   // heap and mmap always; the other kinds when they were used
   for (int i = 0; i < NDMEM_KIND_COUNT; i++)
     if (i <= NDMEM_KIND_MMAP || s.kind[i].allocs) kind_line(&b, fd, i, &s.kind[i]);

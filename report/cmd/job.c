@@ -119,8 +119,8 @@ void nd_merge_job_text(FILE *o, const merge_t *m) {
   if (others) fprintf(o, ", %zu other %s", others, others == 1 ? "process" : "processes");
   fputs("\n", o);
   char lab[80], a[32], b[32], c[32], d[32];
-  fprintf(o, "  %-16s %-7s %-12s %-9s %10s %10s %11s %10s\n", "process", "pid", "program", "ended",
-          "peak heap", "peak mmap", "live at end", "leaks");
+  fprintf(o, "  %-16s %-7s %-12s %-9s %10s %10s %10s %10s\n", "process", "pid", "program", "ended",
+          "peak RSS", "peak heap", "live end", "leaks");
   for (size_t x = 0; x < n; x++) {
     const mproc_t *p = &m->procs[order[x]];
     nd_merge_label(m, p, lab, sizeof lab);
@@ -131,9 +131,9 @@ void nd_merge_job_text(FILE *o, const merge_t *m) {
     prog[bl] = 0;
     fprintf(o, "  %-16s %-7llu ", lab, (unsigned long long)p->hdr.pid);
     nd_rep_print_text(o, prog);
-    fprintf(o, "%*s %-9s %10s %10s %11s %10s\n", (int)(12 - strlen(prog)), "", p->ended,
-            nd_merge_cell(a, sizeof a, p->peak[0], false),
-            nd_merge_cell(b, sizeof b, p->peak[ND_REP_KIND_MMAP], false),
+    fprintf(o, "%*s %-9s %10s %10s %10s %10s\n", (int)(12 - strlen(prog)), "", p->ended,
+            p->peak_rss ? nd_merge_cell(a, sizeof a, p->peak_rss, false) : "-",
+            nd_merge_cell(b, sizeof b, p->peak[0], false),
             nd_merge_cell(c, sizeof c, p->live_end, false),
             p->leaks_known ? nd_merge_cell(d, sizeof d, nd_merge_leak_bytes(p), false) : "-");
   }
@@ -142,7 +142,9 @@ void nd_merge_job_text(FILE *o, const merge_t *m) {
           "  it inherited at the fork are its parent's, counted there only)\n", o);
   if (before)
     fputs("  (main before exec: a program the main program's pid ran before it exec'd it)\n", o);
-  fputs("  (leaks: what --fail-on-leak fails on; -: no normal end, not judged)\n", o);
+  fputs("  (peak RSS: the kernel's high-water mark of the process's resident memory, what\n"
+        "  /usr/bin/time and the OOM killer go by; a worker's counts the pages it shares with\n"
+        "  its parent; leaks: what --fail-on-leak fails on; -: not known)\n", o);
   fputs("\n== what each process grew and held, largest first (its own blocks)\n", o);
   for (size_t x = 0; x < n; x++) {
     const mproc_t *p = &m->procs[order[x]];

@@ -166,6 +166,8 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
   }
   snprintf(p->host, sizeof p->host, "%s", t->host);
   snprintf(p->exe, sizeof p->exe, "%s", t->exe);
+  if (t->have_rss)
+    p->peak_rss = t->rss.maxrss_bytes > t->rss.hwm_bytes ? t->rss.maxrss_bytes : t->rss.hwm_bytes;
   p->hdr = t->hdr;
   uint64_t last = t->ended ? t->end.mono_ns : t->last_ns;
   p->duration_ns = nd_rep_since_start(t, last);

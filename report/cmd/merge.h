@@ -41,6 +41,7 @@ typedef struct mproc {
   unsigned worker; // its number among its column's workers (1, 2, ...); 0: the column's own
   int not_rank;    // NOT_RANK_*: a header's rank that is no rank of the merged job (then -1)
   char exe[sizeof(((nd_trace_t *)0)->exe)]; // the program, as the header names it
+  uint64_t peak_rss;          // the kernel's peak of its resident memory (0: no RSS record)
   mfind_t find[JOB_FINDINGS]; // its largest entries, by bytes (nfind of them)
   size_t nfind, nentries;     // and how many entries it had in all
   uint64_t growth_flagged;    // sites the shim found growing while it ran (GROWTH records)

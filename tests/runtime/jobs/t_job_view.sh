@@ -39,7 +39,7 @@ wrapper=$(sed -n 's/^  ndmem\.\([0-9]*\)\.trace *pid [0-9]*: .*timeout (wrapper:
 main=$(sed -n 's/^  ndmem\.\([0-9]*\)\.trace *pid [0-9]*: .*python.* (main: exec.d by pid [0-9]*; reported above)$/\1/p' job.err)
 [ -n "$wrapper" ] && [ -n "$main" ] || { no "job: the traces list names no wrapper or main"; cat job.err >&2; exit 1; }
 # the first screen is the program's
-head -1 job.err | grep -q "^ndmem\[$main\]: heap: peak " || no "job: the first line is not the program's summary: $(head -1 job.err)"
+head -1 job.err | grep -q "^ndmem\[$main\]: peak RSS " || no "job: the first line is not the program's summary: $(head -1 job.err)"
 ! grep -q "^ndmem\[$wrapper\]:" job.err || no "job: the wrapper's summary was printed"
 # the job section: each process with its own line
 sed -n '/^== what each process grew and held/,/^ndmem: /p' job.err >job.view
