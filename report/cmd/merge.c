@@ -35,7 +35,7 @@ static uint64_t hash_key(uint64_t key, uint16_t kind) {
 // is Python too) the program's own line that called it, " <- " between, as the shim's live lines
 // name a site. False when out of memory.
 static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s, sbuf_t *b,
-                        sbuf_t *py) {
+                        sbuf_t *py, bool *own) {
   const uint64_t *ips = nd_stack_frames(t, s);
   bool first = true, more = false; // the innermost Python frame to come; its caller sought
   sb_put(b, "", 0);
@@ -47,6 +47,7 @@ static bool frame_names(const nd_trace_t *t, nd_sym_t *sym, const nd_stack_t *s,
     sb_put(b, "", 1); // the name's end
     if (!f->python) continue;
     bool lib = nd_rep_py_library(f->at.file ? f->at.file : "?");
+    if (first) *own = !lib;
     if (first || (more && !lib)) {
       if (!first) sb_put(py, " <- ", 4);
       nd_rep_frame_text(py, f, 0);
@@ -93,12 +94,13 @@ static msite_t *site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_
     m->sites = p, m->cap = cap;
   }
   sbuf_t b = {0}, py = {0};
-  if (!frame_names(t, sym, st, &b, &py)) {
+  bool own = false;
+  if (!frame_names(t, sym, st, &b, &py, &own)) {
     free(b.p), free(py.p);
     return NULL;
   }
   msite_t *s = &m->sites[m->nsites];
-  *s = (msite_t){.id = m->nsites, .key = key, .kind = kind, .frames = b.p, .nframes = st->depth, .python = py.p,
+  *s = (msite_t){.id = m->nsites, .own = own, .key = key, .kind = kind, .frames = b.p, .nframes = st->depth, .python = py.p,
                  .val = calloc(4 * m->nprocs, sizeof *s->val)};
   if (!s->val) {
     free(b.p), free(py.p);
@@ -131,17 +133,19 @@ static void describe_end(const nd_trace_t *t, const char *path, char *out, size_
   }
 }
 
-// The job view's entries of a process: its JOB_FINDINGS largest (findings first: what
-// --fail-on-leak fails on, then the rest), in order.
-static int finding_rank(int cls) { return nd_life_fails(cls, false) ? 0 : 1; }
-static void keep_finding(mproc_t *p, size_t site, const nd_life_t *e) {
+// The job view's entries of a process: its JOB_FINDINGS largest, findings first (what
+// --fail-on-leak fails on), then those the program's own code made (its innermost Python frame
+// the program's: a list the script keeps, not an interpreter's arena), then the rest.
+static int finding_rank(int cls, bool own) { return nd_life_fails(cls, false) ? 0 : own ? 1 : 2; }
+static void keep_finding(mproc_t *p, const msite_t *s, const nd_life_t *e) {
   p->nentries++;
   if (e->flagged) p->growth_flagged++;
-  mfind_t f = {.site = site, .cls = e->cls, .bytes = e->bytes, .est = e->samples > 0};
+  mfind_t f = {.site = s->id, .cls = e->cls, .bytes = e->bytes, .est = e->samples > 0,
+               .own = s->own};
   size_t at = p->nfind;
   while (at > 0) {
     const mfind_t *q = &p->find[at - 1];
-    int a = finding_rank(f.cls), b = finding_rank(q->cls);
+    int a = finding_rank(f.cls, f.own), b = finding_rank(q->cls, q->own);
     if (a > b || (a == b && f.bytes <= q->bytes)) break;
     at--;
   }
@@ -212,7 +216,7 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
     if (e->cls == ND_LIFE_STARTUP) s->startup[i] += e->bytes;
     else if (e->cls == ND_LIFE_CACHE) s->cache[i] += e->bytes;
     else if (nd_life_fails(e->cls, false)) s->leak[i] += e->bytes;
-    keep_finding(p, s->id, e);
+    keep_finding(p, s, e);
   }
   nd_rep_analysis_free(&rep);
   for (size_t j = 0; j < t->ngrowth; j++) { // the job view's: what the shim saw growing

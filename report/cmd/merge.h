@@ -21,6 +21,7 @@ typedef struct mfind {
   int cls;        // enum nd_life_class
   uint64_t bytes;
   bool est;       // an estimate (sampled blocks)
+  bool own;       // made by the program's own code (msite_t.own)
 } mfind_t;
 
 // One trace: its row of the tables, where it stands in the job (version 12 headers; older ones
@@ -67,6 +68,7 @@ typedef struct mcol {
 // same identity), then each column's.
 typedef struct msite {
   size_t id;     // its index when made (mfind_t.site), before the sites are sorted
+  bool own;      // its innermost Python frame is the program's own (no library's, no import's)
   uint64_t key;  // nd_rep_stack_key
   uint16_t kind;
   char *frames;  // per frame: 'P' (Python) or 'N', then its name NUL-terminated; innermost first
