@@ -10,6 +10,99 @@
 #include <stdlib.h>
 #include <string.h>
 
+// Whether a stack's innermost Python frame is the program's own (no library's, no import's).
+static bool own_of(const nd_trace_t *t, nd_sym_t *sym, uint32_t stack) {
+  const nd_stack_t *st = &t->stacks[stack];
+  const uint64_t *ips = nd_stack_frames(t, st);
+  for (uint32_t k = 0; k < st->depth; k++) {
+    if (!nd_is_pyframe(ips[k])) continue;
+    const nd_frame_t *f = nd_sym_frame(sym, ips[k]);
+    return f && f->python && !nd_rep_py_library(f->at.file ? f->at.file : "?");
+  }
+  return false;
+}
+
+// A candidate for a process's few entries: its rank (lower first), its bytes, where it came from.
+typedef struct pick {
+  int rank;
+  uint64_t bytes;
+  size_t from;
+} pick_t;
+
+// Puts c among the n best of v (at most JOB_FINDINGS, kept in order); returns the new n.
+static size_t pick_put(pick_t *v, size_t n, pick_t c) {
+  size_t at = n;
+  while (at > 0 && (v[at - 1].rank > c.rank || (v[at - 1].rank == c.rank && v[at - 1].bytes < c.bytes)))
+    at--;
+  if (at >= JOB_FINDINGS) return n;
+  size_t k = n < JOB_FINDINGS ? n : JOB_FINDINGS - 1;
+  memmove(&v[at + 1], &v[at], (k - at) * sizeof *v);
+  v[at] = c;
+  return n < JOB_FINDINGS ? n + 1 : n;
+}
+
+// The aggregated site of stack `stack`'s (kind); NULL: out of memory.
+static msite_t *site_at(merge_t *m, const nd_trace_t *t, nd_sym_t *sym, report_t *rep,
+                        uint32_t stack, uint16_t kind) {
+  uint64_t key;
+  return nd_rep_stack_key(rep, stack, &key) ? NULL
+         : nd_merge_site_of(m, key, kind, t, sym, &t->stacks[stack]);
+}
+
+// Trace `i` for the job view: its JOB_FINDINGS largest entries (findings first: what
+// --fail-on-leak fails on, then those the program's own code made: a list the script keeps,
+// before an interpreter's arena, then the rest), the largest sites the shim found growing while
+// it ran, and, where its end is not judged (an exec), its largest sites at their peak. Only
+// those few are named and keyed: a worker of an exact run has hundreds of thousands of sites.
+// 0, or -1 out of memory.
+int nd_merge_job_fold(merge_t *m, size_t i, const nd_trace_t *t, nd_sym_t *sym, report_t *rep) {
+  mproc_t *p = &m->procs[i];
+  pick_t v[JOB_FINDINGS];
+  size_t n = 0;
+  for (size_t j = 0; p->leaks_known && j < rep->life.n; j++) {
+    const nd_life_t *e = &rep->life.v[j];
+    if (e->cls == ND_LIFE_SUPPRESSED || e->cls == ND_LIFE_INHERITED) continue;
+    p->nentries++;
+    p->growth_flagged += e->flagged;
+    int rank = nd_life_fails(e->cls, false) ? 0 : 2;
+    // (whether the program made it, only where that could place it among the few)
+    if (rank && (n < JOB_FINDINGS || v[n - 1].rank > 1 || (v[n - 1].rank == 1 && v[n - 1].bytes < e->bytes)))
+      rank = own_of(t, sym, e->stack) ? 1 : 2;
+    n = pick_put(v, n, (pick_t){rank, e->bytes, j});
+  }
+  for (size_t k = 0; k < n; k++) {
+    const nd_life_t *e = &rep->life.v[v[k].from];
+    msite_t *s = site_at(m, t, sym, rep, e->stack, e->kind);
+    if (!s) return -1;
+    p->find[p->nfind++] = (mfind_t){.site = s->id, .cls = e->cls, .bytes = e->bytes,
+                                    .est = e->samples > 0, .own = v[k].rank == 1};
+  }
+  n = 0;
+  for (size_t j = 0; j < t->ngrowth; j++) {
+    const nd_rec_growth_t *g = &t->growth[j].rec;
+    uint64_t rise = g->floor_bytes > g->base_bytes ? g->floor_bytes - g->base_bytes : 0;
+    n = pick_put(v, n, (pick_t){0, rise, j});
+  }
+  for (size_t k = 0; k < n; k++) {
+    const nd_growth_t *g = &t->growth[v[k].from];
+    msite_t *s = site_at(m, t, sym, rep, g->stack, g->rec.kind);
+    if (!s) return -1;
+    p->grew[p->ngrew] = (mfind_t){.site = s->id, .cls = ND_LIFE_GROWING, .bytes = g->rec.floor_bytes,
+                                  .est = (g->rec.flags & ND_SITE_SAMPLED) != 0};
+    p->grew_base[p->ngrew++] = g->rec.base_bytes;
+  }
+  n = 0;
+  for (size_t j = 0; !p->leaks_known && j < t->nsites; j++)
+    n = pick_put(v, n, (pick_t){0, t->sites[j].rec.peak_live_bytes, j});
+  for (size_t k = 0; k < n; k++) {
+    const nd_site_t *ts = &t->sites[v[k].from];
+    msite_t *s = site_at(m, t, sym, rep, ts->stack, ts->rec.kind);
+    if (!s) return -1;
+    s->val[i] += ts->rec.peak_live_bytes;
+  }
+  return 0;
+}
+
 // The program's name: the header's path, its last component.
 static const char *base(const char *path) {
   const char *s = strrchr(path, '/');

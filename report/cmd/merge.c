@@ -79,8 +79,8 @@ static int grow_slots(merge_t *m) {
 }
 
 // The aggregated site of (key, kind), created if new with the frames of stack `st`; NULL: OOM.
-static msite_t *site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_t *t,
-                        nd_sym_t *sym, const nd_stack_t *st) {
+msite_t *nd_merge_site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_t *t,
+                          nd_sym_t *sym, const nd_stack_t *st) {
   if ((m->nsites + 1) * 2 > m->nslots && grow_slots(m)) return NULL;
   size_t j = hash_key(key, kind) & (m->nslots - 1);
   for (; m->slots[j]; j = (j + 1) & (m->nslots - 1)) {
@@ -133,29 +133,6 @@ static void describe_end(const nd_trace_t *t, const char *path, char *out, size_
   }
 }
 
-// The job view's entries of a process: its JOB_FINDINGS largest, findings first (what
-// --fail-on-leak fails on), then those the program's own code made (its innermost Python frame
-// the program's: a list the script keeps, not an interpreter's arena), then the rest.
-static int finding_rank(int cls, bool own) { return nd_life_fails(cls, false) ? 0 : own ? 1 : 2; }
-static void keep_finding(mproc_t *p, const msite_t *s, const nd_life_t *e) {
-  p->nentries++;
-  if (e->flagged) p->growth_flagged++;
-  mfind_t f = {.site = s->id, .cls = e->cls, .bytes = e->bytes, .est = e->samples > 0,
-               .own = s->own};
-  size_t at = p->nfind;
-  while (at > 0) {
-    const mfind_t *q = &p->find[at - 1];
-    int a = finding_rank(f.cls, f.own), b = finding_rank(q->cls, q->own);
-    if (a > b || (a == b && f.bytes <= q->bytes)) break;
-    at--;
-  }
-  if (at >= JOB_FINDINGS) return;
-  size_t n = p->nfind < JOB_FINDINGS ? p->nfind : JOB_FINDINGS - 1;
-  memmove(&p->find[at + 1], &p->find[at], (n - at) * sizeof f);
-  p->find[at] = f;
-  if (p->nfind < JOB_FINDINGS) p->nfind++;
-}
-
 // Reads trace `i` and folds it into `m`: its row, its classes (the single-trace report's own
 // analysis, nd_rep_analyse, with the same suppressions) and its sites. 0, or 2 after an error
 // reported.
@@ -202,12 +179,21 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
   // Each entry's bytes at its site: a leak, held since start-up or a bounded cache (reachable,
   // possibly lost, suppressed or inherited at fork: none; the parent's column has what a worker
   // inherited).
+  if (m->job != NONE) { // the job view needs a process's few largest entries, not its sites
+    int rc = nd_merge_job_fold(m, i, t, sym, &rep);
+    nd_rep_analysis_free(&rep);
+    nd_sym_free(sym);
+    nd_trace_free(t);
+    free(t);
+    if (rc) goto oom_early;
+    return 0;
+  }
   for (size_t j = 0; p->leaks_known && j < rep.life.n; j++) {
     const nd_life_t *e = &rep.life.v[j];
     if (e->cls == ND_LIFE_SUPPRESSED || e->cls == ND_LIFE_INHERITED) continue;
     uint64_t key;
     msite_t *s = nd_rep_stack_key(&rep, e->stack, &key) ? NULL
-                 : site_of(m, key, e->kind, t, sym, &t->stacks[e->stack]);
+                 : nd_merge_site_of(m, key, e->kind, t, sym, &t->stacks[e->stack]);
     if (!s) {
       nd_rep_analysis_free(&rep);
       nd_sym_free(sym);
@@ -216,34 +202,13 @@ static int fold_trace(merge_t *m, size_t i, nd_supp_t *supp, FILE *err) {
     if (e->cls == ND_LIFE_STARTUP) s->startup[i] += e->bytes;
     else if (e->cls == ND_LIFE_CACHE) s->cache[i] += e->bytes;
     else if (nd_life_fails(e->cls, false)) s->leak[i] += e->bytes;
-    keep_finding(p, s, e);
   }
   nd_rep_analysis_free(&rep);
-  for (size_t j = 0; j < t->ngrowth; j++) { // the job view's: what the shim saw growing
-    const nd_rec_growth_t *g = &t->growth[j].rec;
-    uint64_t key, rise = g->floor_bytes > g->base_bytes ? g->floor_bytes - g->base_bytes : 0;
-    msite_t *s = nd_rep_stack_key(&rep, t->growth[j].stack, &key) ? NULL
-                 : site_of(m, key, g->kind, t, sym, &t->stacks[t->growth[j].stack]);
-    if (!s) {
-      nd_sym_free(sym);
-      goto oom;
-    }
-    size_t at = p->ngrew;
-    while (at > 0 && p->grew[at - 1].bytes - p->grew_base[at - 1] < rise) at--;
-    if (at >= JOB_FINDINGS) continue;
-    size_t n = p->ngrew < JOB_FINDINGS ? p->ngrew : JOB_FINDINGS - 1;
-    memmove(&p->grew[at + 1], &p->grew[at], (n - at) * sizeof *p->grew);
-    memmove(&p->grew_base[at + 1], &p->grew_base[at], (n - at) * sizeof *p->grew_base);
-    p->grew[at] = (mfind_t){.site = s->id, .cls = ND_LIFE_GROWING, .bytes = g->floor_bytes,
-                            .est = (g->flags & ND_SITE_SAMPLED) != 0};
-    p->grew_base[at] = g->base_bytes;
-    if (p->ngrew < JOB_FINDINGS) p->ngrew++;
-  }
   for (size_t j = 0; j < t->nsites; j++) {
     const nd_site_t *ts = &t->sites[j];
     uint64_t key;
     msite_t *s = nd_rep_stack_key(&rep, ts->stack, &key) ? NULL
-                 : site_of(m, key, ts->rec.kind, t, sym, &t->stacks[ts->stack]);
+                 : nd_merge_site_of(m, key, ts->rec.kind, t, sym, &t->stacks[ts->stack]);
     if (!s) {
       nd_sym_free(sym);
       goto oom;

@@ -100,11 +100,16 @@ typedef struct merge {
 } merge_t;
 
 // merge.c's, for the job view
+// The aggregated site of (key, kind), made with the frames of stack `st` where new; NULL: OOM.
+msite_t *nd_merge_site_of(merge_t *m, uint64_t key, uint16_t kind, const nd_trace_t *t,
+                          nd_sym_t *sym, const nd_stack_t *st);
 void nd_merge_label(const merge_t *m, const mproc_t *p, char *out, size_t n);
 const char *nd_merge_cell(char *out, size_t n, uint64_t v, bool est);
 uint64_t nd_merge_leak_bytes(const mproc_t *p);
 void nd_merge_print_frame(FILE *o, const char *name);
-// job.c: the job view's text (merge --job)
+// job.c: what the job view keeps of trace `i` (merge --job), read and analysed in `rep`: 0, or
+// -1 out of memory; and its text
+int nd_merge_job_fold(merge_t *m, size_t i, const nd_trace_t *t, nd_sym_t *sym, report_t *rep);
 void nd_merge_job_text(FILE *o, const merge_t *m);
 
 #endif
