@@ -404,9 +404,9 @@ int nd_rep_text_summary(FILE *o, report_t *r) {
   if (nd_rep_has_limits(t)) nd_text_limits_line(o, t);
   if (nd_rep_has_devices(t)) nd_text_devices_line(o, t);
   if (t->have_resident) { // version 8: what the process holds, beside what ndmem tracks
-    fprintf(o, "  %-10s  anonymous resident memory: peak ", "resident");
+    fprintf(o, "  %-10s  anonymous resident memory, read at each flush: highest ", "resident");
     nd_text_bytes(o, t->resident_peak, false);
-    fputs(", at the last flush ", o);
+    fputs(", at the last ", o);
     nd_text_bytes(o, t->resident.anon_bytes, false);
     fputc('\n', o);
     nd_text_ws_effect_line(o, r, "");

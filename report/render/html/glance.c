@@ -5,6 +5,7 @@
 // each grew, or what the shim flagged while the job ran), what was live at exit (by lifetime
 // class; released at teardown was not), and what hit a limit. Each row names its site by its
 // place (analyse/place.h). Plain HTML: it reads the same with scripts off.
+#include "analyse/frames.h"
 #include "render/html/html.h"
 
 #include <string.h>
@@ -46,13 +47,16 @@ static int site_rows(FILE *o, report_t *r, bool mappings, size_t max, const char
   if (nd_html_labels(r, stacks, nrows, &labels)) return -1;
   for (size_t i = 0; i < nrows; i++) {
     const nd_site_t *s = &t->sites[rows[i]];
+    // a mapping's pages touched where the trace says them (version 18), else its bytes mapped
+    uint64_t v = mappings && t->has.rss ? nd_rep_site_peak_touched(s) : s->rec.peak_live_bytes;
     if (!shown++) {
-      top = s->rec.peak_live_bytes;
+      top = v;
       fprintf(o, "<p>%s</p><ol class=\"glance\">\n", title);
     }
     const char *kind = nd_rep_kind_names[s->rec.kind < ND_TRACE_KINDS ? s->rec.kind : 0];
-    if (glance_row(o, r, s->stack, s->rec.peak_live_bytes, top, s->rec.flags & ND_SITE_SAMPLED,
-                   mappings ? "mapped" : kind, "", stacks, labels, nrows, i)) {
+    if (glance_row(o, r, s->stack, v, top, s->rec.flags & ND_SITE_SAMPLED,
+                   mappings ? (t->has.rss ? "touched" : "mapped") : kind, "", stacks, labels,
+                   nrows, i)) {
       nd_html_labels_free(labels, nrows);
       return -1;
     }
@@ -77,7 +81,7 @@ static int card_used(FILE *o, report_t *r) {
   }
   if (!n) fputs("no memory counted", o);
   if (t->have_resident) {
-    fputs("<br><small>resident (anonymous) peak ", o);
+    fputs("<br><small>anonymous resident, highest of the flushes' readings ", o);
     nd_html_bytes(o, t->resident_peak, false);
     fputs("</small>", o);
   }
@@ -87,7 +91,10 @@ static int card_used(FILE *o, report_t *r) {
   // they are never ranked with memory the program allocated by that size alone.
   if (site_rows(o, r, false, GLANCE_SITES, "Largest sites by peak live bytes:") ||
       site_rows(o, r, true, GLANCE_MAPPINGS,
-                "Largest mappings by peak bytes mapped (pages touched: not recorded):"))
+                r->t->has.rss ? "Largest mappings by pages touched (reserved and never touched: "
+                                "in no figure):"
+                              : "Largest mappings by peak bytes mapped (pages touched: not "
+                                "recorded):"))
     return -1;
   fputs("<p class=\"more\"><a href=\"#flame\">flame graph</a> · <a href=\"#sites\">all sites</a>"
         "</p></section>\n", o);

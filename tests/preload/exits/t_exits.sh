@@ -144,7 +144,7 @@ fi
 
 # The summary of the process the user started begins on a fresh line.
 LD_PRELOAD=$lib NDMEM_OUTPUT="$tmp/n.%p.trace" "$prog" noeol 2>"$tmp/noeol"
-[ "$(head -n 1 "$tmp/noeol")" = strawberry ] && sed -n 2p "$tmp/noeol" | grep -q '^ndmem\[[0-9]*\]: heap:' ||
+[ "$(head -n 1 "$tmp/noeol")" = strawberry ] && sed -n 2p "$tmp/noeol" | grep -q '^ndmem\[[0-9]*\]: peak RSS ' ||
   { no "summary not on a fresh line"; cat "$tmp/noeol" >&2; }
 
 # %r is the rank's digits (a value that is not a rank is unknown: 0) and %h one file-name-safe
