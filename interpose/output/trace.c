@@ -891,6 +891,9 @@ static void flush_exec(int final, const nd_rec_exec_t *ex, const char *path) {
       nd_mmap_each_live(region_record, &blocks);
       nd_cuda_each_live(device_record, &blocks);
     }
+    // The kernel's peak again (latest wins): the exit scan's own memory is the process's too, as
+    // /usr/bin/time and the summary after it count it. Locks are only tried (threads may be held).
+    nd_rss_write(&tr.w, 1);
     nd_tw_record(&tr.w, ND_REC_EXIT, &tr.exit, sizeof tr.exit, NULL, 0);
     nd_rec_end_t e = {nd_os_mono_ns(), blocks};
     nd_tw_record(&tr.w, ND_REC_END, &e, sizeof e, NULL, 0);
