@@ -953,14 +953,6 @@ static void *writer_main(void *arg) {
     if (!steady && (steady = __atomic_load_n(&nd_steady_ns, __ATOMIC_RELAXED)) && due > least)
       due = least; // it began within the last nap
     if (due > 0) continue;
-    // The interpreter's shutdown frees what the program kept: the teardown, which the growth
-    // rules know as the final flush's falls ("released at teardown"), so no periodic flush comes
-    // between it and the final one (a torch job's shutdown takes half a second: 5 flushes at
-    // NDMEM_FLUSH_MS=100 split it). A process killed in it keeps its last flush before.
-    if (nd_py_finalizing()) {
-      due = least;
-      continue;
-    }
     uint64_t v; // the allocator asked here, holding no lock of ndmem's (allocstat.c)
     if (nd_allocstat_kind() != ND_ALLOCATOR_UNKNOWN && resident_now(&v) == 0)
       nd_allocstat_poll(v, tracked_now());

@@ -39,7 +39,6 @@ static struct {
   unsigned version_hex;
   const py_layout_t *layout;
   int (*initialized)(void);
-  int (*finalizing)(void); // Py_IsFinalizing (3.13) or _Py_IsFinalizing: an atomic load
   void *(*this_tstate)(void);
   int (*addr2line)(void *code, int addr);
   const void *code_type, *str_type;
@@ -331,7 +330,6 @@ void nd_py_detect(void) {
   if (!py.version_hex) return; // no interpreter (yet)
   unsigned minor = (py.version_hex >> 16) & 0xff, major = py.version_hex >> 24;
   if (major == 3 && minor >= 10 && !free_threaded()) py.long_type = look("PyLong_Type");
-  py.finalizing = (int (*)(void))look(minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
   const py_layout_t *L = NULL;
   for (size_t i = 0; i < sizeof nd_py_layouts / sizeof nd_py_layouts[0]; i++)
     if (major == 3 && nd_py_layouts[i].minor == minor) L = &nd_py_layouts[i];
@@ -662,10 +660,6 @@ void nd_py_record(nd_rec_python_t *r) {
 }
 
 int nd_py_state(void) { return __atomic_load_n(&py.state, __ATOMIC_ACQUIRE); }
-
-int nd_py_finalizing(void) {
-  return nd_py_state() != ND_PY_NONE && py.finalizing && py.finalizing();
-}
 
 ND_MODULE(nd_py_module) = {.name = "python", .rank = 12, .order = 6, .atfork_child = atfork_child,
                            .thread_exit = thread_exit};

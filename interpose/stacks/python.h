@@ -23,9 +23,6 @@ void nd_py_detect(void);
 void nd_py_setup(void); // at start-up: NDMEM_PYTHON=0 decides at once (no look-up)
 void nd_py_modules_changed(void);
 int nd_py_state(void);   // enum nd_python_state
-// The interpreter is shutting down (Py_FinalizeEx has begun: its modules' objects are being
-// freed); 0 where none was found. Its answer is an atomic load of the runtime's own: any thread.
-int nd_py_finalizing(void);
 // The stack of n native frames ips (innermost first, ndmem's own removed) with the calling
 // thread's Python frames, into out (room for ND_STACK_MAX): each evaluator frame becomes the
 // Python frames it ran, the interpreter's other frames go, at most NDMEM_DEPTH native frames are

@@ -1,7 +1,13 @@
 # SPDX-License-Identifier: MIT
 # A training loop fed by a DataLoader with 2 fork workers (one epoch) whose dataset caches every
 # sample it makes, 16 KiB each, for the whole run: each worker's cache grows (the line marked
-# CACHE); the main process keeps a 16 KiB tensor from every step in a list (KEPT). Prints the loss.
+# CACHE); the main process keeps a 16 KiB tensor from every step in a list (KEPT), live at its
+# end: the script ends with os._exit, as a job that skips the interpreter's teardown does (else
+# the shutdown frees the list, and whether that reads as "released at teardown" depends on the
+# flush windows the shutdown falls in). Prints the loss.
+import os
+import sys
+
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -32,3 +38,5 @@ for x, y in dl:
     opt.step()
     kept.append(torch.zeros(4096))  # KEPT
 print("loss %.4f" % float(loss))
+sys.stdout.flush()
+os._exit(0)
