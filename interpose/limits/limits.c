@@ -1024,7 +1024,12 @@ static void write_records(nd_record_fn rec, void *ctx) {
   for (unsigned i = 0; i < n; i++) rec(ctx, ND_REC_BREACH, &copy[i], sizeof copy[i]);
   if (refusal) rec(ctx, ND_REC_REFUSAL, &last, sizeof last);
   if (want_snap) {
-    int k = top_sites(top, SNAP_SITES, NULL, -1);
+    int k = top_sites(top, SNAP_SITES, NULL, -1), w = 0;
+    // A site interned after this flush wrote the sites (another thread's request since) has no
+    // STACK record yet: it is left out of the snapshot, whose records may only name written ones.
+    for (int i = 0; i < k; i++)
+      if (__atomic_load_n(&top[i].site->written, __ATOMIC_ACQUIRE)) top[w++] = top[i];
+    k = w;
     snap.sites = (uint32_t)k;
     rec(ctx, ND_REC_SNAPSHOT, &snap, sizeof snap);
     for (int i = 0; i < k; i++) {
