@@ -131,36 +131,32 @@ static size_t job_order(const merge_t *m, size_t *out) {
   return n;
 }
 
-// A process whose end is not judged (an exec, a crash): its largest sites at their peak.
-static void print_peaks(FILE *o, const merge_t *m, size_t proc) {
-  size_t top[JOB_FINDINGS], nt = 0;
-  for (size_t i = 0; i < m->nsites; i++) {
-    uint64_t v = m->sites[i].val[proc];
-    if (!v) continue;
-    size_t at = nt;
-    while (at > 0 && m->sites[top[at - 1]].val[proc] < v) at--;
-    if (at >= JOB_FINDINGS) continue;
-    size_t k = nt < JOB_FINDINGS ? nt : JOB_FINDINGS - 1;
-    memmove(&top[at + 1], &top[at], (k - at) * sizeof *top);
-    top[at] = i;
-    if (nt < JOB_FINDINGS) nt++;
-  }
-  for (size_t j = 0; j < nt; j++) {
-    const msite_t *s = &m->sites[top[j]];
-    char b[32];
-    fprintf(o, "    %10s  at its peak", nd_merge_cell(b, sizeof b, s->val[proc], false));
-    if (s->kind != 0) fprintf(o, " (%s)", nd_rep_kind_names[s->kind < ND_TRACE_KINDS ? s->kind : 0]);
+// A site's kind, where it is not the heap, to end an entry's first line; then its Python line.
+static void kind_and_line(FILE *o, const msite_t *s) {
+  if (s->kind != 0) fprintf(o, " (%s)", nd_rep_kind_names[s->kind < ND_TRACE_KINDS ? s->kind : 0]);
+  fputc('\n', o);
+  if (s->python) {
+    fputs("                at ", o);
+    nd_merge_print_frame(o, s->python);
     fputc('\n', o);
-    if (s->python) {
-      fputs("                at ", o);
-      nd_merge_print_frame(o, s->python);
-      fputc('\n', o);
-    }
   }
 }
 
-// An entry's lines: its bytes and class, then where it was made: "at" its Python line where it
-// has one, "in" the native function that asked, where the innermost frame is native.
+// A process whose end is not judged (an exec, a crash): its largest sites at their peak (the
+// few nd_merge_job_fold folded for it).
+static void print_peaks(FILE *o, const merge_t *m, size_t proc) {
+  pick_t top[JOB_FINDINGS];
+  size_t nt = 0;
+  for (size_t i = 0; i < m->nsites; i++)
+    if (m->sites[i].val[proc]) nt = pick_put(top, nt, (pick_t){0, m->sites[i].val[proc], i});
+  for (size_t j = 0; j < nt; j++) {
+    const msite_t *s = &m->sites[top[j].from];
+    char b[32];
+    fprintf(o, "    %10s  at its peak", nd_merge_cell(b, sizeof b, s->val[proc], false));
+    kind_and_line(o, s);
+  }
+}
+
 // base: a site the shim found growing while the job ran, its floor's rise from base (else -1).
 static void print_find(FILE *o, const merge_t *m, const size_t *at, const mfind_t *f,
                        int64_t base) {
@@ -172,15 +168,9 @@ static void print_find(FILE *o, const merge_t *m, const size_t *at, const mfind_
             nd_merge_cell(c, sizeof c, (uint64_t)base, f->est));
   else
     fputs(nd_life_names[f->cls], o);
-  if (s->kind != 0) fprintf(o, " (%s)", nd_rep_kind_names[s->kind < ND_TRACE_KINDS ? s->kind : 0]);
-  fputc('\n', o);
+  kind_and_line(o, s);
   // the native code that asked (the stack's innermost frame), where it is native
   const char *native = s->nframes && s->frames[0] == 'N' ? s->frames + 1 : NULL;
-  if (s->python) {
-    fputs("                at ", o);
-    nd_merge_print_frame(o, s->python);
-    fputc('\n', o);
-  }
   if (native) {
     fputs(s->python ? "                in " : "                at ", o);
     nd_merge_print_frame(o, native);
